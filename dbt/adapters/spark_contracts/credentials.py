@@ -1,0 +1,147 @@
+"""Profile keys of `type: spark_contracts`: dbt-spark's, plus `connect` and the embedded session's."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Optional
+
+from dbt.adapters.spark.connections import SparkCredentials
+from dbt_common.dataclass_schema import StrEnum
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_contracts.session import (
+    DEFAULT_ICEBERG_CATALOG,
+    DEFAULT_WAREHOUSE_DIR,
+    EmbeddedSparkConfig,
+)
+from dbt.adapters.spark_contracts import jars as jar_resolution
+
+# Keys dbt itself reads from a target; they never reach the credentials class as unknown keys.
+_DBT_TARGET_KEYS = {"type", "threads", "profile_name", "target_name"}
+
+
+class ContractsConnectionMethod(StrEnum):
+    THRIFT = "thrift"
+    HTTP = "http"
+    ODBC = "odbc"
+    SESSION = "session"
+    CONNECT = "connect"
+
+
+# Relative `warehouse_dir` values resolve against the dbt project; the adapter sets this.
+_project_root: Optional[Path] = None
+
+
+def set_project_root(root: Optional[str]) -> None:
+    global _project_root
+    _project_root = Path(root).resolve() if root else None
+
+
+@dataclass
+class SparkContractsCredentials(SparkCredentials):
+    method: ContractsConnectionMethod = None  # type: ignore[assignment]
+    warehouse_dir: Optional[str] = None
+    jars_dir: Optional[str] = None
+    iceberg_catalog: str = DEFAULT_ICEBERG_CATALOG
+    master: str = "local[*]"
+
+    @classmethod
+    def __pre_deserialize__(cls, data: Any) -> Any:
+        data = super().__pre_deserialize__(data)
+        allowed = {f.name for f in fields(cls)} | set(cls._ALIASES) | _DBT_TARGET_KEYS
+        unknown = sorted(k for k in data if k not in allowed)
+        if unknown:
+            hints = []
+            for key in unknown:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                hints.append(f"`{key}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
+            raise DbtRuntimeError(
+                f"Unknown profile key(s) for type spark_contracts: {', '.join(hints)}. "
+                f"Allowed keys: {', '.join(sorted(allowed - _DBT_TARGET_KEYS))}."
+            )
+        if data.get("method") is None:
+            data["method"] = ContractsConnectionMethod.SESSION.value
+        methods = [m.value for m in ContractsConnectionMethod]
+        if data["method"] not in methods:
+            raise DbtRuntimeError(
+                f"Unknown `method: {data['method']}`; allowed: {', '.join(methods)} "
+                "(omit it for the embedded session)."
+            )
+        return data
+
+    def __post_init__(self) -> None:
+        if self.method is None:
+            self.method = ContractsConnectionMethod.SESSION
+        user_parameters = {str(k): str(v) for k, v in self.server_side_parameters.items()}
+        if self.method == ContractsConnectionMethod.SESSION and self.host is None:
+            self.host = "localhost"  # dbt-spark requires a host; the embedded session has none
+        if self.method == ContractsConnectionMethod.CONNECT:
+            self._post_init_connect()
+        else:
+            super().__post_init__()
+        # dbt-spark forces ANSI off; a value the user set in the profile wins.
+        if "spark.sql.ansi.enabled" in user_parameters:
+            self.server_side_parameters["spark.sql.ansi.enabled"] = user_parameters[
+                "spark.sql.ansi.enabled"
+            ]
+
+    def _post_init_connect(self) -> None:
+        if self.host is None:
+            raise DbtRuntimeError(
+                "`method: connect` needs `host`, e.g. `host: sc://localhost` with `port: 15002`."
+            )
+        if self.schema is None:
+            raise DbtRuntimeError("Must specify `schema` in profile")
+        try:
+            import pyspark.sql.connect  # noqa: F401
+            import grpc  # noqa: F401
+        except ImportError as exc:
+            raise DbtRuntimeError(
+                "`method: connect` needs the Spark Connect client: `pip install 'pyspark[connect]'`"
+            ) from exc
+        if self.database is not None and self.database != self.schema:
+            raise DbtRuntimeError("On Spark, database must be omitted or equal to schema.")
+        self.database = None
+        self.server_side_parameters = {
+            str(k): str(v) for k, v in self.server_side_parameters.items()
+        }
+        self.server_side_parameters["spark.sql.ansi.enabled"] = "false"
+
+    @property
+    def connect_url(self) -> str:
+        host = self.host or "localhost"
+        if not host.startswith("sc://"):
+            host = f"sc://{host}"
+        if host.count(":") < 2 and self.port not in (None, 443):
+            host = f"{host}:{self.port}"
+        return host
+
+    def embedded_config(self) -> EmbeddedSparkConfig:
+        warehouse = Path(self.warehouse_dir or DEFAULT_WAREHOUSE_DIR).expanduser()
+        if not warehouse.is_absolute():
+            warehouse = (_project_root or Path.cwd()) / warehouse
+        return EmbeddedSparkConfig(
+            warehouse_dir=warehouse.resolve(),
+            iceberg_catalog=self.iceberg_catalog,
+            jars_dir=jar_resolution.configured_jars_dir(self.jars_dir),
+            master=self.master,
+            server_side_parameters=dict(self.server_side_parameters),
+        )
+
+    @property
+    def type(self) -> str:
+        return "spark_contracts"
+
+    @property
+    def unique_field(self) -> str:
+        if self.method == ContractsConnectionMethod.SESSION:
+            return str(self.embedded_config().warehouse_dir)
+        return self.host or ""
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        keys = ("method", "host", "port", "schema")
+        if self.method == ContractsConnectionMethod.SESSION:
+            return keys + ("warehouse_dir", "jars_dir", "iceberg_catalog")
+        return keys + ("cluster", "endpoint", "organization", "iceberg_catalog")

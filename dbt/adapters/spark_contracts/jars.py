@@ -1,0 +1,147 @@
+"""Where the Delta Lake and Iceberg jars come from: a local folder, or Spark's package resolver.
+
+Run ``python -m dbt.adapters.spark_contracts.jars fetch <dir>`` to fill a folder from Maven Central.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+JARS_ENV_VAR = "DBT_SPARK_CONTRACTS_JARS"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+
+
+@dataclass(frozen=True)
+class MavenJar:
+    group: str
+    artifact: str
+    version: str
+
+    @property
+    def coordinate(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+    @property
+    def url(self) -> str:
+        return f"{MAVEN_CENTRAL}/{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.file_name}"
+
+
+# The jars the embedded session needs on top of pyspark's own (Spark 4.0, Scala 2.13).
+# delta-spark 4.0.0 does not work with pyspark 4.0.x; 4.0.1 does.
+REQUIRED_JARS: tuple[MavenJar, ...] = (
+    MavenJar("io.delta", "delta-spark_2.13", "4.0.1"),
+    MavenJar("io.delta", "delta-storage", "4.0.1"),
+    MavenJar("org.apache.iceberg", "iceberg-spark-runtime-4.0_2.13", "1.10.0"),
+)
+# Spark's resolver pulls delta-storage in transitively from delta-spark.
+PACKAGE_COORDINATES: tuple[str, ...] = (REQUIRED_JARS[0].coordinate, REQUIRED_JARS[2].coordinate)
+
+
+class JarsNotFound(RuntimeError):
+    pass
+
+
+def configured_jars_dir(profile_value: Optional[str]) -> Optional[Path]:
+    """The jar folder from the profile key `jars_dir`, else the environment variable, else None."""
+    value = profile_value or os.environ.get(JARS_ENV_VAR)
+    return Path(value).expanduser().resolve() if value else None
+
+
+def jar_paths(jars_dir: Path) -> list[Path]:
+    """The required jars inside `jars_dir`; raise naming every missing one and the fix."""
+    missing = [jar.file_name for jar in REQUIRED_JARS if not (jars_dir / jar.file_name).is_file()]
+    if missing:
+        raise JarsNotFound(
+            f"The jar folder {jars_dir} (profile key `jars_dir` or ${JARS_ENV_VAR}) lacks "
+            f"{', '.join(missing)}. Fill it with "
+            f"`python -m dbt.adapters.spark_contracts.jars fetch {jars_dir}` (or `make jars` in a "
+            "clone of dbt-spark-contracts), or unset both to let Spark resolve "
+            f"{', '.join(PACKAGE_COORDINATES)} itself."
+        )
+    return [jars_dir / jar.file_name for jar in REQUIRED_JARS]
+
+
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dbt-spark-contracts</groupId><artifactId>jars</artifactId><version>1</version>
+  <dependencies>{deps}</dependencies>
+</project>
+"""
+_DEP = (
+    "<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
+    "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion>"
+    "</exclusions></dependency>"
+)
+
+
+def _fetch_with_maven(target: Path, mvn: str) -> None:
+    deps = "".join(_DEP.format(g=j.group, a=j.artifact, v=j.version) for j in REQUIRED_JARS)
+    with tempfile.TemporaryDirectory() as work:
+        pom = Path(work) / "pom.xml"
+        pom.write_text(_POM.format(deps=deps))
+        subprocess.run(
+            [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+             f"-DoutputDirectory={target}"],
+            check=True,
+        )
+
+
+def _fetch_with_https(target: Path) -> None:
+    for jar in REQUIRED_JARS:
+        with urllib.request.urlopen(jar.url, timeout=120) as response:
+            payload = response.read()
+        with urllib.request.urlopen(jar.url + ".sha1", timeout=60) as response:
+            expected = response.read().decode().split()[0].strip()
+        actual = hashlib.sha1(payload).hexdigest()  # noqa: S324 - Maven Central publishes sha1
+        if actual != expected:
+            raise JarsNotFound(f"{jar.url}: sha1 {actual} != published {expected}")
+        (target / jar.file_name).write_bytes(payload)
+
+
+def fetch(target: Path) -> list[Path]:
+    """Fill `target` with the required jars from Maven Central (mvn when present, else HTTPS)."""
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        return jar_paths(target)
+    except JarsNotFound:
+        pass
+    mvn = shutil.which("mvn")
+    if mvn:
+        _fetch_with_maven(target, mvn)
+    else:
+        _fetch_with_https(target)
+    return jar_paths(target)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dbt.adapters.spark_contracts.jars")
+    sub = parser.add_subparsers(dest="command", required=True)
+    fetch_cmd = sub.add_parser("fetch", help="download the Delta and Iceberg jars into a folder")
+    fetch_cmd.add_argument("target", type=Path)
+    sub.add_parser("list", help="print the Maven coordinates the embedded session needs")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        for jar in REQUIRED_JARS:
+            print(jar.coordinate)
+        return 0
+    for path in fetch(args.target.expanduser().resolve()):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""Relations: dbt-spark's, plus a catalog part (`iceberg.schema.table`) for configured catalogs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dbt.adapters.base.relation import Policy
+from dbt.adapters.spark.relation import SparkRelation
+from dbt.adapters.spark.relation import SparkQuotePolicy
+
+
+@dataclass
+class SparkContractsIncludePolicy(Policy):
+    # `database` is the catalog. It is None for spark_catalog relations (dbt-spark's
+    # generate_database_name returns None), so they render `schema.table` as before.
+    database: bool = True
+    schema: bool = True
+    identifier: bool = True
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SparkContractsRelation(SparkRelation):
+    quote_policy: Policy = field(default_factory=lambda: SparkQuotePolicy())
+    include_policy: Policy = field(default_factory=lambda: SparkContractsIncludePolicy())
+
+    def __post_init__(self) -> None:
+        # dbt-spark refuses database != schema; here `database` names a catalog.
+        pass
+
+    def render(self) -> str:
+        if self.database is not None and self.database == self.schema:
+            return self.include(database=False).render()
+        return super(SparkRelation, self).render()

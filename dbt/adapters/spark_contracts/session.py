@@ -1,0 +1,137 @@
+"""The embedded Spark: one in-process SparkSession per process, Delta owning `spark_catalog`,
+Iceberg as a named Hadoop catalog, and a persistent warehouse and Derby metastore on disk."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, Mapping, Optional
+
+from dbt.adapters.spark_contracts import jars as jar_resolution
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_WAREHOUSE_DIR = "spark-warehouse"
+DEFAULT_ICEBERG_CATALOG = "iceberg"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+class EmbeddedSparkError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class EmbeddedSparkConfig:
+    """Everything that decides how the embedded session is built."""
+
+    warehouse_dir: Path
+    iceberg_catalog: str = DEFAULT_ICEBERG_CATALOG
+    jars_dir: Optional[Path] = None
+    master: str = "local[*]"
+    server_side_parameters: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def metastore_dir(self) -> Path:
+        return self.warehouse_dir / "metastore_db"
+
+    @property
+    def iceberg_warehouse(self) -> Path:
+        return self.warehouse_dir / "iceberg"
+
+    def spark_conf(self) -> Dict[str, str]:
+        """The Spark configuration, also used to start local thrift / connect servers."""
+        conf: Dict[str, str] = {
+            "spark.master": self.master,
+            "spark.app.name": "dbt-spark-contracts",
+            "spark.sql.extensions": ",".join(
+                [
+                    "io.delta.sql.DeltaSparkSessionExtension",
+                    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+                ]
+            ),
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            f"spark.sql.catalog.{self.iceberg_catalog}": "org.apache.iceberg.spark.SparkCatalog",
+            f"spark.sql.catalog.{self.iceberg_catalog}.type": "hadoop",
+            f"spark.sql.catalog.{self.iceberg_catalog}.warehouse": str(self.iceberg_warehouse),
+            "spark.sql.warehouse.dir": str(self.warehouse_dir),
+            "spark.sql.catalogImplementation": "hive",
+            "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                f"jdbc:derby:;databaseName={self.metastore_dir};create=true"
+            ),
+            "spark.driver.extraJavaOptions": (
+                f"-Dderby.system.home={self.warehouse_dir} -Dlog4j2.configurationFile={LOG4J_CONFIG}"
+            ),
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.databricks.delta.snapshotPartitions": "2",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.sql.session.timeZone": "UTC",
+            # Delta: new tables can widen types in place (metadata only).
+            "spark.databricks.delta.properties.defaults.enableTypeWidening": "true",
+        }
+        if self.jars_dir is not None:
+            conf["spark.jars"] = ",".join(str(p) for p in jar_resolution.jar_paths(self.jars_dir))
+        else:
+            conf["spark.jars.packages"] = ",".join(jar_resolution.PACKAGE_COORDINATES)
+        conf.update(self.server_side_parameters)
+        return conf
+
+
+def check_java() -> None:
+    """Fail with one clear message when no Java runtime can start Spark."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home, "bin", "java") if java_home else None
+    if java is not None and java.is_file():
+        return
+    if java_home is None and shutil.which("java"):
+        return
+    where = f"JAVA_HOME={java_home} has no bin/java" if java_home else "no `java` on PATH"
+    raise EmbeddedSparkError(
+        f"The embedded Spark (method: session) needs Java 17, but {where}. Install a JDK 17 "
+        "(e.g. `apt-get install openjdk-17-jdk-headless`) and put it on PATH or set JAVA_HOME."
+    )
+
+
+_lock = threading.Lock()
+_active: Optional["SparkSession"] = None
+_active_config: Optional[EmbeddedSparkConfig] = None
+
+
+def get_session(config: EmbeddedSparkConfig) -> "SparkSession":
+    """The process-wide embedded session, built once; a second, different config is an error."""
+    global _active, _active_config
+    with _lock:
+        if _active is not None:
+            if _active_config is not None and _differs(_active_config, config):
+                raise EmbeddedSparkError(
+                    "One process holds one embedded SparkSession; it was started with "
+                    f"warehouse_dir={_active_config.warehouse_dir}, jars_dir="
+                    f"{_active_config.jars_dir}, but now {config.warehouse_dir}, {config.jars_dir}. "
+                    "Use one embedded target per process."
+                )
+            return _active
+        check_java()
+        # The Iceberg Hadoop catalog cannot list namespaces under a folder that does not exist.
+        config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder
+        for key, value in config.spark_conf().items():
+            builder = builder.config(key, value)
+        session = builder.enableHiveSupport().getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        _active, _active_config = session, config
+        return session
+
+
+def _differs(a: EmbeddedSparkConfig, b: EmbeddedSparkConfig) -> bool:
+    return (a.warehouse_dir, a.jars_dir, a.iceberg_catalog, a.master) != (
+        b.warehouse_dir,
+        b.jars_dir,
+        b.iceberg_catalog,
+        b.master,
+    )

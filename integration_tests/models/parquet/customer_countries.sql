@@ -1,0 +1,2 @@
+{{ config(materialized='table') }}
+select country, count(*) as customers from {{ ref('customers') }} group by country
