@@ -10,6 +10,7 @@ from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_contracts import session as embedded
 from dbt.adapters.spark_contracts.credentials import (
     ContractsConnectionMethod,
     SparkContractsCredentials,
@@ -18,7 +19,6 @@ from dbt.adapters.spark_contracts.cursor import (
     SparkSessionConnectionWrapper,
     SparkSessionHandle,
 )
-from dbt.adapters.spark_contracts import session as embedded
 
 logger = AdapterLogger("SparkContracts")
 

@@ -11,12 +11,12 @@ from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.session import (
     DEFAULT_ICEBERG_CATALOG,
     DEFAULT_WAREHOUSE_DIR,
     EmbeddedSparkConfig,
 )
-from dbt.adapters.spark_contracts import jars as jar_resolution
 
 # Keys dbt itself reads from a target; they never reach the credentials class as unknown keys.
 _DBT_TARGET_KEYS = {"type", "threads", "profile_name", "target_name"}
@@ -95,8 +95,8 @@ class SparkContractsCredentials(SparkCredentials):
         if self.schema is None:
             raise DbtRuntimeError("Must specify `schema` in profile")
         try:
-            import pyspark.sql.connect  # noqa: F401
             import grpc  # noqa: F401
+            import pyspark.sql.connect  # noqa: F401
         except ImportError as exc:
             raise DbtRuntimeError(
                 "`method: connect` needs the Spark Connect client: `pip install 'pyspark[connect]'`"

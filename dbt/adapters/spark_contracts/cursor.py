@@ -86,6 +86,16 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
         cursor = self._cursor or self.handle.cursor()
         return cursor.schema_json(sql)
 
+    @classmethod
+    def _fix_binding(cls, value: Any) -> Any:
+        """dbt-spark renders None as the string 'None' and leaves quotes unescaped; fix both."""
+        if value is None:
+            return "NULL"
+        if isinstance(value, str):
+            escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+            return f"'{escaped}'"
+        return super()._fix_binding(value)
+
     def fetchone(self) -> Any:
         assert self._cursor, "Cursor not available"
         return self._cursor.fetchone()

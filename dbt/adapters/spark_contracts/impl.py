@@ -81,6 +81,12 @@ class SparkContractsAdapter(SparkAdapter):
     def default_file_format(self) -> str:
         return DEFAULT_FILE_FORMAT
 
+    @available
+    def default_incremental_strategy(self, file_format: str) -> str:
+        """`merge` where the format can merge (it appends when there is no unique_key), else
+        `append`: a `unique_key` is never silently ignored on Delta or Iceberg."""
+        return "merge" if file_format in ("delta", "iceberg", "hudi") else "append"
+
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> List[BaseRelation]:
         if not schema_relation.database:
             return super().list_relations_without_caching(schema_relation)
@@ -130,10 +136,10 @@ class SparkContractsAdapter(SparkAdapter):
         self,
         relation_configs: Iterable[RelationConfig],
         used_schemas: FrozenSet[Tuple[str, str]],
-    ) -> Tuple["agate.Table", List[Exception]]:
+    ) -> Tuple[agate.Table, List[Exception]]:
         schema_map = self._get_catalog_schemas(relation_configs)
         with executor(self.config) as tpe:
-            futures: List[Future["agate.Table"]] = []
+            futures: List[Future[agate.Table]] = []
             for info, schemas in schema_map.items():
                 for schema in schemas:
                     futures.append(
@@ -149,7 +155,7 @@ class SparkContractsAdapter(SparkAdapter):
         information_schema: InformationSchema,
         schemas: Any,
         used_schemas: Any,
-    ) -> "agate.Table":
+    ) -> agate.Table:
         import agate
         from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER
 
@@ -164,6 +170,7 @@ class SparkContractsAdapter(SparkAdapter):
     def get_adapter_run_info(cls, config: RelationConfig) -> AdapterTrackingRelationInfo:
         # dbt derives the module from the class name, which cannot spell `spark_contracts`.
         from dbt.adapters.__about__ import version as base_version
+
         from dbt.adapters.spark_contracts.__version__ import version
 
         return AdapterTrackingRelationInfo(

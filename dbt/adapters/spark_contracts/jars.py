@@ -94,8 +94,15 @@ def _fetch_with_maven(target: Path, mvn: str) -> None:
         pom = Path(work) / "pom.xml"
         pom.write_text(_POM.format(deps=deps))
         subprocess.run(
-            [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-             f"-DoutputDirectory={target}"],
+            [
+                mvn,
+                "-q",
+                "-B",
+                "-f",
+                str(pom),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={target}",
+            ],
             check=True,
         )
 

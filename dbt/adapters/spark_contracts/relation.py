@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dbt.adapters.base.relation import Policy
-from dbt.adapters.spark.relation import SparkRelation
-from dbt.adapters.spark.relation import SparkQuotePolicy
+from dbt.adapters.spark.relation import SparkQuotePolicy, SparkRelation
 
 
 @dataclass

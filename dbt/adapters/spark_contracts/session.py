@@ -97,11 +97,11 @@ def check_java() -> None:
 
 
 _lock = threading.Lock()
-_active: Optional["SparkSession"] = None
+_active: Optional[SparkSession] = None
 _active_config: Optional[EmbeddedSparkConfig] = None
 
 
-def get_session(config: EmbeddedSparkConfig) -> "SparkSession":
+def get_session(config: EmbeddedSparkConfig) -> SparkSession:
     """The process-wide embedded session, built once; a second, different config is an error."""
     global _active, _active_config
     with _lock:

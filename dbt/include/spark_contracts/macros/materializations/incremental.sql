@@ -1,6 +1,6 @@
 {% materialization incremental, adapter='spark_contracts', supported_languages=['sql', 'python'] -%}
   {%- set file_format = dbt_spark_validate_get_file_format(spark_contracts_file_format()) -%}
-  {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or 'append', file_format) -%}
+  {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or adapter.default_incremental_strategy(file_format), file_format) -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set unique_key = config.get('unique_key', none) -%}
   {%- set partition_by = config.get('partition_by', none) -%}

@@ -1,0 +1,227 @@
+"""What each table format can change in place: one table of data that the planner reads.
+
+Facts: Spark 4.0 session catalog (parquet), Delta Lake 4.0, Iceberg 1.10 (see SPEC §4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from .types import Decimal, SparkType, is_widening, type_kind
+
+
+class DefaultStyle(Enum):
+    """How a new column gets a default for existing rows."""
+
+    SET_DEFAULT_THEN_UPDATE = "ADD COLUMNS, SET DEFAULT, UPDATE existing rows, CHECK for NOT NULL"
+    ADD_THEN_UPDATE = "ADD COLUMNS, then UPDATE existing rows"
+    INLINE_DEFAULT = "ADD COLUMNS ... DEFAULT (existing rows read the default)"
+
+
+class DecimalWidening(Enum):
+    NONE = "none"
+    PRECISION_ONLY = "precision up, same scale"
+    PRECISION_AND_SCALE = "decimal(p,s) -> decimal(p+k1,s+k2), k1 >= k2 >= 0"
+
+
+@dataclass(frozen=True)
+class TableFeature:
+    """A table property a change depends on; `accepted` values already satisfy it."""
+
+    property: str
+    value: str
+    irreversible: bool
+    note: str
+    accepted: tuple[str, ...] = ()
+
+    def enabled_in(self, properties: Mapping[str, str]) -> bool:
+        lowered = {k.lower(): str(v).lower() for k, v in properties.items()}
+        actual = lowered.get(self.property.lower())
+        return actual is not None and actual in {self.value.lower(), *self.accepted}
+
+
+TYPE_WIDENING = TableFeature(
+    "delta.enableTypeWidening",
+    "true",
+    irreversible=False,
+    note="adds the Delta typeWidening table feature (removable with DROP FEATURE typeWidening)",
+)
+COLUMN_MAPPING = TableFeature(
+    "delta.columnMapping.mode",
+    "name",
+    irreversible=True,
+    note="enables Delta column mapping (mode name): an irreversible protocol upgrade "
+    "(readers need Delta reader version 2+)",
+    accepted=("id",),
+)
+COLUMN_DEFAULTS = TableFeature(
+    "delta.feature.allowColumnDefaults",
+    "supported",
+    irreversible=True,
+    note="adds the Delta allowColumnDefaults table feature (a protocol upgrade)",
+    accepted=("enabled",),
+)
+
+_INTEGRAL_UP = {
+    ("tinyint", "smallint"),
+    ("tinyint", "int"),
+    ("tinyint", "bigint"),
+    ("smallint", "int"),
+    ("smallint", "bigint"),
+    ("int", "bigint"),
+}
+
+
+@dataclass(frozen=True)
+class FormatCapabilities:
+    """One row of the capability table; `widenings` are (from kind, to kind) done in metadata."""
+
+    name: str
+    add_column: bool
+    add_nested_field: bool
+    add_column_default: DefaultStyle
+    enforces_not_null: bool
+    not_null_check_constraint: bool
+    widenings: frozenset[tuple[str, str]]
+    decimal_widening: DecimalWidening
+    nested_widening: bool
+    widening_feature: TableFeature | None
+    drop_not_null: bool
+    drop_column: bool
+    drop_nested_in_collection: bool
+    drop_column_feature: TableFeature | None
+    default_feature: TableFeature | None
+    atomic_rewrite: bool
+    update: bool
+    managed_properties: tuple[str, ...]
+
+    def can_widen(self, from_type: SparkType, to_type: SparkType, nested: bool) -> bool:
+        """True when ALTER COLUMN TYPE does this widening without rewriting data."""
+        if nested and not self.nested_widening:
+            return False
+        if (type_kind(from_type), type_kind(to_type)) not in self.widenings:
+            return False
+        if not is_widening(from_type, to_type):
+            return False
+        if isinstance(from_type, Decimal) and isinstance(to_type, Decimal):
+            if self.decimal_widening is DecimalWidening.PRECISION_ONLY:
+                return from_type.scale == to_type.scale
+            return self.decimal_widening is DecimalWidening.PRECISION_AND_SCALE
+        return True
+
+    def carried_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
+        """Table properties to keep across a rewrite (drops what the format manages itself)."""
+        return {k: str(v) for k, v in properties.items() if not self._managed(k.lower())}
+
+    def _managed(self, key: str) -> bool:
+        """Entries ending in `.` or `-` are prefixes, the others exact keys."""
+        return any(
+            key.startswith(p) if p.endswith((".", "-")) else key == p
+            for p in self.managed_properties
+        )
+
+
+DELTA = FormatCapabilities(
+    name="delta",
+    add_column=True,
+    add_nested_field=True,
+    add_column_default=DefaultStyle.SET_DEFAULT_THEN_UPDATE,
+    enforces_not_null=True,
+    not_null_check_constraint=True,
+    widenings=frozenset(
+        _INTEGRAL_UP
+        | {(k, "double") for k in ("tinyint", "smallint", "int")}
+        | {(k, "decimal") for k in ("tinyint", "smallint", "int", "bigint")}
+        | {("float", "double"), ("decimal", "decimal"), ("date", "timestamp_ntz")}
+    ),
+    decimal_widening=DecimalWidening.PRECISION_AND_SCALE,
+    nested_widening=True,
+    widening_feature=TYPE_WIDENING,
+    drop_not_null=True,
+    drop_column=True,
+    drop_nested_in_collection=True,
+    drop_column_feature=COLUMN_MAPPING,
+    default_feature=COLUMN_DEFAULTS,
+    atomic_rewrite=True,
+    update=True,
+    managed_properties=(
+        "delta.constraints.",
+        "delta.feature.",
+        "delta.minreaderversion",
+        "delta.minwriterversion",
+        "delta.columnmapping.maxcolumnid",
+        "delta.rowtracking.materialized",
+        "delta.lastcommittimestamp",
+        "delta.lastupdateversion",
+        "option.",
+    ),
+)
+
+ICEBERG = FormatCapabilities(
+    name="iceberg",
+    add_column=True,
+    add_nested_field=True,
+    add_column_default=DefaultStyle.ADD_THEN_UPDATE,
+    enforces_not_null=True,
+    not_null_check_constraint=False,
+    widenings=frozenset({("int", "bigint"), ("float", "double"), ("decimal", "decimal")}),
+    decimal_widening=DecimalWidening.PRECISION_ONLY,
+    nested_widening=True,
+    widening_feature=None,
+    drop_not_null=True,
+    drop_column=True,
+    drop_nested_in_collection=True,
+    drop_column_feature=None,
+    default_feature=None,
+    atomic_rewrite=True,
+    update=True,
+    managed_properties=(
+        "current-snapshot-",
+        "snapshot-count",
+        "current-schema",
+        "format",
+        "provider",
+        "location",
+        "owner",
+        "identifier-fields",
+        "sort-order",
+        "default-partition-spec",
+        "option.",
+    ),
+)
+
+PARQUET = FormatCapabilities(
+    name="parquet",
+    add_column=True,
+    add_nested_field=False,
+    add_column_default=DefaultStyle.INLINE_DEFAULT,
+    enforces_not_null=False,
+    not_null_check_constraint=False,
+    widenings=frozenset(),
+    decimal_widening=DecimalWidening.NONE,
+    nested_widening=False,
+    widening_feature=None,
+    drop_not_null=False,
+    drop_column=False,
+    drop_nested_in_collection=False,
+    drop_column_feature=None,
+    default_feature=None,
+    atomic_rewrite=False,
+    update=False,
+    managed_properties=("transient_lastddltime", "spark.sql.", "option."),
+)
+
+CAPABILITIES: Mapping[str, FormatCapabilities] = {c.name: c for c in (DELTA, ICEBERG, PARQUET)}
+
+
+def capabilities_for(table_format: str) -> FormatCapabilities:
+    """The capability row for `delta`, `iceberg` or `parquet` (case-insensitive)."""
+    try:
+        return CAPABILITIES[table_format.lower()]
+    except KeyError:
+        known = ", ".join(CAPABILITIES)
+        raise ValueError(
+            f"unknown table format {table_format!r}; expected one of {known}"
+        ) from None

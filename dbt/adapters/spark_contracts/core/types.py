@@ -1,0 +1,253 @@
+"""Typed model of Spark SQL data types: parse DDL, catalog strings and schema JSON, render them back.
+
+A table schema is a `Struct`; this module and `render.py` are the only places that quote identifiers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+_INTEGRAL_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
+YEAR_MONTH_UNITS = ("year", "month")
+DAY_TIME_UNITS = ("day", "hour", "minute", "second")
+
+
+def _interval_names() -> frozenset[str]:
+    names = {"interval"}
+    for units in (YEAR_MONTH_UNITS, DAY_TIME_UNITS):
+        for i, start in enumerate(units):
+            names.add(f"interval {start}")
+            names.update(f"interval {start} to {end}" for end in units[i + 1 :])
+    return frozenset(names)
+
+
+PRIMITIVE_NAMES = (
+    frozenset(
+        {
+            *("boolean", "tinyint", "smallint", "int", "bigint", "float", "double"),
+            *(
+                "date",
+                "timestamp",
+                "timestamp_ntz",
+                "string",
+                "binary",
+                "void",
+                "variant",
+            ),
+        }
+    )
+    | _interval_names()
+)
+ALIASES = {
+    "integer": "int",
+    "long": "bigint",
+    "short": "smallint",
+    "byte": "tinyint",
+    "real": "float",
+    "timestamp_ltz": "timestamp",
+    "null": "void",
+}
+
+
+def quote_identifier(name: str) -> str:
+    """Backtick-quote a Spark identifier, doubling embedded backticks."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_string(value: str) -> str:
+    """Render a Spark SQL single-quoted string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _simple_name(name: str) -> str:
+    plain = name.replace("_", "a").isalnum() and name.isascii() and not name[:1].isdigit()
+    return name if plain else quote_identifier(name)
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """A type without parameters, by canonical catalog name (`int`, `interval day to second`)."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.name not in PRIMITIVE_NAMES:
+            raise ValueError(f"unknown Spark primitive type {self.name!r}")
+
+    def to_sql(self) -> str:
+        return self.name.upper()
+
+    def simple_string(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Char:
+    length: int
+
+    def to_sql(self) -> str:
+        return f"CHAR({self.length})"
+
+    def simple_string(self) -> str:
+        return f"char({self.length})"
+
+
+@dataclass(frozen=True)
+class Varchar:
+    length: int
+
+    def to_sql(self) -> str:
+        return f"VARCHAR({self.length})"
+
+    def simple_string(self) -> str:
+        return f"varchar({self.length})"
+
+
+@dataclass(frozen=True)
+class Decimal:
+    precision: int = 10
+    scale: int = 0
+
+    def __post_init__(self) -> None:
+        if not (1 <= self.precision <= 38 and 0 <= self.scale <= self.precision):
+            raise ValueError(f"invalid decimal({self.precision},{self.scale})")
+
+    def to_sql(self) -> str:
+        return f"DECIMAL({self.precision},{self.scale})"
+
+    def simple_string(self) -> str:
+        return f"decimal({self.precision},{self.scale})"
+
+
+@dataclass(frozen=True)
+class Array:
+    element: SparkType
+    contains_null: bool = True
+
+    def to_sql(self) -> str:
+        return f"ARRAY<{self.element.to_sql()}>"
+
+    def simple_string(self) -> str:
+        return f"array<{self.element.simple_string()}>"
+
+
+@dataclass(frozen=True)
+class Map:
+    key: SparkType
+    value: SparkType
+    value_contains_null: bool = True
+
+    def to_sql(self) -> str:
+        return f"MAP<{self.key.to_sql()}, {self.value.to_sql()}>"
+
+    def simple_string(self) -> str:
+        return f"map<{self.key.simple_string()},{self.value.simple_string()}>"
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: SparkType
+    nullable: bool = True
+    comment: str | None = None
+
+    def to_sql(self) -> str:
+        text = f"{quote_identifier(self.name)}: {self.type.to_sql()}"
+        if not self.nullable:
+            text += " NOT NULL"
+        if self.comment is not None:
+            text += f" COMMENT {sql_string(self.comment)}"
+        return text
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A struct type; also the type of a whole table (its fields are the columns)."""
+
+    fields: tuple[Field, ...] = ()
+
+    def to_sql(self) -> str:
+        return f"STRUCT<{', '.join(f.to_sql() for f in self.fields)}>"
+
+    def simple_string(self) -> str:
+        inner = ",".join(f"{_simple_name(f.name)}:{f.type.simple_string()}" for f in self.fields)
+        return f"struct<{inner}>"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field(self, name: str) -> Field | None:
+        """The field called `name`, compared case-insensitively as Spark resolves names."""
+        return self._by_lower_name.get(name.lower())
+
+    @cached_property
+    def _by_lower_name(self) -> dict[str, Field]:
+        return {f.name.lower(): f for f in reversed(self.fields)}
+
+
+SparkType = Primitive | Char | Varchar | Decimal | Array | Map | Struct
+
+
+def as_nullable(t: SparkType) -> SparkType:
+    """`t` with every field, array element and map value nullable (Spark's `asNullable`)."""
+    if isinstance(t, Struct):
+        return Struct(tuple(replace(f, type=as_nullable(f.type), nullable=True) for f in t.fields))
+    if isinstance(t, Array):
+        return Array(as_nullable(t.element), True)
+    if isinstance(t, Map):
+        return Map(as_nullable(t.key), as_nullable(t.value), True)
+    return t
+
+
+def type_kind(t: SparkType) -> str:
+    """Coarse kind used by capability tables: primitive name, `decimal`, `char`, `struct`, ..."""
+    if isinstance(t, Primitive):
+        return t.name
+    return type(t).__name__.lower()
+
+
+def is_widening(from_type: SparkType, to_type: SparkType) -> bool:
+    """True when every value of `from_type` converts losslessly into `to_type` (and they differ)."""
+    if from_type == to_type:
+        return False
+    src, dst = type_kind(from_type), type_kind(to_type)
+    if src in INTEGRAL:
+        if dst in INTEGRAL:
+            return INTEGRAL.index(src) < INTEGRAL.index(dst)
+        if isinstance(to_type, Decimal):
+            return to_type.precision - to_type.scale >= _INTEGRAL_DIGITS[src]
+        return dst == "double" and src != "bigint"
+    if isinstance(from_type, Decimal) and isinstance(to_type, Decimal):
+        grow_scale = to_type.scale - from_type.scale
+        return to_type.precision - from_type.precision >= grow_scale >= 0
+    if isinstance(from_type, Varchar) and isinstance(to_type, Varchar):
+        return to_type.length >= from_type.length
+    pairs = {("float", "double"), ("date", "timestamp"), ("date", "timestamp_ntz")}
+    return (src, dst) in pairs or (src in ("char", "varchar") and dst == "string")
+
+
+# Parsing lives in parse.py (it builds the classes above); re-exported so callers find it here.
+from .parse import from_spark_json, parse_columns, parse_type  # noqa: E402
+
+__all__ = [
+    "Array",
+    "Char",
+    "Decimal",
+    "Field",
+    "Map",
+    "Primitive",
+    "SparkType",
+    "Struct",
+    "Varchar",
+    "as_nullable",
+    "from_spark_json",
+    "is_widening",
+    "parse_columns",
+    "parse_type",
+    "quote_identifier",
+    "sql_string",
+    "type_kind",
+]

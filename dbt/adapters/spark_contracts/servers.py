@@ -1,0 +1,129 @@
+"""Start a local Spark Thrift Server or Spark Connect server from the pyspark wheel, configured
+like the embedded session (Delta, Iceberg catalog, warehouse, jars).
+
+    python -m dbt.adapters.spark_contracts.servers thrift --port 10000 --warehouse-dir ./wh
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from dbt.adapters.spark_contracts import jars as jar_resolution
+from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
+
+MAIN_CLASSES = {
+    "thrift": "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+    "connect": "org.apache.spark.sql.connect.service.SparkConnectServer",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LocalServer:
+    kind: str
+    port: int
+    process: subprocess.Popen
+    log_path: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def server_command(kind: str, port: int, config: EmbeddedSparkConfig) -> list[str]:
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    command = [str(spark_home / "bin" / "spark-submit"), "--class", MAIN_CLASSES[kind]]
+    for key, value in config.spark_conf().items():
+        command += ["--conf", f"{key}={value}"]
+    if kind == "thrift":
+        command += [
+            "--hiveconf",
+            f"hive.server2.thrift.port={port}",
+            "--hiveconf",
+            "hive.server2.thrift.bind.host=localhost",
+        ]
+    else:
+        command += ["--conf", f"spark.connect.grpc.binding.port={port}"]
+    return command + ["spark-internal"]
+
+
+def start(
+    kind: str,
+    warehouse_dir: str,
+    port: Optional[int] = None,
+    jars_dir: Optional[str] = None,
+    timeout: float = 180.0,
+) -> LocalServer:
+    """Start a server and wait until its port accepts connections."""
+    check_java()
+    if kind not in MAIN_CLASSES:
+        raise ValueError(f"server kind {kind!r}: allowed are {', '.join(MAIN_CLASSES)}")
+    port = port or free_port()
+    warehouse = Path(warehouse_dir).resolve()
+    config = EmbeddedSparkConfig(
+        warehouse_dir=warehouse,
+        jars_dir=jar_resolution.configured_jars_dir(jars_dir),
+        # the session default for dbt-spark's credentials; servers get it from their conf
+        server_side_parameters={"spark.sql.ansi.enabled": "false"},
+    )
+    config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
+    log_path = warehouse / f"{kind}-server-{port}.log"
+    env = dict(os.environ, SPARK_HOME=str(Path(__import__("pyspark").__file__).parent))
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            server_command(kind, port, config),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=warehouse,
+            env=env,
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{kind} server exited with {process.returncode}; see {log_path}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return LocalServer(kind, port, process, log_path)
+        except OSError:
+            time.sleep(1)
+    process.kill()
+    raise RuntimeError(f"{kind} server did not open port {port} in {timeout:.0f}s; see {log_path}")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dbt.adapters.spark_contracts.servers")
+    parser.add_argument("kind", choices=sorted(MAIN_CLASSES))
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--warehouse-dir", default="spark-warehouse")
+    parser.add_argument("--jars-dir", default=None)
+    args = parser.parse_args(argv)
+    server = start(args.kind, args.warehouse_dir, args.port, args.jars_dir)
+    print(f"{args.kind} server listening on localhost:{server.port} (log: {server.log_path})")
+    try:
+        server.process.wait()
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""Local Spark servers for the thrift and connect profiles of the functional tests."""
+
+from dbt.adapters.spark_contracts.servers import LocalServer, start
+
+
+def start_local_server(kind: str, warehouse_dir: str) -> LocalServer:
+    return start(kind, warehouse_dir)

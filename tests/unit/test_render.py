@@ -1,0 +1,220 @@
+"""Rendered Spark SQL for representative plans (exact snapshots)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.spark_contracts.core.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.operations import (
+    AddColumns,
+    AddNotNullCheck,
+    AlterColumnType,
+    Backfill,
+    DropColumns,
+    DropNotNull,
+    EnableTableFeature,
+    FullRefresh,
+    NewColumn,
+    Plan,
+    SetColumnDefault,
+)
+from dbt.adapters.spark_contracts.core.plan import (
+    ColumnEvolution,
+    Policy,
+    plan_schema_change,
+)
+from dbt.adapters.spark_contracts.core.render import (
+    cast_expression,
+    render_operation,
+    render_plan,
+    suffixed,
+)
+from dbt.adapters.spark_contracts.core.types import Struct, parse_type
+
+T = "`db`.`t`"
+
+
+def S(columns: str) -> Struct:
+    schema = parse_type(f"struct<{columns}>")
+    assert isinstance(schema, Struct)
+    return schema
+
+
+def rendered(deployed: str, compiled: str, fmt: str, props=None, **policy) -> list[str]:
+    d, c = S(deployed), S(compiled)
+    p = plan_schema_change(diff_schemas(d, c), fmt, props or {}, Policy(**policy), d, c)
+    return render_plan(p, T, fmt)
+
+
+OPERATIONS = [
+    (
+        AddColumns((NewColumn(("s", "c"), parse_type("string"), after="a"),)),
+        "ALTER TABLE `db`.`t` ADD COLUMNS (`s`.`c` STRING AFTER `a`)",
+    ),
+    (
+        AddColumns((NewColumn(("s", "c"), parse_type("int"), "note", first=True),)),
+        "ALTER TABLE `db`.`t` ADD COLUMNS (`s`.`c` INT COMMENT 'note' FIRST)",
+    ),
+    (
+        AddColumns((NewColumn(("c",), parse_type("int"), default="0"),)),
+        "ALTER TABLE `db`.`t` ADD COLUMNS (`c` INT DEFAULT 0)",
+    ),
+    (
+        AlterColumnType(("s", "a"), parse_type("bigint"), parse_type("int")),
+        "ALTER TABLE `db`.`t` ALTER COLUMN `s`.`a` TYPE BIGINT",
+    ),
+    (DropNotNull(("c",)), "ALTER TABLE `db`.`t` ALTER COLUMN `c` DROP NOT NULL"),
+    (
+        EnableTableFeature("delta.columnMapping.mode", "name", True, "n"),
+        "ALTER TABLE `db`.`t` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')",
+    ),
+    (
+        DropColumns((("a",), ("s", "b"))),
+        "ALTER TABLE `db`.`t` DROP COLUMNS (`a`, `s`.`b`)",
+    ),
+    (
+        SetColumnDefault("c", "'x'"),
+        "ALTER TABLE `db`.`t` ALTER COLUMN `c` SET DEFAULT 'x'",
+    ),
+    (Backfill("c", "a * 2"), "UPDATE `db`.`t` SET `c` = a * 2"),
+    (
+        AddNotNullCheck("c", "c_not_null"),
+        "ALTER TABLE `db`.`t` ADD CONSTRAINT `c_not_null` CHECK (`c` IS NOT NULL)",
+    ),
+    (
+        AddColumns((NewColumn(("we`ird",), parse_type("int")),)),
+        "ALTER TABLE `db`.`t` ADD COLUMNS (`we``ird` INT)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("op", "sql"), OPERATIONS)
+def test_render_operation(op, sql):
+    assert render_operation(op, T, "delta") == [sql]
+
+
+def test_full_refresh_renders_nothing():
+    assert render_plan(Plan("delta", (FullRefresh("x"),)), T, "delta") == []
+
+
+def test_delta_add_default_not_null_column():
+    assert rendered(
+        "a int",
+        "a int, b string not null",
+        "delta",
+        columns={"b": ColumnEvolution("'x'")},
+    ) == [
+        "ALTER TABLE `db`.`t` SET TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported')",
+        "ALTER TABLE `db`.`t` ADD COLUMNS (`b` STRING)",
+        "ALTER TABLE `db`.`t` ALTER COLUMN `b` SET DEFAULT 'x'",
+        "UPDATE `db`.`t` SET `b` = 'x'",
+        "ALTER TABLE `db`.`t` ADD CONSTRAINT `b_not_null` CHECK (`b` IS NOT NULL)",
+    ]
+
+
+def test_parquet_add_column_with_default():
+    assert rendered("a int", "a int, b int", "parquet", columns={"b": ColumnEvolution("0")}) == [
+        "ALTER TABLE `db`.`t` ADD COLUMNS (`b` INT DEFAULT 0)"
+    ]
+
+
+def test_delta_nested_add_and_widen():
+    assert rendered(
+        "s struct<a:int,b:string>, x array<struct<id:int>>",
+        "s struct<a:bigint,b:string,c:boolean>, x array<struct<id:int,score:double>>",
+        "delta",
+    ) == [
+        "ALTER TABLE `db`.`t` SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
+        (
+            "ALTER TABLE `db`.`t` ADD COLUMNS "
+            "(`s`.`c` BOOLEAN AFTER `b`, `x`.`element`.`score` DOUBLE AFTER `id`)"
+        ),
+        "ALTER TABLE `db`.`t` ALTER COLUMN `s`.`a` TYPE BIGINT",
+    ]
+
+
+def test_delta_rewrite_is_one_atomic_replace():
+    assert rendered(
+        "id int, a date, s struct<x:int>, m map<string,int>",
+        "id int, a timestamp, s struct<x:int, y:string>, m map<string,bigint>, n int",
+        "delta",
+        {"delta.enableTypeWidening": "true", "delta.minWriterVersion": "7"},
+    ) == [
+        (
+            "CREATE OR REPLACE TABLE `db`.`t` USING delta "
+            "TBLPROPERTIES ('delta.enableTypeWidening' = 'true') AS SELECT "
+            "`id` AS `id`, "
+            "CAST(`a` AS TIMESTAMP) AS `a`, "
+            "IF(`s` IS NULL, NULL, named_struct('x', `s`.`x`, 'y', CAST(NULL AS STRING))) AS `s`, "
+            "transform_values(`m`, (k0, v0) -> CAST(v0 AS BIGINT)) AS `m`, "
+            "CAST(NULL AS INT) AS `n` "
+            "FROM `db`.`t`"
+        )
+    ]
+
+
+def test_iceberg_rewrite_with_table_options():
+    d, c = S("a int"), S("a double")
+    p = plan_schema_change(diff_schemas(d, c), "iceberg", {}, Policy(), d, c)
+    assert render_plan(p, "cat.db.t", "iceberg", "PARTITIONED BY (a)") == [
+        (
+            "CREATE OR REPLACE TABLE cat.db.t USING iceberg PARTITIONED BY (a) "
+            "AS SELECT CAST(`a` AS DOUBLE) AS `a` FROM cat.db.t"
+        )
+    ]
+
+
+def test_parquet_rewrite_builds_beside_and_swaps_keeping_a_backup():
+    assert rendered(
+        "a int, b int", "a bigint, c string", "parquet",
+        allow_full_refresh=True, allow_column_removal=True,
+        columns={"c": ColumnEvolution(default="'n'")},
+    ) == [
+        "DROP TABLE IF EXISTS `db`.`t__dbt_rewrite`",
+        "CREATE TABLE `db`.`t__dbt_rewrite` (`a` BIGINT, `c` STRING DEFAULT 'n') USING parquet",
+        ("INSERT INTO `db`.`t__dbt_rewrite` "
+        "SELECT CAST(`a` AS BIGINT) AS `a`, CAST('n' AS STRING) AS `c` FROM `db`.`t`"),
+        "ALTER TABLE `db`.`t` RENAME TO `db`.`t__dbt_backup`",
+        "ALTER TABLE `db`.`t__dbt_rewrite` RENAME TO `db`.`t`",
+        "DROP TABLE `db`.`t__dbt_backup`",
+    ]  # fmt: skip
+
+
+def test_blocked_plan_renders_nothing():
+    assert rendered("a bigint", "a int", "delta") == []
+
+
+CASTS = [
+    ("int", "int", "`c`"),
+    ("struct<A:int>", "struct<a:int>", "`c`"),
+    ("int", "bigint", "CAST(`c` AS BIGINT)"),
+    (
+        "struct<b:int,a:int>",
+        "struct<a:bigint,b:int>",
+        "IF(`c` IS NULL, NULL, named_struct('a', CAST(`c`.`a` AS BIGINT), 'b', `c`.`b`))",
+    ),
+    (
+        "array<array<int>>",
+        "array<array<bigint>>",
+        "transform(`c`, x0 -> transform(x0, x1 -> CAST(x1 AS BIGINT)))",
+    ),
+    (
+        "map<int,struct<f:int>>",
+        "map<bigint,struct<f:int,g:int>>",
+        (
+            "transform_values(transform_keys(`c`, (k0, v0) -> CAST(k0 AS BIGINT)), (k0, v0) -> "
+            "IF(v0 IS NULL, NULL, named_struct('f', v0.`f`, 'g', CAST(NULL AS INT))))"
+        ),
+    ),
+    ("struct<x:int>", "string", "CAST(`c` AS STRING)"),
+]
+
+
+@pytest.mark.parametrize(("src", "dst", "sql"), CASTS)
+def test_cast_expression(src, dst, sql):
+    assert cast_expression("`c`", parse_type(src), parse_type(dst)) == sql
+
+
+def test_suffixed_relation():
+    assert suffixed("`db`.`t`", "__x") == "`db`.`t__x`"
+    assert suffixed("db.t", "__x") == "db.t__x"
