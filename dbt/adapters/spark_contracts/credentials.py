@@ -22,6 +22,14 @@ from dbt.adapters.spark_contracts.session import (
 _DBT_TARGET_KEYS = {"type", "threads", "profile_name", "target_name"}
 
 
+DEFAULT_THRIFT_POLL_INTERVAL = 0.1
+# Session settings a thrift connection gets unless the profile sets them. The Spark Thrift Server
+# turns on `spark.sql.datetime.java8API.enabled` for every session, and Delta 4.0's metadata-only
+# answer to `max(<date column>)` (read from file statistics) then fails with "LocalDate cannot be
+# cast to java.sql.Date" -- dbt's incremental `where d > (select max(d) from {{ this }})`.
+THRIFT_SESSION_DEFAULTS = {"spark.databricks.delta.optimizeMetadataQuery.enabled": "false"}
+
+
 class ContractsConnectionMethod(StrEnum):
     THRIFT = "thrift"
     HTTP = "http"
@@ -46,6 +54,10 @@ class SparkContractsCredentials(SparkCredentials):
     jars_dir: Optional[str] = None
     iceberg_catalog: str = DEFAULT_ICEBERG_CATALOG
     master: str = "local[*]"
+    # dbt-spark polls a running thrift/http statement every `poll_interval` seconds (default 5,
+    # an int), so every statement took at least 5s. Ours takes fractions; unset means
+    # 0.1s for thrift (a local or LAN server) and dbt-spark's 5s for http.
+    poll_interval: Optional[float] = None  # type: ignore[assignment]
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
@@ -77,10 +89,19 @@ class SparkContractsCredentials(SparkCredentials):
         user_parameters = {str(k): str(v) for k, v in self.server_side_parameters.items()}
         if self.method == ContractsConnectionMethod.SESSION and self.host is None:
             self.host = "localhost"  # dbt-spark requires a host; the embedded session has none
+        if self.poll_interval is None:
+            self.poll_interval = (
+                DEFAULT_THRIFT_POLL_INTERVAL
+                if self.method == ContractsConnectionMethod.THRIFT
+                else 5
+            )
         if self.method == ContractsConnectionMethod.CONNECT:
             self._post_init_connect()
         else:
             super().__post_init__()
+        if self.method == ContractsConnectionMethod.THRIFT:
+            for key, value in THRIFT_SESSION_DEFAULTS.items():
+                self.server_side_parameters.setdefault(key, value)
         # dbt-spark forces ANSI off; a value the user set in the profile wins.
         if "spark.sql.ansi.enabled" in user_parameters:
             self.server_side_parameters["spark.sql.ansi.enabled"] = user_parameters[

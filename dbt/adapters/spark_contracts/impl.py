@@ -5,26 +5,47 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.base.impl import catch_as_completed
 from dbt.adapters.base.relation import AdapterTrackingRelationInfo, BaseRelation, InformationSchema
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 from dbt_common.utils import executor
 from typing_extensions import TypeAlias
 
+from dbt.adapters.spark_contracts import evolution as run_evolution
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
+from dbt.adapters.spark_contracts.core.config import ConfigError, resolve_settings
 from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
 
 if TYPE_CHECKING:
     import agate
 
+logger = AdapterLogger("SparkContracts")
 DEFAULT_FILE_FORMAT = "delta"
+
+
+def _declared_not_null(model: Dict[str, Any]) -> Tuple[str, ...]:
+    """Columns the model declares NOT NULL (column constraints or model-level constraints)."""
+    names = [
+        name
+        for name, column in (model.get("columns") or {}).items()
+        for constraint in column.get("constraints") or []
+        if constraint.get("type") == "not_null"
+    ]
+    for constraint in model.get("constraints") or []:
+        if constraint.get("type") == "not_null":
+            names.extend(constraint.get("columns") or [])
+    return tuple(names)
+
+
 SESSION_CATALOG = "spark_catalog"
 
 
@@ -116,6 +137,175 @@ class SparkContractsAdapter(SparkAdapter):
     def check_schema_exists(self, database: str, schema: str) -> bool:
         results = self.execute_macro("list_schemas", kwargs={"database": database})
         return schema.lower() in [str(row[0]).lower() for row in results]
+
+    # ---- schemas -------------------------------------------------------------------------
+    def schema_json(self, sql: str) -> Dict[str, Any]:
+        """A query's output schema as Spark JSON, by analysis only (the query does not run)."""
+        handle = self.connections.get_thread_connection().handle
+        if not hasattr(handle, "schema_json"):
+            raise DbtRuntimeError(
+                f"connection method {self.config.credentials.method} cannot analyse a query's schema"
+            )
+        return handle.schema_json(sql)
+
+    def _fetch_rows(self, sql: str) -> List[Tuple[Any, ...]]:
+        _, table = self.execute(sql, fetch=True)
+        return [tuple(row.values()) for row in table.rows]
+
+    @staticmethod
+    def table_format_of(relation: BaseRelation) -> str:
+        if getattr(relation, "is_delta", False):
+            return "delta"
+        if getattr(relation, "is_iceberg", False):
+            return "iceberg"
+        return "parquet"  # file-source tables (parquet, orc, csv, ...) share its capabilities
+
+    @available
+    def plan_schema_evolution(
+        self,
+        relation: BaseRelation,
+        compiled_sql: str,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+        table_options: str = "",
+    ) -> run_evolution.SchemaEvolution:
+        """Diff the model's analysed output against the deployed table and plan (core/)."""
+        unique_id = model.get("unique_id", str(relation))
+        config = model.get("config", {})
+        try:
+            settings = resolve_settings(
+                unique_id,
+                config.get("schema_evolution"),
+                config.get("schema_contract"),
+                config.get("on_schema_change"),
+                run_vars,
+            )
+        except ConfigError as exc:
+            raise CompilationError(str(exc)) from exc
+        compiled = run_evolution.compiled_schema(
+            self.schema_json(compiled_sql), _declared_not_null(model)
+        )
+        self._validate_column_settings(unique_id, settings, compiled, relation)
+        deployed = run_evolution.from_spark_json(self.schema_json(f"select * from {relation}"))
+        properties = {str(k): str(v) for k, v in self._fetch_rows(f"show tblproperties {relation}")}
+        evolution = run_evolution.plan_evolution(
+            unique_id,
+            str(relation),
+            self.table_format_of(relation),
+            deployed,  # type: ignore[arg-type]
+            compiled,
+            properties,
+            settings,
+            table_options.strip(),
+        )
+        if evolution.has_changes or evolution.blocked or evolution.plan.notes:
+            logger.info(evolution.summary())
+        self._record(evolution)
+        return evolution
+
+    def _validate_column_settings(
+        self, unique_id: str, settings: Any, compiled: Any, relation: BaseRelation
+    ) -> None:
+        unknown = settings.policy.unknown_columns(compiled)
+        if unknown:
+            raise CompilationError(
+                f"{unique_id}: `schema_evolution.columns` names {', '.join(unknown)}, which the "
+                f"model does not output; its columns are {', '.join(compiled.names)}"
+            )
+        for name, column in settings.policy.columns.items():
+            for key in ("default", "backfill"):
+                expr = getattr(column, key)
+                if expr is None:
+                    continue
+                try:
+                    # analysed against the deployed table: a backfill may read its columns
+                    self.schema_json(f"select {expr} as v from {relation}")
+                except DbtRuntimeError as exc:
+                    raise CompilationError(
+                        f"{unique_id}: `schema_evolution.columns.{name}.{key}` is not a valid SQL "
+                        f"expression: {expr!r} ({str(exc).splitlines()[0]})"
+                    ) from exc
+
+    @available
+    def apply_schema_evolution(
+        self, evolution: run_evolution.SchemaEvolution, staged_relation: BaseRelation
+    ) -> None:
+        """Run the model's query (cached) first, then the DDL; on failure put the table back."""
+        if evolution.dry_run or not evolution.has_changes or evolution.full_refresh:
+            return
+        evolution.restore_point = run_evolution.take_restore_point(
+            self._fetch_rows, evolution.relation, evolution.table_format
+        )
+        # The query runs here, before any change: a query that fails at run time changes nothing.
+        self.execute(f"cache table {staged_relation}")
+        for statement in evolution.statements:
+            try:
+                self.execute(statement)
+                evolution.executed.append(statement)
+            except Exception as exc:
+                self._restore_and_raise(evolution, exc, statement)
+
+    @available
+    def load_with_restore(
+        self, evolution: run_evolution.SchemaEvolution, load_sql: str, staged_relation: BaseRelation
+    ) -> run_evolution.ContractsAdapterResponse:
+        """The load; if it fails after this run changed the table, the table is put back."""
+        try:
+            response, _ = self.execute(load_sql)
+        except Exception as exc:
+            if evolution.executed:
+                self._restore_and_raise(evolution, exc, "the load")
+            raise
+        finally:
+            if evolution.restore_point is not None:
+                self.execute(f"uncache table if exists {staged_relation}")
+        return self.evolution_response(evolution, response)
+
+    @available
+    def evolution_response(
+        self, evolution: run_evolution.SchemaEvolution, response: Any
+    ) -> run_evolution.ContractsAdapterResponse:
+        """The load's response, carrying what this run changed (for run_results.json)."""
+        self._record(evolution)
+        return run_evolution.ContractsAdapterResponse(
+            _message=str(response),
+            code=getattr(response, "code", None),
+            rows_affected=getattr(response, "rows_affected", None),
+            schema_changes=evolution.applied_changes(),
+        )
+
+    @available
+    def dry_run_response(
+        self, evolution: run_evolution.SchemaEvolution
+    ) -> run_evolution.ContractsAdapterResponse:
+        return run_evolution.ContractsAdapterResponse(
+            _message=f"DRY RUN: {len(evolution.statements)} statement(s) planned, nothing changed",
+            schema_changes=[],
+            dry_run=True,
+        )
+
+    def _restore_and_raise(
+        self, evolution: run_evolution.SchemaEvolution, exc: BaseException, step: str
+    ) -> None:
+        try:
+            evolution.restored = run_evolution.restore(
+                self._fetch_rows, evolution, self._catalog_of(evolution)
+            )
+        except Exception as restore_exc:  # report both; never hide the original failure
+            evolution.restored = f"RESTORE FAILED: {restore_exc}"
+        self._record(evolution)
+        raise DbtRuntimeError(
+            f"{evolution.unique_id}: {step} failed, so the run was undone "
+            f"({evolution.restored}). Cause: {exc}"
+        ) from exc
+
+    def _catalog_of(self, evolution: run_evolution.SchemaEvolution) -> Optional[str]:
+        parts = evolution.relation.split(".")
+        return parts[0] if len(parts) == 3 else None
+
+    def _record(self, evolution: run_evolution.SchemaEvolution) -> None:
+        target = Path(self.config.project_root) / self.config.target_path
+        run_evolution.REPORT.record(target, evolution.unique_id, evolution.report())
 
     # ---- docs catalog ---------------------------------------------------------------------
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:

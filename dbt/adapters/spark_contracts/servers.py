@@ -52,7 +52,15 @@ def server_command(kind: str, port: int, config: EmbeddedSparkConfig) -> list[st
 
     spark_home = Path(pyspark.__file__).parent
     command = [str(spark_home / "bin" / "spark-submit"), "--class", MAIN_CLASSES[kind]]
-    for key, value in config.spark_conf().items():
+    conf = config.spark_conf()
+    if config.jars_dir is not None:
+        # `spark.jars` alone is not enough for a server: the thrift server resolves data sources
+        # (`USING delta`) through a class loader that does not see them. Put the jars on the
+        # driver's own class path (in client mode spark-submit's JVM is the driver).
+        conf["spark.driver.extraClassPath"] = os.pathsep.join(
+            str(p) for p in jar_resolution.jar_paths(config.jars_dir)
+        )
+    for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     if kind == "thrift":
         command += [

@@ -41,11 +41,13 @@
     {%- call statement('create_tmp_relation', language=language) -%}
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}
     {%- endcall -%}
-    {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
-    {%- call statement('main') -%}
-      {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
-    {%- endcall -%}
-    {%- if language == 'python' -%}
+    {%- if language == 'sql' -%}
+      {{ spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format) }}
+    {%- else -%}
+      {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+      {%- call statement('main') -%}
+        {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
+      {%- endcall -%}
       {% call statement('drop_relation') -%}
         drop table if exists {{ tmp_relation }}
       {%- endcall %}

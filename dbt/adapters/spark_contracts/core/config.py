@@ -1,0 +1,137 @@
+"""Model configuration and run vars for schema evolution, validated into a `Policy` (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .plan import STRATEGIES, ColumnEvolution, Policy
+
+ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
+EVOLUTION_KEYS = ("strategy", "columns")
+COLUMN_KEYS = ("default", "backfill")
+RUN_VARS = ("allow_full_refresh", "allow_column_removal", "schema_evolution_dry_run")
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong: the message names the model, the key and what is allowed."""
+
+
+@dataclass(frozen=True)
+class RunVars:
+    allow_full_refresh: bool = False
+    allow_column_removal: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class EvolutionSettings:
+    """What a model's run does with schema changes: §4 evolution, or dbt's on_schema_change."""
+
+    policy: Policy
+    on_schema_change: str
+    uses_evolution: bool  # schema_evolution or schema_contract set: §4 semantics
+    dry_run: bool
+
+
+def _as_bool(model: str, key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigError(f"{model}: --vars `{key}` must be true or false, got {value!r}")
+
+
+def parse_run_vars(model: str, raw: Mapping[str, Any]) -> RunVars:
+    return RunVars(
+        allow_full_refresh=_as_bool(
+            model, "allow_full_refresh", raw.get("allow_full_refresh", False)
+        ),
+        allow_column_removal=_as_bool(
+            model, "allow_column_removal", raw.get("allow_column_removal", False)
+        ),
+        dry_run=_as_bool(
+            model, "schema_evolution_dry_run", raw.get("schema_evolution_dry_run", False)
+        ),
+    )
+
+
+def _parse_columns(model: str, raw: Any) -> dict[str, ColumnEvolution]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"{model}: `schema_evolution.columns` must be a mapping of column name to "
+            f"{{default: <SQL>, backfill: <SQL>}}, got {type(raw).__name__}"
+        )
+    columns: dict[str, ColumnEvolution] = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(
+                f"{model}: `schema_evolution.columns.{name}` must be a mapping with keys "
+                f"{', '.join(COLUMN_KEYS)}, got {entry!r}"
+            )
+        unknown = sorted(set(entry) - set(COLUMN_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"{model}: `schema_evolution.columns.{name}` has unknown key(s) "
+                f"{', '.join(unknown)}; allowed: {', '.join(COLUMN_KEYS)}"
+            )
+        values = {}
+        for key in COLUMN_KEYS:
+            value = entry.get(key)
+            if value is not None and not isinstance(value, (str, int, float)):
+                raise ConfigError(
+                    f"{model}: `schema_evolution.columns.{name}.{key}` must be a SQL expression "
+                    f'(a string such as "\'pending\'" or "0"), got {value!r}'
+                )
+            values[key] = None if value is None else str(value)
+        columns[str(name)] = ColumnEvolution(**values)
+    return columns
+
+
+def parse_policy(model: str, schema_evolution: Any, run_vars: RunVars) -> Policy:
+    raw = schema_evolution or {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"{model}: `schema_evolution` must be a mapping with keys {', '.join(EVOLUTION_KEYS)}, "
+            f"got {raw!r}"
+        )
+    unknown = sorted(set(raw) - set(EVOLUTION_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{model}: `schema_evolution` has unknown key(s) {', '.join(unknown)}; "
+            f"allowed: {', '.join(EVOLUTION_KEYS)}"
+        )
+    strategy = raw.get("strategy") or "alter_and_backfill"
+    if strategy not in STRATEGIES:
+        raise ConfigError(
+            f"{model}: `schema_evolution.strategy` is {strategy!r}; allowed: {', '.join(STRATEGIES)}"
+        )
+    return Policy(
+        strategy=strategy,
+        allow_full_refresh=run_vars.allow_full_refresh,
+        allow_column_removal=run_vars.allow_column_removal,
+        columns=_parse_columns(model, raw.get("columns")),
+    )
+
+
+def resolve_settings(
+    model: str,
+    schema_evolution: Any,
+    schema_contract: Any,
+    on_schema_change: Any,
+    raw_vars: Mapping[str, Any],
+) -> EvolutionSettings:
+    run_vars = parse_run_vars(model, raw_vars)
+    setting = (on_schema_change or "ignore").lower()
+    if setting not in ON_SCHEMA_CHANGE:
+        raise ConfigError(
+            f"{model}: `on_schema_change` is {on_schema_change!r}; allowed: {', '.join(ON_SCHEMA_CHANGE)}"
+        )
+    return EvolutionSettings(
+        policy=parse_policy(model, schema_evolution, run_vars),
+        on_schema_change=setting,
+        uses_evolution=schema_evolution is not None or schema_contract is not None,
+        dry_run=run_vars.dry_run,
+    )

@@ -1,0 +1,74 @@
+"""Render the typed schema model of `core` as Spark's JSON schema (`StructType.jsonValue()`).
+
+Used where a server gives only type strings (thrift's `DESCRIBE QUERY`): the rows are parsed with
+`core.types.parse_columns` and handed on in the same JSON form the session and connect methods
+return, so the planner reads every method's answer the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Tuple
+
+from dbt.adapters.spark_contracts.core.parse import CHAR_VARCHAR_METADATA_KEY
+from dbt.adapters.spark_contracts.core.types import (
+    Array,
+    Char,
+    Decimal,
+    Field,
+    Map,
+    Primitive,
+    SparkType,
+    Struct,
+    Varchar,
+    parse_columns,
+)
+
+# Catalog names whose JSON name differs (pyspark's `DataType.json()` spells these out).
+_JSON_NAMES = {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long"}
+
+
+def type_to_json(t: SparkType) -> Any:
+    """One Spark type as JSON: a string for atomic types, a dict for struct, array and map."""
+    if isinstance(t, Primitive):
+        return _JSON_NAMES.get(t.name, t.name)
+    if isinstance(t, (Char, Varchar, Decimal)):
+        return t.simple_string()
+    if isinstance(t, Array):
+        return {"type": "array", "elementType": type_to_json(t.element), "containsNull": t.contains_null}
+    if isinstance(t, Map):
+        return {
+            "type": "map",
+            "keyType": type_to_json(t.key),
+            "valueType": type_to_json(t.value),
+            "valueContainsNull": t.value_contains_null,
+        }
+    if isinstance(t, Struct):
+        return {"type": "struct", "fields": [field_to_json(f) for f in t.fields]}
+    raise TypeError(f"not a Spark type: {t!r}")
+
+
+def field_to_json(f: Field) -> Dict[str, Any]:
+    """A struct field as Spark writes it: char/varchar as `string` plus the original in metadata."""
+    metadata: Dict[str, Any] = {}
+    if f.comment is not None:
+        metadata["comment"] = f.comment
+    if isinstance(f.type, (Char, Varchar)):
+        metadata[CHAR_VARCHAR_METADATA_KEY] = f.type.simple_string()
+        json_type: Any = "string"
+    else:
+        json_type = type_to_json(f.type)
+    return {"name": f.name, "type": json_type, "nullable": f.nullable, "metadata": metadata}
+
+
+def describe_rows_to_json(rows: Iterable[Tuple[Any, ...]]) -> Dict[str, Any]:
+    """`DESCRIBE QUERY` rows (col_name, data_type, comment) as a Spark JSON struct schema.
+
+    DESCRIBE prints no nullability: every column and nested field comes back nullable.
+    """
+    columns: List[Tuple[str, str]] = []
+    for row in rows:
+        name, data_type = (str(row[0]) if row[0] is not None else ""), row[1]
+        if not name or name.startswith("#") or data_type is None:
+            break  # partition / detail sections follow a blank or `# ...` row
+        columns.append((name, str(data_type)))
+    return type_to_json(parse_columns(columns))
