@@ -75,7 +75,9 @@ class TestTableFormatsThroughServer:
 
         results = run_dbt(["run", "--select", "merge_model"])
         assert results[0].status == "success"
-        rows = project.run_sql(f"select id, name from {schema}.merge_model order by id", fetch="all")
+        rows = project.run_sql(
+            f"select id, name from {schema}.merge_model order by id", fetch="all"
+        )
         assert [tuple(r) for r in rows] == [(1, "updated"), (2, "first"), (3, "new")]
 
 
@@ -91,8 +93,12 @@ class TestSchemaAnalysisThroughServer:
         assert fields["s"] == {
             "type": "struct",
             "fields": [
-                {"name": "x", "type": "integer", "nullable": fields["s"]["fields"][0]["nullable"],
-                 "metadata": {}}
+                {
+                    "name": "x",
+                    "type": "integer",
+                    "nullable": fields["s"]["fields"][0]["nullable"],
+                    "metadata": {},
+                }
             ],
         }
 
@@ -113,3 +119,79 @@ class TestSchemaAnalysisThroughServer:
         with get_connection(project.adapter):
             with pytest.raises(DbtRuntimeError, match="(?i)no_such_column|cannot be resolved"):
                 project.adapter.schema_json("select no_such_column from (select 1 as a)")
+
+
+def test_thrift_schema_forms_match_spark_json():
+    """The two forms thrift's `schema_json` reads (no server needed) give Spark's JSON schema."""
+    from pyspark.sql import types as T
+
+    from dbt.adapters.spark_contracts.schema_io import describe_json_to_json, describe_rows_to_json
+
+    expected = T.StructType(
+        [
+            T.StructField("a", T.IntegerType()),
+            T.StructField("s", T.StructType([T.StructField("x", T.LongType())])),
+            T.StructField("arr", T.ArrayType(T.DecimalType(10, 2))),
+            T.StructField("m", T.MapType(T.StringType(), T.DoubleType())),
+            T.StructField("i", T.DayTimeIntervalType(0, 3)),
+            T.StructField("y", T.YearMonthIntervalType(0, 0)),
+            T.StructField("t", T.TimestampType()),
+        ]
+    ).jsonValue()
+    rows = [
+        ("a", "int", None),
+        ("s", "struct<x:bigint>", None),
+        ("arr", "array<decimal(10,2)>", None),
+        ("m", "map<string,double>", None),
+        ("i", "interval day to second", None),
+        ("y", "interval year", None),
+        ("t", "timestamp", None),
+        ("", "", ""),
+        ("# Partition Information", "", ""),
+    ]
+    assert describe_rows_to_json(rows) == expected
+
+    columns = [
+        {"name": "a", "type": {"name": "int"}, "nullable": False},
+        {
+            "name": "s",
+            "type": {
+                "name": "struct",
+                "fields": [{"name": "x", "type": {"name": "bigint"}, "nullable": False}],
+            },
+            "nullable": True,
+        },
+        {
+            "name": "arr",
+            "type": {
+                "name": "array",
+                "element_type": {"name": "decimal", "precision": 10, "scale": 2},
+                "element_nullable": True,
+            },
+            "nullable": True,
+        },
+        {
+            "name": "m",
+            "type": {
+                "name": "map",
+                "key_type": {"name": "string", "collation": "UTF8_BINARY"},
+                "value_type": {"name": "double"},
+                "value_nullable": True,
+            },
+            "nullable": True,
+        },
+        {
+            "name": "i",
+            "type": {"name": "interval", "start_unit": "day", "end_unit": "second"},
+            "nullable": True,
+        },
+        {
+            "name": "y",
+            "type": {"name": "interval", "start_unit": "year", "end_unit": "year"},
+            "nullable": True,
+        },
+        {"name": "t", "type": {"name": "timestamp_ltz"}, "nullable": True},
+    ]
+    expected["fields"][0]["nullable"] = False
+    expected["fields"][1]["type"]["fields"][0]["nullable"] = False
+    assert describe_json_to_json(columns) == expected

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+import json
+import threading
+import uuid
+from typing import Any, Dict, List
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -14,7 +17,6 @@ from dbt.adapters.spark.connections import (
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import session as embedded
-from dbt.adapters.spark_contracts.schema_io import describe_rows_to_json
 from dbt.adapters.spark_contracts.credentials import (
     ContractsConnectionMethod,
     SparkContractsCredentials,
@@ -23,25 +25,61 @@ from dbt.adapters.spark_contracts.cursor import (
     SparkSessionConnectionWrapper,
     SparkSessionHandle,
 )
+from dbt.adapters.spark_contracts.schema_io import describe_json_to_json, describe_rows_to_json
 
 logger = AdapterLogger("SparkContracts")
 
 _connect_sessions: Dict[str, Any] = {}
+_connect_lock = threading.Lock()
 
 
 def _connect_session(creds: SparkContractsCredentials) -> Any:
+    """The process's Spark Connect session for this target, created and checked once."""
     url = creds.connect_url
-    if url not in _connect_sessions:
-        from pyspark.sql import SparkSession
+    with _connect_lock:
+        if url not in _connect_sessions:
+            _connect_sessions[url] = _new_connect_session(creds, url)
+        return _connect_sessions[url]
 
-        session = SparkSession.builder.remote(url).getOrCreate()
-        for key, value in creds.server_side_parameters.items():
-            try:
-                session.conf.set(key, value)
-            except Exception as exc:  # static confs belong to the server
-                logger.debug(f"Spark Connect: could not set {key}: {exc}")
-        _connect_sessions[url] = session
-    return _connect_sessions[url]
+
+def _new_connect_session(creds: SparkContractsCredentials, url: str) -> Any:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    # `create`, not `getOrCreate`: the latter hands back any default session of the process,
+    # whatever its URL.
+    session = SparkSession.builder.remote(url).create()
+    client = session.client
+    policies = client.get_retry_policies()
+    # Talk to the server once now, so a wrong URL or a stopped server fails on open; with the
+    # client's own retry policy that takes more than 10 minutes, so probe with a short one.
+    client.set_retry_policies(
+        [
+            DefaultPolicy(
+                max_retries=max(3, creds.connect_retries),
+                max_backoff=max(1, creds.connect_timeout) * 1000,
+            )
+        ]
+    )
+    try:
+        version = session.version
+    except Exception as exc:
+        session.stop()
+        cause = exc.__cause__ or exc.__context__
+        detail = f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
+        raise FailedToConnectError(
+            f"Could not reach the Spark Connect server at {url.split('/;')[0]}: {detail}. "
+            "Is it running (`python -m dbt.adapters.spark_contracts.servers connect`)?"
+        ) from exc
+    finally:
+        client.set_retry_policies(policies)
+    logger.debug(f"Spark Connect: {url.split('/;')[0]} runs Spark {version}")
+    for key, value in creds.server_side_parameters.items():
+        try:
+            session.conf.set(key, value)
+        except Exception as exc:  # static confs belong to the server
+            logger.debug(f"Spark Connect: could not set {key}: {exc}")
+    return session
 
 
 class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
@@ -68,27 +106,46 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         if self._cursor is not None:
             try:
                 self._cursor.close()
-            except EnvironmentError as exc:
+            except OSError as exc:
                 logger.debug(f"Exception while closing cursor: {exc}")
             self._cursor = None
 
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """The output schema of `sql` as Spark's JSON schema; the server analyses, not runs, it.
 
-        DESCRIBE QUERY prints type strings only, so every column comes back nullable.
+        First as a temporary view described `AS JSON` (Spark 4: carries nullability, top level
+        and nested); where that cannot work (older servers, duplicate output names, which a view
+        rejects) through `DESCRIBE QUERY`, whose type strings make every column nullable.
         """
         sql = sql.strip()
         while sql.endswith(";"):
             sql = sql[:-1].rstrip()
-        saved = self._cursor
-        self._cursor = self.handle.cursor()  # keep the caller's cursor and its results
+        saved = self._cursor  # keep the caller's cursor and its results
         try:
-            self.execute(f"describe query {sql}")
-            rows = self._cursor.fetchall()
+            try:
+                return self._schema_by_view(sql)
+            except DbtRuntimeError as exc:
+                logger.debug(f"schema_json: no JSON description ({exc}); using DESCRIBE QUERY")
+            return describe_rows_to_json(self._fetch(f"describe query {sql}"))
+        finally:
+            self._cursor = saved
+
+    def _schema_by_view(self, sql: str) -> Dict[str, Any]:
+        view = f"dbt_spark_contracts_schema_{uuid.uuid4().hex}"
+        self._fetch(f"create temporary view {view} as\n{sql}\n", fetch=False)
+        try:
+            rows = self._fetch(f"describe extended {view} as json")
+        finally:
+            self._fetch(f"drop view if exists {view}", fetch=False)
+        return describe_json_to_json(json.loads(rows[0][0])["columns"])
+
+    def _fetch(self, sql: str, fetch: bool = True) -> List[Any]:
+        self.cursor()
+        try:
+            self.execute(sql)
+            return list(self._cursor.fetchall()) if fetch and self._cursor else []
         finally:
             self._close_cursor()
-            self._cursor = saved
-        return describe_rows_to_json(rows)
 
 
 class SparkContractsConnectionManager(SparkConnectionManager):

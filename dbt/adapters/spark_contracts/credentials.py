@@ -60,8 +60,19 @@ class SparkContractsCredentials(SparkCredentials):
     poll_interval: Optional[float] = None  # type: ignore[assignment]
 
     @classmethod
+    def validate(cls, data: Any) -> None:
+        # dbt checks a profile against the JSON schema before deserializing it; check the keys
+        # and `method` first, so the user reads these messages, not the schema validator's.
+        if isinstance(data, dict):
+            cls._check_profile(dict(data))
+        super().validate(data)
+
+    @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
-        data = super().__pre_deserialize__(data)
+        return cls._check_profile(super().__pre_deserialize__(data))
+
+    @classmethod
+    def _check_profile(cls, data: Any) -> Any:
         allowed = {f.name for f in fields(cls)} | set(cls._ALIASES) | _DBT_TARGET_KEYS
         unknown = sorted(k for k in data if k not in allowed)
         if unknown:
@@ -132,12 +143,23 @@ class SparkContractsCredentials(SparkCredentials):
 
     @property
     def connect_url(self) -> str:
-        host = self.host or "localhost"
+        """The Spark Connect URL: `host` (`sc://h[:p][/;k=v...]` or a bare host name), plus
+        `port` when the host has none (unset, 443 being dbt-spark's default, means the client's
+        own default, 15002), and `token` / `user` / `use_ssl` as URL parameters unless the
+        host already carries them."""
+        host = (self.host or "localhost").strip()
         if not host.startswith("sc://"):
             host = f"sc://{host}"
-        if host.count(":") < 2 and self.port not in (None, 443):
-            host = f"{host}:{self.port}"
-        return host
+        netloc, _, rest = host[len("sc://") :].partition("/")
+        if ":" not in netloc and self.port not in (None, 443):
+            netloc = f"{netloc}:{self.port}"
+        params = [p for p in rest.lstrip(";").split(";") if p]
+        present = {p.split("=", 1)[0].strip().lower() for p in params}
+        extra = {"token": self.token, "user_id": self.user}
+        if self.use_ssl:
+            extra["use_ssl"] = "true"
+        params += [f"{k}={v}" for k, v in extra.items() if v and k not in present]
+        return f"sc://{netloc}" + (f"/;{';'.join(params)}" if params else "")
 
     def embedded_config(self) -> EmbeddedSparkConfig:
         warehouse = Path(self.warehouse_dir or DEFAULT_WAREHOUSE_DIR).expanduser()

@@ -12,10 +12,38 @@ from dbt_common.exceptions import DbtRuntimeError
 SessionFactory = Callable[[], Any]
 
 
+def spark_error_message(exc: BaseException) -> str:
+    """The error's own message. PySpark formats JVM errors with Spark's error classes only, so
+    a Delta error (`DELTA_...`) becomes `Cannot find main error class`; the Delta exception
+    itself, earlier in the chain, still carries the real message."""
+    lost = "Cannot find main error class"
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    if text and lost not in text:
+        return text
+    seen: BaseException | None = exc
+    while seen is not None:
+        origin = getattr(seen, "_origin", None) or getattr(seen, "java_exception", None)
+        try:
+            message = str(origin.getMessage()) if origin is not None else ""
+        except Exception:
+            message = ""
+        if message and lost not in message:
+            return message
+        seen = seen.__context__ or seen.__cause__
+    return text
+
+
 def _is_spark_error(exc: BaseException) -> bool:
     from pyspark.errors import PySparkException
 
-    return isinstance(exc, PySparkException)
+    try:
+        from py4j.protocol import Py4JJavaError
+    except ImportError:  # Spark Connect clients need no py4j
+        return isinstance(exc, PySparkException)
+    return isinstance(exc, (PySparkException, Py4JJavaError))
 
 
 class SparkSessionCursor(Cursor):
@@ -37,7 +65,7 @@ class SparkSessionCursor(Cursor):
             self._df = self.session.sql(sql)
         except Exception as exc:
             if _is_spark_error(exc):
-                raise DbtRuntimeError(str(exc)) from exc
+                raise DbtRuntimeError(spark_error_message(exc)) from exc
             raise
 
     def fetchall(self) -> Optional[List[Any]]:
@@ -45,7 +73,7 @@ class SparkSessionCursor(Cursor):
             return super().fetchall()
         except Exception as exc:
             if _is_spark_error(exc):
-                raise DbtRuntimeError(str(exc)) from exc
+                raise DbtRuntimeError(spark_error_message(exc)) from exc
             raise
 
     @property
@@ -63,7 +91,7 @@ class SparkSessionCursor(Cursor):
             return json.loads(self.session.sql(sql).schema.json())
         except Exception as exc:
             if _is_spark_error(exc):
-                raise DbtRuntimeError(str(exc)) from exc
+                raise DbtRuntimeError(spark_error_message(exc)) from exc
             raise
 
 

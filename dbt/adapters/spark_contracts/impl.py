@@ -307,6 +307,32 @@ class SparkContractsAdapter(SparkAdapter):
         target = Path(self.config.project_root) / self.config.target_path
         run_evolution.REPORT.record(target, evolution.unique_id, evolution.report())
 
+    @available
+    def merge_columns(
+        self,
+        source: BaseRelation,
+        target: BaseRelation,
+        update_columns: Optional[List[str]] = None,
+        exclude_columns: Optional[List[str]] = None,
+    ) -> Dict[str, List[str]]:
+        """Quoted column lists for MERGE: insert = source ∩ target (target order); update = that,
+        narrowed by `merge_update_columns` or minus `merge_exclude_columns` (case-insensitive)."""
+        source_names = {c.name.lower() for c in self.get_columns_in_relation(source)}
+        shared = [
+            c.name for c in self.get_columns_in_relation(target) if c.name.lower() in source_names
+        ]
+        chosen = shared
+        if update_columns:
+            wanted = {name.lower() for name in update_columns}
+            chosen = [name for name in shared if name.lower() in wanted]
+        elif exclude_columns:
+            excluded = {name.lower() for name in exclude_columns}
+            chosen = [name for name in shared if name.lower() not in excluded]
+        return {
+            "insert": [self.quote(name) for name in shared],
+            "update": [self.quote(name) for name in chosen],
+        }
+
     # ---- docs catalog ---------------------------------------------------------------------
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
         # DESCRIBE gives full nested types (SHOW TABLE EXTENDED's tree prints only `struct`).

@@ -21,6 +21,7 @@ from dbt.adapters.spark_contracts.core.types import (
     Struct,
     Varchar,
     parse_columns,
+    parse_type,
 )
 
 # Catalog names whose JSON name differs (pyspark's `DataType.json()` spells these out).
@@ -34,7 +35,11 @@ def type_to_json(t: SparkType) -> Any:
     if isinstance(t, (Char, Varchar, Decimal)):
         return t.simple_string()
     if isinstance(t, Array):
-        return {"type": "array", "elementType": type_to_json(t.element), "containsNull": t.contains_null}
+        return {
+            "type": "array",
+            "elementType": type_to_json(t.element),
+            "containsNull": t.contains_null,
+        }
     if isinstance(t, Map):
         return {
             "type": "map",
@@ -72,3 +77,48 @@ def describe_rows_to_json(rows: Iterable[Tuple[Any, ...]]) -> Dict[str, Any]:
             break  # partition / detail sections follow a blank or `# ...` row
         columns.append((name, str(data_type)))
     return type_to_json(parse_columns(columns))
+
+
+def describe_json_to_json(columns: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
+    """The `columns` of Spark 4's `DESCRIBE EXTENDED <view> AS JSON` as a Spark JSON schema.
+
+    Unlike DESCRIBE's type strings, this form carries nullability (top level and nested).
+    """
+    return type_to_json(Struct(tuple(_describe_json_field(c) for c in columns)))
+
+
+def _describe_json_field(obj: Dict[str, Any]) -> Field:
+    return Field(
+        str(obj["name"]),
+        _describe_json_type(obj["type"]),
+        bool(obj.get("nullable", True)),
+        obj.get("comment"),
+    )
+
+
+def _describe_json_type(obj: Dict[str, Any]) -> SparkType:
+    name = str(obj["name"]).lower()
+    if name == "struct":
+        return Struct(tuple(_describe_json_field(f) for f in obj.get("fields", [])))
+    if name == "array":
+        return Array(
+            _describe_json_type(obj["element_type"]), bool(obj.get("element_nullable", True))
+        )
+    if name == "map":
+        return Map(
+            _describe_json_type(obj["key_type"]),
+            _describe_json_type(obj["value_type"]),
+            bool(obj.get("value_nullable", True)),
+        )
+    if name == "decimal":
+        return Decimal(int(obj.get("precision", 10)), int(obj.get("scale", 0)))
+    if name == "char":
+        return Char(int(obj["length"]))
+    if name == "varchar":
+        return Varchar(int(obj["length"]))
+    if name == "interval" and "start_unit" in obj:
+        start, end = str(obj["start_unit"]).lower(), str(obj.get("end_unit", "")).lower()
+        return Primitive(
+            f"interval {start}" if end in ("", start) else f"interval {start} to {end}"
+        )
+    return parse_type(name)  # atomic names; parse_type knows the aliases (timestamp_ltz, ...)

@@ -138,12 +138,19 @@ class TestEvolutionMatrix:
         results = run_dbt_any(["run", "--vars", "{v: 2}"])
         out.v2 = statuses(results)
         out.messages = {r.node.name: r.message or "" for r in results}
-        out.report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
+        out.report = json.loads(
+            (Path(project.project_root) / "target/schema_changes.json").read_text()
+        )
         blocked = [name for name, status in out.v2.items() if status == "error"]
         if blocked:
             results = run_dbt_any(
-                ["run", "--select", *blocked, "--vars",
-                 "{v: 2, allow_full_refresh: true, allow_column_removal: true}"]
+                [
+                    "run",
+                    "--select",
+                    *blocked,
+                    "--vars",
+                    "{v: 2, allow_full_refresh: true, allow_column_removal: true}",
+                ]
             )
             out.permitted = statuses(results)
             out.messages.update({f"permitted:{r.node.name}": r.message or "" for r in results})
@@ -278,5 +285,8 @@ class TestEvolutionMatrix:
         assert [d["change"] for d in entry["diff"]] == ["ColumnAdded"]
         assert any("ADD COLUMNS" in s for s in entry["executed"])
         results = json.loads((Path(project.project_root) / "target/run_results.json").read_text())
-        assert all("schema_changes" in r["adapter_response"] for r in results["results"]
-                   if r["status"] == "success")
+        assert all(
+            "schema_changes" in r["adapter_response"]
+            for r in results["results"]
+            if r["status"] == "success"
+        )

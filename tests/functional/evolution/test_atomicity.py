@@ -1,0 +1,146 @@
+"""All-or-nothing runs (SPEC §4 "Atomicity") and the dry run, on real Spark.
+
+- a v2 whose DDL is valid but whose query fails at run time changes nothing (any format);
+- a v2 whose load fails after its DDL ran is undone: Delta RESTORE, Iceberg drop + rollback;
+- `schema_evolution_dry_run` plans and reports the DDL and changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
+
+FORMATS = ("delta", "iceberg", "parquet")
+
+QUERY_FAILS = """
+{{{{ config(materialized='incremental', file_format='{fmt}', schema_evolution={{}}) }}}}
+{{% if var('v', 1) == 1 %}}
+select 1 as id
+{{% else %}}
+select 2 as id, cast(raise_error('boom at run time') as string) as note
+{{% endif %}}
+"""
+
+LOAD_FAILS = """
+{{{{ config(materialized='incremental', file_format='{fmt}', incremental_strategy='merge',
+           unique_key='id', schema_evolution={{}}) }}}}
+{{% if var('v', 1) == 1 %}}
+select 1 as id
+{{% else %}}
+-- two source rows for one target row: MERGE fails after ADD COLUMNS has run
+select 1 as id, 'a' as note union all select 1 as id, 'b' as note
+{{% endif %}}
+"""
+
+DRY_RUN = """
+{{{{ config(materialized='incremental', file_format='{fmt}', schema_evolution={{}}) }}}}
+{{% if var('v', 1) == 1 %}}
+select 1 as id
+{{% else %}}
+select 2 as id, 'x' as note
+{{% endif %}}
+"""
+
+# Delta cannot ALTER a column to NOT NULL, and CTAS makes every column nullable: the deployed
+# NOT NULL table is created directly, as a table made outside dbt would be.
+NOT_NULL_RELAXED = """
+{{ config(materialized='incremental', file_format='delta', schema_evolution={}) }}
+select 2 as id
+"""
+
+
+def rel(project, name: str, fmt: str) -> str:
+    prefix = "iceberg." if fmt == "iceberg" else ""
+    return f"{prefix}{project.test_schema}.{name}"
+
+
+class TestAtomicity:
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {"not_null_relaxed.sql": NOT_NULL_RELAXED}
+        for fmt in FORMATS:
+            files[f"query_fails_{fmt}.sql"] = QUERY_FAILS.format(fmt=fmt)
+            files[f"dry_run_{fmt}.sql"] = DRY_RUN.format(fmt=fmt)
+        for fmt in ("delta", "iceberg"):
+            files[f"load_fails_{fmt}.sql"] = LOAD_FAILS.format(fmt=fmt)
+        return files
+
+    @pytest.fixture(scope="class")
+    def before(self, project):
+        table = rel(project, "not_null_relaxed", "delta")
+        project.run_sql(f"create table {table} (id int not null) using delta")
+        project.run_sql(f"insert into {table} values (1)")
+        run_dbt(["run", "--exclude", "not_null_relaxed"])
+        snapshot = {}
+        for fmt in FORMATS:
+            for name in (f"query_fails_{fmt}", f"dry_run_{fmt}"):
+                r = rel(project, name, fmt)
+                snapshot[name] = (schema_of(project, r), rows_of(project, r))
+        for fmt in ("delta", "iceberg"):
+            r = rel(project, f"load_fails_{fmt}", fmt)
+            snapshot[f"load_fails_{fmt}"] = (schema_of(project, r), rows_of(project, r))
+        return snapshot
+
+    @pytest.fixture(scope="class")
+    def v2(self, project, before):
+        failing = run_dbt(
+            ["run", "--vars", "{v: 2}", "--select", "query_fails_*", "load_fails_*"],
+            expect_pass=False,
+        )
+        dry = run_dbt(
+            ["run", "--vars", "{v: 2, schema_evolution_dry_run: true}", "--select", "dry_run_*"]
+        )
+        relaxed = run_dbt(["run", "--vars", "{v: 2}", "--select", "not_null_relaxed"])
+        results = {r.node.name: r for r in [*failing, *dry, *relaxed]}
+        report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
+        return results, report
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_query_failing_at_run_time_changes_nothing(self, project, before, v2, fmt):
+        results, _ = v2
+        name = f"query_fails_{fmt}"
+        assert str(results[name].status) == "error"
+        assert "boom at run time" in results[name].message
+        r = rel(project, name, fmt)
+        assert (schema_of(project, r), rows_of(project, r)) == before[name]
+
+    @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
+    def test_load_failing_after_ddl_is_undone(self, project, before, v2, fmt):
+        results, report = v2
+        name = f"load_fails_{fmt}"
+        assert str(results[name].status) == "error"
+        assert "undone" in results[name].message, results[name].message
+        r = rel(project, name, fmt)
+        assert (schema_of(project, r), rows_of(project, r)) == before[name]
+        entry = report["models"][f"model.test.{name}"]
+        assert entry["executed"], entry  # the DDL did run before the load failed ...
+        assert entry["restored"] and "FAILED" not in entry["restored"]  # ... and was undone
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_dry_run_reports_ddl_and_changes_nothing(self, project, before, v2, fmt):
+        results, report = v2
+        name = f"dry_run_{fmt}"
+        assert str(results[name].status) == "success"
+        assert results[name].adapter_response.get("dry_run") is True
+        r = rel(project, name, fmt)
+        assert (schema_of(project, r), rows_of(project, r)) == before[name]
+        entry = report["models"][f"model.test.{name}"]
+        assert entry["dry_run"] is True
+        assert any("ADD COLUMNS" in s.upper() for s in entry["statements"]), entry["statements"]
+        assert entry["executed"] == []
+
+    def test_delta_not_null_relaxed(self, project, before, v2):
+        results, report = v2
+        assert str(results["not_null_relaxed"].status) == "success"
+        with project.adapter.connection_named("__test"):
+            schema = project.adapter.schema_json(
+                f"select * from {rel(project, 'not_null_relaxed', 'delta')}"
+            )
+        assert schema["fields"][0]["nullable"] is True, schema
+        entry = report["models"]["model.test.not_null_relaxed"]
+        assert any("DROP NOT NULL" in s.upper() for s in entry["executed"]), entry
+        assert rows_of(project, rel(project, "not_null_relaxed", "delta")) == [(1,), (2,)]
