@@ -308,6 +308,20 @@ class SparkContractsAdapter(SparkAdapter):
         run_evolution.REPORT.record(target, evolution.unique_id, evolution.report())
 
     @available
+    def describe_deployed_schema(self, relation_name: str) -> str:
+        """Text for operators: format, typed schema and table properties of a table."""
+        schema = run_evolution.from_spark_json(self.schema_json(f"select * from {relation_name}"))
+        rows = self._fetch_rows(f"describe table extended {relation_name}")
+        provider = next((str(r[1]) for r in rows if str(r[0]).strip() == "Provider"), "unknown")
+        properties = self._fetch_rows(f"show tblproperties {relation_name}")
+        lines = [f"{relation_name} ({provider})"]
+        for column in schema.fields:  # type: ignore[union-attr]
+            null = "" if column.nullable else " NOT NULL"
+            lines.append(f"  {column.name}: {column.type.to_sql()}{null}")
+        lines += [f"  property {key} = {value}" for key, value in properties]
+        return "\n".join(lines)
+
+    @available
     def merge_columns(
         self,
         source: BaseRelation,
