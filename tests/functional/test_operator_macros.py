@@ -32,7 +32,9 @@ class TestOperatorMacros:
         assert "s: STRUCT<`a`: INT, `b`: ARRAY<STRING>>" in out
         assert "delta.enableTypeWidening = true" in out
 
-        run_dbt(["run-operation", "restore_table", "--args", f"{{relation: {relation}, version: 0}}"])
+        run_dbt(
+            ["run-operation", "restore_table", "--args", f"{{relation: {relation}, version: 0}}"]
+        )
         assert project.run_sql(f"select count(*) from {relation}", fetch="one")[0] == 1
 
         _, out = run_dbt_and_capture(
