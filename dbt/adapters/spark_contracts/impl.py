@@ -22,6 +22,7 @@ from dbt.adapters.spark_contracts import evolution as run_evolution
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
 from dbt.adapters.spark_contracts.core.config import ConfigError, resolve_settings
+from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
 
@@ -306,6 +307,22 @@ class SparkContractsAdapter(SparkAdapter):
     def _record(self, evolution: run_evolution.SchemaEvolution) -> None:
         target = Path(self.config.project_root) / self.config.target_path
         run_evolution.REPORT.record(target, evolution.unique_id, evolution.report())
+
+    @available
+    def assert_model_contract(self, sql: str, empty_schema_sql: str, model: Dict[str, Any]) -> str:
+        """dbt's enforced contract, on typed schemas: nested types field by field; raises dbt's
+        mismatch table. Runs on every build, incremental runs included."""
+        definition = run_evolution.from_spark_json(self.schema_json(sql))
+        contract = run_evolution.from_spark_json(self.schema_json(empty_schema_sql))
+        mismatches = compare_model_contract(definition, contract)  # type: ignore[arg-type]
+        if mismatches:
+            raise CompilationError(
+                "This model has an enforced contract that failed.\n"
+                "Please ensure the name, data_type, and number of columns in your contract match "
+                "the columns in your model's definition.\n\n" + mismatch_table(mismatches),
+                node=None,
+            )
+        return ""
 
     @available
     def describe_deployed_schema(self, relation_name: str) -> str:

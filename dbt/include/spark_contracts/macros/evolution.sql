@@ -10,6 +10,9 @@
 {%- endmacro %}
 
 {% macro spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format) %}
+  {%- if config.get('contract').enforced -%}
+    {{ get_assert_columns_equivalent(compiled_code) }}
+  {%- endif -%}
   {%- set evolution = adapter.plan_schema_evolution(
         existing_relation, compiled_code, model, spark_contracts_run_vars(),
         partition_cols(label="partitioned by")) -%}
