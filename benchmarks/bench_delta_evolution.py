@@ -109,7 +109,6 @@ def create_table(spark: Any, name: str, rows: int) -> float:
         "id",
         "CAST(id % 100000 AS INT) AS n",
         "CAST(id % 997 AS DOUBLE) AS amount",
-        "CONCAT('k', CAST(id % 1000 AS STRING)) AS label",
         "NAMED_STRUCT('a', CAST(id % 7 AS INT), 'b', CAST(id % 13 AS STRING)) AS s",
     )
     df.createOrReplaceTempView("bench_source")
@@ -164,6 +163,13 @@ def commit_actions(location: Path, version: int) -> Dict[str, int]:
     return counts
 
 
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text(encoding="utf-8").split()[:3])
+    except OSError:
+        return "n/a"
+
+
 # --- the benchmark ---------------------------------------------------------------------------
 
 
@@ -182,7 +188,7 @@ def main() -> None:
     warehouse = Path(tempfile.mkdtemp(prefix="bench_delta_evolution_"))
     try:
         spark = build_session(warehouse)
-        print(f"Spark {spark.version}, warehouse {warehouse}")
+        print(f"Spark {spark.version}, warehouse {warehouse}, load average {load_average()}")
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
 
         tables: Dict[int, str] = {}
@@ -235,7 +241,10 @@ def main() -> None:
                 f"{label:28} {medians[small] * 1000:14.1f} {medians[large] * 1000:14.1f} "
                 f"{ratio:10.2f}  {verdict}"
             )
-        print(f"(median of {REPETITIONS} runs each, after {WARMUPS} warm-up run)")
+        print(
+            f"(median of {REPETITIONS} runs each, after {WARMUPS} warm-up run; "
+            f"load average now {load_average()})"
+        )
         print()
 
         print("DESCRIBE HISTORY of the ALTER commits (and the data-file actions in each commit):")

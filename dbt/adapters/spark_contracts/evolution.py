@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
@@ -81,6 +82,12 @@ class SchemaEvolution:
     executed: List[str] = field(default_factory=list)
     restore_point: Optional[RestorePoint] = None
     restored: Optional[str] = None
+    contract: Optional[Any] = None  # core.enforce.ContractDecision when a schema_contract applies
+    load: Optional[Any] = None  # core.enforce.LoadSql
+    rows_discarded: Optional[int] = None
+    values_discarded: Optional[int] = None
+    violation: Optional[Dict[str, Any]] = None
+    cached: bool = False
 
     @property
     def blocked(self) -> bool:
@@ -123,6 +130,10 @@ class SchemaEvolution:
             "statements": list(self.statements),
             "executed": list(self.executed),
             "restored": self.restored,
+            "contract": self.contract.to_dict() if self.contract is not None else None,
+            "rows_discarded": self.rows_discarded,
+            "values_discarded": self.values_discarded,
+            "violation": self.violation,
         }
 
     def applied_changes(self) -> List[Dict[str, Any]]:
@@ -142,9 +153,21 @@ def plan_evolution(
     table_properties: Mapping[str, str],
     settings: EvolutionSettings,
     table_options: str = "",
+    contract: Optional[Any] = None,
 ) -> SchemaEvolution:
     diff = diff_schemas(deployed, compiled)
-    if settings.uses_evolution:
+    if contract is not None:
+        # §3 decided per entity; the planner carries out what `evolve` allows, towards `target`
+        plan = plan_schema_change(
+            contract.evolve_diff,
+            table_format,
+            table_properties,
+            settings.policy,
+            deployed,
+            contract.target,
+        )
+        mode = f"schema_contract {contract.contract.to_dict()}"
+    elif settings.uses_evolution:
         plan = plan_schema_change(
             diff, table_format, table_properties, settings.policy, deployed, compiled
         )
@@ -172,6 +195,7 @@ def plan_evolution(
         statements=statements,
         dry_run=settings.dry_run,
         mode=mode,
+        contract=contract,
     )
 
 
@@ -225,6 +249,36 @@ def restore(execute: Execute, evolution: SchemaEvolution, catalog: Optional[str]
             execute(f"call {catalog}.system.rollback_to_snapshot('{ident}', {point.snapshot_id})")
             done.append(f"rolled back to Iceberg snapshot {point.snapshot_id}")
     return "; ".join(done) or "unchanged"
+
+
+class SchemaContractViolation(DbtRuntimeError):
+    """A broken `freeze`, with dlt's DataValidationError context as attributes."""
+
+    def __init__(self, unique_id: str, relation: str, violation: Dict[str, Any], values=()):
+        self.unique_id, self.relation = unique_id, relation
+        self.schema_entity = violation.get("schema_entity")
+        self.contract_mode = violation.get("contract_mode")
+        self.column_name = violation.get("column")
+        self.deployed_type = violation.get("deployed_type")
+        self.compiled_type = violation.get("compiled_type")
+        self.offending_values = list(values)
+        lines = [
+            f"Schema contract violated in {unique_id} ({relation}); nothing was loaded:",
+            f"  schema_entity: {self.schema_entity}",
+            f"  contract_mode: {self.contract_mode}",
+        ]
+        if self.column_name:
+            lines.append(f"  column: {self.column_name}")
+        if self.deployed_type or self.compiled_type:
+            lines.append(
+                f"  deployed type: {self.deployed_type}, compiled type: {self.compiled_type}"
+            )
+        if self.offending_values:
+            shown = ", ".join(repr(v) for v in self.offending_values[:5])
+            lines.append(f"  offending values (up to 5): {shown}")
+        if violation.get("reason"):
+            lines.append(f"  reason: {violation['reason']}")
+        super().__init__("\n".join(lines))
 
 
 class SchemaChangeReport:

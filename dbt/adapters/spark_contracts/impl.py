@@ -21,7 +21,10 @@ from typing_extensions import TypeAlias
 from dbt.adapters.spark_contracts import evolution as run_evolution
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
+from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.config import ConfigError, resolve_settings
+from dbt.adapters.spark_contracts.core.contract import resolve_contract
+from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
@@ -172,37 +175,121 @@ class SparkContractsAdapter(SparkAdapter):
     ) -> run_evolution.SchemaEvolution:
         """Diff the model's analysed output against the deployed table and plan (core/)."""
         unique_id = model.get("unique_id", str(relation))
-        config = model.get("config", {})
-        try:
-            settings = resolve_settings(
-                unique_id,
-                config.get("schema_evolution"),
-                config.get("schema_contract"),
-                config.get("on_schema_change"),
-                run_vars,
-            )
-        except ConfigError as exc:
-            raise CompilationError(str(exc)) from exc
+        contract, settings = self._resolve_run_settings(model, run_vars)
         compiled = run_evolution.compiled_schema(
             self.schema_json(compiled_sql), _declared_not_null(model)
         )
         self._validate_column_settings(unique_id, settings, compiled, relation)
         deployed = run_evolution.from_spark_json(self.schema_json(f"select * from {relation}"))
         properties = {str(k): str(v) for k, v in self._fetch_rows(f"show tblproperties {relation}")}
+        table_format = self.table_format_of(relation)
+        decision = None
+        if contract is not None:
+            decision = decide(
+                contract, deployed, compiled, diff_schemas(deployed, compiled), table_format
+            )
+            if decision.violations:
+                self._raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
         evolution = run_evolution.plan_evolution(
             unique_id,
             str(relation),
-            self.table_format_of(relation),
+            table_format,
             deployed,  # type: ignore[arg-type]
             compiled,
             properties,
             settings,
             table_options.strip(),
+            contract=decision,
         )
         if evolution.has_changes or evolution.blocked or evolution.plan.notes:
             logger.info(evolution.summary())
         self._record(evolution)
         return evolution
+
+    def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
+        unique_id = model.get("unique_id", "model")
+        config = model.get("config", {})
+        try:
+            contract = resolve_contract(
+                unique_id, config.get("schema_contract"), run_vars.get("schema_contract")
+            )
+            settings = resolve_settings(
+                unique_id,
+                config.get("schema_evolution"),
+                contract,
+                config.get("on_schema_change"),
+                run_vars,
+            )
+        except ConfigError as exc:
+            raise CompilationError(str(exc)) from exc
+        if contract is not None and config.get("on_schema_change") not in (None, "ignore"):
+            logger.warning(
+                f"{unique_id}: schema_contract is set, so on_schema_change "
+                f"({config.get('on_schema_change')}) is ignored"
+            )
+        return contract, settings
+
+    def _raise_violation(
+        self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
+    ) -> None:
+        error = run_evolution.SchemaContractViolation(unique_id, relation, violation, values)
+        entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
+        target = Path(self.config.project_root) / self.config.target_path
+        run_evolution.REPORT.record(target, unique_id, entry)
+        raise error
+
+    @available
+    def contract_new_table_action(
+        self,
+        relation: BaseRelation,
+        compiled_sql: str,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> str:
+        """`tables` of the schema contract when the relation does not exist: create or skip
+        (discard modes, with a warning); freeze fails here, before anything is created."""
+        contract, _ = self._resolve_run_settings(model, run_vars)
+        if contract is None:
+            return "create"
+        compiled = run_evolution.from_spark_json(self.schema_json(compiled_sql))
+        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")  # type: ignore[arg-type]
+        unique_id = model.get("unique_id", str(relation))
+        if decision.violations:
+            self._raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
+        if decision.table_action == "skip":
+            logger.warning(f"{unique_id}: {decision.warnings[0]} ({relation})")
+            return "skip"
+        return "create"
+
+    @available
+    def contract_source(
+        self, evolution: run_evolution.SchemaEvolution, staged: BaseRelation, run_id: str
+    ) -> BaseRelation:
+        """The relation the load reads: the staged model, or under a schema contract a view
+        applying it (casts, filters, variants) inside the one query that writes the data."""
+        decision = evolution.contract
+        if decision is None or evolution.dry_run:
+            return staged
+        load = render_load_select(
+            decision, str(staged), evolution.deployed, evolution.compiled, run_id
+        )
+        evolution.load = load
+        view = staged.incorporate(path={"identifier": f"{staged.identifier}__contract"})
+        self.execute(f"create or replace temporary view {view} as {load.select}")
+        if load.discard_count_sql:
+            rows = self._fetch_rows(load.discard_count_sql)
+            evolution.rows_discarded, evolution.values_discarded = (int(v or 0) for v in rows[0])
+        if load.quarantine_select and decision.contract.quarantine and evolution.rows_discarded:
+            self._write_quarantine(evolution, load.quarantine_select)
+        return view
+
+    def _write_quarantine(self, evolution: run_evolution.SchemaEvolution, select: str) -> None:
+        table = f"{evolution.relation}__quarantine"
+        self.execute(
+            f"create table if not exists {table} using {evolution.table_format} "
+            f"as select * from ({select}) where false"
+        )
+        self.execute(f"insert into {table} by name {select}")
 
     def _validate_column_settings(
         self, unique_id: str, settings: Any, compiled: Any, relation: BaseRelation
@@ -239,6 +326,7 @@ class SparkContractsAdapter(SparkAdapter):
         )
         # The query runs here, before any change: a query that fails at run time changes nothing.
         self.execute(f"cache table {staged_relation}")
+        evolution.cached = True
         for statement in evolution.statements:
             try:
                 self.execute(statement)
@@ -254,11 +342,18 @@ class SparkContractsAdapter(SparkAdapter):
         try:
             response, _ = self.execute(load_sql)
         except Exception as exc:
+            frozen = "schema_contract data_type freeze" in str(exc)
             if evolution.executed:
-                self._restore_and_raise(evolution, exc, "the load")
+                try:
+                    self._restore_and_raise(evolution, exc, "the load")
+                except DbtRuntimeError:
+                    if not frozen:
+                        raise
+            if frozen:
+                self._raise_data_type_violation(evolution)
             raise
         finally:
-            if evolution.restore_point is not None:
+            if evolution.cached:
                 self.execute(f"uncache table if exists {staged_relation}")
         return self.evolution_response(evolution, response)
 
@@ -273,6 +368,35 @@ class SparkContractsAdapter(SparkAdapter):
             code=getattr(response, "code", None),
             rows_affected=getattr(response, "rows_affected", None),
             schema_changes=evolution.applied_changes(),
+            rows_discarded=evolution.rows_discarded,
+            values_discarded=evolution.values_discarded,
+            contract=evolution.contract.contract.to_dict() if evolution.contract else None,
+        )
+
+    def _raise_data_type_violation(self, evolution: run_evolution.SchemaEvolution) -> None:
+        load, decision = evolution.load, evolution.contract
+        samples = self._fetch_rows(load.violation_sample_sql) if load.violation_sample_sql else []
+        column = str(samples[0][0]) if samples else None
+        check = next(
+            (c for c in decision.value_checks if column and c.dotted.lower() == column.lower()),
+            None,
+        )
+        violation = {
+            "schema_entity": "data_type",
+            "contract_mode": "freeze",
+            "column": column,
+            "deployed_type": check.deployed_type.to_sql() if check else None,
+            "compiled_type": check.compiled_type.to_sql() if check else None,
+            "reason": "values do not coerce into the deployed column's type",
+        }
+        values = [row[1] for row in samples if str(row[0]) == column]
+        self._raise_violation(evolution.unique_id, evolution.relation, violation, values)
+
+    @available
+    def skipped_response(self, model: Dict[str, Any]) -> run_evolution.ContractsAdapterResponse:
+        return run_evolution.ContractsAdapterResponse(
+            _message="SKIP (schema_contract tables: the relation does not exist; not created)",
+            schema_changes=[],
         )
 
     @available

@@ -9,6 +9,12 @@ from .capabilities import (
     TableFeature,
     capabilities_for,
 )
+from .contract import (
+    ContractMode,
+    SchemaContract,
+    for_new_table,
+    resolve_contract,
+)
 from .diff import (
     Change,
     ColumnAdded,
@@ -25,6 +31,14 @@ from .diff import (
     TypeWidened,
     diff_schemas,
     same_type,
+)
+from .enforce import (
+    ContractDecision,
+    ContractViolation,
+    LoadSql,
+    ValueCheck,
+    decide,
+    render_load_select,
 )
 from .operations import (
     AddColumns,
@@ -77,6 +91,9 @@ __all__ = [
     "ColumnCast",
     "ColumnEvolution",
     "ColumnRemoved",
+    "ContractDecision",
+    "ContractMode",
+    "ContractViolation",
     "Decimal",
     "DropColumns",
     "DropNotNull",
@@ -87,6 +104,7 @@ __all__ = [
     "FieldsReordered",
     "FormatCapabilities",
     "FullRefresh",
+    "LoadSql",
     "Map",
     "MapKeyChanged",
     "NewColumn",
@@ -97,6 +115,7 @@ __all__ = [
     "Policy",
     "Primitive",
     "Rewrite",
+    "SchemaContract",
     "SchemaDiff",
     "SetColumnDefault",
     "SparkType",
@@ -105,11 +124,14 @@ __all__ = [
     "TypeChanged",
     "TypeNarrowed",
     "TypeWidened",
+    "ValueCheck",
     "Varchar",
     "as_nullable",
     "capabilities_for",
     "cast_expression",
+    "decide",
     "diff_schemas",
+    "for_new_table",
     "from_spark_json",
     "is_widening",
     "parse_columns",
@@ -117,8 +139,10 @@ __all__ = [
     "plan_on_schema_change",
     "plan_schema_change",
     "quote_identifier",
+    "render_load_select",
     "render_operation",
     "render_plan",
+    "resolve_contract",
     "same_type",
     "select_list",
 ]

@@ -6,6 +6,7 @@
       'allow_full_refresh': var('allow_full_refresh', false),
       'allow_column_removal': var('allow_column_removal', false),
       'schema_evolution_dry_run': var('schema_evolution_dry_run', false),
+      'schema_contract': var('schema_contract', none),
   }) }}
 {%- endmacro %}
 
@@ -32,7 +33,17 @@
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {% do adapter.apply_schema_evolution(evolution, tmp_relation) %}
-    {%- set load_sql = dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) -%}
+    {%- set source = adapter.contract_source(evolution, tmp_relation, invocation_id) -%}
+    {%- set load_sql = dbt_spark_get_incremental_sql(strategy, source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
     {% do store_result('main', response=adapter.load_with_restore(evolution, load_sql, tmp_relation)) %}
   {%- endif -%}
+{% endmacro %}
+
+{#-- `tables` of a schema contract, when the relation does not exist yet: true = create it. --#}
+{% macro spark_contracts_may_create(relation) %}
+  {%- set action = adapter.contract_new_table_action(relation, compiled_code, model, spark_contracts_run_vars()) -%}
+  {%- if action == 'skip' -%}
+    {% do store_result('main', response=adapter.skipped_response(model)) %}
+  {%- endif -%}
+  {{ return(action == 'create') }}
 {% endmacro %}

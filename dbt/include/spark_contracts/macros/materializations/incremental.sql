@@ -22,6 +22,10 @@
 
   {{ run_hooks(pre_hooks) }}
 
+  {%- if existing_relation is none and language == 'sql' and not spark_contracts_may_create(target_relation) -%}
+    {{ return({'relations': []}) }}
+  {%- endif -%}
+
   {%- if existing_relation is none -%}
     {%- call statement('main', language=language) -%}
       {{ create_table_as(False, target_relation, compiled_code, language) }}

@@ -7,6 +7,10 @@
 
   {{ run_hooks(pre_hooks) }}
 
+  {%- if old_relation is none and language == 'sql' and not spark_contracts_may_create(target_relation) -%}
+    {{ return({'relations': []}) }}
+  {%- endif -%}
+
   {#-- Delta and Iceberg replace atomically (`create or replace`); anything else is dropped first. --#}
   {%- set replaceable = old_relation is not none and old_relation.is_table and (
         (old_relation.is_delta and file_format == 'delta') or
