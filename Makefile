@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
-.PHONY: install jars demo test unit functional lint bench clean
+.PHONY: install jars demo test unit functional servers lint bench clean
 
 install: $(VENV)/.installed
 $(VENV)/.installed: setup.py
@@ -37,10 +37,17 @@ unit: install
 functional: install jars
 	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n 2 $(PYTEST_ARGS)
 
-test: lint unit functional
+# The same adapter through real servers started from the pyspark wheel (Thrift Server, Spark Connect).
+servers: install jars
+	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile thrift
+	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile connect
+
+test: lint unit functional servers
 
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py
+	$(BIN)/python benchmarks/bench_delta_evolution.py
+	$(BIN)/python benchmarks/bench_contract_load.py
 
 clean:
 	rm -rf $(VENV) $(JARS) integration_tests/target integration_tests/spark-warehouse logs

@@ -28,7 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     profile = config.getoption("--profile")
-    skip = pytest.mark.skip(reason=f"needs another --profile than {profile}")
+    skip = pytest.mark.skip(
+        reason=f"runs under another --profile than {profile} (make servers runs thrift and connect)"
+    )
     for item in items:
         marker = item.get_closest_marker("profile")
         if marker is not None and profile not in marker.args:
