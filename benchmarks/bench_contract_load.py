@@ -98,6 +98,13 @@ VARIANTS: Tuple[Variant, ...] = (
         plain_select="SELECT id, note, n FROM src",
     ),
     Variant(
+        "plain_cast",
+        "(3c) plain INSERT SELECT id, note, try_cast(n AS INT) (same string source)",
+        "id BIGINT, note STRING, n INT",
+        "src_types",
+        plain_select="SELECT id, note, try_cast(n AS INT) FROM src_types",
+    ),
+    Variant(
         "data_type",
         "(3) data_type: discard_row",
         "id BIGINT, note STRING, n INT",
@@ -111,7 +118,8 @@ VARIANTS: Tuple[Variant, ...] = (
 RATIOS: Tuple[Tuple[str, str, str], ...] = (
     ("columns", "plain", "same columns written"),
     ("data_type", "plain", "(3) writes one more column than (1)"),
-    ("data_type", "plain_n", "same columns written"),
+    ("data_type", "plain_n", "same columns written, int source"),
+    ("data_type", "plain_cast", "same rows: the plain load must cast the string source too"),
 )
 
 
