@@ -29,7 +29,6 @@ jars (default /work/main/.jars).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -41,6 +40,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
+
 from dbt.adapters.spark_contracts.core import Struct, diff_schemas, from_spark_json  # noqa: E402
 from dbt.adapters.spark_contracts.core.contract import resolve_contract  # noqa: E402
 from dbt.adapters.spark_contracts.core.enforce import (  # noqa: E402
@@ -48,14 +49,12 @@ from dbt.adapters.spark_contracts.core.enforce import (  # noqa: E402
     decide,
     render_load_select,
 )
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, get_session  # noqa: E402
 
 ROWS = 10_000_000
 DISCARD_EVERY = 100  # 1% of the rows carry `extra` / a non-numeric `n`
 REPETITIONS = 3
 WARMUPS = 1
 TARGET_RATIO = 1.3
-DEFAULT_JARS = "/work/main/.jars"
 SCHEMA = "bench_contract"
 RUN_ID = "bench_contract_load"
 EXPECTED_DISCARDS = ROWS // DISCARD_EVERY
@@ -124,21 +123,6 @@ RATIOS: Tuple[Tuple[str, str, str], ...] = (
 
 
 # --- Spark helpers ---------------------------------------------------------------------------
-
-
-def build_session(warehouse: Path) -> Any:
-    jars_dir = Path(os.environ.get("DBT_SPARK_CONTRACTS_JARS", DEFAULT_JARS))
-    config = EmbeddedSparkConfig(
-        warehouse_dir=warehouse,
-        jars_dir=jars_dir,
-        master="local[2]",
-        server_side_parameters={
-            "spark.driver.memory": "2g",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-        },
-    )
-    return get_session(config)
 
 
 def create_source(spark: Any) -> float:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -32,6 +31,8 @@ from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
+
 from dbt.adapters.spark_contracts.core import (  # noqa: E402
     Policy,
     Struct,
@@ -40,13 +41,11 @@ from dbt.adapters.spark_contracts.core import (  # noqa: E402
     plan_schema_change,
     render_plan,
 )
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, get_session  # noqa: E402
 
 SIZES = (10_000, 10_000_000)
 REPETITIONS = 5
 WARMUPS = 1
 TARGET_RATIO = 1.5
-DEFAULT_JARS = "/work/main/.jars"
 SCHEMA = "bench_evolution"
 
 SchemaJson = Dict[str, Any]
@@ -85,21 +84,6 @@ OPERATIONS: Tuple[Tuple[str, Callable[[SchemaJson], SchemaJson]], ...] = (
 
 
 # --- Spark helpers ---------------------------------------------------------------------------
-
-
-def build_session(warehouse: Path) -> Any:
-    jars_dir = Path(os.environ.get("DBT_SPARK_CONTRACTS_JARS", DEFAULT_JARS))
-    config = EmbeddedSparkConfig(
-        warehouse_dir=warehouse,
-        jars_dir=jars_dir,
-        master="local[2]",
-        server_side_parameters={
-            "spark.driver.memory": "2g",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-        },
-    )
-    return get_session(config)
 
 
 def create_table(spark: Any, name: str, rows: int) -> float:

@@ -25,6 +25,7 @@ from dbt.adapters.spark_contracts.core.types import (
     parse_type,
     quote_identifier,
 )
+from dbt.adapters.spark_contracts.schema_io import type_to_json
 
 INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
 
@@ -261,38 +262,7 @@ def test_from_spark_json_rejects_unknown(bad):
 
 @given(spark_types(names=simple_names, comments=False))
 def test_json_round_trip_through_a_generated_json(t):
-    assert from_spark_json(json.dumps(_to_json(t))) == t
-
-
-def _to_json(t):
-    """A minimal writer of Spark's JSON format, to exercise the reader on generated types."""
-    if isinstance(t, Struct):
-        return {
-            "type": "struct",
-            "fields": [
-                {
-                    "name": f.name,
-                    "type": _to_json(f.type),
-                    "nullable": f.nullable,
-                    "metadata": {},
-                }
-                for f in t.fields
-            ],
-        }
-    if isinstance(t, Array):
-        return {
-            "type": "array",
-            "elementType": _to_json(t.element),
-            "containsNull": t.contains_null,
-        }
-    if isinstance(t, Map):
-        return {
-            "type": "map",
-            "keyType": _to_json(t.key),
-            "valueType": _to_json(t.value),
-            "valueContainsNull": t.value_contains_null,
-        }
-    return t.simple_string()
+    assert from_spark_json(json.dumps(type_to_json(t))) == t
 
 
 # --- widening ---
