@@ -4,12 +4,18 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
 SessionFactory = Callable[[], Any]
+
+# PySpark logs every failed statement as a JSON stack trace on stderr; dbt reports the error
+# itself (once, readably), so these two loggers are quietened.
+for _name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+    logging.getLogger(_name).setLevel(logging.CRITICAL)
 
 
 def spark_error_message(exc: BaseException) -> str:

@@ -121,7 +121,8 @@ class SparkContractsAdapter(SparkAdapter):
             )
         except DbtRuntimeError as exc:
             message = getattr(exc, "msg", str(exc))
-            if "NAMESPACE_NOT_FOUND" in message or "SCHEMA_NOT_FOUND" in message:
+            missing = ("NAMESPACE_NOT_FOUND", "SCHEMA_NOT_FOUND", "NoSuchNamespaceException")
+            if any(marker in message for marker in missing):
                 return []
             raise
         return [
