@@ -202,17 +202,24 @@ def plan_evolution(
 Execute = Callable[[str], List[Tuple[Any, ...]]]
 
 
-def take_restore_point(execute: Execute, relation: str, table_format: str) -> RestorePoint:
-    point = RestorePoint(table_format)
+def current_version(execute: Execute, relation: str, table_format: str) -> Optional[int]:
+    """The table's latest Delta version or Iceberg snapshot id (None: no history yet)."""
     if table_format == "delta":
         rows = execute(f"describe history {relation} limit 1")
-        point.version = int(rows[0][0]) if rows else None
     elif table_format == "iceberg":
         rows = execute(
             f"select snapshot_id from {relation}.snapshots order by committed_at desc limit 1"
         )
-        point.snapshot_id = int(rows[0][0]) if rows else None
-    return point
+    else:
+        return None
+    return int(rows[0][0]) if rows else None
+
+
+def take_restore_point(execute: Execute, relation: str, table_format: str) -> RestorePoint:
+    version = current_version(execute, relation, table_format)
+    if table_format == "delta":
+        return RestorePoint(table_format, version=version)
+    return RestorePoint(table_format, snapshot_id=version)
 
 
 def restore(execute: Execute, evolution: SchemaEvolution, catalog: Optional[str]) -> str:
@@ -223,8 +230,7 @@ def restore(execute: Execute, evolution: SchemaEvolution, catalog: Optional[str]
     if point is None or point.table_format not in FILE_FORMATS_WITH_HISTORY:
         return "nothing to restore (no table history for this format)"
     if point.table_format == "delta" and point.version is not None:
-        current = execute(f"describe history {relation} limit 1")
-        if current and int(current[0][0]) != point.version:
+        if current_version(execute, relation, "delta") != point.version:
             execute(f"restore table {relation} to version as of {point.version}")
             return f"restored to Delta version {point.version}"
         return "unchanged"
@@ -241,10 +247,7 @@ def restore(execute: Execute, evolution: SchemaEvolution, catalog: Optional[str]
             execute(f"alter table {relation} drop columns ({paths})")
             done.append(f"dropped added columns {', '.join('.'.join(p) for p in added)}")
     if point.snapshot_id is not None:
-        current = execute(
-            f"select snapshot_id from {relation}.snapshots order by committed_at desc limit 1"
-        )
-        if current and int(current[0][0]) != point.snapshot_id:
+        if current_version(execute, relation, "iceberg") != point.snapshot_id:
             ident = relation.split(".", 1)[1] if catalog else relation
             execute(f"call {catalog}.system.rollback_to_snapshot('{ident}', {point.snapshot_id})")
             done.append(f"rolled back to Iceberg snapshot {point.snapshot_id}")

@@ -235,8 +235,7 @@ class SparkContractsAdapter(SparkAdapter):
     ) -> None:
         error = run_evolution.SchemaContractViolation(unique_id, relation, violation, values)
         entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
-        target = Path(self.config.project_root) / self.config.target_path
-        run_evolution.REPORT.record(target, unique_id, entry)
+        run_evolution.REPORT.record(self._target_dir, unique_id, entry)
         raise error
 
     @available
@@ -429,9 +428,12 @@ class SparkContractsAdapter(SparkAdapter):
         parts = evolution.relation.split(".")
         return parts[0] if len(parts) == 3 else None
 
+    @property
+    def _target_dir(self) -> Path:
+        return Path(self.config.project_root) / self.config.target_path
+
     def _record(self, evolution: run_evolution.SchemaEvolution) -> None:
-        target = Path(self.config.project_root) / self.config.target_path
-        run_evolution.REPORT.record(target, evolution.unique_id, evolution.report())
+        run_evolution.REPORT.record(self._target_dir, evolution.unique_id, evolution.report())
 
     @available
     def assert_model_contract(self, sql: str, empty_schema_sql: str, model: Dict[str, Any]) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .plan import STRATEGIES, ColumnEvolution, Policy
+from .plan import ON_SCHEMA_CHANGE, STRATEGIES, ColumnEvolution, Policy
 
-ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 EVOLUTION_KEYS = ("strategy", "columns")
 COLUMN_KEYS = ("default", "backfill")
 RUN_VARS = ("allow_full_refresh", "allow_column_removal", "schema_evolution_dry_run")
