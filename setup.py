@@ -22,8 +22,8 @@ setup(
         "dbt-core>=1.10,<1.12",
         "dbt-spark[PyHive]>=1.10,<1.12",
         "dbt-adapters>=1.10,<2.0",
-        "pyspark[connect]>=4.0,<4.1",
-        "delta-spark>=4.0.1,<4.1",
+        "pyspark[connect]==4.1.1",
+        "delta-spark==4.3.1",
         "pandas>=2.0,<3",
     ],
     extras_require={

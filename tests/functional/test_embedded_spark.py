@@ -375,9 +375,9 @@ def test_missing_jars(broken_project: Path, tmp_path: Path) -> None:
     assert result.returncode != 0, result
     flat = " ".join(result.output.split())  # dbt may wrap long lines
     for jar in (
-        "delta-spark_2.13-4.0.1.jar",
-        "delta-storage-4.0.1.jar",
-        "iceberg-spark-runtime-4.0_2.13-1.10.0.jar",
+        "delta-spark_2.13-4.3.1.jar",
+        "delta-storage-4.3.1.jar",
+        "iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
     ):
         assert jar in flat, result
     assert f"python -m dbt.adapters.spark_contracts.jars fetch {empty}" in flat, result

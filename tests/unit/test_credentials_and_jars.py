@@ -21,9 +21,9 @@ from dbt.adapters.spark_contracts.credentials import (
 from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig
 
 JAR_FILES = (
-    "delta-spark_2.13-4.0.1.jar",
-    "delta-storage-4.0.1.jar",
-    "iceberg-spark-runtime-4.0_2.13-1.10.0.jar",
+    "delta-spark_2.13-4.3.1.jar",
+    "delta-storage-4.3.1.jar",
+    "iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
 )
 
 
@@ -218,16 +218,16 @@ def test_full_jar_folder(tmp_path: Path) -> None:
 
 def test_jar_coordinates() -> None:
     assert [j.coordinate for j in jars.REQUIRED_JARS] == [
-        "io.delta:delta-spark_2.13:4.0.1",
-        "io.delta:delta-storage:4.0.1",
-        "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.0",
+        "io.delta:delta-spark_2.13:4.3.1",
+        "io.delta:delta-storage:4.3.1",
+        "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
     ]
     assert jars.REQUIRED_JARS[0].url == (
-        "https://repo1.maven.org/maven2/io/delta/delta-spark_2.13/4.0.1/delta-spark_2.13-4.0.1.jar"
+        "https://repo1.maven.org/maven2/io/delta/delta-spark_2.13/4.3.1/delta-spark_2.13-4.3.1.jar"
     )
     assert jars.PACKAGE_COORDINATES == (
-        "io.delta:delta-spark_2.13:4.0.1",
-        "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.0",
+        "io.delta:delta-spark_2.13:4.3.1",
+        "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
     )
 
 
@@ -292,7 +292,7 @@ def test_spark_conf_jars_from_a_folder(tmp_path: Path) -> None:
 def test_spark_conf_packages_without_a_folder(tmp_path: Path) -> None:
     conf = EmbeddedSparkConfig(warehouse_dir=tmp_path).spark_conf()
     assert conf["spark.jars.packages"] == (
-        "io.delta:delta-spark_2.13:4.0.1,org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.0"
+        "io.delta:delta-spark_2.13:4.3.1,org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
     )
     assert "spark.jars" not in conf
 

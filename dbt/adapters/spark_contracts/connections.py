@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -28,18 +27,6 @@ from dbt.adapters.spark_contracts.cursor import (
 from dbt.adapters.spark_contracts.schema_io import describe_json_to_json, describe_rows_to_json
 
 logger = AdapterLogger("SparkContracts")
-
-_connect_sessions: Dict[str, Any] = {}
-_connect_lock = threading.Lock()
-
-
-def _connect_session(creds: SparkContractsCredentials) -> Any:
-    """The process's Spark Connect session for this target, created and checked once."""
-    url = creds.connect_url
-    with _connect_lock:
-        if url not in _connect_sessions:
-            _connect_sessions[url] = _new_connect_session(creds, url)
-        return _connect_sessions[url]
 
 
 def _new_connect_session(creds: SparkContractsCredentials, url: str) -> Any:
@@ -102,6 +89,22 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
             finally:
                 self._close_cursor()
 
+    def set_conf(self, key: str, value: Optional[str]) -> None:
+        """Set (None: reset) a SQL conf in this thrift session only."""
+        saved = self._cursor
+        try:
+            self._fetch(f"set {key}={value}" if value is not None else f"reset {key}", fetch=False)
+        finally:
+            self._cursor = saved
+
+    def get_conf(self, key: str) -> Optional[str]:
+        saved = self._cursor
+        try:
+            rows = self._fetch(f"set {key}")
+        finally:
+            self._cursor = saved
+        return str(rows[0][1]) if rows and rows[0][1] != "<undefined>" else None
+
     def _close_cursor(self) -> None:
         if self._cursor is not None:
             try:
@@ -156,11 +159,13 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         if connection.state == ConnectionState.OPEN:
             return connection
         creds: SparkContractsCredentials = connection.credentials  # type: ignore[assignment]
+        # One Spark session per dbt connection, i.e. per thread: SQL conf and temporary views
+        # are per session, so models running at once never see each other's settings.
         if creds.method == ContractsConnectionMethod.SESSION:
             config = creds.embedded_config()
-            factory = lambda: embedded.get_session(config)  # noqa: E731
+            factory = lambda: embedded.thread_session(config)  # noqa: E731
         elif creds.method == ContractsConnectionMethod.CONNECT:
-            factory = lambda: _connect_session(creds)  # noqa: E731
+            factory = lambda: _new_connect_session(creds, creds.connect_url)  # noqa: E731
         else:
             connection = super().open(connection)
             handle = connection.handle
@@ -176,14 +181,14 @@ class SparkContractsConnectionManager(SparkConnectionManager):
                     handle.apply_session_parameters(creds.server_side_parameters)
             return connection
         try:
-            factory()  # fail here, on open, with the real reason (Java, jars, server)
+            session = factory()  # fail here, on open, with the real reason (Java, jars, server)
         except (embedded.EmbeddedSparkError, FileNotFoundError) as exc:
             raise FailedToConnectError(str(exc)) from exc
         except Exception as exc:
             if isinstance(exc, DbtRuntimeError):
                 raise
             raise FailedToConnectError(f"Could not start Spark ({creds.method}): {exc}") from exc
-        handle = SparkSessionHandle(factory, dict(creds.server_side_parameters))
+        handle = SparkSessionHandle(lambda: session, dict(creds.server_side_parameters))
         connection.handle = SparkSessionConnectionWrapper(handle)
         connection.state = ConnectionState.OPEN
         return connection

@@ -120,6 +120,17 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
         cursor = self._cursor or self.handle.cursor()
         return cursor.schema_json(sql)
 
+    def set_conf(self, key: str, value: Optional[str]) -> None:
+        """Set (None: unset) a SQL conf in this connection's own session."""
+        conf = self.handle.cursor().session.conf
+        if value is None:
+            conf.unset(key)
+        else:
+            conf.set(key, value)
+
+    def get_conf(self, key: str) -> Optional[str]:
+        return self.handle.cursor().session.conf.get(key, None)
+
     @classmethod
     def _fix_binding(cls, value: Any) -> Any:
         """dbt-spark renders None as the string 'None' and leaves quotes unescaped; fix both."""

@@ -18,13 +18,14 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 from dbt_common.utils import executor
 from typing_extensions import TypeAlias
 
-from dbt.adapters.spark_contracts import evolution as run_evolution
+from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
 from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.config import ConfigError, resolve_settings
 from dbt.adapters.spark_contracts.core.contract import resolve_contract
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
+from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
@@ -69,6 +70,7 @@ class SparkContractsAdapter(SparkAdapter):
     def __init__(self, config: Any, mp_context: Any) -> None:
         set_project_root(getattr(config, "project_root", None))
         super().__init__(config, mp_context)
+        self._report = runs.RunReport()  # per adapter instance, restarted per invocation id
 
     @classmethod
     def type(cls) -> str:
@@ -166,46 +168,127 @@ class SparkContractsAdapter(SparkAdapter):
         return "parquet"  # file-source tables (parquet, orc, csv, ...) share its capabilities
 
     @available
-    def plan_schema_evolution(
+    def plan_model_run(
         self,
         relation: BaseRelation,
-        compiled_sql: str,
+        view: BaseRelation,
         model: Dict[str, Any],
         run_vars: Dict[str, Any],
-        table_options: str = "",
-    ) -> run_evolution.SchemaEvolution:
-        """Diff the model's analysed output against the deployed table and plan (core/)."""
+        table_options: str,
+        strategy: str,
+        invocation_id: str,
+    ) -> runs.ModelRun:
+        """Step 1 of an incremental run: analyse, repair what a dead run left, decide (core/)."""
         unique_id = model.get("unique_id", str(relation))
         contract, settings = self._resolve_run_settings(model, run_vars)
-        compiled = run_evolution.compiled_schema(
-            self.schema_json(compiled_sql), _declared_not_null(model)
+        spark = self._spark()
+        runner = self._runner(spark, invocation_id)
+        tag = commit_tag(invocation_id, unique_id)
+        spark.set_conf(runs.DELTA_USER_METADATA, tag)  # every commit of this run carries it
+        compiled = runs.compiled_schema(
+            spark.schema(f"select * from {view}"), _declared_not_null(model)
         )
         self._validate_column_settings(unique_id, settings, compiled, relation)
-        deployed = run_evolution.from_spark_json(self.schema_json(f"select * from {relation}"))
-        properties = {str(k): str(v) for k, v in self._fetch_rows(f"show tblproperties {relation}")}
         table_format = self.table_format_of(relation)
+        deployed, properties = self._deployed(spark, relation)
+        repairs: List[str] = []
+        dead = find_intent(properties)
+        if dead is not None and dead.invocation_id != invocation_id:
+            repairs.append(runner.repair(dead, unique_id))
+            deployed, properties = self._deployed(spark, relation)
         decision = None
         if contract is not None:
             decision = decide(
                 contract, deployed, compiled, diff_schemas(deployed, compiled), table_format
             )
             if decision.violations:
-                self._raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
-        evolution = run_evolution.plan_evolution(
-            unique_id,
-            str(relation),
-            table_format,
-            deployed,  # type: ignore[arg-type]
-            compiled,
-            properties,
-            settings,
-            table_options.strip(),
-            contract=decision,
+                runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
+        diff, plan, mode = runs.plan_change(
+            deployed, compiled, table_format, properties, settings, decision
         )
-        if evolution.has_changes or evolution.blocked or evolution.plan.notes:
-            logger.info(evolution.summary())
-        self._record(evolution)
-        return evolution
+        config = model.get("config", {})
+        column_lists = bool(
+            config.get("merge_update_columns") or config.get("merge_exclude_columns")
+        )
+        written = (
+            decision.target if decision is not None and decision.target is not None else compiled
+        )
+        write = runs.write_decision(plan, table_format, strategy, deployed, written, column_lists)
+        in_write = write.evolves_in_write
+        statements = (
+            ()
+            if plan.is_blocked or in_write
+            else runs.render_statements(plan, str(relation), table_format, table_options.strip())
+        )
+        stage = runs.stage_name(str(relation), invocation_id)
+        load = None
+        if decision is not None and not settings.dry_run:
+            load = render_load_select(decision, stage, deployed, compiled, invocation_id)
+        staged = runs.needs_stage(write, load) and not (plan.full_refresh or settings.dry_run)
+        if decision is not None and load is not None and not staged:
+            load = render_load_select(decision, str(view), deployed, compiled, invocation_id)
+        run = runs.ModelRun(
+            unique_id=unique_id,
+            invocation_id=invocation_id,
+            relation=str(relation),
+            table_format=table_format,
+            strategy=strategy,
+            deployed=deployed,
+            compiled=compiled,
+            diff=diff,
+            plan=plan,
+            statements=tuple(statements),
+            dry_run=settings.dry_run,
+            mode=mode,
+            write=write,
+            view=str(view),
+            stage=stage if staged else None,
+            commit_tag=tag,
+            contract=decision,
+            load_sql=load,
+        )
+        run.outcome.repairs.extend(repairs)
+        if run.has_changes or run.blocked or plan.notes or repairs:
+            logger.info(run.summary())
+        runner.record(run)
+        return run
+
+    def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
+        deployed = spark.schema(f"select * from {relation}")
+        rows = self._fetch_rows(f"show tblproperties {relation}")
+        return deployed, {str(k): str(v) for k, v in rows}
+
+    def _spark(self) -> _ConnectionSpark:
+        return _ConnectionSpark(self)
+
+    def _runner(self, spark: runs.Spark, invocation_id: str) -> runs.Runner:
+        self._report.start(invocation_id)
+        return runs.Runner(spark, self._report, self._target_dir)
+
+    @available
+    def prepare_model_run(self, run: runs.ModelRun) -> str:
+        """Step 2: stage, check, count, quarantine, multi-step changes; the relation to load."""
+        return self._runner(self._spark(), run.invocation_id).prepare(run)
+
+    @available
+    def load_model_run(self, run: runs.ModelRun, load_sql: str) -> runs.ContractsAdapterResponse:
+        """Step 3: the one write (evolving in place when the plan allows); undone on failure."""
+        return self._runner(self._spark(), run.invocation_id).load(run, load_sql)
+
+    @available
+    def full_refresh_response(
+        self, run: runs.ModelRun, response: Any
+    ) -> runs.ContractsAdapterResponse:
+        self._spark().set_conf(runs.DELTA_USER_METADATA, None)
+        self._runner(self._spark(), run.invocation_id).record(run)
+        return run.response(str(response))
+
+    @available
+    def dry_run_response(self, run: runs.ModelRun) -> runs.ContractsAdapterResponse:
+        self._spark().set_conf(runs.DELTA_USER_METADATA, None)
+        return run.response(
+            f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed", dry_run=True
+        )
 
     def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
         unique_id = model.get("unique_id", "model")
@@ -230,14 +313,6 @@ class SparkContractsAdapter(SparkAdapter):
             )
         return contract, settings
 
-    def _raise_violation(
-        self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
-    ) -> None:
-        error = run_evolution.SchemaContractViolation(unique_id, relation, violation, values)
-        entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
-        run_evolution.REPORT.record(self._target_dir, unique_id, entry)
-        raise error
-
     @available
     def contract_new_table_action(
         self,
@@ -251,45 +326,17 @@ class SparkContractsAdapter(SparkAdapter):
         contract, _ = self._resolve_run_settings(model, run_vars)
         if contract is None:
             return "create"
-        compiled = run_evolution.from_spark_json(self.schema_json(compiled_sql))
-        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")  # type: ignore[arg-type]
+        spark = self._spark()
+        compiled = spark.schema(compiled_sql)
+        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")
         unique_id = model.get("unique_id", str(relation))
         if decision.violations:
-            self._raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
+            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
         if decision.table_action == "skip":
             logger.warning(f"{unique_id}: {decision.warnings[0]} ({relation})")
             return "skip"
         return "create"
-
-    @available
-    def contract_source(
-        self, evolution: run_evolution.SchemaEvolution, staged: BaseRelation, run_id: str
-    ) -> BaseRelation:
-        """The relation the load reads: the staged model, or under a schema contract a view
-        applying it (casts, filters, variants) inside the one query that writes the data."""
-        decision = evolution.contract
-        if decision is None or evolution.dry_run:
-            return staged
-        load = render_load_select(
-            decision, str(staged), evolution.deployed, evolution.compiled, run_id
-        )
-        evolution.load = load
-        view = staged.incorporate(path={"identifier": f"{staged.identifier}__contract"})
-        self.execute(f"create or replace temporary view {view} as {load.select}")
-        if load.discard_count_sql:
-            rows = self._fetch_rows(load.discard_count_sql)
-            evolution.rows_discarded, evolution.values_discarded = (int(v or 0) for v in rows[0])
-        if load.quarantine_select and decision.contract.quarantine and evolution.rows_discarded:
-            self._write_quarantine(evolution, load.quarantine_select)
-        return view
-
-    def _write_quarantine(self, evolution: run_evolution.SchemaEvolution, select: str) -> None:
-        table = f"{evolution.relation}__quarantine"
-        self.execute(
-            f"create table if not exists {table} using {evolution.table_format} "
-            f"as select * from ({select}) where false"
-        )
-        self.execute(f"insert into {table} by name {select}")
 
     def _validate_column_settings(
         self, unique_id: str, settings: Any, compiled: Any, relation: BaseRelation
@@ -315,132 +362,22 @@ class SparkContractsAdapter(SparkAdapter):
                     ) from exc
 
     @available
-    def apply_schema_evolution(
-        self, evolution: run_evolution.SchemaEvolution, staged_relation: BaseRelation
-    ) -> None:
-        """Run the model's query (cached) first, then the DDL; on failure put the table back."""
-        if evolution.dry_run or not evolution.has_changes or evolution.full_refresh:
-            return
-        evolution.restore_point = run_evolution.take_restore_point(
-            self._fetch_rows, evolution.relation, evolution.table_format
-        )
-        # The query runs here, before any change: a query that fails at run time changes nothing.
-        self.execute(f"cache table {staged_relation}")
-        evolution.cached = True
-        for statement in evolution.statements:
-            try:
-                self.execute(statement)
-                evolution.executed.append(statement)
-            except Exception as exc:
-                self._restore_and_raise(evolution, exc, statement)
-
-    @available
-    def load_with_restore(
-        self, evolution: run_evolution.SchemaEvolution, load_sql: str, staged_relation: BaseRelation
-    ) -> run_evolution.ContractsAdapterResponse:
-        """The load; if it fails after this run changed the table, the table is put back."""
-        try:
-            response, _ = self.execute(load_sql)
-        except Exception as exc:
-            frozen = "schema_contract data_type freeze" in str(exc)
-            if evolution.executed:
-                try:
-                    self._restore_and_raise(evolution, exc, "the load")
-                except DbtRuntimeError:
-                    if not frozen:
-                        raise
-            if frozen:
-                self._raise_data_type_violation(evolution)
-            raise
-        finally:
-            if evolution.cached:
-                self.execute(f"uncache table if exists {staged_relation}")
-        return self.evolution_response(evolution, response)
-
-    @available
-    def evolution_response(
-        self, evolution: run_evolution.SchemaEvolution, response: Any
-    ) -> run_evolution.ContractsAdapterResponse:
-        """The load's response, carrying what this run changed (for run_results.json)."""
-        self._record(evolution)
-        return run_evolution.ContractsAdapterResponse(
-            _message=str(response),
-            code=getattr(response, "code", None),
-            rows_affected=getattr(response, "rows_affected", None),
-            schema_changes=evolution.applied_changes(),
-            rows_discarded=evolution.rows_discarded,
-            values_discarded=evolution.values_discarded,
-            contract=evolution.contract.contract.to_dict() if evolution.contract else None,
-        )
-
-    def _raise_data_type_violation(self, evolution: run_evolution.SchemaEvolution) -> None:
-        load, decision = evolution.load, evolution.contract
-        samples = self._fetch_rows(load.violation_sample_sql) if load.violation_sample_sql else []
-        column = str(samples[0][0]) if samples else None
-        check = next(
-            (c for c in decision.value_checks if column and c.dotted.lower() == column.lower()),
-            None,
-        )
-        violation = {
-            "schema_entity": "data_type",
-            "contract_mode": "freeze",
-            "column": column,
-            "deployed_type": check.deployed_type.to_sql() if check else None,
-            "compiled_type": check.compiled_type.to_sql() if check else None,
-            "reason": "values do not coerce into the deployed column's type",
-        }
-        values = [row[1] for row in samples if str(row[0]) == column]
-        self._raise_violation(evolution.unique_id, evolution.relation, violation, values)
-
-    @available
-    def skipped_response(self, model: Dict[str, Any]) -> run_evolution.ContractsAdapterResponse:
-        return run_evolution.ContractsAdapterResponse(
+    def skipped_response(self, model: Dict[str, Any]) -> runs.ContractsAdapterResponse:
+        return runs.ContractsAdapterResponse(
             _message="SKIP (schema_contract tables: the relation does not exist; not created)",
             schema_changes=[],
         )
-
-    @available
-    def dry_run_response(
-        self, evolution: run_evolution.SchemaEvolution
-    ) -> run_evolution.ContractsAdapterResponse:
-        return run_evolution.ContractsAdapterResponse(
-            _message=f"DRY RUN: {len(evolution.statements)} statement(s) planned, nothing changed",
-            schema_changes=[],
-            dry_run=True,
-        )
-
-    def _restore_and_raise(
-        self, evolution: run_evolution.SchemaEvolution, exc: BaseException, step: str
-    ) -> None:
-        try:
-            evolution.restored = run_evolution.restore(
-                self._fetch_rows, evolution, self._catalog_of(evolution)
-            )
-        except Exception as restore_exc:  # report both; never hide the original failure
-            evolution.restored = f"RESTORE FAILED: {restore_exc}"
-        self._record(evolution)
-        raise DbtRuntimeError(
-            f"{evolution.unique_id}: {step} failed, so the run was undone "
-            f"({evolution.restored}). Cause: {exc}"
-        ) from exc
-
-    def _catalog_of(self, evolution: run_evolution.SchemaEvolution) -> Optional[str]:
-        parts = evolution.relation.split(".")
-        return parts[0] if len(parts) == 3 else None
 
     @property
     def _target_dir(self) -> Path:
         return Path(self.config.project_root) / self.config.target_path
 
-    def _record(self, evolution: run_evolution.SchemaEvolution) -> None:
-        run_evolution.REPORT.record(self._target_dir, evolution.unique_id, evolution.report())
-
     @available
     def assert_model_contract(self, sql: str, empty_schema_sql: str, model: Dict[str, Any]) -> str:
         """dbt's enforced contract, on typed schemas: nested types field by field; raises dbt's
         mismatch table. Runs on every build, incremental runs included."""
-        definition = run_evolution.from_spark_json(self.schema_json(sql))
-        contract = run_evolution.from_spark_json(self.schema_json(empty_schema_sql))
+        definition = runs.from_json(self.schema_json(sql))
+        contract = runs.from_json(self.schema_json(empty_schema_sql))
         mismatches = compare_model_contract(definition, contract)  # type: ignore[arg-type]
         if mismatches:
             raise CompilationError(
@@ -454,7 +391,7 @@ class SparkContractsAdapter(SparkAdapter):
     @available
     def describe_deployed_schema(self, relation_name: str) -> str:
         """Text for operators: format, typed schema and table properties of a table."""
-        schema = run_evolution.from_spark_json(self.schema_json(f"select * from {relation_name}"))
+        schema = runs.from_json(self.schema_json(f"select * from {relation_name}"))
         rows = self._fetch_rows(f"describe table extended {relation_name}")
         provider = next((str(r[1]) for r in rows if str(r[0]).strip() == "Provider"), "unknown")
         properties = self._fetch_rows(f"show tblproperties {relation_name}")
@@ -559,3 +496,33 @@ class SparkContractsAdapter(SparkAdapter):
         info = super()._get_adapter_specific_run_info(config)
         info["adapter_type"] = "spark_contracts"
         return info
+
+
+class _ConnectionSpark:
+    """The thread's dbt connection as the run needs it (`run.Spark`)."""
+
+    def __init__(self, adapter: SparkContractsAdapter) -> None:
+        self._adapter = adapter
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        _, table = self._adapter.execute(sql, fetch=True)
+        return [dict(zip(table.column_names, row.values(), strict=True)) for row in table.rows]
+
+    def run(self, sql: str) -> Any:
+        response, _ = self._adapter.execute(sql)
+        return response
+
+    def schema(self, sql: str) -> Any:
+        return runs.from_json(self._adapter.schema_json(sql))
+
+    def _handle(self) -> Any:
+        return self._adapter.connections.get_thread_connection().handle
+
+    def set_conf(self, key: str, value: Optional[str]) -> None:
+        handle = self._handle()
+        if hasattr(handle, "set_conf"):
+            handle.set_conf(key, value)
+
+    def get_conf(self, key: str) -> Optional[str]:
+        handle = self._handle()
+        return handle.get_conf(key) if hasattr(handle, "get_conf") else None

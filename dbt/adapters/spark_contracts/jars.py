@@ -40,12 +40,12 @@ class MavenJar:
         return f"{MAVEN_CENTRAL}/{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.file_name}"
 
 
-# The jars the embedded session needs on top of pyspark's own (Spark 4.0, Scala 2.13).
-# delta-spark 4.0.0 does not work with pyspark 4.0.x; 4.0.1 does.
+# The jars the embedded session needs on top of pyspark's own (Spark 4.1, Scala 2.13).
+# delta-spark 4.3.1 is built on Spark 4.1.0 and pins pyspark <= 4.1.1.
 REQUIRED_JARS: tuple[MavenJar, ...] = (
-    MavenJar("io.delta", "delta-spark_2.13", "4.0.1"),
-    MavenJar("io.delta", "delta-storage", "4.0.1"),
-    MavenJar("org.apache.iceberg", "iceberg-spark-runtime-4.0_2.13", "1.10.0"),
+    MavenJar("io.delta", "delta-spark_2.13", "4.3.1"),
+    MavenJar("io.delta", "delta-storage", "4.3.1"),
+    MavenJar("org.apache.iceberg", "iceberg-spark-runtime-4.1_2.13", "1.12.0"),
 )
 # Spark's resolver pulls delta-storage in transitively from delta-spark.
 PACKAGE_COORDINATES: tuple[str, ...] = (REQUIRED_JARS[0].coordinate, REQUIRED_JARS[2].coordinate)

@@ -128,6 +128,20 @@ def get_session(config: EmbeddedSparkConfig) -> SparkSession:
         return session
 
 
+def thread_session(config: EmbeddedSparkConfig) -> SparkSession:
+    """A session of its own for one dbt connection (one per thread): it shares the process's
+    SparkContext, metastore and caches, but has its own SQL conf, temporary views and
+    functions, so settings one model makes (Delta's commit tag, schema-evolution switches)
+    never reach a model running on another thread."""
+    session = get_session(config).newSession()
+    for key, value in config.server_side_parameters.items():
+        try:
+            session.conf.set(key, value)
+        except Exception:  # static settings were applied when the root session was built
+            pass
+    return session
+
+
 def _differs(a: EmbeddedSparkConfig, b: EmbeddedSparkConfig) -> bool:
     return (a.warehouse_dir, a.jars_dir, a.iceberg_catalog, a.master) != (
         b.warehouse_dir,

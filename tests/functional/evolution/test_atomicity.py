@@ -1,7 +1,8 @@
 """All-or-nothing runs (SPEC §4 "Atomicity") and the dry run, on real Spark.
 
 - a v2 whose DDL is valid but whose query fails at run time changes nothing (any format);
-- a v2 whose load fails after its DDL ran is undone: Delta RESTORE, Iceberg drop + rollback;
+- a v2 whose evolving load fails (Delta, one commit) leaves the table as it was;
+- a v2 whose load fails after its steps ran is undone: Delta RESTORE, Iceberg drop + rollback;
 - `schema_evolution_dry_run` plans and reports the DDL and changes nothing."""
 
 from __future__ import annotations
@@ -36,6 +37,17 @@ select 1 as id, 'a' as note union all select 1 as id, 'b' as note
 {{% endif %}}
 """
 
+# A default makes the change multi-step on Delta (ADD COLUMNS, SET DEFAULT, UPDATE, then the load).
+LOAD_FAILS_STEPS = """
+{{ config(materialized='incremental', file_format='delta', incremental_strategy='merge',
+           unique_key='id', schema_evolution={'columns': {'note': {'default': "'n'"}}}) }}
+{% if var('v', 1) == 1 %}
+select 1 as id
+{% else %}
+select 1 as id, 'a' as note union all select 1 as id, 'b' as note
+{% endif %}
+"""
+
 DRY_RUN = """
 {{{{ config(materialized='incremental', file_format='{fmt}', schema_evolution={{}}) }}}}
 {{% if var('v', 1) == 1 %}}
@@ -61,7 +73,7 @@ def rel(project, name: str, fmt: str) -> str:
 class TestAtomicity:
     @pytest.fixture(scope="class")
     def models(self):
-        files = {"not_null_relaxed.sql": NOT_NULL_RELAXED}
+        files = {"not_null_relaxed.sql": NOT_NULL_RELAXED, "load_fails_steps.sql": LOAD_FAILS_STEPS}
         for fmt in FORMATS:
             files[f"query_fails_{fmt}.sql"] = QUERY_FAILS.format(fmt=fmt)
             files[f"dry_run_{fmt}.sql"] = DRY_RUN.format(fmt=fmt)
@@ -80,23 +92,31 @@ class TestAtomicity:
             for name in (f"query_fails_{fmt}", f"dry_run_{fmt}"):
                 r = rel(project, name, fmt)
                 snapshot[name] = (schema_of(project, r), rows_of(project, r))
-        for fmt in ("delta", "iceberg"):
-            r = rel(project, f"load_fails_{fmt}", fmt)
-            snapshot[f"load_fails_{fmt}"] = (schema_of(project, r), rows_of(project, r))
+        for name, fmt in (
+            ("load_fails_delta", "delta"),
+            ("load_fails_iceberg", "iceberg"),
+            ("load_fails_steps", "delta"),
+        ):
+            r = rel(project, name, fmt)
+            snapshot[name] = (schema_of(project, r), rows_of(project, r))
         return snapshot
 
     @pytest.fixture(scope="class")
     def v2(self, project, before):
-        failing = run_dbt(
-            ["run", "--vars", "{v: 2}", "--select", "query_fails_*", "load_fails_*"],
-            expect_pass=False,
-        )
-        dry = run_dbt(
-            ["run", "--vars", "{v: 2, schema_evolution_dry_run: true}", "--select", "dry_run_*"]
-        )
-        relaxed = run_dbt(["run", "--vars", "{v: 2}", "--select", "not_null_relaxed"])
-        results = {r.node.name: r for r in [*failing, *dry, *relaxed]}
-        report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
+        report_path = Path(project.project_root) / "target/schema_changes.json"
+        results, report = {}, {"models": {}}
+        for args, expect in (
+            (["--vars", "{v: 2}", "--select", "query_fails_*", "load_fails_*"], False),
+            (["--vars", "{v: 2, schema_evolution_dry_run: true}", "--select", "dry_run_*"], True),
+            (["--vars", "{v: 2}", "--select", "not_null_relaxed"], True),
+        ):
+            for r in run_dbt(["run", *args], expect_pass=expect):
+                results[r.node.name] = r
+            # the report belongs to one invocation: it is read after each
+            this_run = json.loads(report_path.read_text())
+            assert this_run["invocation_id"]
+            assert not set(this_run["models"]) & set(report["models"]), this_run["models"].keys()
+            report["models"].update(this_run["models"])
         return results, report
 
     @pytest.mark.parametrize("fmt", FORMATS)
@@ -108,10 +128,22 @@ class TestAtomicity:
         r = rel(project, name, fmt)
         assert (schema_of(project, r), rows_of(project, r)) == before[name]
 
-    @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
-    def test_load_failing_after_ddl_is_undone(self, project, before, v2, fmt):
+    def test_evolving_load_failing_changes_nothing(self, project, before, v2):
+        """Delta: the new column rides in the MERGE; the MERGE fails, so nothing was committed."""
         results, report = v2
-        name = f"load_fails_{fmt}"
+        name = "load_fails_delta"
+        assert str(results[name].status) == "error"
+        assert "DELTA_MULTIPLE_SOURCE_ROW" in results[name].message, results[name].message
+        r = rel(project, name, "delta")
+        assert (schema_of(project, r), rows_of(project, r)) == before[name]
+        entry = report["models"][f"model.test.{name}"]
+        assert entry["write_path"] == "in_write" and entry["executed"] == [], entry
+
+    @pytest.mark.parametrize(
+        "name,fmt", [("load_fails_steps", "delta"), ("load_fails_iceberg", "iceberg")]
+    )
+    def test_load_failing_after_ddl_is_undone(self, project, before, v2, name, fmt):
+        results, report = v2
         assert str(results[name].status) == "error"
         assert "undone" in results[name].message, results[name].message
         r = rel(project, name, fmt)
@@ -130,7 +162,11 @@ class TestAtomicity:
         assert (schema_of(project, r), rows_of(project, r)) == before[name]
         entry = report["models"][f"model.test.{name}"]
         assert entry["dry_run"] is True
-        assert any("ADD COLUMNS" in s.upper() for s in entry["statements"]), entry["statements"]
+        assert [op["op"] for op in entry["plan"]["operations"]] == ["AddColumns"], entry["plan"]
+        if fmt == "delta":  # the new column would ride in the load: no statement of its own
+            assert entry["write_path"] == "in_write" and entry["statements"] == [], entry
+        else:
+            assert any("ADD COLUMNS" in s.upper() for s in entry["statements"]), entry
         assert entry["executed"] == []
 
     def test_delta_not_null_relaxed(self, project, before, v2):

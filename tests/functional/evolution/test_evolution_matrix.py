@@ -214,17 +214,25 @@ class TestEvolutionMatrix:
         )
         assert rows_of(project, rel, "id, s.n, arr[0], m['k']") == [(1, 1, 1, 1), (2, 2, 2, 2)]
 
-    def test_delta_safe_changes_write_no_data_files(self, project, outcome):
-        """DESCRIBE HISTORY: the schema operations of v2 added no files; only the load did."""
-        for case in (CASES[0], CASES[3], CASES[5], CASES[6]):
+    def test_delta_safe_changes_ride_in_the_load_commit(self, project, outcome):
+        """DESCRIBE HISTORY: v2 made one commit, the load, which changed the schema too (no
+        ALTER commit before it), tagged with the run's invocation and model."""
+        for case in (CASES[0], CASES[3], CASES[4], CASES[5], CASES[9]):
             history = project.run_sql(
                 f"describe history {relation(project, case, 'delta')}", fetch="all"
             )
-            schema_ops = [h for h in history if h[4] in ("ADD COLUMNS", "CHANGE COLUMN")]
-            assert schema_ops, (case.name, [h[4] for h in history])
-            for op in schema_ops:
-                metrics = op[12] or {}
-                assert int(metrics.get("numAddedFiles", 0)) == 0, (case.name, op[4], metrics)
+            v2 = [h for h in history if h[0] > 1]  # 0: CREATE TABLE AS SELECT of v1, ...
+            operations = [h[4] for h in history]
+            assert not any(op in ("ADD COLUMNS", "CHANGE COLUMN") for op in operations), operations
+            last = history[0]
+            assert last[4] in ("WRITE", "MERGE"), (case.name, operations)
+            tag = last[13] or ""
+            assert tag.startswith("dbt-spark-contracts:") and tag.endswith(
+                f"model.test.{model_name(case, 'delta')}"
+            ), (case.name, tag)
+            assert len(v2) <= 1, (case.name, operations)
+            entry = outcome.report["models"][f"model.test.{model_name(case, 'delta')}"]
+            assert entry["write_path"] == "in_write" and entry["executed"] == [], entry
 
     # ---- unsafe or unsupported without permission: blocked, table untouched ----------------
     @pytest.mark.parametrize(
@@ -281,8 +289,12 @@ class TestEvolutionMatrix:
         assert rows_of(project, rel, "id, n, s.b, extra") == [(1, 1, None, None), (2, 2, "x", "y")]
 
     def test_report_and_adapter_response(self, project, outcome):
+        assert outcome.report["invocation_id"]
         entry = outcome.report["models"]["model.test.add_col_delta"]
         assert [d["change"] for d in entry["diff"]] == ["ColumnAdded"]
+        assert entry["write_path"] == "in_write" and entry["executed"] == []
+        entry = outcome.report["models"]["model.test.add_col_iceberg"]
+        assert entry["write_path"] == "multi_step"
         assert any("ADD COLUMNS" in s for s in entry["executed"])
         results = json.loads((Path(project.project_root) / "target/run_results.json").read_text())
         assert all(

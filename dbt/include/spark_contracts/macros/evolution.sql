@@ -1,5 +1,5 @@
-{#-- Schema evolution in the incremental materialization. The adapter plans (Python, core/);
-     these macros only run what they are handed, in order. --#}
+{#-- Schema evolution in the incremental materialization. The adapter plans once (Python, core/)
+     and hands back a typed run; these macros only pass it back, step by step. --#}
 
 {% macro spark_contracts_run_vars() -%}
   {{ return({
@@ -14,28 +14,40 @@
   {%- if config.get('contract').enforced -%}
     {{ get_assert_columns_equivalent(compiled_code) }}
   {%- endif -%}
-  {%- set evolution = adapter.plan_schema_evolution(
-        existing_relation, compiled_code, model, spark_contracts_run_vars(),
-        partition_cols(label="partitioned by")) -%}
-  {%- if evolution.blocked -%}
-    {{ exceptions.raise_compiler_error(evolution.error_message) }}
-  {%- elif evolution.dry_run -%}
-    {{ log("[dry run] " ~ evolution.summary(), info=true) }}
-    {% do store_result('main', response=adapter.dry_run_response(evolution)) %}
-  {%- elif evolution.full_refresh -%}
+  {%- set run = adapter.plan_model_run(
+        existing_relation, tmp_relation, model, spark_contracts_run_vars(),
+        partition_cols(label="partitioned by"), strategy, invocation_id) -%}
+  {%- if run.blocked -%}
+    {{ exceptions.raise_compiler_error(run.error_message) }}
+  {%- elif run.dry_run -%}
+    {{ log("[dry run] " ~ run.summary(), info=true) }}
+    {% do store_result('main', response=adapter.dry_run_response(run)) %}
+  {%- elif run.full_refresh -%}
     {%- if not ((file_format == 'delta' and existing_relation.is_delta) or (file_format == 'iceberg' and existing_relation.is_iceberg)) -%}
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
     {%- call statement('main') -%}
       {{ create_table_as(False, target_relation, compiled_code, 'sql') }}
     {%- endcall -%}
-    {% do store_result('main', response=adapter.evolution_response(evolution, load_result('main').response)) %}
+    {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
-    {% do adapter.apply_schema_evolution(evolution, tmp_relation) %}
-    {%- set source = adapter.contract_source(evolution, tmp_relation, invocation_id) -%}
-    {%- set load_sql = dbt_spark_get_incremental_sql(strategy, source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
-    {% do store_result('main', response=adapter.load_with_restore(evolution, load_sql, tmp_relation)) %}
+    {%- set source = adapter.prepare_model_run(run) -%}
+    {%- set load_sql = spark_contracts_load_sql(run, strategy, source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
+    {% do store_result('main', response=adapter.load_model_run(run, load_sql)) %}
+  {%- endif -%}
+{% endmacro %}
+
+{#-- The load: append and merge from the run's known columns (no DESCRIBE), evolving the schema
+     inside the write when the run's plan says so; other strategies as dbt-spark renders them. --#}
+{% macro spark_contracts_load_sql(run, strategy, source, target, existing, unique_key, incremental_predicates) %}
+  {%- if strategy == 'append' -%}
+    insert into {{ target }} by name
+    select {{ run.insert_columns() | join(', ') }} from {{ source }}
+  {%- elif strategy == 'merge' -%}
+    {{ spark_contracts__get_merge_sql(target, source, unique_key, none, incremental_predicates, run) }}
+  {%- else -%}
+    {{ dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
   {%- endif -%}
 {% endmacro %}
 

@@ -1,0 +1,84 @@
+"""The durable intent of a multi-step run, and who made which commit. Pure.
+
+Before its first change a multi-step run writes an `Intent` into a table property of the table it
+changes; its last step removes it. A later run that finds an intent left by another invocation
+knows a run died half way and repairs the table before anything else. Every commit a run makes is
+tagged (`commit_tag`); a restore goes ahead only when every commit after the restore point is the
+run's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+INTENT_PROPERTY = "dbt_spark_contracts.intent"
+TAG_PREFIX = "dbt-spark-contracts"
+
+
+def commit_tag(invocation_id: str, unique_id: str) -> str:
+    """The tag of every commit one model makes in one invocation."""
+    return f"{TAG_PREFIX}:{invocation_id}:{unique_id}"
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What a multi-step run was about to do, and how to put the table back."""
+
+    invocation_id: str
+    unique_id: str
+    relation: str
+    table_format: str
+    restore_version: int | None  # Delta version / Iceberg snapshot id before the run
+    commit_tag: str
+    writer: str = ""  # Iceberg: the Spark application id that made the run's snapshots
+    added_columns: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
+    statements: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Intent:
+        data = json.loads(text)
+        data["added_columns"] = tuple(tuple(p) for p in data.get("added_columns", ()))
+        data["statements"] = tuple(data.get("statements", ()))
+        return cls(**data)
+
+
+def find_intent(properties: Mapping[str, str]) -> Intent | None:
+    """The intent recorded in a table's properties (keys compared case-insensitively)."""
+    for key, value in properties.items():
+        if key.lower() == INTENT_PROPERTY:
+            return Intent.from_json(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit after a restore point: Delta version or Iceberg snapshot, and who made it."""
+
+    version: int
+    operation: str
+    tag: str | None
+
+
+def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ...]:
+    """Commits not made by the run tagged `own_tag` (a restore would undo them)."""
+    return tuple(c for c in commits if c.tag != own_tag)
+
+
+def describe_commits(commits: Iterable[Commit]) -> str:
+    return ", ".join(
+        f"{c.version} ({c.operation}, by {c.tag or 'an untagged writer'})" for c in commits
+    )
+
+
+def intent_summary(intent: Intent) -> dict[str, Any]:
+    return {
+        "invocation_id": intent.invocation_id,
+        "model": intent.unique_id,
+        "restore_version": intent.restore_version,
+    }

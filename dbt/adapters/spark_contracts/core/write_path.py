@@ -1,0 +1,135 @@
+"""How one incremental run writes: which schema changes ride inside the load itself, and when
+the model's output must be staged first. Decided once per run, from typed inputs. Pure.
+
+Spark 4.1 with Delta 4.3 evolves a table inside one write: `MERGE WITH SCHEMA EVOLUTION` and an
+append with schema merging add top-level columns,
+struct fields (also inside arrays) and widen integral types in the same commit as the rows. A
+plan made only of such changes is `IN_WRITE`: no ALTER, nothing to restore, one commit. Any
+other plan (drops, defaults, backfills, rewrites, features, a parquet table) is `MULTI_STEP`:
+a durable intent, the statements, the load, each undone together on failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .diff import FieldsReordered, diff_schemas
+from .operations import AddColumns, AlterColumnType, Plan
+from .types import Array, Field, Map, SparkType, Struct, type_kind
+
+# Widenings the evolving write performs itself (probed on Spark 4.1.1, Delta 4.3.1, Iceberg 1.12).
+IN_WRITE_WIDENINGS = frozenset(
+    {
+        ("tinyint", "smallint"),
+        ("tinyint", "int"),
+        ("tinyint", "bigint"),
+        ("smallint", "int"),
+        ("smallint", "bigint"),
+        ("int", "bigint"),
+        ("float", "double"),
+    }
+)
+# Strategies whose write evolves the schema in the same commit as the rows, per table format.
+# Iceberg is not listed: Spark 4.1 + Iceberg 1.12 run `MERGE WITH SCHEMA EVOLUTION` as a schema
+# commit first and the rows after, so a query failing at run time leaves the new columns behind
+# (tests/functional/evolution/test_atomicity.py); Iceberg takes the multi-step path.
+IN_WRITE_STRATEGIES: dict[str, tuple[str, ...]] = {"delta": ("merge", "append")}
+
+
+class WritePath(Enum):
+    NO_CHANGE = "no schema change"
+    IN_WRITE = "schema change inside the write (one commit)"
+    MULTI_STEP = "schema change in steps under a durable intent"
+
+
+@dataclass(frozen=True)
+class WriteDecision:
+    """`path`, plus why a change could not ride in the write (for the plan and the README)."""
+
+    path: WritePath
+    reason: str = ""
+
+    @property
+    def evolves_in_write(self) -> bool:
+        return self.path is WritePath.IN_WRITE
+
+    @property
+    def multi_step(self) -> bool:
+        return self.path is WritePath.MULTI_STEP
+
+
+def merged_by_name(deployed: Struct, source: Struct) -> Struct:
+    """The schema an evolving write leaves: deployed fields in place (widened where the source
+    is wider), fields new in the source appended at the end of their struct."""
+    fields = []
+    for old in deployed.fields:
+        new = source.field(old.name)
+        fields.append(
+            old
+            if new is None
+            else Field(
+                old.name, _merge(old.type, new.type), old.nullable or new.nullable, old.comment
+            )
+        )
+    known = {f.name.lower() for f in deployed.fields}
+    fields += [
+        Field(f.name, f.type, True, f.comment) for f in source.fields if f.name.lower() not in known
+    ]
+    return Struct(tuple(fields))
+
+
+def _merge(old: SparkType, new: SparkType) -> SparkType:
+    if isinstance(old, Struct) and isinstance(new, Struct):
+        return merged_by_name(old, new)
+    if isinstance(old, Array) and isinstance(new, Array):
+        return Array(_merge(old.element, new.element), old.contains_null or new.contains_null)
+    if isinstance(old, Map) and isinstance(new, Map):
+        return Map(
+            old.key,
+            _merge(old.value, new.value),
+            old.value_contains_null or new.value_contains_null,
+        )
+    if (type_kind(old), type_kind(new)) in IN_WRITE_WIDENINGS:
+        return new
+    return old
+
+
+def decide_write_path(
+    plan: Plan,
+    table_format: str,
+    strategy: str,
+    deployed: Struct,
+    source: Struct,
+    column_lists_configured: bool = False,
+) -> WriteDecision:
+    """IN_WRITE when every operation of `plan` is one the evolving write performs exactly as
+    planned; `source` is the schema the load reads (the compiled model, or the contract's
+    target). `column_lists_configured`: merge_update_columns / merge_exclude_columns are set,
+    which an evolving `UPDATE SET *` would not honour."""
+    if not plan.operations:
+        return WriteDecision(WritePath.NO_CHANGE)
+    if strategy not in IN_WRITE_STRATEGIES.get(table_format, ()):
+        why = f"{table_format} cannot evolve the schema inside a {strategy} write"
+        return WriteDecision(WritePath.MULTI_STEP, why)
+    if strategy == "merge" and column_lists_configured:
+        return WriteDecision(WritePath.MULTI_STEP, "merge column lists are configured")
+    for op in plan.operations:
+        if isinstance(op, AddColumns):
+            if any(c.default is not None for c in op.columns):
+                return WriteDecision(WritePath.MULTI_STEP, "a new column has a default")
+        elif isinstance(op, AlterColumnType):
+            pair = (type_kind(op.old_type), type_kind(op.new_type))
+            if pair not in IN_WRITE_WIDENINGS:
+                why = f"widening {pair[0]} -> {pair[1]} is not done by an evolving write"
+                return WriteDecision(WritePath.MULTI_STEP, why)
+        else:
+            return WriteDecision(WritePath.MULTI_STEP, f"{type(op).__name__} needs its own step")
+    missing = [f.name for f in deployed.fields if source.field(f.name) is None]
+    if missing:
+        why = f"the load does not write {', '.join(missing)}"
+        return WriteDecision(WritePath.MULTI_STEP, why)
+    after = merged_by_name(deployed, source)
+    if any(isinstance(c, FieldsReordered) for c in diff_schemas(after, source)):
+        return WriteDecision(WritePath.MULTI_STEP, "a new struct field is not last in its struct")
+    return WriteDecision(WritePath.IN_WRITE)

@@ -1,0 +1,788 @@
+"""One incremental model run, end to end: plan once (typed, immutable), then stage, change, load and
+finish, all-or-nothing. Decisions come from `core/`; this module runs them against a connection.
+
+The shape of a run (Jinja calls one step at a time and hands the `ModelRun` back):
+
+1. `plan`: analyse the staged view and the deployed table, repair what a dead run left (its
+   durable intent), decide the contract, the evolution plan and the write path.
+2. `prepare`: stage the model's output once when the run needs it (a multi-step change, a
+   freeze check, discard counts, quarantine); check freeze; count discards; quarantine; record
+   the intent and run the multi-step statements.
+3. `load`: the one write (evolving the schema itself on the in-write path); on failure the
+   table is put back, never over another writer's commit; the intent is cleared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
+
+from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_contracts.core import (
+    AddColumns,
+    DropColumns,
+    Rewrite,
+    Plan,
+    Struct,
+    diff_schemas,
+    from_spark_json,
+    plan_on_schema_change,
+    plan_schema_change,
+    quote_identifier,
+    render_plan,
+)
+from dbt.adapters.spark_contracts.core.config import EvolutionSettings
+from dbt.adapters.spark_contracts.core.diff import SchemaDiff
+from dbt.adapters.spark_contracts.core.enforce import ContractDecision, LoadSql
+from dbt.adapters.spark_contracts.core.intent import (
+    INTENT_PROPERTY,
+    Commit,
+    Intent,
+    describe_commits,
+    foreign_commits,
+)
+from dbt.adapters.spark_contracts.core.render import suffixed
+from dbt.adapters.spark_contracts.core.types import Field, as_nullable
+from dbt.adapters.spark_contracts.core.write_path import WriteDecision, decide_write_path
+
+logger = AdapterLogger("SparkContracts")
+
+DELTA_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+DELTA_AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+STAGE_SUFFIX = "__dbt_stage_"
+
+
+@dataclass
+class ContractsAdapterResponse(AdapterResponse):
+    """dbt's adapter response plus what this adapter did to the table and its rows."""
+
+    schema_changes: List[Dict[str, Any]] = field(default_factory=list)
+    rows_discarded: Optional[int] = None
+    values_discarded: Optional[int] = None
+    contract: Optional[Dict[str, str]] = None
+    dry_run: Optional[bool] = None
+    write_path: Optional[str] = None
+    repairs: List[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- typed errors
+
+
+class SchemaContractViolation(DbtRuntimeError):
+    """A broken `freeze`, with dlt's DataValidationError context as attributes."""
+
+    def __init__(self, unique_id: str, relation: str, violation: Dict[str, Any], values=()):
+        self.unique_id, self.relation = unique_id, relation
+        self.violation = dict(violation)
+        self.schema_entity = violation.get("schema_entity")
+        self.contract_mode = violation.get("contract_mode")
+        self.column_name = violation.get("column")
+        self.deployed_type = violation.get("deployed_type")
+        self.compiled_type = violation.get("compiled_type")
+        self.offending_values = list(values)
+        lines = [
+            f"Schema contract violated in {unique_id} ({relation}); nothing was loaded:",
+            f"  schema_entity: {self.schema_entity}",
+            f"  contract_mode: {self.contract_mode}",
+        ]
+        if self.column_name:
+            lines.append(f"  column: {self.column_name}")
+        if self.deployed_type or self.compiled_type:
+            deployed = self.deployed_type or "(the table has no such column)"
+            lines.append(f"  deployed type: {deployed}, compiled type: {self.compiled_type}")
+        if self.offending_values:
+            shown = ", ".join(repr(v) for v in self.offending_values[:5])
+            lines.append(f"  offending values (up to 5): {shown}")
+        if violation.get("reason"):
+            lines.append(f"  reason: {violation['reason']}")
+        super().__init__("\n".join(lines))
+
+
+class RunUndone(DbtRuntimeError):
+    """A step failed after the run changed the table; the table was put back."""
+
+    def __init__(self, unique_id: str, step: str, restored: str, cause: BaseException):
+        self.cause = cause
+        super().__init__(
+            f"{unique_id}: {step} failed, so the run was undone ({restored}). Cause: {cause}"
+        )
+
+
+class ForeignCommits(DbtRuntimeError):
+    """A restore would undo commits another writer made after the restore point: not done."""
+
+    def __init__(self, relation: str, restore_version: Any, commits: Tuple[Commit, ...], why: str):
+        self.relation, self.restore_version, self.commits = relation, restore_version, commits
+        super().__init__(
+            f"{relation}: not restored to {restore_version}, because another writer committed "
+            f"after it: {describe_commits(commits)}. {why} Repair by hand: inspect the history "
+            f"(`DESCRIBE HISTORY {relation}` / `{relation}.snapshots`), then restore or replay."
+        )
+
+
+class RestoreFailed(DbtRuntimeError):
+    """A step failed and putting the table back failed too: both named, and the manual fix."""
+
+    def __init__(
+        self, unique_id: str, step: str, cause: BaseException, restore: BaseException, manual: str
+    ):
+        self.cause, self.restore_error, self.manual = cause, restore, manual
+        super().__init__(
+            f"{unique_id}: {step} failed ({cause}), and restoring the table failed too "
+            f"({restore}). Repair by hand: {manual}"
+        )
+
+
+# ------------------------------------------------------------------------- the connection
+
+
+class Spark(Protocol):
+    """What a run needs from the dbt connection of its thread."""
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]: ...
+
+    def run(self, sql: str) -> Any: ...
+
+    def schema(self, sql: str) -> Struct: ...
+
+    def set_conf(self, key: str, value: Optional[str]) -> None: ...
+
+    def get_conf(self, key: str) -> Optional[str]: ...
+
+
+def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct:
+    """The model's output schema as a table built from it would store it: nullable, except
+    the columns the model declares `not_null` (Spark marks literals NOT NULL; CTAS does not)."""
+    analysed = as_nullable(schema)
+    assert isinstance(analysed, Struct)
+    declared = {name.lower() for name in not_null_columns}
+    return Struct(
+        tuple(
+            Field(f.name, f.type, nullable=f.name.lower() not in declared, comment=f.comment)
+            for f in analysed.fields
+        )
+    )
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass
+class RunOutcome:
+    """What happened, filled in as the steps run (the plan itself never changes)."""
+
+    executed: List[str] = field(default_factory=list)
+    restore_version: Optional[int] = None
+    intent_written: bool = False
+    staged: bool = False
+    restored: Optional[str] = None
+    rows_discarded: Optional[int] = None
+    values_discarded: Optional[int] = None
+    quarantined: Optional[int] = None
+    violation: Optional[Dict[str, Any]] = None
+    repairs: List[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """Everything one incremental run decided, once; Jinja reads it and hands it back."""
+
+    unique_id: str
+    invocation_id: str
+    relation: str
+    table_format: str
+    strategy: str
+    deployed: Struct
+    compiled: Struct
+    diff: SchemaDiff
+    plan: Plan
+    statements: Tuple[str, ...]
+    dry_run: bool
+    mode: str
+    write: WriteDecision
+    view: str  # the model's query as a temporary view
+    stage: Optional[str]  # the table the output is staged in, when the run stages
+    commit_tag: str
+    contract: Optional[ContractDecision] = None
+    load_sql: Optional[LoadSql] = None
+    outcome: RunOutcome = field(default_factory=RunOutcome, compare=False)
+
+    # -- what Jinja reads
+    @property
+    def blocked(self) -> bool:
+        return self.plan.is_blocked
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.plan.operations)
+
+    @property
+    def full_refresh(self) -> bool:
+        return self.plan.full_refresh is not None
+
+    @property
+    def evolves_in_write(self) -> bool:
+        return self.write.evolves_in_write
+
+    @property
+    def source(self) -> str:
+        """The relation the load reads: contract view, stage or the model's view."""
+        if self.load_sql is not None:
+            return suffixed(self.view, "__contract")
+        return self.stage or self.view
+
+    @property
+    def quarantine_table(self) -> str:
+        return suffixed(self.relation, "__quarantine")
+
+    def columns_after(self) -> List[str]:
+        """The table's top-level columns once the plan's steps have run (before the load)."""
+        if self.evolves_in_write:
+            return list(self._written().names)
+        names = list(self.deployed.names)
+        for op in self.plan.operations:
+            if isinstance(op, Rewrite):
+                names = list(op.target_schema.names)
+            elif isinstance(op, AddColumns):
+                names += [c.path[0] for c in op.columns if len(c.path) == 1]
+            elif isinstance(op, DropColumns):
+                gone = {p[0].lower() for p in op.paths if len(p) == 1}
+                names = [n for n in names if n.lower() not in gone]
+        return names
+
+    def insert_columns(self) -> List[str]:
+        """Columns the append writes (quoted): everything the source has that the table keeps."""
+        after = {n.lower() for n in self.columns_after()}
+        return [quote_identifier(f.name) for f in self._written().fields if f.name.lower() in after]
+
+    def merge_columns(
+        self,
+        update_columns: Optional[List[str]] = None,
+        exclude_columns: Optional[List[str]] = None,
+    ) -> Dict[str, List[str]]:
+        """Quoted column lists for MERGE: insert = source ∩ target (target order); update = that,
+        narrowed by `merge_update_columns` or minus `merge_exclude_columns` (case-insensitive)."""
+        written = self._written()
+        shared = [n for n in self.columns_after() if written.field(n) is not None]
+        chosen = shared
+        if update_columns:
+            wanted = {name.lower() for name in update_columns}
+            chosen = [name for name in shared if name.lower() in wanted]
+        elif exclude_columns:
+            excluded = {name.lower() for name in exclude_columns}
+            chosen = [name for name in shared if name.lower() not in excluded]
+        return {
+            "insert": [quote_identifier(n) for n in shared],
+            "update": [quote_identifier(n) for n in chosen],
+        }
+
+    def _written(self) -> Struct:
+        if self.contract is not None and self.contract.target is not None:
+            return self.contract.target
+        return self.compiled
+
+    @property
+    def error_message(self) -> str:
+        lines = [
+            f"Schema change blocked for {self.unique_id} ({self.relation}, {self.table_format}); "
+            "nothing was changed:"
+        ]
+        lines += [f"  - {blocked.describe()}" for blocked in self.plan.blocked]
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        head = f"{self.unique_id} ({self.relation}): {self.mode}; {self.write.path.value}"
+        if self.write.reason:
+            head += f" ({self.write.reason})"
+        body = self.plan.summary()
+        ddl = "\n".join(f"    {sql.strip()};" for sql in self.statements)
+        return f"{head}\n{body}" + (f"\n  DDL:\n{ddl}" if ddl else "")
+
+    def report(self) -> Dict[str, Any]:
+        out = self.outcome
+        return {
+            "relation": self.relation,
+            "table_format": self.table_format,
+            "mode": self.mode,
+            "dry_run": self.dry_run,
+            "write_path": self.write.path.name.lower(),
+            "diff": [
+                {"change": type(c).__name__, "path": c.dotted, "description": c.describe()}
+                for c in self.diff.changes
+            ],
+            "plan": self.plan.to_dict(),
+            "statements": list(self.statements),
+            "executed": list(out.executed),
+            "restored": out.restored,
+            "repairs": list(out.repairs),
+            "contract": self.contract.to_dict() if self.contract is not None else None,
+            "rows_discarded": out.rows_discarded,
+            "values_discarded": out.values_discarded,
+            "violation": out.violation,
+        }
+
+    def applied_changes(self) -> List[Dict[str, Any]]:
+        if self.dry_run:
+            return []
+        return [
+            {"op": type(op).__name__, "description": op.describe()} for op in self.plan.operations
+        ]
+
+    def response(self, message: str, **extra: Any) -> ContractsAdapterResponse:
+        out = self.outcome
+        return ContractsAdapterResponse(
+            _message=message,
+            schema_changes=self.applied_changes(),
+            rows_discarded=out.rows_discarded,
+            values_discarded=out.values_discarded,
+            contract=self.contract.contract.to_dict() if self.contract else None,
+            write_path=self.write.path.name.lower(),
+            repairs=list(out.repairs),
+            **extra,
+        )
+
+
+def plan_change(
+    deployed: Struct,
+    compiled: Struct,
+    table_format: str,
+    properties: Mapping[str, str],
+    settings: EvolutionSettings,
+    contract: Optional[ContractDecision],
+) -> Tuple[SchemaDiff, Plan, str]:
+    """The §4 plan for this run: towards the contract's target, or by schema_evolution, or by
+    dbt's on_schema_change."""
+    diff = diff_schemas(deployed, compiled)
+    if contract is not None:
+        plan = plan_schema_change(
+            contract.evolve_diff,
+            table_format,
+            properties,
+            settings.policy,
+            deployed,
+            contract.target,  # type: ignore[arg-type]
+        )
+        return diff, plan, f"schema_contract {contract.contract.to_dict()}"
+    if settings.uses_evolution:
+        plan = plan_schema_change(
+            diff, table_format, properties, settings.policy, deployed, compiled
+        )
+        return diff, plan, f"schema_evolution (strategy {settings.policy.strategy})"
+    plan = plan_on_schema_change(
+        settings.on_schema_change,
+        diff,
+        table_format,
+        properties,
+        deployed,
+        compiled,
+        settings.policy,
+    )
+    return diff, plan, f"on_schema_change: {settings.on_schema_change}"
+
+
+def needs_stage(write: WriteDecision, load: Optional[LoadSql]) -> bool:
+    """Stage the output once when more than one statement reads it, or when changes precede the
+    load (a query failing at run time then changes nothing)."""
+    if write.multi_step:
+        return True
+    return load is not None and bool(
+        load.violation_sample_sql or load.discard_count_sql or load.quarantine_select
+    )
+
+
+def stage_name(relation: str, invocation_id: str) -> str:
+    return suffixed(relation, STAGE_SUFFIX + invocation_id.replace("-", "")[:12])
+
+
+def write_decision(
+    plan: Plan,
+    table_format: str,
+    strategy: str,
+    deployed: Struct,
+    written: Struct,
+    column_lists: bool,
+) -> WriteDecision:
+    return decide_write_path(plan, table_format, strategy, deployed, written, column_lists)
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+class Runner:
+    """Carries a `ModelRun` out on one connection; every failure after a change restores."""
+
+    def __init__(self, spark: Spark, report: RunReport, target_dir: Path) -> None:
+        self.spark, self.report, self.target_dir = spark, report, target_dir
+
+    # -- intents and history
+    def current_version(self, relation: str, table_format: str) -> Optional[int]:
+        if table_format == "delta":
+            rows = self.spark.fetch(f"describe history {relation} limit 1")
+            return int(rows[0]["version"]) if rows else None
+        if table_format == "iceberg":
+            rows = self.spark.fetch(
+                f"select snapshot_id from {relation}.history where is_current_ancestor "
+                "order by made_current_at desc limit 1"
+            )
+            return int(rows[0]["snapshot_id"]) if rows else None
+        return None
+
+    def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
+        """The table's commits after the intent's restore point, with who made each."""
+        relation, version = intent.relation, intent.restore_version
+        if intent.table_format == "delta" and version is not None:
+            rows = self.spark.fetch(f"describe history {relation}")
+            return tuple(
+                Commit(int(r["version"]), str(r["operation"]), r.get("userMetadata") or None)
+                for r in rows
+                if int(r["version"]) > version
+            )
+        if intent.table_format == "iceberg":
+            rows = self.spark.fetch(
+                f"select h.snapshot_id, s.operation, s.summary['spark.app.id'] as app "
+                f"from {relation}.history h join {relation}.snapshots s "
+                "on h.snapshot_id = s.snapshot_id order by h.made_current_at"
+            )
+            ids = [int(r["snapshot_id"]) for r in rows]
+            start = ids.index(version) + 1 if version in ids else 0
+            return tuple(
+                Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("app"))
+                for r in rows[start:]
+            )
+        return ()
+
+    def restore(self, intent: Intent) -> str:
+        """Put the table back to the intent's restore point, unless another writer committed
+        after it (then `ForeignCommits`, and nothing is undone)."""
+        relation = intent.relation
+        own = intent.commit_tag if intent.table_format == "delta" else intent.writer
+        foreign = foreign_commits(self.commits_after(intent), own)
+        if foreign:
+            raise ForeignCommits(
+                relation,
+                intent.restore_version,
+                foreign,
+                "The run's own changes were left in place.",
+            )
+        done: List[str] = []
+        if intent.table_format == "delta" and intent.restore_version is not None:
+            self.spark.run(f"restore table {relation} to version as of {intent.restore_version}")
+            return f"restored to Delta version {intent.restore_version}"
+        if intent.table_format == "iceberg":
+            if intent.added_columns:
+                schema = self.spark.schema(f"select * from {relation}")
+                present = [p for p in intent.added_columns if _has_path(schema, p)]
+                if present:
+                    paths = ", ".join(".".join(quote_identifier(s) for s in p) for p in present)
+                    self.spark.run(f"alter table {relation} drop columns ({paths})")
+                    done.append("dropped the columns the run added")
+            if (
+                intent.restore_version is not None
+                and self.current_version(relation, "iceberg") != intent.restore_version
+            ):
+                catalog, ident = relation.split(".", 1)
+                self.spark.run(
+                    f"call {catalog}.system.rollback_to_snapshot('{ident}', {intent.restore_version})"
+                )
+                done.append(f"rolled back to Iceberg snapshot {intent.restore_version}")
+        self._clear_intent(relation)
+        done.append("cleared the run's intent")
+        return "; ".join(done)
+
+    def manual_repair(self, intent: Intent) -> str:
+        if intent.table_format == "delta":
+            return (
+                f"dbt run-operation restore_table --args '{{relation: {intent.relation}, "
+                f"version: {intent.restore_version}}}' (or RESTORE TABLE {intent.relation} TO "
+                f"VERSION AS OF {intent.restore_version})"
+            )
+        if intent.table_format == "iceberg":
+            catalog, ident = intent.relation.split(".", 1)
+            return (
+                f"CALL {catalog}.system.rollback_to_snapshot('{ident}', {intent.restore_version}), "
+                f"then ALTER TABLE {intent.relation} UNSET TBLPROPERTIES ('{INTENT_PROPERTY}')"
+            )
+        return f"ALTER TABLE {intent.relation} UNSET TBLPROPERTIES ('{INTENT_PROPERTY}')"
+
+    def _clear_intent(self, relation: str) -> None:
+        self.spark.run(
+            f"alter table {relation} unset tblproperties if exists ('{INTENT_PROPERTY}')"
+        )
+
+    def repair(self, intent: Intent, unique_id: str) -> str:
+        """A dead run's intent found on the table: put it back before anything else."""
+        logger.warning(
+            f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
+            f"({intent.unique_id}), which did not finish; repairing the table first"
+        )
+        if intent.table_format not in ("delta", "iceberg"):
+            self._clear_intent(intent.relation)
+            return (
+                f"repaired forward after run {intent.invocation_id}: {intent.table_format} keeps "
+                "no history, its completed steps stay; intent cleared"
+            )
+        try:
+            done = self.restore(intent)
+        except ForeignCommits:
+            raise
+        except Exception as exc:
+            raise RestoreFailed(
+                unique_id,
+                f"repairing after run {intent.invocation_id}",
+                DbtRuntimeError("a previous run died half way"),
+                exc,
+                self.manual_repair(intent),
+            ) from exc
+        message = f"repaired after run {intent.invocation_id} died half way: {done}"
+        logger.warning(f"{unique_id}: {message}")
+        return message
+
+    # -- steps
+    def prepare(self, run: ModelRun) -> str:
+        """Stage, check, count, quarantine, then the multi-step changes. Returns the relation
+        the load reads."""
+        out = run.outcome
+        if run.stage:
+            self.spark.run(f"drop table if exists {run.stage}")
+            self.spark.run(
+                f"create table {run.stage} using {_stage_format(run)} as select * from {run.view}"
+            )
+            out.staged = True
+        load = run.load_sql
+        if load is not None:
+            if load.violation_sample_sql:
+                rows = self.spark.fetch(load.violation_sample_sql)
+                if rows:
+                    self.drop_stage(run)
+                    self.raise_value_violation(run, rows)
+            if load.discard_count_sql:
+                counts = self.spark.fetch(load.discard_count_sql)[0]
+                out.rows_discarded = int(counts["rows_discarded"] or 0)
+                out.values_discarded = int(counts["values_discarded"] or 0)
+            self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
+        if run.write.multi_step and run.statements:
+            self._begin_steps(run)
+        if load is not None and load.quarantine_select and out.rows_discarded:
+            self._step(
+                run,
+                "the quarantine insert",
+                lambda: self._quarantine(run, load.quarantine_select or ""),
+            )
+        return run.source
+
+    def _begin_steps(self, run: ModelRun) -> None:
+        out = run.outcome
+        out.restore_version = self.current_version(run.relation, run.table_format)
+        intent = self.intent_of(run)
+        value = intent.to_json().replace("\\", "\\\\").replace("'", "\\'")
+        self.spark.run(
+            f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
+        )
+        out.intent_written = True
+        for statement in run.statements:
+            self._step(run, statement, lambda s=statement: self.spark.run(s))
+            out.executed.append(statement)
+
+    def intent_of(self, run: ModelRun) -> Intent:
+        added = tuple(
+            col.path
+            for op in run.plan.operations
+            if isinstance(op, AddColumns)
+            for col in op.columns
+        )
+        writer = (
+            (self.spark.get_conf("spark.app.id") or "") if run.table_format == "iceberg" else ""
+        )
+        return Intent(
+            run.invocation_id,
+            run.unique_id,
+            run.relation,
+            run.table_format,
+            run.outcome.restore_version,
+            run.commit_tag,
+            writer,
+            added,
+            run.statements,
+        )
+
+    def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except Exception as exc:
+            self.undo(run, exc, step)
+
+    def _quarantine(self, run: ModelRun, select: str) -> None:
+        table = run.quarantine_table
+        self.spark.run(
+            f"create table if not exists {table} using {_stage_format(run)} "
+            f"as select * from ({select}) where false"
+        )
+        self.spark.run(f"insert into {table} by name {select}")
+        run.outcome.quarantined = run.outcome.rows_discarded
+
+    def load(self, run: ModelRun, sql: str) -> ContractsAdapterResponse:
+        """The one write; then the intent is cleared. Any failure after a change is undone."""
+        auto_merge = (
+            run.evolves_in_write and run.table_format == "delta" and run.strategy == "append"
+        )
+        try:
+            if auto_merge:  # this statement only, in this thread's own session
+                self.spark.set_conf(DELTA_AUTO_MERGE, "true")
+            try:
+                response = self._step(run, "the load", lambda: self.spark.run(sql))
+            finally:
+                if auto_merge:
+                    self.spark.set_conf(DELTA_AUTO_MERGE, None)
+            if run.outcome.intent_written:
+                self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
+        finally:
+            self.drop_stage(run)
+            self.spark.set_conf(DELTA_USER_METADATA, None)
+        self.record(run)
+        return run.response(
+            str(response),
+            code=getattr(response, "code", None),
+            rows_affected=getattr(response, "rows_affected", None),
+        )
+
+    def drop_stage(self, run: ModelRun) -> None:
+        if run.outcome.staged:
+            run.outcome.staged = False
+            try:
+                self.spark.run(f"drop table if exists {run.stage}")
+            except Exception as exc:  # a leftover stage harms nothing; say so
+                logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
+
+    def undo(self, run: ModelRun, exc: BaseException, step: str) -> None:
+        """Put the table back after `step` failed (if this run changed it), then raise."""
+        out = run.outcome
+        self.drop_stage(run)
+        self.spark.set_conf(DELTA_AUTO_MERGE, None)
+        if out.quarantined and run.table_format in ("delta", "iceberg"):
+            try:
+                self.spark.run(
+                    f"delete from {run.quarantine_table} where `_dbt_run_id` = '{run.invocation_id}'"
+                )
+                out.quarantined = None
+            except Exception as cleanup:
+                logger.warning(f"{run.unique_id}: quarantine rows of this run stay: {cleanup}")
+        if not out.intent_written:
+            self.spark.set_conf(DELTA_USER_METADATA, None)
+            self.record(run)
+            raise exc
+        intent = self.intent_of(run)
+        try:
+            out.restored = self.restore(intent)
+        except ForeignCommits as foreign:
+            out.restored = f"NOT RESTORED: {foreign}"
+            self.record(run)
+            raise
+        except Exception as restore_exc:
+            out.restored = f"RESTORE FAILED: {restore_exc}"
+            self.record(run)
+            raise RestoreFailed(
+                run.unique_id, step, exc, restore_exc, self.manual_repair(intent)
+            ) from exc
+        finally:
+            self.spark.set_conf(DELTA_USER_METADATA, None)
+        self.record(run)
+        raise RunUndone(run.unique_id, step, out.restored, exc) from exc
+
+    def raise_value_violation(self, run: ModelRun, samples: List[Dict[str, Any]]) -> None:
+        decision = run.contract
+        assert decision is not None
+        column = str(samples[0]["column_name"])
+        check = next((c for c in decision.value_checks if c.dotted.lower() == column.lower()), None)
+        violation = {
+            "schema_entity": "data_type",
+            "contract_mode": "freeze",
+            "column": column,
+            "deployed_type": check.deployed_type.to_sql() if check else None,
+            "compiled_type": check.compiled_type.to_sql() if check else None,
+            "reason": "values do not coerce into the deployed column's type",
+        }
+        values = [row["value"] for row in samples if str(row["column_name"]) == column]
+        self.raise_violation(run.unique_id, run.relation, violation, values)
+
+    def raise_violation(
+        self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
+    ) -> None:
+        self.spark.set_conf(DELTA_USER_METADATA, None)
+        error = SchemaContractViolation(unique_id, relation, violation, values)
+        entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
+        self.report.record(self.target_dir, unique_id, entry)
+        raise error
+
+    def record(self, run: ModelRun) -> None:
+        self.report.record(self.target_dir, run.unique_id, run.report())
+
+
+def _stage_format(run: ModelRun) -> str:
+    return run.table_format if run.table_format in ("delta", "iceberg") else "parquet"
+
+
+def _has_path(schema: Struct, path: Tuple[str, ...]) -> bool:
+    current: Any = schema
+    for segment in path:
+        if isinstance(current, Struct):
+            found = current.field(segment)
+            if found is None:
+                return False
+            current = found.type
+        elif segment == "element" and hasattr(current, "element"):
+            current = current.element
+        elif segment == "value" and hasattr(current, "value"):
+            current = current.value
+        else:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------ the report
+
+
+class RunReport:
+    """`target/schema_changes.json` of one dbt invocation: per model, the diff, the plan, what
+    ran, repairs, any violation. A new invocation id starts a new report; written atomically."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._invocation: Optional[str] = None
+        self._entries: Dict[str, Dict[str, Any]] = {}
+
+    def start(self, invocation_id: str) -> None:
+        with self._lock:
+            if invocation_id != self._invocation:
+                self._invocation, self._entries = invocation_id, {}
+
+    def record(self, target_path: Path, unique_id: str, entry: Dict[str, Any]) -> None:
+        with self._lock:
+            self._entries.setdefault(unique_id, {}).update(entry)
+            body = json.dumps(
+                {"invocation_id": self._invocation, "models": self._entries}, indent=2, default=str
+            )
+            target_path.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target_path, prefix=".schema_changes.", suffix=".json")
+            with os.fdopen(fd, "w") as handle:
+                handle.write(body)
+            os.replace(tmp, target_path / "schema_changes.json")
+
+
+def from_json(schema_json: Mapping[str, Any]) -> Struct:
+    parsed = from_spark_json(schema_json)
+    assert isinstance(parsed, Struct)
+    return parsed
+
+
+def render_statements(
+    plan: Plan, relation: str, table_format: str, table_options: str
+) -> Tuple[str, ...]:
+    return tuple(render_plan(plan, relation, table_format, table_options))
