@@ -50,7 +50,7 @@ def dbt_profile_target(request: pytest.FixtureRequest, warehouse_dir: str) -> di
             "type": "spark_contracts",
             "method": "session",
             "warehouse_dir": warehouse_dir,
-            "threads": 1,
+            "threads": 4,
         }
     server = start_local_server(profile, warehouse_dir)
     request.addfinalizer(server.stop)
@@ -61,11 +61,11 @@ def dbt_profile_target(request: pytest.FixtureRequest, warehouse_dir: str) -> di
             "host": "localhost",
             "port": server.port,
             "user": "dbt",
-            "threads": 1,
+            "threads": 4,
         }
     return {
         "type": "spark_contracts",
         "method": "connect",
         "host": f"sc://localhost:{server.port}",
-        "threads": 1,
+        "threads": 4,
     }

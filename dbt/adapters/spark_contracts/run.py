@@ -29,8 +29,8 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
     DropColumns,
-    Rewrite,
     Plan,
+    Rewrite,
     Struct,
     diff_schemas,
     from_spark_json,

@@ -1,0 +1,224 @@
+"""The run path's promises on real Spark (embedded session, threads: 4 from conftest):
+
+- the model's query is evaluated once per run: evolve (Delta in-write merge and append),
+  discard_row with quarantine, discard_value (a Python UDF counts its own calls);
+- eight evolving models at once, each with its own commit tag (no SQL conf leaks across threads);
+- an incremental run with no schema change makes at most five Spark calls naming the model
+  (dbt-spark makes three: create view, describe, merge);
+- a failing multi-step run does not restore over another writer's commit: it names it instead.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.spark_contracts import cursor as spark_cursor
+from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts import session as embedded
+from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
+
+pytestmark = pytest.mark.profile("session")  # counts evaluations in this process's SparkContext
+
+ROWS = 200
+
+
+def probe_model(config: str, v1: str, v2: str) -> str:
+    return (
+        "{{ config(materialized='incremental', " + config + ") }}\n"
+        "{% if var('v', 1) == 1 %}\n" + v1 + "\n{% else %}\n" + v2 + "\n{% endif %}\n"
+    )
+
+
+EVAL_MODELS = {
+    # Delta merge with a new column: rides in MERGE WITH SCHEMA EVOLUTION
+    "eval_evolve_merge.sql": probe_model(
+        "file_format='delta', unique_key='id', schema_evolution={}",
+        f"select id from range({ROWS})",
+        f"select cast(probe_eval(id) as bigint) as id, 'x' as note from range({ROWS})",
+    ),
+    # Delta append with a new column: an INSERT with schema merging
+    "eval_evolve_append.sql": probe_model(
+        "file_format='delta', incremental_strategy='append', schema_evolution={}",
+        "select id from range(1)",
+        f"select cast(probe_eval(id) as bigint) as id, 'x' as note from range({ROWS})",
+    ),
+    # data_type discard_row + quarantine: counts, quarantine and load from one staged output
+    "eval_discard_row.sql": probe_model(
+        "file_format='delta', schema_contract={'data_type': 'discard_row', 'quarantine': true}",
+        "select id, cast(id as bigint) as n from range(1)",
+        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
+        f" as n from range({ROWS})",
+    ),
+    "eval_discard_value.sql": probe_model(
+        "file_format='delta', schema_contract={'data_type': 'discard_value'}",
+        "select id, cast(id as bigint) as n from range(1)",
+        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
+        f" as n from range({ROWS})",
+    ),
+}
+
+
+@pytest.fixture
+def evaluations(monkeypatch):
+    """Every dbt thread's session gets `probe_eval(x)`, which counts its calls (an accumulator
+    of the shared SparkContext) and returns x."""
+    original = embedded.thread_session
+    counter = {}
+
+    def with_probe(config):
+        session = original(config)
+        if "acc" not in counter:
+            counter["acc"] = session.sparkContext.accumulator(0)
+        acc = counter["acc"]
+
+        def probe(x):
+            acc.add(1)
+            return x
+
+        session.udf.register("probe_eval", probe, "bigint")
+        return session
+
+    monkeypatch.setattr(embedded, "thread_session", with_probe)
+    return lambda: counter["acc"].value if "acc" in counter else 0
+
+
+class TestOneEvaluation:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return EVAL_MODELS
+
+    @pytest.mark.parametrize("name", [n[:-4] for n in EVAL_MODELS])
+    def test_model_query_runs_once(self, project, evaluations, name):
+        run_dbt(["run", "--select", name])
+        before = evaluations()
+        results = run_dbt(["run", "--select", name, "--vars", "{v: 2}"])
+        assert evaluations() - before == ROWS, (name, evaluations() - before)
+        response = results[0].adapter_response
+        if name == "eval_discard_row":
+            assert response["rows_discarded"] == ROWS // 10
+            quarantine = f"{project.test_schema}.{name}__quarantine"
+            assert len(project.run_sql(f"select * from {quarantine}", fetch="all")) == ROWS // 10
+        if name == "eval_discard_value":
+            assert response["values_discarded"] == ROWS // 10
+
+
+PARALLEL = {
+    f"par_{i}.sql": probe_model(
+        f"file_format='{fmt}', {strategy} schema_evolution={{}}",
+        f"select id, cast(id as int) as n from range({i + 1})",
+        f"select id, cast(id as bigint) as n, 'm{i}' as note, named_struct('k', id) as s "
+        f"from range({i + 1}, {i + 3})",
+    )
+    for i, (fmt, strategy) in enumerate(
+        [
+            ("delta", "unique_key='id',"),
+            ("delta", "incremental_strategy='append',"),
+            ("delta", "unique_key='id',"),
+            ("delta", "incremental_strategy='append',"),
+            ("iceberg", "unique_key='id',"),
+            ("iceberg", "incremental_strategy='append',"),
+            ("delta", "unique_key='id',"),
+            ("delta", "incremental_strategy='append',"),
+        ]
+    )
+}
+
+
+class TestEightModelsAtOnce:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return PARALLEL
+
+    def test_eight_evolving_models_threads_4(self, project):
+        run_dbt(["run"])
+        results = run_dbt(["run", "--vars", "{v: 2}"])
+        assert len(results) == 8 and all(str(r.status) == "success" for r in results)
+        formats = ["delta", "delta", "delta", "delta", "iceberg", "iceberg", "delta", "delta"]
+        for i, fmt in enumerate(formats):
+            prefix = "iceberg." if fmt == "iceberg" else ""
+            rel = f"{prefix}{project.test_schema}.par_{i}"
+            schema = schema_of(project, rel)
+            assert (schema["n"], schema["note"], schema["s"]) == (
+                "bigint",
+                "string",
+                "struct<k:bigint>",
+            ), (i, schema)
+            ids = [r[0] for r in rows_of(project, rel, "id")]
+            assert ids == list(range(i + 3)), (i, ids)
+            if fmt == "delta":  # the load commit carries this model's tag, not another thread's
+                last = project.run_sql(f"describe history {rel} limit 1", fetch="all")[0]
+                assert (last[13] or "").endswith(f"model.test.par_{i}"), (i, last[13])
+        report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
+        assert sorted(report["models"]) == sorted(f"model.test.par_{i}" for i in range(8))
+
+
+COUNTED = "{{ config(materialized='incremental', file_format='delta', unique_key='id', schema_evolution={}) }}\nselect id from range(3)\n"
+
+
+class TestFewRoundTrips:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"counted_model.sql": COUNTED}
+
+    def test_no_change_run_makes_at_most_five_spark_calls(self, project, monkeypatch):
+        run_dbt(["run"])
+        calls: list[str] = []
+        execute, schema_json = (
+            spark_cursor.SparkSessionCursor.execute,
+            spark_cursor.SparkSessionCursor.schema_json,
+        )
+
+        def counting_execute(self, sql, *args):
+            calls.append(sql)
+            return execute(self, sql, *args)
+
+        def counting_schema(self, sql):
+            calls.append(sql)
+            return schema_json(self, sql)
+
+        monkeypatch.setattr(spark_cursor.SparkSessionCursor, "execute", counting_execute)
+        monkeypatch.setattr(spark_cursor.SparkSessionCursor, "schema_json", counting_schema)
+        run_dbt(["run"])
+        mine = [c for c in calls if "counted_model" in c.lower()]
+        assert any("merge into" in c.lower() for c in mine), mine
+        assert len(mine) <= 5, "\n---\n".join(mine)
+
+
+FOREIGN = """
+{{ config(materialized='incremental', file_format='delta', unique_key='id',
+          schema_evolution={'columns': {'note': {'default': "'n'"}}}) }}
+{% if var('v', 1) == 1 %}
+select 1 as id
+{% else %}
+-- two source rows for one key: the MERGE fails after the multi-step changes ran
+select 1 as id, 'a' as note union all select 1 as id, 'b' as note
+{% endif %}
+"""
+
+
+class TestForeignCommitIsKept:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"foreign_target.sql": FOREIGN}
+
+    def test_failed_run_does_not_restore_over_another_writer(self, project, monkeypatch):
+        run_dbt(["run"])
+        table = f"{project.test_schema}.foreign_target"
+        begin = runs.Runner._begin_steps
+
+        def then_another_writer(self, run):
+            begin(self, run)
+            other = embedded.get_session(project.adapter.config.credentials.embedded_config())
+            other = other.newSession()
+            other.conf.set(runs.DELTA_USER_METADATA, "streaming-job")
+            other.sql(f"insert into {table} (id) values (99)")
+
+        monkeypatch.setattr(runs.Runner, "_begin_steps", then_another_writer)
+        results = run_dbt(["run", "--vars", "{v: 2}"], expect_pass=False)
+        message = results[0].message
+        assert "another writer committed" in message and "streaming-job" in message, message
+        assert 99 in [r[0] for r in rows_of(project, table, "id")]
