@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
-.PHONY: install jars demo test unit functional servers lint bench clean
+.PHONY: install jars demo test unit functional faults servers lint bench clean
 
 install: $(VENV)/.installed
 $(VENV)/.installed: setup.py
@@ -35,19 +35,24 @@ unit: install
 	$(BIN)/pytest tests/unit -q -p no:cacheprovider
 
 functional: install jars
-	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n 2 $(PYTEST_ARGS)
+	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n 2 --ignore=tests/functional/evolution/test_kill.py $(PYTEST_ARGS)
+
+# Fault injection: real `dbt run` processes killed with SIGKILL at every commit (Delta, Iceberg).
+faults: install jars
+	$(BIN)/pytest tests/functional/evolution/test_kill.py -q -p no:cacheprovider --show-capture=no -n 2
 
 # The same adapter through real servers started from the pyspark wheel (Thrift Server, Spark Connect).
 servers: install jars
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile thrift
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile connect
 
-test: lint unit functional servers
+test: lint unit functional faults servers
 
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py
 	$(BIN)/python benchmarks/bench_delta_evolution.py
 	$(BIN)/python benchmarks/bench_contract_load.py
+	$(BIN)/python benchmarks/bench_run_path.py
 
 clean:
 	rm -rf $(VENV) $(JARS) integration_tests/target integration_tests/spark-warehouse logs
