@@ -416,17 +416,7 @@ class SparkContractsAdapter(SparkAdapter):
         shared = [
             c.name for c in self.get_columns_in_relation(target) if c.name.lower() in source_names
         ]
-        chosen = shared
-        if update_columns:
-            wanted = {name.lower() for name in update_columns}
-            chosen = [name for name in shared if name.lower() in wanted]
-        elif exclude_columns:
-            excluded = {name.lower() for name in exclude_columns}
-            chosen = [name for name in shared if name.lower() not in excluded]
-        return {
-            "insert": [self.quote(name) for name in shared],
-            "update": [self.quote(name) for name in chosen],
-        }
+        return runs.merge_column_lists(shared, update_columns, exclude_columns)
 
     # ---- docs catalog ---------------------------------------------------------------------
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:

@@ -272,17 +272,7 @@ class ModelRun:
         narrowed by `merge_update_columns` or minus `merge_exclude_columns` (case-insensitive)."""
         written = self._written()
         shared = [n for n in self.columns_after() if written.field(n) is not None]
-        chosen = shared
-        if update_columns:
-            wanted = {name.lower() for name in update_columns}
-            chosen = [name for name in shared if name.lower() in wanted]
-        elif exclude_columns:
-            excluded = {name.lower() for name in exclude_columns}
-            chosen = [name for name in shared if name.lower() not in excluded]
-        return {
-            "insert": [quote_identifier(n) for n in shared],
-            "update": [quote_identifier(n) for n in chosen],
-        }
+        return merge_column_lists(shared, update_columns, exclude_columns)
 
     def _written(self) -> Struct:
         if self.contract is not None and self.contract.target is not None:
@@ -348,6 +338,26 @@ class ModelRun:
             repairs=list(out.repairs),
             **extra,
         )
+
+
+def merge_column_lists(
+    shared: List[str],
+    update_columns: Optional[List[str]] = None,
+    exclude_columns: Optional[List[str]] = None,
+) -> Dict[str, List[str]]:
+    """MERGE's insert list (`shared`) and update list (narrowed by `merge_update_columns` or
+    minus `merge_exclude_columns`, case-insensitive), quoted."""
+    chosen = shared
+    if update_columns:
+        wanted = {name.lower() for name in update_columns}
+        chosen = [name for name in shared if name.lower() in wanted]
+    elif exclude_columns:
+        excluded = {name.lower() for name in exclude_columns}
+        chosen = [name for name in shared if name.lower() not in excluded]
+    return {
+        "insert": [quote_identifier(n) for n in shared],
+        "update": [quote_identifier(n) for n in chosen],
+    }
 
 
 def plan_change(
