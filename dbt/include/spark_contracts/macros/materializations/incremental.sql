@@ -48,7 +48,7 @@
     {%- if language == 'sql' -%}
       {#-- a merge without a key only appends: on Delta it is written as an append (a MERGE ON
            FALSE would scan the whole target) --#}
-      {%- set load_strategy = 'append' if (strategy == 'merge' and not unique_key and file_format == 'delta') else strategy -%}
+      {%- set load_strategy = 'append' if (strategy == 'merge' and not unique_key and not incremental_predicates and file_format == 'delta') else strategy -%}
       {{ spark_contracts_evolve_and_load(load_strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format) }}
     {%- else -%}
       {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
