@@ -2,14 +2,15 @@
 
 Run from the repository root: `python benchmarks/bench_run_path.py` (`make bench` does).
 
-Every measurement is one `dbt run --profiles-dir <project>` subprocess on a generated project
-under benchmarks/run_path/ (the projects are written by this script; their profiles take the
-warehouse folder from the environment). Model times come from target/run_results.json
-(`execution_time`); the whole process is timed too (wall). Each scenario builds its tables once
-with a setup run, copies the warehouse folder (Delta files + Derby metastore, untimed), and puts
-that copy back before every measured run, so every measured run starts from the same deployed
-tables and nothing is cached in advance: each process starts its own JVM and SparkSession. A and B
-processes are interleaved (A, B, A, B, ...); the ratio is median(A) / median(B).
+Every measurement is one `dbt run --profiles-dir .` subprocess in a generated project under
+benchmarks/run_path/ (written by this script; the profiles read the warehouse folder from the
+environment). Model times come from target/run_results.json (`execution_time`); the whole
+process is timed too (wall). Each scenario first deploys its tables with untimed first runs (the
+scenarios' setups run side by side), copies the warehouse folder (Delta files + Derby
+metastore), and puts that copy back before every measured run: every measured run starts from
+the same deployed tables, and nothing is cached beforehand (each process starts its own JVM and
+SparkSession; only dbt's own partial parsing carries over, as it does for users). The measured
+processes run one at a time, A and B interleaved (A, B, A, B, ...); ratio = median(A) / median(B).
 
   P1  the second `dbt run` (threads 4) of 20 incremental Delta models, 10 `merge` with
       unique_key (5k updates + 5k inserts each) and 10 `append` (10k rows each), configured with
@@ -17,23 +18,26 @@ processes are interleaved (A, B, A, B, ...); the ratio is median(A) / median(B).
       adapter (A) / the same models on plain dbt-spark 1.11, method session, file_format delta,
       no contract (B). dbt-spark runs from its own venv (benchmarks/.venv-dbt-spark, created
       when missing) with the same jars and Spark settings in its profile's
-      server_side_parameters. Model time = sum of the 20 execution_times. Target <= 1.05.
+      server_side_parameters (dbt-spark passes them to SparkSession.builder on every
+      statement). Model time = the sum of the 20 execution_times. Target <= 1.05.
   P3  an incremental append of an expensive, uncached model (5M rows from range(), sha2 over a
       string, an aggregate joined back) whose `n` is a string with 5 non-numeric values while the
       deployed `n` is bigint, under schema_contract {data_type: discard_row} (A; the adapter
-      stages the output once, counts the discards from the stage and loads from it), and again
-      with quarantine: true (A'), / the same query without a contract, casting `n` to bigint in
-      the model itself (B: the load a user would write without the adapter). Target <= 1.15.
-  P5  schema_evolution {} on Delta (append, 10k-row batch): the run that adds a column and the
-      run that widens `n` int -> bigint / a run with no schema change, same deployed table
-      (10k rows) and same batch. Target <= 1.2. Also the add-column run on a LARGE_ROWS table /
-      the same run on the 10k-row table (for information: the change should not scale with the
-      table).
+      stages the output once, counts the discards from the stage and loads from it), and with
+      quarantine: true as well (A'), / the same query without a contract, casting `n` to bigint
+      in the model (B: what a user writes without the adapter). Order A, B, A' per round; both
+      ratios use the same B runs. Target <= 1.15.
+  P5  schema_evolution {} on Delta, append of a 10k-row batch into a 10k-row table: the run
+      that adds a column (A1) and the run that widens `n` int -> bigint (A2) / the run with no
+      schema change (B). Target <= 1.2. For information, the add-column run into a 10M-row
+      table / the same run into the 10k-row table, in the first round only.
 
 The table (name, A, B, ratio, target, date, machine) is printed and written as JSON to
-benchmarks/results/run_path.json (git-ignored: figures are per machine). The script always
-exits 0 unless a dbt run fails: it is a benchmark, not a test. Set DBT_SPARK_CONTRACTS_JARS to
-the folder holding the Delta/Iceberg jars (default .jars/ in the repository).
+benchmarks/results/run_path.json (git-ignored: the figures are per machine and per run). The
+script exits 0 whether targets are met or not (it is a benchmark, not a test), and 1 when a dbt
+run fails (its error and log are printed). `--pairs`, `--p3-rows`, `--p5-large-rows` and
+`--only p1,p3,p5` shrink it for a quick look. Set DBT_SPARK_CONTRACTS_JARS to the folder holding
+the Delta/Iceberg jars (default .jars/ in the repository).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -65,6 +70,8 @@ JAR_NAMES = ("delta-spark_", "delta-storage-", "iceberg-spark-runtime-")
 
 PAIRS = 3  # measured A/B pairs per comparison
 PROCESS_TIMEOUT_S = 600
+QUIET_WAIT_S = 120  # at most this long, wait for other Spark JVMs to end before measuring
+SETTLE_S = 20  # at most this long, wait for the previous run's JVM to exit before the next run
 
 # P1
 P1_MODELS_PER_STRATEGY = 10
@@ -81,6 +88,7 @@ P5_SMALL_ROWS = 10_000
 P5_LARGE_ROWS = 10_000_000
 P5_BATCH = 10_000
 P5_TARGET = 1.2
+P5_LARGE_RUNS = 1  # the size ratio is for information: measured in the first round only
 P5_SIZE_TARGET = 1.5  # information only (the same figure bench_delta_evolution.py aims for)
 
 
@@ -443,9 +451,36 @@ def tail(log: Path, lines: int = 40) -> str:
     return "\n".join("    " + line for line in text[-lines:])
 
 
+OTHER_JVMS_SEEN: List[int] = []  # Spark JVMs found running as each measured process started
+
+
 def measured(target: Target, select: List[str], variables: Dict[str, Any]) -> RunResult:
+    """Put the deployed tables back, then one timed `dbt run` process."""
     target.put_back()
+    OTHER_JVMS_SEEN.append(settle())
     return target.run(select, variables)
+
+
+def settle(limit_s: float = SETTLE_S) -> int:
+    """Wait (bounded) for the JVM of the previous `dbt run` to exit; the Spark JVMs still up."""
+    start = time.perf_counter()
+    while (count := other_jvms()) and time.perf_counter() - start < limit_s:
+        time.sleep(0.5)
+    return count
+
+
+def wait_for_quiet(limit_s: float = QUIET_WAIT_S) -> None:
+    """Give other Spark JVMs on the machine (not ours: none runs now) a bounded time to end."""
+    start = time.perf_counter()
+    while other_jvms() and time.perf_counter() - start < limit_s:
+        time.sleep(5)
+    others = other_jvms()
+    waited = time.perf_counter() - start
+    print(
+        f"measuring now: {others} other Spark JVM(s) running, load average {load_average()}"
+        + (f" (waited {waited:.0f} s)" if waited >= 5 else ""),
+        flush=True,
+    )
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -494,299 +529,321 @@ class Row:
         }
 
 
-def interleave(
-    pairs: int, a: Callable[[], RunResult], b: Callable[[], RunResult], label: str
-) -> Tuple[List[RunResult], List[RunResult]]:
-    runs_a: List[RunResult] = []
-    runs_b: List[RunResult] = []
-    for i in range(pairs):
-        runs_a.append(a())
-        runs_b.append(b())
-        print(
-            f"  {label} pair {i + 1}/{pairs}: A wall {runs_a[-1].wall:.1f} s, "
-            f"B wall {runs_b[-1].wall:.1f} s (load {load_average()})",
-            flush=True,
-        )
-    return runs_a, runs_b
-
-
 # --- the scenarios ---------------------------------------------------------------------------
+#
+# Each scenario has a setup (the first runs that deploy its tables, then the warehouse copy) and
+# a measurement. The setups are untimed and run side by side; the measurements run one process
+# at a time, after every setup has finished.
 
 
-def bench_p1(work: Path, jars: List[Path], pairs: int) -> List[Row]:
-    print(
-        f"P1: second `dbt run` of {2 * P1_MODELS_PER_STRATEGY} incremental Delta models, "
-        "threads 4, this adapter (A) vs plain dbt-spark (B)",
-        flush=True,
-    )
-    dbt_spark = ensure_dbt_spark_venv()
-    print(f"  A: {package_versions(REPO / '.venv' / 'bin' / 'dbt')} + dbt-spark-contracts")
-    print(f"  B: {package_versions(dbt_spark)}")
-    project_a = write_project(
-        "p1_spark_contracts", contracts_profile("p1_spark_contracts", 4), p1_models(True)
-    )
-    project_b = write_project(
-        "p1_dbt_spark", dbt_spark_profile("p1_dbt_spark", 4), p1_models(False)
-    )
-    a = Target(
-        "p1_A_contracts",
-        Path(sys.executable).with_name("dbt"),
-        project_a,
-        work / "p1_a" / "warehouse",
-        jars,
-        work / "logs",
-    )
-    b = Target(
-        "p1_B_dbt_spark", dbt_spark, project_b, work / "p1_b" / "warehouse", jars, work / "logs"
-    )
+def contracts_dbt() -> Path:
+    return Path(sys.executable).with_name("dbt")
+
+
+class P1:
+    """The second run of 20 incremental models: this adapter (A) / plain dbt-spark (B)."""
+
     first = {"lo": 0, "hi": P1_FIRST_ROWS, "run_no": 1}
     second = {
         "lo": P1_FIRST_ROWS - P1_BATCH // 2,
         "hi": P1_FIRST_ROWS + P1_BATCH // 2,
         "run_no": 2,
     }
-    for target in (a, b):
-        target.warehouse.mkdir(parents=True)
-        setup = target.run([], first)
-        target.take_snapshot()
+
+    def __init__(self, work: Path, jars: List[Path]) -> None:
+        dbt_spark = ensure_dbt_spark_venv()
+        self.versions = (package_versions(contracts_dbt()), package_versions(dbt_spark))
+        project_a = write_project(
+            "p1_spark_contracts", contracts_profile("p1_spark_contracts", 4), p1_models(True)
+        )
+        project_b = write_project(
+            "p1_dbt_spark", dbt_spark_profile("p1_dbt_spark", 4), p1_models(False)
+        )
+        self.a = Target(
+            "p1_A_contracts", contracts_dbt(), project_a, work / "p1_a" / "wh", jars, work / "logs"
+        )
+        self.b = Target(
+            "p1_B_dbt_spark", dbt_spark, project_b, work / "p1_b" / "wh", jars, work / "logs"
+        )
+
+    def setups(self) -> List[Callable[[], str]]:
+        def setup(target: Target) -> str:
+            target.warehouse.mkdir(parents=True)
+            result = target.run([], self.first)
+            target.take_snapshot()
+            return (
+                f"{target.label}: first run, {len(result.models)} models of "
+                f"{P1_FIRST_ROWS:,} rows, wall {result.wall:.1f} s"
+            )
+
+        return [lambda: setup(self.a), lambda: setup(self.b)]
+
+    def measure(self, pairs: int) -> List[Row]:
         print(
-            f"  setup {target.label}: first run wall {setup.wall:.1f} s, "
-            f"models {setup.model_sum:.1f} s",
+            f"P1: second `dbt run` of {2 * P1_MODELS_PER_STRATEGY} incremental Delta models, "
+            "threads 4: this adapter (A) / plain dbt-spark (B)",
             flush=True,
         )
-    runs_a, runs_b = interleave(
-        pairs, lambda: measured(a, [], second), lambda: measured(b, [], second), "P1"
-    )
-    sample = runs_a[-1].responses.get("merge_01", {})
-    changed = sorted(
-        {m for r in runs_a for m, resp in r.responses.items() if resp.get("schema_changes")}
-    )
-    check(not changed, f"P1 A: no schema changes on the second run (changed: {changed})")
-    note = (
-        f"{P1_MODELS_PER_STRATEGY} merge (unique_key, {P1_BATCH // 2} updates + "
-        f"{P1_BATCH // 2} inserts) + {P1_MODELS_PER_STRATEGY} append ({P1_BATCH} rows), "
-        f"tables of {P1_FIRST_ROWS} rows"
-    )
-    extra = {"adapter_response_merge_01": sample}
-    return [
-        Row(
-            "P1 models (sum exec)",
-            [r.model_sum for r in runs_a],
-            [r.model_sum for r in runs_b],
-            P1_TARGET,
-            note,
-            extra,
-        ),
-        Row(
-            "P1 run elapsed",
-            [r.elapsed for r in runs_a],
-            [r.elapsed for r in runs_b],
-            None,
-            "run_results.json elapsed_time",
-        ),
-        Row(
-            "P1 process wall",
-            [r.wall for r in runs_a],
-            [r.wall for r in runs_b],
-            None,
-            "whole `dbt run` process",
-        ),
-    ]
-
-
-def bench_p3(work: Path, jars: List[Path], pairs: int, rows: int) -> List[Row]:
-    print(
-        f"P3: incremental append of an uncached {rows:,}-row model, data_type discard_row (A) "
-        "vs no contract (B)",
-        flush=True,
-    )
-    project = write_project("p3_discard_row", contracts_profile("p3_discard_row", 1), p3_models())
-    target = Target(
-        "p3",
-        Path(sys.executable).with_name("dbt"),
-        project,
-        work / "p3" / "warehouse",
-        jars,
-        work / "logs",
-    )
-    target.warehouse.mkdir(parents=True)
-    setup = target.run([], {"phase": "v1", "rows": P3_DEPLOYED_ROWS})
-    target.take_snapshot()
-    print(
-        f"  setup: first run wall {setup.wall:.1f} s (deployed n bigint, "
-        f"{P3_DEPLOYED_ROWS:,} rows)",
-        flush=True,
-    )
-    v2 = {"phase": "v2", "rows": rows}
-    runs: Dict[str, List[RunResult]] = {name: [] for name in P3_VARIANTS}
-    order = ("p3_discard_row", "p3_plain", "p3_quarantine")
-    for i in range(pairs):
-        for name in order:  # A, B, A', A, B, A', ...
-            runs[name].append(measured(target, [name], v2))
-        print(
-            "  P3 round {}/{}: model discard_row {:.1f} s, plain {:.1f} s, quarantine {:.1f} s "
-            "(walls {}; load {})".format(
-                i + 1,
-                pairs,
-                runs["p3_discard_row"][-1].models["p3_discard_row"],
-                runs["p3_plain"][-1].models["p3_plain"],
-                runs["p3_quarantine"][-1].models["p3_quarantine"],
-                ", ".join(f"{runs[n][-1].wall:.1f}" for n in order),
-                load_average(),
+        print(f"  A: {self.versions[0]} + dbt-spark-contracts (type spark_contracts)")
+        print(f"  B: {self.versions[1]} (type spark, its own venv)")
+        runs_a: List[RunResult] = []
+        runs_b: List[RunResult] = []
+        for i in range(pairs):
+            runs_a.append(measured(self.a, [], self.second))
+            runs_b.append(measured(self.b, [], self.second))
+            print(
+                f"  P1 pair {i + 1}/{pairs}: models A {runs_a[-1].model_sum:.1f} s, "
+                f"B {runs_b[-1].model_sum:.1f} s; wall A {runs_a[-1].wall:.1f} s, "
+                f"B {runs_b[-1].wall:.1f} s (load {load_average()})",
+                flush=True,
+            )
+        changed = sorted(
+            {m for r in runs_a for m, resp in r.responses.items() if resp.get("schema_changes")}
+        )
+        check(not changed, f"P1 A: no schema change on the second run (changed: {changed})")
+        note = (
+            f"{P1_MODELS_PER_STRATEGY} merge (unique_key; {P1_BATCH // 2:,} updates + "
+            f"{P1_BATCH // 2:,} inserts each) + {P1_MODELS_PER_STRATEGY} append "
+            f"({P1_BATCH:,} rows each) into tables of {P1_FIRST_ROWS:,} rows"
+        )
+        extra = {"adapter_response_merge_01": runs_a[-1].responses.get("merge_01", {})}
+        return [
+            Row(
+                "P1 models (sum exec)",
+                [r.model_sum for r in runs_a],
+                [r.model_sum for r in runs_b],
+                P1_TARGET,
+                note,
+                extra,
             ),
-            flush=True,
-        )
-    plain = runs["p3_plain"]  # each round's plain run sits between its two contract runs
-    discard = runs["p3_discard_row"]
-    quarantine = runs["p3_quarantine"]
-
-    def model(rs: List[RunResult], name: str) -> List[float]:
-        return [r.models[name] for r in rs]
-
-    def counts(rs: List[RunResult], name: str) -> Dict[str, Any]:
-        response = rs[-1].responses.get(name, {})
-        return {
-            k: response.get(k)
-            for k in ("rows_discarded", "values_discarded", "write_path", "rows_affected")
-        }
-
-    note = f"{rows:,} rows, sha2 + aggregate joined back; deployed n bigint, model n string"
-    expected = len(range(7, rows, P3_BAD_EVERY))
-    for name, rs in (("p3_discard_row", discard), ("p3_quarantine", quarantine)):
-        got = [r.responses.get(name, {}).get("rows_discarded") for r in rs]
-        check(all(g == expected for g in got), f"{name} rows_discarded {got}, expected {expected}")
-    return [
-        Row(
-            "P3 discard_row model",
-            model(discard, "p3_discard_row"),
-            model(plain, "p3_plain"),
-            P3_TARGET,
-            note,
-            {"response": counts(discard, "p3_discard_row"), "expected_discards": expected},
-        ),
-        Row(
-            "P3 discard_row wall",
-            [r.wall for r in discard],
-            [r.wall for r in plain],
-            None,
-            "whole `dbt run` process",
-        ),
-        Row(
-            "P3 +quarantine model",
-            model(quarantine, "p3_quarantine"),
-            model(plain, "p3_plain"),
-            P3_TARGET,
-            note + "; quarantine: true",
-            {"response": counts(quarantine, "p3_quarantine"), "expected_discards": expected},
-        ),
-        Row(
-            "P3 +quarantine wall",
-            [r.wall for r in quarantine],
-            [r.wall for r in plain],
-            None,
-            "whole `dbt run` process",
-        ),
-    ]
-
-
-def bench_p5(work: Path, jars: List[Path], pairs: int, large_rows: int) -> List[Row]:
-    print(
-        f"P5: Delta schema_evolution, append of {P5_BATCH:,} rows: add column / widen int->"
-        f"bigint vs no change ({P5_SMALL_ROWS:,}-row table; add column also on "
-        f"{large_rows:,} rows)",
-        flush=True,
-    )
-    project = write_project("p5_evolution", contracts_profile("p5_evolution", 1), p5_models())
-    target = Target(
-        "p5",
-        Path(sys.executable).with_name("dbt"),
-        project,
-        work / "p5" / "warehouse",
-        jars,
-        work / "logs",
-    )
-    target.warehouse.mkdir(parents=True)
-    sizes = {"p5_small": P5_SMALL_ROWS, "p5_large": large_rows}
-    for model, size in sizes.items():
-        setup = target.run([model], {"change": "none", "lo": 0, "hi": size})
-        print(f"  setup {model}: {size:,} rows, first run wall {setup.wall:.1f} s", flush=True)
-    target.take_snapshot()
-
-    def batch(model: str, change: str) -> RunResult:
-        size = sizes[model]
-        return measured(target, [model], {"change": change, "lo": size, "hi": size + P5_BATCH})
-
-    runs: Dict[Tuple[str, str], List[RunResult]] = {}
-    order = (("p5_small", "add"), ("p5_small", "none"), ("p5_small", "widen"), ("p5_large", "add"))
-    for i in range(pairs):
-        for key in order:
-            runs.setdefault(key, []).append(batch(*key))
-        print(
-            "  P5 round {}/{}: {} (model times; load {})".format(
-                i + 1,
-                pairs,
-                ", ".join(f"{m[3:]} {c} {runs[(m, c)][-1].models[m]:.2f} s" for m, c in order),
-                load_average(),
+            Row(
+                "P1 run elapsed",
+                [r.elapsed for r in runs_a],
+                [r.elapsed for r in runs_b],
+                None,
+                "run_results.json elapsed_time (4 threads)",
             ),
-            flush=True,
-        )
-
-    def model(key: Tuple[str, str]) -> List[float]:
-        return [r.models[key[0]] for r in runs[key]]
-
-    def changes(key: Tuple[str, str]) -> Dict[str, Any]:
-        response = runs[key][-1].responses.get(key[0], {})
-        return {k: response.get(k) for k in ("schema_changes", "write_path")}
-
-    small = f"{P5_SMALL_ROWS:,}-row table, {P5_BATCH:,}-row batch"
-    wanted = {"none": None, "add": "AddColumns", "widen": "AlterColumnType"}
-    for (name, change), rs in runs.items():
-        ops = [
-            [c.get("op") for c in r.responses.get(name, {}).get("schema_changes") or []] for r in rs
+            Row(
+                "P1 process wall",
+                [r.wall for r in runs_a],
+                [r.wall for r in runs_b],
+                None,
+                "whole `dbt run` process",
+            ),
         ]
-        want = [[wanted[change]] if wanted[change] else [] for _ in rs]
-        check(ops == want, f"{name} change={change}: schema_changes {ops}")
-    return [
-        Row(
-            "P5 add column model",
-            model(("p5_small", "add")),
-            model(("p5_small", "none")),
-            P5_TARGET,
-            small,
-            {"response": changes(("p5_small", "add"))},
-        ),
-        Row(
-            "P5 widen int model",
-            model(("p5_small", "widen")),
-            model(("p5_small", "none")),
-            P5_TARGET,
-            small,
-            {"response": changes(("p5_small", "widen"))},
-        ),
-        Row(
-            "P5 add column wall",
-            [r.wall for r in runs[("p5_small", "add")]],
-            [r.wall for r in runs[("p5_small", "none")]],
-            None,
-            "whole `dbt run` process",
-        ),
-        Row(
-            "P5 widen int wall",
-            [r.wall for r in runs[("p5_small", "widen")]],
-            [r.wall for r in runs[("p5_small", "none")]],
-            None,
-            "whole `dbt run` process",
-        ),
-        Row(
-            f"P5 add col {short(large_rows)}/{short(P5_SMALL_ROWS)}",
-            model(("p5_large", "add")),
-            model(("p5_small", "add")),
-            None,
-            f"add-column run, {large_rows:,}-row table / {P5_SMALL_ROWS:,}-row table "
-            f"(aim <= {P5_SIZE_TARGET})",
-            {"response": changes(("p5_large", "add"))},
-        ),
-    ]
+
+
+class P3:
+    """An uncached 5M-row model under data_type discard_row (A), with quarantine (A') / the
+    same query without a contract (B)."""
+
+    order = ("p3_discard_row", "p3_plain", "p3_quarantine")  # A, B, A', A, B, A', ...
+
+    def __init__(self, work: Path, jars: List[Path], rows: int) -> None:
+        self.rows = rows
+        project = write_project(
+            "p3_uncached_load", contracts_profile("p3_uncached_load", 1), p3_models()
+        )
+        self.target = Target(
+            "p3", contracts_dbt(), project, work / "p3" / "wh", jars, work / "logs"
+        )
+
+    def setups(self) -> List[Callable[[], str]]:
+        def setup() -> str:
+            self.target.warehouse.mkdir(parents=True)
+            result = self.target.run([], {"phase": "v1", "rows": P3_DEPLOYED_ROWS})
+            self.target.take_snapshot()
+            return (
+                f"p3: first run, {len(result.models)} tables with n bigint, "
+                f"{P3_DEPLOYED_ROWS:,} rows, wall {result.wall:.1f} s"
+            )
+
+        return [setup]
+
+    def measure(self, pairs: int) -> List[Row]:
+        print(
+            f"P3: incremental append of an uncached {self.rows:,}-row model (n string into a "
+            "bigint column): data_type discard_row (A), + quarantine (A') / no contract (B)",
+            flush=True,
+        )
+        v2 = {"phase": "v2", "rows": self.rows}
+        runs: Dict[str, List[RunResult]] = {name: [] for name in self.order}
+        for i in range(pairs):
+            for name in self.order:
+                runs[name].append(measured(self.target, [name], v2))
+            models = ", ".join(f"{n[3:]} {runs[n][-1].models[n]:.1f} s" for n in self.order)
+            walls = ", ".join(f"{runs[n][-1].wall:.1f}" for n in self.order)
+            print(
+                f"  P3 round {i + 1}/{pairs}: models {models}; walls {walls} s "
+                f"(load {load_average()})",
+                flush=True,
+            )
+        plain, discard, quarantine = (
+            runs["p3_plain"],
+            runs["p3_discard_row"],
+            runs["p3_quarantine"],
+        )
+        expected = len(range(7, self.rows, P3_BAD_EVERY))
+        for name in ("p3_discard_row", "p3_quarantine"):
+            got = [r.responses.get(name, {}).get("rows_discarded") for r in runs[name]]
+            check(
+                all(g == expected for g in got),
+                f"{name}: rows_discarded {got} (expected {expected} each run)",
+            )
+
+        def model(rs: List[RunResult], name: str) -> List[float]:
+            return [r.models[name] for r in rs]
+
+        def response(name: str) -> Dict[str, Any]:
+            got = runs[name][-1].responses.get(name, {})
+            keys = ("rows_discarded", "values_discarded", "write_path", "contract")
+            return {k: got.get(k) for k in keys}
+
+        note = (
+            f"{self.rows:,} rows: sha2 over a string, an aggregate joined back; deployed n "
+            f"bigint, model n string with {expected} non-numeric values; B casts n in the model"
+        )
+        return [
+            Row(
+                "P3 discard_row model",
+                model(discard, "p3_discard_row"),
+                model(plain, "p3_plain"),
+                P3_TARGET,
+                note,
+                {"response": response("p3_discard_row")},
+            ),
+            Row(
+                "P3 discard_row wall",
+                [r.wall for r in discard],
+                [r.wall for r in plain],
+                None,
+                "whole `dbt run` process",
+            ),
+            Row(
+                "P3 +quarantine model",
+                model(quarantine, "p3_quarantine"),
+                model(plain, "p3_plain"),
+                P3_TARGET,
+                note + "; quarantine: true",
+                {"response": response("p3_quarantine")},
+            ),
+            Row(
+                "P3 +quarantine wall",
+                [r.wall for r in quarantine],
+                [r.wall for r in plain],
+                None,
+                "whole `dbt run` process",
+            ),
+        ]
+
+
+class P5:
+    """Delta schema_evolution: add column / widen int->bigint / no change, same batch."""
+
+    wanted = {"none": None, "add": "AddColumns", "widen": "AlterColumnType"}
+
+    def __init__(self, work: Path, jars: List[Path], large_rows: int) -> None:
+        self.sizes = {"p5_small": P5_SMALL_ROWS, "p5_large": large_rows}
+        project = write_project("p5_evolution", contracts_profile("p5_evolution", 1), p5_models())
+        self.target = Target(
+            "p5", contracts_dbt(), project, work / "p5" / "wh", jars, work / "logs"
+        )
+        self.order = (
+            ("p5_small", "add"),
+            ("p5_small", "none"),
+            ("p5_small", "widen"),
+            ("p5_large", "add"),
+        )
+
+    def setups(self) -> List[Callable[[], str]]:
+        def setup() -> str:
+            self.target.warehouse.mkdir(parents=True)
+            walls = []
+            for model, size in self.sizes.items():
+                result = self.target.run([model], {"change": "none", "lo": 0, "hi": size})
+                walls.append(f"{model} {size:,} rows {result.wall:.1f} s")
+            self.target.take_snapshot()
+            return "p5: first runs, " + ", ".join(walls)
+
+        return [setup]
+
+    def batch(self, model: str, change: str) -> RunResult:
+        size = self.sizes[model]
+        return measured(self.target, [model], {"change": change, "lo": size, "hi": size + P5_BATCH})
+
+    def measure(self, pairs: int) -> List[Row]:
+        large = self.sizes["p5_large"]
+        print(
+            f"P5: Delta, schema_evolution {{}}, append of {P5_BATCH:,} rows into a "
+            f"{P5_SMALL_ROWS:,}-row table: add column (A1), widen int->bigint (A2) / no change "
+            f"(B); add column also into a {large:,}-row table",
+            flush=True,
+        )
+        runs: Dict[Tuple[str, str], List[RunResult]] = {key: [] for key in self.order}
+        for i in range(pairs):
+            for key in self.order:
+                if key[0] == "p5_large" and i >= P5_LARGE_RUNS:
+                    continue  # information only: fewer runs, to keep the script short
+                runs[key].append(self.batch(*key))
+            models = ", ".join(
+                f"{m[3:]} {c} {runs[(m, c)][-1].models[m]:.2f} s"
+                for m, c in self.order
+                if len(runs[(m, c)]) == i + 1
+            )
+            print(
+                f"  P5 round {i + 1}/{pairs}: models {models} (load {load_average()})", flush=True
+            )
+        for (name, change), rs in runs.items():
+            ops = [
+                [c.get("op") for c in r.responses.get(name, {}).get("schema_changes") or []]
+                for r in rs
+            ]
+            want = [[self.wanted[change]] if self.wanted[change] else [] for _ in rs]
+            check(ops == want, f"{name} change={change}: schema_changes {ops}")
+
+        def model(key: Tuple[str, str]) -> List[float]:
+            return [r.models[key[0]] for r in runs[key]]
+
+        def wall(key: Tuple[str, str]) -> List[float]:
+            return [r.wall for r in runs[key]]
+
+        def response(key: Tuple[str, str]) -> Dict[str, Any]:
+            got = runs[key][-1].responses.get(key[0], {})
+            return {k: got.get(k) for k in ("schema_changes", "write_path")}
+
+        small_add, small_none = ("p5_small", "add"), ("p5_small", "none")
+        small_widen, large_add = ("p5_small", "widen"), ("p5_large", "add")
+        note = f"{P5_SMALL_ROWS:,}-row table, {P5_BATCH:,}-row batch"
+        return [
+            Row(
+                "P5 add column model",
+                model(small_add),
+                model(small_none),
+                P5_TARGET,
+                note,
+                {"response": response(small_add)},
+            ),
+            Row(
+                "P5 widen int model",
+                model(small_widen),
+                model(small_none),
+                P5_TARGET,
+                note,
+                {"response": response(small_widen)},
+            ),
+            Row("P5 add column wall", wall(small_add), wall(small_none), None, "whole process"),
+            Row("P5 widen int wall", wall(small_widen), wall(small_none), None, "whole process"),
+            Row(
+                f"P5 add col {short(large)}/{short(P5_SMALL_ROWS)}",
+                model(large_add),
+                model(small_add)[: len(runs[large_add])],
+                None,
+                f"add-column run, {large:,}-row table / {P5_SMALL_ROWS:,}-row table, "
+                f"{P5_BATCH:,}-row batch, {len(runs[large_add])} run(s) each, same rounds "
+                f"(aim <= {P5_SIZE_TARGET})",
+                {"response": response(large_add)},
+            ),
+        ]
 
 
 CHECKS: List[str] = []
@@ -845,12 +902,23 @@ def main() -> None:
     (work / "logs").mkdir()
     rows: List[Row] = []
     try:
+        scenarios: List[Any] = []
         if "p1" in only:
-            rows += bench_p1(work, jars, args.pairs)
+            scenarios.append(P1(work, jars))
         if "p3" in only:
-            rows += bench_p3(work, jars, args.pairs, args.p3_rows)
+            scenarios.append(P3(work, jars, args.p3_rows))
         if "p5" in only:
-            rows += bench_p5(work, jars, args.pairs, args.p5_large_rows)
+            scenarios.append(P5(work, jars, args.p5_large_rows))
+        setups = [setup for scenario in scenarios for setup in scenario.setups()]
+        print(f"setup: {len(setups)} first-run job(s) side by side (untimed) ...", flush=True)
+        setup_start = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=len(setups)) as pool:
+            for message in pool.map(lambda setup: setup(), setups):
+                print(f"  {message}", flush=True)
+        print(f"setup done in {time.perf_counter() - setup_start:.0f} s", flush=True)
+        wait_for_quiet()
+        for scenario in scenarios:
+            rows += scenario.measure(args.pairs)
     except DbtRunFailed as exc:
         print(f"\nFAILED: {exc}", flush=True)
         print(f"(logs and warehouses kept in {work})")
@@ -858,8 +926,10 @@ def main() -> None:
     runtime = time.perf_counter() - started
     print_table(rows, date, host)
     print(
-        f"script runtime {runtime / 60:.1f} min; load average now {load_average()}; "
-        f"{other_jvms()} other Spark JVM(s) running"
+        f"script runtime {runtime / 60:.1f} min; other Spark JVMs running as each measured "
+        f"process started: max {max(OTHER_JVMS_SEEN, default=0)} "
+        f"({sum(1 for n in OTHER_JVMS_SEEN if n)} of {len(OTHER_JVMS_SEEN)} processes); "
+        f"load average now {load_average()}"
     )
 
     RESULTS_FILE.parent.mkdir(parents=True, exist_ok=True)
@@ -878,6 +948,7 @@ def main() -> None:
         },
         "rows": [row.to_dict(date, host) for row in rows],
         "checks": CHECKS,
+        "other_spark_jvms_at_each_measured_start": OTHER_JVMS_SEEN,
     }
     RESULTS_FILE.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     print(f"written {RESULTS_FILE.relative_to(REPO)}")
