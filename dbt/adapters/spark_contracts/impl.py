@@ -27,6 +27,8 @@ from dbt.adapters.spark_contracts.core.contract import resolve_contract
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
+from dbt.adapters.spark_contracts.core.render import render_plan
+from dbt.adapters.spark_contracts.core.write_path import decide_write_path, needs_stage
 from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
 
@@ -213,18 +215,18 @@ class SparkContractsAdapter(SparkAdapter):
         written = (
             decision.target if decision is not None and decision.target is not None else compiled
         )
-        write = runs.write_decision(plan, table_format, strategy, deployed, written, column_lists)
+        write = decide_write_path(plan, table_format, strategy, deployed, written, column_lists)
         in_write = write.evolves_in_write
         statements = (
             ()
             if plan.is_blocked or in_write
-            else runs.render_statements(plan, str(relation), table_format, table_options.strip())
+            else render_plan(plan, str(relation), table_format, table_options.strip())
         )
         stage = runs.stage_name(str(relation), invocation_id)
         load = None
         if decision is not None and not settings.dry_run:
             load = render_load_select(decision, stage, deployed, compiled, invocation_id)
-        staged = runs.needs_stage(write, load) and not (plan.full_refresh or settings.dry_run)
+        staged = needs_stage(write, load) and not (plan.full_refresh or settings.dry_run)
         if decision is not None and load is not None and not staged:
             load = render_load_select(decision, str(view), deployed, compiled, invocation_id)
         run = runs.ModelRun(

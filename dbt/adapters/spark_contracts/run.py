@@ -37,7 +37,6 @@ from dbt.adapters.spark_contracts.core import (
     plan_on_schema_change,
     plan_schema_change,
     quote_identifier,
-    render_plan,
 )
 from dbt.adapters.spark_contracts.core.config import EvolutionSettings
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
@@ -51,7 +50,7 @@ from dbt.adapters.spark_contracts.core.intent import (
 )
 from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
-from dbt.adapters.spark_contracts.core.write_path import WriteDecision, decide_write_path
+from dbt.adapters.spark_contracts.core.write_path import WriteDecision
 
 logger = AdapterLogger("SparkContracts")
 
@@ -181,7 +180,7 @@ class RunOutcome:
 
     executed: List[str] = field(default_factory=list)
     restore_version: Optional[int] = None
-    intent_written: bool = False
+    intent: Optional[Intent] = None  # written to the table; None: no multi-step change began
     staged: bool = False
     restored: Optional[str] = None
     rows_discarded: Optional[int] = None
@@ -398,29 +397,8 @@ def plan_change(
     return diff, plan, f"on_schema_change: {settings.on_schema_change}"
 
 
-def needs_stage(write: WriteDecision, load: Optional[LoadSql]) -> bool:
-    """Stage the output once when more than one statement reads it, or when changes precede the
-    load (a query failing at run time then changes nothing)."""
-    if write.multi_step:
-        return True
-    return load is not None and bool(
-        load.violation_sample_sql or load.discard_count_sql or load.quarantine_select
-    )
-
-
 def stage_name(relation: str, invocation_id: str) -> str:
     return suffixed(relation, STAGE_SUFFIX + invocation_id.replace("-", "")[:12])
-
-
-def write_decision(
-    plan: Plan,
-    table_format: str,
-    strategy: str,
-    deployed: Struct,
-    written: Struct,
-    column_lists: bool,
-) -> WriteDecision:
-    return decide_write_path(plan, table_format, strategy, deployed, written, column_lists)
 
 
 # --------------------------------------------------------------------------- the runner
@@ -596,7 +574,7 @@ class Runner:
         self.spark.run(
             f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
         )
-        out.intent_written = True
+        out.intent = intent
         for statement in run.statements:
             self._step(run, statement, lambda s=statement: self.spark.run(s))
             out.executed.append(statement)
@@ -651,7 +629,7 @@ class Runner:
             finally:
                 if auto_merge:
                     self.spark.set_conf(DELTA_AUTO_MERGE, None)
-            if run.outcome.intent_written:
+            if run.outcome.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
         finally:
             self.drop_stage(run)
@@ -684,11 +662,11 @@ class Runner:
                 out.quarantined = None
             except Exception as cleanup:
                 logger.warning(f"{run.unique_id}: quarantine rows of this run stay: {cleanup}")
-        if not out.intent_written:
+        intent = out.intent
+        if intent is None:
             self.spark.set_conf(DELTA_USER_METADATA, None)
             self.record(run)
             raise exc
-        intent = self.intent_of(run)
         try:
             out.restored = self.restore(intent)
         except ForeignCommits as foreign:
@@ -790,9 +768,3 @@ def from_json(schema_json: Mapping[str, Any]) -> Struct:
     parsed = from_spark_json(schema_json)
     assert isinstance(parsed, Struct)
     return parsed
-
-
-def render_statements(
-    plan: Plan, relation: str, table_format: str, table_options: str
-) -> Tuple[str, ...]:
-    return tuple(render_plan(plan, relation, table_format, table_options))

@@ -64,7 +64,7 @@ COLUMN_DEFAULTS = TableFeature(
     accepted=("enabled",),
 )
 
-_INTEGRAL_UP = {
+INTEGRAL_UP = {
     ("tinyint", "smallint"),
     ("tinyint", "int"),
     ("tinyint", "bigint"),
@@ -131,7 +131,7 @@ DELTA = FormatCapabilities(
     enforces_not_null=True,
     not_null_check_constraint=True,
     widenings=frozenset(
-        _INTEGRAL_UP
+        INTEGRAL_UP
         | {(k, "double") for k in ("tinyint", "smallint", "int")}
         | {(k, "decimal") for k in ("tinyint", "smallint", "int", "bigint")}
         | {("float", "double"), ("decimal", "decimal"), ("date", "timestamp_ntz")}

@@ -14,22 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from .capabilities import INTEGRAL_UP
 from .diff import FieldsReordered, diff_schemas
+from .enforce import LoadSql
 from .operations import AddColumns, AlterColumnType, Plan
 from .types import Array, Field, Map, SparkType, Struct, type_kind
 
 # Widenings the evolving write performs itself (probed on Spark 4.1.1, Delta 4.3.1, Iceberg 1.12).
-IN_WRITE_WIDENINGS = frozenset(
-    {
-        ("tinyint", "smallint"),
-        ("tinyint", "int"),
-        ("tinyint", "bigint"),
-        ("smallint", "int"),
-        ("smallint", "bigint"),
-        ("int", "bigint"),
-        ("float", "double"),
-    }
-)
+IN_WRITE_WIDENINGS = frozenset(INTEGRAL_UP | {("float", "double")})
 # Strategies whose write evolves the schema in the same commit as the rows, per table format.
 # Iceberg is not listed: Spark 4.1 + Iceberg 1.12 run `MERGE WITH SCHEMA EVOLUTION` as a schema
 # commit first and the rows after, so a query failing at run time leaves the new columns behind
@@ -133,3 +125,14 @@ def decide_write_path(
     if any(isinstance(c, FieldsReordered) for c in diff_schemas(after, source)):
         return WriteDecision(WritePath.MULTI_STEP, "a new struct field is not last in its struct")
     return WriteDecision(WritePath.IN_WRITE)
+
+
+def needs_stage(write: WriteDecision, load: LoadSql | None) -> bool:
+    """Stage the model's output once when more than one statement reads it (freeze check,
+    discard counts, quarantine), or when changes precede the load (a query failing at run time
+    then changes nothing)."""
+    if write.multi_step:
+        return True
+    return load is not None and bool(
+        load.violation_sample_sql or load.discard_count_sql or load.quarantine_select
+    )
