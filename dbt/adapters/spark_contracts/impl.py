@@ -186,7 +186,43 @@ class SparkContractsAdapter(SparkAdapter):
         spark = self._spark()
         runner = self._runner(spark, invocation_id)
         tag = commit_tag(invocation_id, unique_id)
-        spark.set_conf(runs.DELTA_USER_METADATA, tag)  # every commit of this run carries it
+        runner.tag_commits(tag)  # every commit of this run carries it
+        try:
+            run = self._plan_model_run(
+                spark,
+                runner,
+                relation,
+                view,
+                model,
+                contract,
+                settings,
+                strategy,
+                invocation_id,
+                tag,
+                table_options,
+            )
+        except BaseException:
+            runner.untag()  # a later node on this thread must not commit under this tag
+            raise
+        if run.blocked:
+            runner.untag()  # nothing will be written
+        return run
+
+    def _plan_model_run(
+        self,
+        spark: runs.Spark,
+        runner: runs.Runner,
+        relation: BaseRelation,
+        view: BaseRelation,
+        model: Dict[str, Any],
+        contract: Any,
+        settings: Any,
+        strategy: str,
+        invocation_id: str,
+        tag: str,
+        table_options: str,
+    ) -> runs.ModelRun:
+        unique_id = model.get("unique_id", str(relation))
         compiled = runs.compiled_schema(
             spark.schema(f"select * from {view}"), _declared_not_null(model)
         )
@@ -281,13 +317,14 @@ class SparkContractsAdapter(SparkAdapter):
     def full_refresh_response(
         self, run: runs.ModelRun, response: Any
     ) -> runs.ContractsAdapterResponse:
-        self._spark().set_conf(runs.DELTA_USER_METADATA, None)
-        self._runner(self._spark(), run.invocation_id).record(run)
+        runner = self._runner(self._spark(), run.invocation_id)
+        runner.untag()
+        runner.record(run)
         return run.response(str(response))
 
     @available
     def dry_run_response(self, run: runs.ModelRun) -> runs.ContractsAdapterResponse:
-        self._spark().set_conf(runs.DELTA_USER_METADATA, None)
+        self._runner(self._spark(), run.invocation_id).untag()
         return run.response(
             f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed", dry_run=True
         )

@@ -410,6 +410,13 @@ class Runner:
     def __init__(self, spark: Spark, report: RunReport, target_dir: Path) -> None:
         self.spark, self.report, self.target_dir = spark, report, target_dir
 
+    # -- the commit tag: set for one model's run, in its thread's own session
+    def tag_commits(self, tag: str) -> None:
+        self.spark.set_conf(DELTA_USER_METADATA, tag)
+
+    def untag(self) -> None:
+        self.spark.set_conf(DELTA_USER_METADATA, None)
+
     # -- intents and history
     def current_version(self, relation: str, table_format: str) -> Optional[int]:
         if table_format == "delta":
@@ -537,6 +544,14 @@ class Runner:
     def prepare(self, run: ModelRun) -> str:
         """Stage, check, count, quarantine, then the multi-step changes. Returns the relation
         the load reads."""
+        try:
+            return self._prepare(run)
+        except BaseException:
+            self.drop_stage(run)
+            self.untag()
+            raise
+
+    def _prepare(self, run: ModelRun) -> str:
         out = run.outcome
         if run.stage:
             self.spark.run(f"drop table if exists {run.stage}")
@@ -633,7 +648,7 @@ class Runner:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
         finally:
             self.drop_stage(run)
-            self.spark.set_conf(DELTA_USER_METADATA, None)
+            self.untag()
         self.record(run)
         return run.response(
             str(response),
@@ -664,7 +679,7 @@ class Runner:
                 logger.warning(f"{run.unique_id}: quarantine rows of this run stay: {cleanup}")
         intent = out.intent
         if intent is None:
-            self.spark.set_conf(DELTA_USER_METADATA, None)
+            self.untag()
             self.record(run)
             raise exc
         try:
@@ -680,7 +695,7 @@ class Runner:
                 run.unique_id, step, exc, restore_exc, self.manual_repair(intent)
             ) from exc
         finally:
-            self.spark.set_conf(DELTA_USER_METADATA, None)
+            self.untag()
         self.record(run)
         raise RunUndone(run.unique_id, step, out.restored, exc) from exc
 
@@ -703,7 +718,7 @@ class Runner:
     def raise_violation(
         self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
     ) -> None:
-        self.spark.set_conf(DELTA_USER_METADATA, None)
+        self.untag()
         error = SchemaContractViolation(unique_id, relation, violation, values)
         entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
         self.report.record(self.target_dir, unique_id, entry)
