@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from spark_type_strategies import table_schemas
 
+from dbt.adapters.spark_contracts.core.config import resolve_settings
 from dbt.adapters.spark_contracts.core.diff import FieldsReordered, diff_schemas
+from dbt.adapters.spark_contracts.core.enforce import LoadSql
 from dbt.adapters.spark_contracts.core.intent import (
     Commit,
     Intent,
@@ -16,9 +20,12 @@ from dbt.adapters.spark_contracts.core.intent import (
 from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
 from dbt.adapters.spark_contracts.core.types import Array, Field, Primitive, Struct
 from dbt.adapters.spark_contracts.core.write_path import (
+    WriteDecision,
     WritePath,
     decide_write_path,
     merged_by_name,
+    needs_stage,
+    plan_change,
 )
 
 INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
@@ -129,3 +136,49 @@ def test_foreign_commits_are_the_ones_not_tagged_by_the_run():
     ]
     assert [c.version for c in foreign_commits(commits, own)] == [5, 6]
     assert foreign_commits(commits[:1], own) == ()
+
+
+def _load(samples: bool = False, counts: bool = False, quarantine: bool = False) -> LoadSql:
+    metrics = (("rows_discarded", "count_if(x IS NULL)"),) if counts else ()
+    return LoadSql(
+        "SELECT x FROM v",
+        ("x",),
+        violation_sample_sql="SELECT 1" if samples else None,
+        discard_metrics=metrics,
+        quarantine_select="SELECT x FROM v WHERE x IS NULL" if quarantine else None,
+        source="v",
+    )
+
+
+@given(st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans())
+def test_the_output_is_staged_only_when_read_twice(
+    multi_step, contract, samples, counts, quarantine, observable
+):
+    write = WriteDecision(WritePath.MULTI_STEP if multi_step else WritePath.IN_WRITE)
+    load = _load(samples, counts, quarantine) if contract else None
+    staged = needs_stage(write, load, observable)
+    read_twice = contract and (samples or quarantine or (counts and not observable))
+    assert staged == (multi_step or read_twice)
+
+
+def test_observed_counts_are_the_count_query_aggregates():
+    load = _load(counts=True)
+    assert load.discard_count_sql == "SELECT count_if(x IS NULL) AS rows_discarded FROM v"
+    assert _load().discard_count_sql is None
+
+
+@pytest.mark.parametrize(
+    "evolution, on_schema_change, mode, planned",
+    [
+        ({}, None, "schema_evolution", True),
+        (None, "append_new_columns", "on_schema_change: append_new_columns", True),
+        (None, "ignore", "on_schema_change: ignore", False),
+    ],
+)
+def test_the_run_plans_by_evolution_or_on_schema_change(evolution, on_schema_change, mode, planned):
+    deployed, compiled = s(("id", BIGINT)), s(("id", BIGINT), ("note", STRING))
+    settings = resolve_settings("m", evolution, None, on_schema_change, {})
+    diff, plan, chosen = plan_change(deployed, compiled, "delta", {}, settings, None)
+    assert chosen.startswith(mode)
+    assert [c.dotted for c in diff.changes] == ["note"]
+    assert bool(plan.operations) is planned

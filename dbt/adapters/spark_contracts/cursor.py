@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
 SessionFactory = Callable[[], Any]
+OBSERVATION_TIMEOUT_S = 60.0
 
 # PySpark logs every failed statement as a JSON stack trace on stderr; dbt reports the error
 # itself (once, readably), so these two loggers are quietened.
@@ -131,6 +133,26 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
     def get_conf(self, key: str) -> Optional[str]:
         return self.handle.cursor().session.conf.get(key, None)
 
+    def can_observe(self) -> bool:
+        """A Connect client does not receive metrics observed in a statement it sends as SQL."""
+        return not type(self.handle.cursor().session).__module__.startswith("pyspark.sql.connect")
+
+    def observe(
+        self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]
+    ) -> Callable[[], Optional[Dict[str, Any]]]:
+        """Temporary view `view` over `source`, observing `metrics` (name, SQL aggregate) in
+        the first statement that reads it; the returned call gives them, or None if no
+        statement did."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        session = self.handle.cursor().session
+        observation = Observation(view)
+        columns = [F.expr(expr).alias(name) for name, expr in metrics]
+        session.table(source).observe(observation, *columns).createOrReplaceTempView(view)
+        names = [name for name, _ in metrics]
+        return lambda: _observed(observation, names)
+
     @classmethod
     def _fix_binding(cls, value: Any) -> Any:
         """dbt-spark renders None as the string 'None' and leaves quotes unescaped; fix both."""
@@ -144,3 +166,23 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
     def fetchone(self) -> Any:
         assert self._cursor, "Cursor not available"
         return self._cursor.fetchone()
+
+
+def _observed(
+    observation: Any, names: List[str], timeout: float = OBSERVATION_TIMEOUT_S
+) -> Optional[Dict[str, Any]]:
+    """The observation's metrics once Spark's listener has delivered them (asynchronously, just
+    after the statement ends); None when no statement ran the observed plan. Read by position:
+    after a Delta CTAS the row carries no schema, which pyspark's `Observation.get` needs."""
+    future = observation._jo.future() if observation._jo is not None else None
+    deadline = time.monotonic() + timeout
+    while future is not None and not future.isCompleted():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
+    if future is None:
+        return None
+    row = observation._jo.getRow()
+    if row.size() != len(names):  # a statement that read the plan without running it
+        return None
+    return {name: row.get(i) for i, name in enumerate(names)}

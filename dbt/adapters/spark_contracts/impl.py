@@ -27,8 +27,12 @@ from dbt.adapters.spark_contracts.core.contract import resolve_contract
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
-from dbt.adapters.spark_contracts.core.render import render_plan
-from dbt.adapters.spark_contracts.core.write_path import decide_write_path, needs_stage
+from dbt.adapters.spark_contracts.core.render import render_plan, suffixed
+from dbt.adapters.spark_contracts.core.write_path import (
+    decide_write_path,
+    needs_stage,
+    plan_change,
+)
 from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
 
@@ -241,7 +245,7 @@ class SparkContractsAdapter(SparkAdapter):
             )
             if decision.violations:
                 runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
-        diff, plan, mode = runs.plan_change(
+        diff, plan, mode = plan_change(
             deployed, compiled, table_format, properties, settings, decision
         )
         config = model.get("config", {})
@@ -262,9 +266,12 @@ class SparkContractsAdapter(SparkAdapter):
         load = None
         if decision is not None and not settings.dry_run:
             load = render_load_select(decision, stage, deployed, compiled, invocation_id)
-        staged = needs_stage(write, load) and not (plan.full_refresh or settings.dry_run)
+        observe = load is not None and bool(load.discard_metrics) and spark.can_observe()
+        observed = suffixed(str(view), "__observed") if observe else None
+        staged = needs_stage(write, load, observe) and not (plan.full_refresh or settings.dry_run)
         if decision is not None and load is not None and not staged:
-            load = render_load_select(decision, str(view), deployed, compiled, invocation_id)
+            source = observed or str(view)
+            load = render_load_select(decision, source, deployed, compiled, invocation_id)
         run = runs.ModelRun(
             unique_id=unique_id,
             invocation_id=invocation_id,
@@ -281,6 +288,7 @@ class SparkContractsAdapter(SparkAdapter):
             write=write,
             view=str(view),
             stage=stage if staged else None,
+            observed=observed,
             commit_tag=tag,
             contract=decision,
             load_sql=load,
@@ -555,3 +563,10 @@ class _ConnectionSpark:
     def get_conf(self, key: str) -> Optional[str]:
         handle = self._handle()
         return handle.get_conf(key) if hasattr(handle, "get_conf") else None
+
+    def can_observe(self) -> bool:
+        handle = self._handle()
+        return bool(getattr(handle, "can_observe", lambda: False)())
+
+    def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Any:
+        return self._handle().observe(view, source, metrics)

@@ -32,13 +32,9 @@ from dbt.adapters.spark_contracts.core import (
     Plan,
     Rewrite,
     Struct,
-    diff_schemas,
     from_spark_json,
-    plan_on_schema_change,
-    plan_schema_change,
     quote_identifier,
 )
-from dbt.adapters.spark_contracts.core.config import EvolutionSettings
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.enforce import ContractDecision, LoadSql
 from dbt.adapters.spark_contracts.core.intent import (
@@ -143,6 +139,9 @@ class RestoreFailed(DbtRuntimeError):
 # ------------------------------------------------------------------------- the connection
 
 
+Observed = Callable[[], Optional[Dict[str, Any]]]  # the observed metrics; None if never seen
+
+
 class Spark(Protocol):
     """What a run needs from the dbt connection of its thread."""
 
@@ -155,6 +154,15 @@ class Spark(Protocol):
     def set_conf(self, key: str, value: Optional[str]) -> None: ...
 
     def get_conf(self, key: str) -> Optional[str]: ...
+
+    def can_observe(self) -> bool:
+        """Metrics observed while a statement runs reach this process (classic session)."""
+        ...
+
+    def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Observed:
+        """Define temporary view `view` as `source`, observing `metrics` (name, aggregate) in
+        whichever statement reads it first."""
+        ...
 
 
 def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct:
@@ -182,6 +190,7 @@ class RunOutcome:
     restore_version: Optional[int] = None
     intent: Optional[Intent] = None  # written to the table; None: no multi-step change began
     staged: bool = False
+    observation: Optional[Observed] = field(default=None, repr=False)
     restored: Optional[str] = None
     rows_discarded: Optional[int] = None
     values_discarded: Optional[int] = None
@@ -209,6 +218,7 @@ class ModelRun:
     write: WriteDecision
     view: str  # the model's query as a temporary view
     stage: Optional[str]  # the table the output is staged in, when the run stages
+    observed: Optional[str]  # the view over `view` whose first reader counts the discards
     commit_tag: str
     contract: Optional[ContractDecision] = None
     load_sql: Optional[LoadSql] = None
@@ -303,6 +313,7 @@ class ModelRun:
             "mode": self.mode,
             "dry_run": self.dry_run,
             "write_path": self.write.path.name.lower(),
+            "staged": self.stage is not None,
             "diff": [
                 {"change": type(c).__name__, "path": c.dotted, "description": c.describe()}
                 for c in self.diff.changes
@@ -359,44 +370,6 @@ def merge_column_lists(
     }
 
 
-def plan_change(
-    deployed: Struct,
-    compiled: Struct,
-    table_format: str,
-    properties: Mapping[str, str],
-    settings: EvolutionSettings,
-    contract: Optional[ContractDecision],
-) -> Tuple[SchemaDiff, Plan, str]:
-    """The §4 plan for this run: towards the contract's target, or by schema_evolution, or by
-    dbt's on_schema_change."""
-    diff = diff_schemas(deployed, compiled)
-    if contract is not None:
-        plan = plan_schema_change(
-            contract.evolve_diff,
-            table_format,
-            properties,
-            settings.policy,
-            deployed,
-            contract.target,  # type: ignore[arg-type]
-        )
-        return diff, plan, f"schema_contract {contract.contract.to_dict()}"
-    if settings.uses_evolution:
-        plan = plan_schema_change(
-            diff, table_format, properties, settings.policy, deployed, compiled
-        )
-        return diff, plan, f"schema_evolution (strategy {settings.policy.strategy})"
-    plan = plan_on_schema_change(
-        settings.on_schema_change,
-        diff,
-        table_format,
-        properties,
-        deployed,
-        compiled,
-        settings.policy,
-    )
-    return diff, plan, f"on_schema_change: {settings.on_schema_change}"
-
-
 def stage_name(relation: str, invocation_id: str) -> str:
     return suffixed(relation, STAGE_SUFFIX + invocation_id.replace("-", "")[:12])
 
@@ -434,12 +407,7 @@ class Runner:
         """The table's commits after the intent's restore point, with who made each."""
         relation, version = intent.relation, intent.restore_version
         if intent.table_format == "delta" and version is not None:
-            rows = self.spark.fetch(f"describe history {relation}")
-            return tuple(
-                Commit(int(r["version"]), str(r["operation"]), r.get("userMetadata") or None)
-                for r in rows
-                if int(r["version"]) > version
-            )
+            return self._delta_commits_after(relation, version)
         if intent.table_format == "iceberg":
             rows = self.spark.fetch(
                 f"select h.snapshot_id, s.operation, s.summary['spark.app.id'] as app "
@@ -454,12 +422,47 @@ class Runner:
             )
         return ()
 
+    def _delta_commits_after(self, relation: str, version: int) -> Tuple[Commit, ...]:
+        rows = self.spark.fetch(f"describe history {relation}")
+        return tuple(
+            sorted(
+                (
+                    Commit(int(r["version"]), str(r["operation"]), r.get("userMetadata") or None)
+                    for r in rows
+                    if int(r["version"]) > version
+                ),
+                key=lambda c: int(c.version),
+            )
+        )
+
+    def _restore_delta(self, intent: Intent, checked: Tuple[Commit, ...]) -> str:
+        """RESTORE, then make sure no other writer committed between the check and the RESTORE
+        (it would have been undone with the run's changes): if one did, RESTORE again to the
+        version just before ours, which holds that commit, and fail naming it."""
+        relation, version = intent.relation, int(intent.restore_version or 0)
+        last_checked = max((int(c.version) for c in checked), default=version)
+        self.spark.run(f"restore table {relation} to version as of {version}")
+        later = self._delta_commits_after(relation, last_checked)
+        ours = max((int(c.version) for c in later if c.operation == "RESTORE"), default=None)
+        raced = tuple(c for c in later if ours is not None and int(c.version) < ours)
+        if raced and ours is not None:
+            self.spark.run(f"restore table {relation} to version as of {ours - 1}")
+            raise ForeignCommits(
+                relation,
+                version,
+                raced,
+                f"They committed while the run was restoring; the restore was taken back "
+                f"(RESTORE to version {ours - 1}), so the run's own changes stay in place.",
+            )
+        return f"restored to Delta version {version}"
+
     def restore(self, intent: Intent) -> str:
         """Put the table back to the intent's restore point, unless another writer committed
         after it (then `ForeignCommits`, and nothing is undone)."""
         relation = intent.relation
         own = intent.commit_tag if intent.table_format == "delta" else intent.writer
-        foreign = foreign_commits(self.commits_after(intent), own)
+        after = self.commits_after(intent)
+        foreign = foreign_commits(after, own)
         if foreign:
             raise ForeignCommits(
                 relation,
@@ -469,8 +472,7 @@ class Runner:
             )
         done: List[str] = []
         if intent.table_format == "delta" and intent.restore_version is not None:
-            self.spark.run(f"restore table {relation} to version as of {intent.restore_version}")
-            return f"restored to Delta version {intent.restore_version}"
+            return self._restore_delta(intent, after)
         if intent.table_format == "iceberg":
             if intent.added_columns:
                 schema = self.spark.schema(f"select * from {relation}")
@@ -553,23 +555,25 @@ class Runner:
 
     def _prepare(self, run: ModelRun) -> str:
         out = run.outcome
+        load = run.load_sql
+        if run.observed is not None and load is not None:
+            out.observation = self.spark.observe(run.observed, run.view, load.discard_metrics)
         if run.stage:
             self.spark.run(f"drop table if exists {run.stage}")
             self.spark.run(
-                f"create table {run.stage} using {_stage_format(run)} as select * from {run.view}"
+                f"create table {run.stage} using {_stage_format(run)} "
+                f"as select * from {run.observed or run.view}"
             )
             out.staged = True
-        load = run.load_sql
+            self._take_counts(run)
         if load is not None:
             if load.violation_sample_sql:
                 rows = self.spark.fetch(load.violation_sample_sql)
                 if rows:
                     self.drop_stage(run)
                     self.raise_value_violation(run, rows)
-            if load.discard_count_sql:
-                counts = self.spark.fetch(load.discard_count_sql)[0]
-                out.rows_discarded = int(counts["rows_discarded"] or 0)
-                out.values_discarded = int(counts["values_discarded"] or 0)
+            if load.discard_count_sql and run.observed is None:
+                self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if run.write.multi_step and run.statements:
             self._begin_steps(run)
@@ -580,6 +584,25 @@ class Runner:
                 lambda: self._quarantine(run, load.quarantine_select or ""),
             )
         return run.source
+
+    def _take_counts(self, run: ModelRun) -> None:
+        """The discard counts observed in the pass that just read the model's output."""
+        observation, run.outcome.observation = run.outcome.observation, None
+        if observation is None:
+            return
+        counts = observation()
+        load = run.load_sql
+        if counts is None and run.outcome.staged and load is not None and load.discard_count_sql:
+            counts = self.spark.fetch(load.discard_count_sql)[0]  # from the stage, not the model
+        if counts is None:
+            logger.warning(f"{run.unique_id}: Spark reported no discard counts for this run")
+        else:
+            self._set_counts(run, counts)
+
+    @staticmethod
+    def _set_counts(run: ModelRun, counts: Mapping[str, Any]) -> None:
+        run.outcome.rows_discarded = int(counts["rows_discarded"] or 0)
+        run.outcome.values_discarded = int(counts["values_discarded"] or 0)
 
     def _begin_steps(self, run: ModelRun) -> None:
         out = run.outcome
@@ -625,7 +648,7 @@ class Runner:
     def _quarantine(self, run: ModelRun, select: str) -> None:
         table = run.quarantine_table
         self.spark.run(
-            f"create table if not exists {table} using {_stage_format(run)} "
+            f"create table if not exists {table} using {_quarantine_format(run)} "
             f"as select * from ({select}) where false"
         )
         self.spark.run(f"insert into {table} by name {select}")
@@ -638,12 +661,14 @@ class Runner:
         )
         try:
             if auto_merge:  # this statement only, in this thread's own session
+                previous = self.spark.get_conf(DELTA_AUTO_MERGE)
                 self.spark.set_conf(DELTA_AUTO_MERGE, "true")
             try:
                 response = self._step(run, "the load", lambda: self.spark.run(sql))
             finally:
                 if auto_merge:
-                    self.spark.set_conf(DELTA_AUTO_MERGE, None)
+                    self.spark.set_conf(DELTA_AUTO_MERGE, previous)
+            self._take_counts(run)
             if run.outcome.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
         finally:
@@ -668,7 +693,6 @@ class Runner:
         """Put the table back after `step` failed (if this run changed it), then raise."""
         out = run.outcome
         self.drop_stage(run)
-        self.spark.set_conf(DELTA_AUTO_MERGE, None)
         if out.quarantined and run.table_format in ("delta", "iceberg"):
             try:
                 self.spark.run(
@@ -729,6 +753,13 @@ class Runner:
 
 
 def _stage_format(run: ModelRun) -> str:
+    """Plain parquet (no transaction log, no statistics) unless the table's catalog is Iceberg's,
+    which only makes Iceberg tables."""
+    return "iceberg" if run.table_format == "iceberg" else "parquet"
+
+
+def _quarantine_format(run: ModelRun) -> str:
+    """The table's own format where rows can be deleted again (a failed run takes its back)."""
     return run.table_format if run.table_format in ("delta", "iceberg") else "parquet"
 
 

@@ -53,6 +53,25 @@ EVAL_MODELS = {
         f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
         f" as n from range({ROWS})",
     ),
+    # discard_row without quarantine: counted by metrics observed in the load itself, no stage
+    "eval_discard_row_append.sql": probe_model(
+        "file_format='delta', schema_contract={'data_type': 'discard_row'}",
+        "select id, cast(id as bigint) as n from range(1)",
+        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
+        f" as n from range({ROWS})",
+    ),
+    "eval_discard_row_merge.sql": probe_model(
+        "file_format='delta', unique_key='id', schema_contract={'data_type': 'discard_row'}",
+        "select id, cast(id as bigint) as n from range(1)",
+        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
+        f" as n from range({ROWS})",
+    ),
+    "eval_discard_value_iceberg.sql": probe_model(
+        "file_format='iceberg', schema_contract={'data_type': 'discard_value'}",
+        "select id, cast(id as bigint) as n from range(1)",
+        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
+        f" as n from range({ROWS})",
+    ),
     "eval_discard_value.sql": probe_model(
         "file_format='delta', schema_contract={'data_type': 'discard_value'}",
         "select id, cast(id as bigint) as n from range(1)",
@@ -98,12 +117,18 @@ class TestOneEvaluation:
         results = run_dbt(["run", "--select", name, "--vars", "{v: 2}"])
         assert evaluations() - before == ROWS, (name, evaluations() - before)
         response = results[0].adapter_response
-        if name == "eval_discard_row":
+        report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
+        entry = report["models"][f"model.test.{name}"]
+        if name.startswith("eval_discard_row"):
             assert response["rows_discarded"] == ROWS // 10
+            assert len(rows_of(project, f"{project.test_schema}.{name}")) == 1 + ROWS - ROWS // 10
+        if name == "eval_discard_row":
             quarantine = f"{project.test_schema}.{name}__quarantine"
             assert len(project.run_sql(f"select * from {quarantine}", fetch="all")) == ROWS // 10
-        if name == "eval_discard_value":
+        if name.startswith("eval_discard_value"):
             assert response["values_discarded"] == ROWS // 10
+        # only quarantine needs the output twice; the session method observes the counts
+        assert entry["staged"] is (name == "eval_discard_row"), entry
 
 
 PARALLEL = {

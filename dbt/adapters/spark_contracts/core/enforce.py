@@ -441,15 +441,25 @@ class LoadSql:
     """The load query and its companions; `columns` are the written columns, in order.
 
     `violation_sample_sql` (after a freeze failure only): `column_name`, `value` rows, up to 5
-    per column. `discard_count_sql`: one row, `rows_discarded`, `values_discarded`.
+    per column. `discard_metrics`: (name, aggregate) pairs over the source, `rows_discarded` and
+    `values_discarded`, observed in a pass that reads the source anyway where the connection can;
+    `discard_count_sql` is the same aggregates as a query of their own where it cannot.
     `quarantine_select`: the discarded rows plus `_contract_reason` and `_dbt_run_id`.
     """
 
     select: str
     columns: tuple[str, ...]
     violation_sample_sql: str | None = None
-    discard_count_sql: str | None = None
+    discard_metrics: tuple[tuple[str, str], ...] = ()
     quarantine_select: str | None = None
+    source: str = ""
+
+    @property
+    def discard_count_sql(self) -> str | None:
+        if not self.discard_metrics:
+            return None
+        aggregates = ", ".join(f"{expr} AS {name}" for name, expr in self.discard_metrics)
+        return f"SELECT {aggregates} FROM {self.source}"
 
 
 @dataclass
@@ -550,8 +560,9 @@ def render_load_select(
         select,
         tuple(load.columns),
         _violation_samples(load, source),
-        _discard_counts(load, source),
+        _discard_metrics(load),
         _quarantine(load, decision, source, compiled, run_id),
+        source,
     )
 
 
@@ -565,14 +576,14 @@ def _violation_samples(load: _Load, source: str) -> str | None:
     return " UNION ALL ".join(parts) or None
 
 
-def _discard_counts(load: _Load, source: str) -> str | None:
+def _discard_metrics(load: _Load) -> tuple[tuple[str, str], ...]:
     if not load.row_filters and not load.value_drops:
-        return None
+        return ()
     dropped = " OR ".join(f"({p})" for _, p in load.row_filters)
     kept = f"NOT ({dropped}) AND " if dropped else ""
     rows = f"count_if({dropped})" if dropped else "0"
     values = " + ".join(f"count_if({kept}({p}))" for p in load.value_drops) or "0"
-    return f"SELECT {rows} AS rows_discarded, {values} AS values_discarded FROM {source}"
+    return (("rows_discarded", rows), ("values_discarded", values))
 
 
 def _quarantine(

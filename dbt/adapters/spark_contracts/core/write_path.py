@@ -11,13 +11,16 @@ a durable intent, the statements, the load, each undone together on failure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 from .capabilities import INTEGRAL_UP
-from .diff import FieldsReordered, diff_schemas
-from .enforce import LoadSql
+from .config import EvolutionSettings
+from .diff import FieldsReordered, SchemaDiff, diff_schemas
+from .enforce import ContractDecision, LoadSql
 from .operations import AddColumns, AlterColumnType, Plan
+from .plan import plan_on_schema_change, plan_schema_change
 from .types import Array, Field, Map, SparkType, Struct, type_kind
 
 # Widenings the evolving write performs itself (probed on Spark 4.1.1, Delta 4.3.1, Iceberg 1.12).
@@ -127,12 +130,52 @@ def decide_write_path(
     return WriteDecision(WritePath.IN_WRITE)
 
 
-def needs_stage(write: WriteDecision, load: LoadSql | None) -> bool:
+def needs_stage(write: WriteDecision, load: LoadSql | None, observable: bool) -> bool:
     """Stage the model's output once when more than one statement reads it (freeze check,
-    discard counts, quarantine), or when changes precede the load (a query failing at run time
-    then changes nothing)."""
+    quarantine, and the discard counts where the connection cannot observe them in the load),
+    or when changes precede the load (a query failing at run time then changes nothing).
+    `observable`: the connection reports metrics observed while a statement runs."""
     if write.multi_step:
         return True
-    return load is not None and bool(
-        load.violation_sample_sql or load.discard_count_sql or load.quarantine_select
+    if load is None:
+        return False
+    counted_apart = bool(load.discard_metrics) and not observable
+    return bool(load.violation_sample_sql or load.quarantine_select or counted_apart)
+
+
+def plan_change(
+    deployed: Struct,
+    compiled: Struct,
+    table_format: str,
+    properties: Mapping[str, str],
+    settings: EvolutionSettings,
+    contract: ContractDecision | None,
+) -> tuple[SchemaDiff, Plan, str]:
+    """The plan for this run and how it was chosen: towards the contract's target, or by
+    `schema_evolution`, or by dbt's `on_schema_change`."""
+    diff = diff_schemas(deployed, compiled)
+    if contract is not None and contract.target is not None:
+        plan = plan_schema_change(
+            contract.evolve_diff,
+            table_format,
+            properties,
+            settings.policy,
+            deployed,
+            contract.target,
+        )
+        return diff, plan, f"schema_contract {contract.contract.to_dict()}"
+    if settings.uses_evolution:
+        plan = plan_schema_change(
+            diff, table_format, properties, settings.policy, deployed, compiled
+        )
+        return diff, plan, f"schema_evolution (strategy {settings.policy.strategy})"
+    plan = plan_on_schema_change(
+        settings.on_schema_change,
+        diff,
+        table_format,
+        properties,
+        deployed,
+        compiled,
+        settings.policy,
     )
+    return diff, plan, f"on_schema_change: {settings.on_schema_change}"

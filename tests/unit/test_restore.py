@@ -1,0 +1,65 @@
+"""The Delta restore's own race: a commit landing between the foreign-commit check and the
+RESTORE is never undone (the Runner against a scripted history; no Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbt.adapters.spark_contracts.core.intent import Intent
+from dbt.adapters.spark_contracts.run import ForeignCommits, Runner, RunReport
+
+TAG = "dbt-spark-contracts:inv:model.p.m"
+
+
+class History:
+    """`describe history` before and after the first RESTORE; records every statement."""
+
+    def __init__(self, before, after):
+        self.rows, self.after, self.statements = before, after, []
+
+    def fetch(self, sql):
+        assert sql.startswith("describe history"), sql
+        return [{"version": v, "operation": op, "userMetadata": tag} for v, op, tag in self.rows]
+
+    def run(self, sql):
+        self.statements.append(sql)
+        if "restore table" in sql:
+            self.rows = self.after
+
+    def set_conf(self, key, value):
+        pass
+
+
+def intent(version=1):
+    return Intent("inv", "model.p.m", "db.t", "delta", version, TAG)
+
+
+BEFORE = [(0, "CREATE TABLE AS SELECT", None), (1, "WRITE", None), (2, "ADD COLUMNS", TAG)]
+
+
+def test_a_clean_restore_goes_back_once(tmp_path: Path):
+    spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
+    done = Runner(spark, RunReport(), tmp_path).restore(intent())
+    assert done == "restored to Delta version 1"
+    assert spark.statements == ["restore table db.t to version as of 1"]
+
+
+def test_a_commit_racing_the_restore_is_given_back(tmp_path: Path):
+    raced = (3, "WRITE", "streaming job")
+    spark = History(BEFORE, BEFORE + [raced, (4, "RESTORE", TAG)])
+    with pytest.raises(ForeignCommits) as caught:
+        Runner(spark, RunReport(), tmp_path).restore(intent())
+    assert spark.statements == [
+        "restore table db.t to version as of 1",
+        "restore table db.t to version as of 3",  # the raced commit and the run's changes
+    ]
+    assert "3" in str(caught.value) and "WRITE" in str(caught.value)
+
+
+def test_a_foreign_commit_before_the_check_stops_the_restore(tmp_path: Path):
+    spark = History(BEFORE + [(3, "WRITE", "other")], [])
+    with pytest.raises(ForeignCommits):
+        Runner(spark, RunReport(), tmp_path).restore(intent())
+    assert spark.statements == []
