@@ -28,6 +28,7 @@ from dbt.adapters.spark_contracts.core.render import (
     render_operation,
     render_plan,
     suffixed,
+    undo_swap,
 )
 from dbt.adapters.spark_contracts.core.types import Struct, parse_type
 
@@ -170,6 +171,7 @@ def test_parquet_rewrite_builds_beside_and_swaps_keeping_a_backup():
         allow_full_refresh=True, allow_column_removal=True,
         columns={"c": ColumnEvolution(default="'n'")},
     ) == [
+        "DROP TABLE IF EXISTS `db`.`t__dbt_backup`",
         "DROP TABLE IF EXISTS `db`.`t__dbt_rewrite`",
         "CREATE TABLE `db`.`t__dbt_rewrite` (`a` BIGINT, `c` STRING DEFAULT 'n') USING parquet",
         ("INSERT INTO `db`.`t__dbt_rewrite` "
@@ -218,3 +220,34 @@ def test_cast_expression(src, dst, sql):
 def test_suffixed_relation():
     assert suffixed("`db`.`t`", "__x") == "`db`.`t__x`"
     assert suffixed("db.t", "__x") == "db.t__x"
+
+
+def _apply(tables: dict, statement: str) -> None:
+    """A catalog of names: just enough to follow the rewrite's statements."""
+    words = statement.split()
+    if statement.startswith("DROP TABLE"):
+        tables.pop(words[-1], None)
+    elif statement.startswith("CREATE TABLE"):
+        tables[words[2]] = "empty"
+    elif statement.startswith("INSERT INTO"):
+        tables[words[2]] = "new"
+    elif " RENAME TO " in statement:
+        assert words[-1] not in tables, statement
+        tables[words[-1]] = tables.pop(words[2])
+
+
+@pytest.mark.parametrize("completed", range(8))
+def test_a_rewrite_stopped_anywhere_leaves_the_old_table_or_the_new_one(completed):
+    statements = rendered(
+        "a int, b int", "a bigint", "parquet", allow_full_refresh=True, allow_column_removal=True
+    )
+    assert len(statements) == 7
+    tables = {"`db`.`t`": "old", "`db`.`t__dbt_backup`": "stale"}
+    for statement in statements[:completed]:
+        _apply(tables, statement)
+    for statement in undo_swap("`db`.`t`", statements[:completed]):
+        _apply(tables, statement)
+    swapped = completed >= 6
+    assert tables.get("`db`.`t`") == ("new" if swapped else "old"), (completed, tables)
+    if not swapped and completed:
+        assert set(tables) == {"`db`.`t`"}, tables  # nothing half-built left behind

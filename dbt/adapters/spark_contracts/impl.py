@@ -27,7 +27,12 @@ from dbt.adapters.spark_contracts.core.contract import resolve_contract
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
-from dbt.adapters.spark_contracts.core.render import render_plan, suffixed
+from dbt.adapters.spark_contracts.core.render import (
+    BACKUP_SUFFIX,
+    REWRITE_SUFFIX,
+    render_plan,
+    suffixed,
+)
 from dbt.adapters.spark_contracts.core.write_path import (
     decide_write_path,
     needs_stage,
@@ -208,8 +213,8 @@ class SparkContractsAdapter(SparkAdapter):
         except BaseException:
             runner.untag()  # a later node on this thread must not commit under this tag
             raise
-        if run.blocked:
-            runner.untag()  # nothing will be written
+        if run.blocked or run.full_refresh or run.dry_run:
+            runner.untag()  # nothing of the run's own will be restored: nothing left tagged
         return run
 
     def _plan_model_run(
@@ -312,6 +317,29 @@ class SparkContractsAdapter(SparkAdapter):
         return runs.Runner(spark, self._report, self._target_dir)
 
     @available
+    def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:
+        """`relation` is missing: if a parquet rewrite died between its two renames, the old
+        table waits under its backup name. Put it back (and drop the half-built copy); the
+        intent it carries then has the run repair it as usual. Found through dbt's relation
+        cache, so a missing table costs no Spark call unless there is something to recover."""
+        backup = self.get_relation(
+            relation.database, relation.schema, suffixed(relation.identifier, BACKUP_SUFFIX)
+        )
+        if backup is None:
+            return None
+        logger.warning(
+            f"{relation} is missing and {backup} holds it: a rewrite stopped between its two "
+            "renames; renaming it back"
+        )
+        beside = self.get_relation(
+            relation.database, relation.schema, suffixed(relation.identifier, REWRITE_SUFFIX)
+        )
+        if beside is not None:
+            self.drop_relation(beside)
+        self.rename_relation(backup, relation)
+        return self.get_relation(relation.database, relation.schema, relation.identifier)
+
+    @available
     def prepare_model_run(self, run: runs.ModelRun) -> str:
         """Step 2: stage, check, count, quarantine, multi-step changes; the relation to load."""
         return self._runner(self._spark(), run.invocation_id).prepare(run)
@@ -325,14 +353,11 @@ class SparkContractsAdapter(SparkAdapter):
     def full_refresh_response(
         self, run: runs.ModelRun, response: Any
     ) -> runs.ContractsAdapterResponse:
-        runner = self._runner(self._spark(), run.invocation_id)
-        runner.untag()
-        runner.record(run)
+        self._runner(self._spark(), run.invocation_id).record(run)
         return run.response(str(response))
 
     @available
     def dry_run_response(self, run: runs.ModelRun) -> runs.ContractsAdapterResponse:
-        self._runner(self._spark(), run.invocation_id).untag()
         return run.response(
             f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed", dry_run=True
         )

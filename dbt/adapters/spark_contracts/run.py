@@ -20,7 +20,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
@@ -44,7 +44,7 @@ from dbt.adapters.spark_contracts.core.intent import (
     describe_commits,
     foreign_commits,
 )
-from dbt.adapters.spark_contracts.core.render import suffixed
+from dbt.adapters.spark_contracts.core.render import suffixed, undo_swap
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
 from dbt.adapters.spark_contracts.core.write_path import WriteDecision
 
@@ -456,9 +456,10 @@ class Runner:
             )
         return f"restored to Delta version {version}"
 
-    def restore(self, intent: Intent) -> str:
+    def restore(self, intent: Intent, executed: Sequence[str] = ()) -> str:
         """Put the table back to the intent's restore point, unless another writer committed
-        after it (then `ForeignCommits`, and nothing is undone)."""
+        after it (then `ForeignCommits`, and nothing is undone). `executed`: the statements this
+        process saw complete (a parquet rewrite stopped midway is taken back from them)."""
         relation = intent.relation
         own = intent.commit_tag if intent.table_format == "delta" else intent.writer
         after = self.commits_after(intent)
@@ -490,6 +491,12 @@ class Runner:
                     f"call {catalog}.system.rollback_to_snapshot('{ident}', {intent.restore_version})"
                 )
                 done.append(f"rolled back to Iceberg snapshot {intent.restore_version}")
+        elif intent.table_format != "delta":
+            undo = undo_swap(relation, executed)
+            for statement in undo:
+                self.spark.run(statement)
+            if undo:
+                done.append("took the unfinished rewrite back (the old table is in place)")
         self._clear_intent(relation)
         done.append("cleared the run's intent")
         return "; ".join(done)
@@ -524,7 +531,8 @@ class Runner:
             self._clear_intent(intent.relation)
             return (
                 f"repaired forward after run {intent.invocation_id}: {intent.table_format} keeps "
-                "no history, its completed steps stay; intent cleared"
+                "no history, its completed steps stay (a rewrite stopped between its renames "
+                "was put back first); intent cleared"
             )
         try:
             done = self.restore(intent)
@@ -707,7 +715,7 @@ class Runner:
             self.record(run)
             raise exc
         try:
-            out.restored = self.restore(intent)
+            out.restored = self.restore(intent, out.executed)
         except ForeignCommits as foreign:
             out.restored = f"NOT RESTORED: {foreign}"
             self.record(run)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, Intent
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 
 FORMATS = ("delta", "iceberg", "parquet")
@@ -180,3 +181,42 @@ class TestAtomicity:
         entry = report["models"]["model.test.not_null_relaxed"]
         assert any("DROP NOT NULL" in s.upper() for s in entry["executed"]), entry
         assert rows_of(project, rel(project, "not_null_relaxed", "delta")) == [(1,), (2,)]
+
+
+PARQUET_REWRITE = """
+{{ config(materialized='incremental', file_format='parquet', schema_evolution={}) }}
+{% if var('v', 1) == 1 %}
+select 1 as id, cast(1 as int) as n
+{% else %}
+select 2 as id, cast(2 as bigint) as n
+{% endif %}
+"""
+
+
+class TestParquetRewriteKilledBetweenRenames:
+    """A parquet rewrite builds the new table beside the old one and swaps by two renames. A run
+    killed between them leaves the old table under its backup name (with the run's intent); the
+    next run puts it back under its name first, then runs as usual."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"pq_swap.sql": PARQUET_REWRITE}
+
+    def test_next_run_puts_the_old_table_back_then_runs(self, project):
+        run_dbt(["run"])
+        schema = project.test_schema
+        table = f"{schema}.pq_swap"
+        # the state `kill -9` leaves after `ALTER TABLE t RENAME TO t__dbt_backup`
+        intent = Intent("dead-run", "model.test.pq_swap", table, "parquet", None, "tag")
+        value = intent.to_json().replace("'", "\\'").replace("{", "{{").replace("}", "}}")
+        project.run_sql(f"alter table {table} set tblproperties ('{INTENT_PROPERTY}' = '{value}')")
+        project.run_sql(f"alter table {table} rename to {table}__dbt_backup")
+        project.run_sql(f"create table {table}__dbt_rewrite (id int, n bigint) using parquet")
+
+        results = run_dbt(["run", "--vars", "{v: 2, allow_full_refresh: true}"])
+
+        assert any("dead-run" in r for r in results[0].adapter_response["repairs"])
+        assert rows_of(project, table) == [(1, 1), (2, 2)]
+        assert schema_of(project, table)["n"] == "bigint"
+        names = {r[1] for r in project.run_sql(f"show tables in {schema}", fetch="all")}
+        assert names == {"pq_swap"}, names

@@ -6,7 +6,7 @@ materialization rebuilds the model itself (dbt's --full-refresh path).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,6 +165,7 @@ def _rewrite(op: Rewrite, t: _Target) -> list[str]:
     )
     columns = ", ".join(_column_definition(c.name, c.target, c.default) for c in op.casts)
     return [
+        f"DROP TABLE IF EXISTS {backup}",  # left by a run killed after its swap: stale
         f"DROP TABLE IF EXISTS {beside}",
         f"CREATE TABLE {beside} ({columns}) USING {t.table_format}{options}{properties}",
         f"INSERT INTO {beside} {select}",
@@ -172,6 +173,21 @@ def _rewrite(op: Rewrite, t: _Target) -> list[str]:
         f"ALTER TABLE {beside} RENAME TO {t.relation}",
         f"DROP TABLE {backup}",
     ]
+
+
+def undo_swap(relation: str, executed: Sequence[str]) -> list[str]:
+    """The statements that take back a parquet rewrite stopped midway, given the statements
+    that completed: the old table back under its name, the half-built one dropped. Empty when
+    no rewrite began, or when the new table is already in place (the run then stands forward)."""
+    beside, backup = suffixed(relation, REWRITE_SUFFIX), suffixed(relation, BACKUP_SUFFIX)
+    if f"ALTER TABLE {beside} RENAME TO {relation}" in executed:
+        return []
+    undo = []
+    if f"ALTER TABLE {relation} RENAME TO {backup}" in executed:
+        undo.append(f"ALTER TABLE {backup} RENAME TO {relation}")
+    if f"DROP TABLE IF EXISTS {beside}" in executed:
+        undo.append(f"DROP TABLE IF EXISTS {beside}")
+    return undo
 
 
 def _column_definition(name: str, column_type: SparkType, default: str | None) -> str:

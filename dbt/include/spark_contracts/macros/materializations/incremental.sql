@@ -8,7 +8,7 @@
   {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
   {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
   {%- set target_relation = this -%}
-  {%- set existing_relation = load_relation(this) -%}
+  {%- set existing_relation = load_relation(this) or adapter.recover_rewrite(this) -%}
   {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}) -%}
   {%- if language == 'sql' -%}
     {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
