@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,13 +120,14 @@ def test_intent_round_trip_and_lookup():
         "delta",
         3,
         commit_tag("inv", "model.p.m"),
-        "",
         (("a", "b"),),
         ("ALTER",),
     )
     assert Intent.from_json(intent.to_json()) == intent
     assert find_intent({"DBT_SPARK_CONTRACTS.INTENT": intent.to_json()}) == intent
     assert find_intent({"other": "x"}) is None
+    older = json.loads(intent.to_json()) | {"writer": "local-123"}  # 0.x runs recorded it
+    assert Intent.from_json(json.dumps(older)) == intent
 
 
 def test_foreign_commits_are_the_ones_not_tagged_by_the_run():

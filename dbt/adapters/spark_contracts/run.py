@@ -51,6 +51,9 @@ from dbt.adapters.spark_contracts.core.write_path import WriteDecision
 logger = AdapterLogger("SparkContracts")
 
 DELTA_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# Iceberg adds `spark.sql.iceberg.snapshot-property.<key>` to the summary of every snapshot
+ICEBERG_TAG_KEY = "dbt-spark-contracts"
+ICEBERG_SNAPSHOT_TAG = f"spark.sql.iceberg.snapshot-property.{ICEBERG_TAG_KEY}"
 DELTA_AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
 STAGE_SUFFIX = "__dbt_stage_"
 
@@ -386,9 +389,11 @@ class Runner:
     # -- the commit tag: set for one model's run, in its thread's own session
     def tag_commits(self, tag: str) -> None:
         self.spark.set_conf(DELTA_USER_METADATA, tag)
+        self.spark.set_conf(ICEBERG_SNAPSHOT_TAG, tag)
 
     def untag(self) -> None:
         self.spark.set_conf(DELTA_USER_METADATA, None)
+        self.spark.set_conf(ICEBERG_SNAPSHOT_TAG, None)
 
     # -- intents and history
     def current_version(self, relation: str, table_format: str) -> Optional[int]:
@@ -396,6 +401,7 @@ class Runner:
             rows = self.spark.fetch(f"describe history {relation} limit 1")
             return int(rows[0]["version"]) if rows else None
         if table_format == "iceberg":
+            self.spark.run(f"refresh table {relation}")  # not the session catalog's cached copy
             rows = self.spark.fetch(
                 f"select snapshot_id from {relation}.history where is_current_ancestor "
                 "order by made_current_at desc limit 1"
@@ -409,15 +415,17 @@ class Runner:
         if intent.table_format == "delta" and version is not None:
             return self._delta_commits_after(relation, version)
         if intent.table_format == "iceberg":
+            # the session's Iceberg catalog caches the table: see other sessions' commits too
+            self.spark.run(f"refresh table {relation}")
             rows = self.spark.fetch(
-                f"select h.snapshot_id, s.operation, s.summary['spark.app.id'] as app "
+                f"select h.snapshot_id, s.operation, s.summary['{ICEBERG_TAG_KEY}'] as tag "
                 f"from {relation}.history h join {relation}.snapshots s "
                 "on h.snapshot_id = s.snapshot_id order by h.made_current_at"
             )
             ids = [int(r["snapshot_id"]) for r in rows]
             start = ids.index(version) + 1 if version in ids else 0
             return tuple(
-                Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("app"))
+                Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("tag") or None)
                 for r in rows[start:]
             )
         return ()
@@ -461,9 +469,8 @@ class Runner:
         after it (then `ForeignCommits`, and nothing is undone). `executed`: the statements this
         process saw complete (a parquet rewrite stopped midway is taken back from them)."""
         relation = intent.relation
-        own = intent.commit_tag if intent.table_format == "delta" else intent.writer
         after = self.commits_after(intent)
-        foreign = foreign_commits(after, own)
+        foreign = foreign_commits(after, intent.commit_tag)
         if foreign:
             raise ForeignCommits(
                 relation,
@@ -632,9 +639,6 @@ class Runner:
             if isinstance(op, AddColumns)
             for col in op.columns
         )
-        writer = (
-            (self.spark.get_conf("spark.app.id") or "") if run.table_format == "iceberg" else ""
-        )
         return Intent(
             run.invocation_id,
             run.unique_id,
@@ -642,7 +646,6 @@ class Runner:
             run.table_format,
             run.outcome.restore_version,
             run.commit_tag,
-            writer,
             added,
             run.statements,
         )

@@ -174,9 +174,17 @@ class TestEightModelsAtOnce:
             ), (i, schema)
             ids = [r[0] for r in rows_of(project, rel, "id")]
             assert ids == list(range(i + 3)), (i, ids)
-            if fmt == "delta":  # the load commit carries this model's tag, not another thread's
+            # the load commit carries this model's tag, not another thread's
+            if fmt == "delta":
                 last = project.run_sql(f"describe history {rel} limit 1", fetch="all")[0]
-                assert (last[13] or "").endswith(f"model.test.par_{i}"), (i, last[13])
+                tag = last[13]
+            else:
+                tag = project.run_sql(
+                    f"select summary['dbt-spark-contracts'] from {rel}.snapshots "
+                    "order by committed_at desc limit 1",
+                    fetch="one",
+                )[0]
+            assert (tag or "").endswith(f"model.test.par_{i}"), (i, tag)
         report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
         assert sorted(report["models"]) == sorted(f"model.test.par_{i}" for i in range(8))
 
@@ -225,14 +233,27 @@ select 1 as id, 'a' as note union all select 1 as id, 'b' as note
 """
 
 
+FOREIGN_ICEBERG = """
+{{ config(materialized='incremental', file_format='iceberg', unique_key='id', schema_evolution={}) }}
+{% if var('v', 1) == 1 %}
+select 1 as id
+{% else %}
+select 1 as id, 'a' as note union all select 1 as id, 'b' as note
+{% endif %}
+"""
+
+
 class TestForeignCommitIsKept:
     @pytest.fixture(scope="class")
     def models(self):
-        return {"foreign_target.sql": FOREIGN}
+        return {"foreign_delta.sql": FOREIGN, "foreign_iceberg.sql": FOREIGN_ICEBERG}
 
-    def test_failed_run_does_not_restore_over_another_writer(self, project, monkeypatch):
-        run_dbt(["run"])
-        table = f"{project.test_schema}.foreign_target"
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_failed_run_does_not_restore_over_another_writer(self, project, monkeypatch, fmt):
+        name = f"foreign_{fmt}"
+        run_dbt(["run", "--select", name])
+        prefix = "iceberg." if fmt == "iceberg" else ""
+        table = f"{prefix}{project.test_schema}.{name}"
         begin = runs.Runner._begin_steps
 
         def then_another_writer(self, run):
@@ -240,10 +261,11 @@ class TestForeignCommitIsKept:
             other = embedded.get_session(project.adapter.config.credentials.embedded_config())
             other = other.newSession()
             other.conf.set(runs.DELTA_USER_METADATA, "streaming-job")
+            other.conf.set(runs.ICEBERG_SNAPSHOT_TAG, "streaming-job")
             other.sql(f"insert into {table} (id) values (99)")
 
         monkeypatch.setattr(runs.Runner, "_begin_steps", then_another_writer)
-        results = run_dbt(["run", "--vars", "{v: 2}"], expect_pass=False)
+        results = run_dbt(["run", "--select", name, "--vars", "{v: 2}"], expect_pass=False)
         message = results[0].message
         assert "another writer committed" in message and "streaming-job" in message, message
         assert 99 in [r[0] for r in rows_of(project, table, "id")]

@@ -33,7 +33,6 @@ class Intent:
     table_format: str
     restore_version: int | None  # Delta version / Iceberg snapshot id before the run
     commit_tag: str
-    writer: str = ""  # Iceberg: the Spark application id that made the run's snapshots
     added_columns: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
     statements: tuple[str, ...] = field(default_factory=tuple)
 
@@ -43,6 +42,7 @@ class Intent:
     @classmethod
     def from_json(cls, text: str) -> Intent:
         data = json.loads(text)
+        data.pop("writer", None)  # written by 0.x runs (Iceberg tagged by Spark application id)
         data["added_columns"] = tuple(tuple(p) for p in data.get("added_columns", ()))
         data["statements"] = tuple(data.get("statements", ()))
         return cls(**data)
