@@ -27,12 +27,14 @@ from dbt.adapters.spark_contracts.core.contract import resolve_contract
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
+from dbt.adapters.spark_contracts.core.outcome import HISTORY_COLUMNS, history_relation
 from dbt.adapters.spark_contracts.core.render import (
     BACKUP_SUFFIX,
     REWRITE_SUFFIX,
     render_plan,
     suffixed,
 )
+from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.core.write_path import (
     decide_write_path,
     needs_stage,
@@ -86,6 +88,13 @@ class SparkContractsAdapter(SparkAdapter):
     @classmethod
     def type(cls) -> str:
         return "spark_contracts"
+
+    def cleanup_connections(self) -> None:
+        """dbt calls this once a command's nodes and hooks are done: say what the run did."""
+        super().cleanup_connections()
+        line = self._report.take_summary()
+        if line:
+            logger.info(line)
 
     # ---- catalogs -------------------------------------------------------------------------
     @property
@@ -315,6 +324,24 @@ class SparkContractsAdapter(SparkAdapter):
     def _runner(self, spark: runs.Spark, invocation_id: str) -> runs.Runner:
         self._report.start(invocation_id)
         return runs.Runner(spark, self._report, self._target_dir)
+
+    @available
+    def schema_history(self, unique_id: str, relation_name: str) -> Any:
+        """The schema history of one model (`dbt run-operation schema_history`), oldest first."""
+        table = history_relation(relation_name)
+        columns = ", ".join(name for name, _ in HISTORY_COLUMNS if name != "model")
+        sql = (
+            f"select {columns} from {table} where model = {sql_string(unique_id)} "
+            "order by recorded_at"
+        )
+        try:
+            _, rows = self.execute(sql, fetch=True)
+        except DbtRuntimeError as exc:
+            raise DbtRuntimeError(
+                f"No schema history for {unique_id}: reading {table} failed ({exc}). The table "
+                "is created by the first run that changes a schema, discards rows or repairs."
+            ) from exc
+        return rows
 
     @available
     def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:

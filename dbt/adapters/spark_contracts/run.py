@@ -44,6 +44,14 @@ from dbt.adapters.spark_contracts.core.intent import (
     describe_commits,
     foreign_commits,
 )
+from dbt.adapters.spark_contracts.core.outcome import (
+    history_ddl,
+    history_insert,
+    history_relation,
+    outcome_line,
+    plan_markdown,
+    run_summary,
+)
 from dbt.adapters.spark_contracts.core.render import suffixed, undo_swap
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
 from dbt.adapters.spark_contracts.core.write_path import WriteDecision
@@ -198,6 +206,7 @@ class RunOutcome:
     rows_discarded: Optional[int] = None
     values_discarded: Optional[int] = None
     quarantined: Optional[int] = None
+    loaded: bool = False  # the load committed: the plan's changes are in the table
     violation: Optional[Dict[str, Any]] = None
     repairs: List[str] = field(default_factory=list)
 
@@ -329,8 +338,25 @@ class ModelRun:
             "contract": self.contract.to_dict() if self.contract is not None else None,
             "rows_discarded": out.rows_discarded,
             "values_discarded": out.values_discarded,
+            "quarantined": out.quarantined,
+            "applied": self.applied_changes() if out.loaded else [],
             "violation": out.violation,
         }
+
+    def outcome_line(self) -> Optional[str]:
+        """What this run did, for the console; None when dbt's own line says it all."""
+        out = self.outcome
+        name = self.unique_id.split(".")[-1]
+        operations = self.plan.operations if out.loaded else ()
+        return outcome_line(
+            name,
+            operations,
+            out.rows_discarded,
+            out.values_discarded,
+            out.quarantined,
+            self.quarantine_table,
+            out.repairs,
+        )
 
     def applied_changes(self) -> List[Dict[str, Any]]:
         if self.dry_run:
@@ -680,17 +706,47 @@ class Runner:
                 if auto_merge:
                     self.spark.set_conf(DELTA_AUTO_MERGE, previous)
             self._take_counts(run)
+            run.outcome.loaded = True
             if run.outcome.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
         finally:
             self.drop_stage(run)
             self.untag()
         self.record(run)
+        self._append_history(run)
+        line = run.outcome_line()
+        if line:
+            logger.info(line)
         return run.response(
             str(response),
             code=getattr(response, "code", None),
             rows_affected=getattr(response, "rows_affected", None),
         )
+
+    def _append_history(self, run: ModelRun) -> None:
+        """The run's applied changes, discards and repairs, appended to the schema's history
+        table. The load has committed: a failure here is a warning, not a failed model."""
+        out = run.outcome
+        table = history_relation(run.relation)
+        insert = history_insert(
+            table,
+            run.unique_id,
+            run.relation,
+            run.invocation_id,
+            run.plan.operations,
+            out.rows_discarded,
+            out.values_discarded,
+            out.repairs,
+        )
+        if insert is None:
+            return
+        try:
+            if self.report.first_use(table):
+                using = "iceberg" if run.table_format == "iceberg" else "delta"
+                self.spark.run(history_ddl(table, using))
+            self.spark.run(insert)
+        except Exception as exc:
+            logger.warning(f"{run.unique_id}: could not append to {table}: {exc}")
 
     def drop_stage(self, run: ModelRun) -> None:
         if run.outcome.staged:
@@ -802,11 +858,30 @@ class RunReport:
         self._lock = threading.Lock()
         self._invocation: Optional[str] = None
         self._entries: Dict[str, Dict[str, Any]] = {}
+        self._summarized = False
+        self._used: set = set()
 
     def start(self, invocation_id: str) -> None:
         with self._lock:
             if invocation_id != self._invocation:
                 self._invocation, self._entries = invocation_id, {}
+                self._summarized, self._used = False, set()
+
+    def first_use(self, key: str) -> bool:
+        """True the first time `key` is seen in this invocation."""
+        with self._lock:
+            if key in self._used:
+                return False
+            self._used.add(key)
+            return True
+
+    def take_summary(self) -> Optional[str]:
+        """The run's summary line, once per invocation (None when no model had news)."""
+        with self._lock:
+            if self._summarized or not self._entries:
+                return None
+            self._summarized = True
+            return run_summary(self._entries)
 
     def record(self, target_path: Path, unique_id: str, entry: Dict[str, Any]) -> None:
         with self._lock:
@@ -815,10 +890,22 @@ class RunReport:
                 {"invocation_id": self._invocation, "models": self._entries}, indent=2, default=str
             )
             target_path.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target_path, prefix=".schema_changes.", suffix=".json")
-            with os.fdopen(fd, "w") as handle:
-                handle.write(body)
-            os.replace(tmp, target_path / "schema_changes.json")
+            _write_atomically(target_path, "schema_changes.json", body)
+            planned = {k: e for k, e in self._entries.items() if e.get("dry_run")}
+            if planned:  # a dry run: the plan a pull request can show
+                invocation = self._invocation or ""
+                plan = {"invocation_id": invocation, "models": planned}
+                _write_atomically(
+                    target_path, "schema_plan.json", json.dumps(plan, indent=2, default=str)
+                )
+                _write_atomically(target_path, "schema_plan.md", plan_markdown(invocation, planned))
+
+
+def _write_atomically(directory: Path, name: str, body: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(body)
+    os.replace(tmp, directory / name)
 
 
 def from_json(schema_json: Mapping[str, Any]) -> Struct:

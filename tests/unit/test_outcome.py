@@ -1,0 +1,93 @@
+"""Console lines, the run summary and the dry run's plan file (pure)."""
+
+from __future__ import annotations
+
+from dbt.adapters.spark_contracts.core.operations import (
+    AddColumns,
+    AlterColumnType,
+    Backfill,
+    NewColumn,
+    SetColumnDefault,
+)
+from dbt.adapters.spark_contracts.core.outcome import (
+    change_counts,
+    outcome_line,
+    plan_markdown,
+    run_summary,
+)
+from dbt.adapters.spark_contracts.core.types import Primitive
+
+INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
+OPS = (
+    AddColumns(
+        (NewColumn(("note",), STRING), NewColumn(("c",), STRING), NewColumn(("s", "z"), INT))
+    ),
+    AlterColumnType(("n",), INT, BIGINT),
+    SetColumnDefault("c", "'n'"),
+    Backfill("c", "'n'"),
+)
+
+
+def test_change_counts_name_every_kind_of_change():
+    assert change_counts(OPS) == [
+        "+2 columns",
+        "+1 struct field",
+        "1 widened",
+        "1 with a default",
+        "1 backfilled",
+    ]
+    assert change_counts(()) == []
+
+
+def test_outcome_line_says_changes_discards_quarantine_and_repairs():
+    line = outcome_line("orders", OPS[:2], 5, 2, 5, "db.orders__quarantine", ["restored to 3"])
+    assert line == (
+        "orders: +2 columns, +1 struct field, 1 widened, 5 rows discarded (5 quarantined in "
+        "db.orders__quarantine), 2 values discarded, 1 repair: restored to 3"
+    )
+    assert outcome_line("orders", (), 0, 0, None, "q", []) is None
+
+
+def test_run_summary_counts_over_models():
+    entries = {
+        "a": {"applied": [{"op": "AddColumns"}], "rows_discarded": 3, "quarantined": 3},
+        "b": {"applied": [], "values_discarded": 1, "repairs": ["x"]},
+        "c": {"applied": []},
+    }
+    assert run_summary(entries) == (
+        "dbt-spark-contracts: 1 model changed schema, 3 rows discarded (3 quarantined), "
+        "1 value discarded, 1 table repaired (target/schema_changes.json)"
+    )
+    assert run_summary({"c": {"applied": []}}) is None
+
+
+def test_plan_markdown_shows_safe_and_blocked_changes_with_the_way_to_allow_them():
+    entries = {
+        "model.p.orders": {
+            "relation": "db.orders",
+            "table_format": "delta",
+            "mode": "schema_evolution (strategy alter_and_backfill)",
+            "write_path": "multi_step",
+            "dry_run": True,
+            "diff": [
+                {"change": "ColumnAdded", "path": "note", "description": "new column note STRING"},
+                {"change": "ColumnRemoved", "path": "old", "description": "column old removed"},
+            ],
+            "plan": {
+                "blocked": [
+                    {
+                        "change": "column old removed",
+                        "path": "old",
+                        "reason": "dropping a column loses data",
+                        "permitted_by": "allow_column_removal",
+                    }
+                ]
+            },
+            "statements": [],
+        }
+    }
+    text = plan_markdown("inv-1", entries)
+    assert "1 model planned, 1 blocked" in text
+    assert "| new column note STRING | `note` | safe: planned |" in text
+    assert "**blocked**: dropping a column loses data" in text
+    assert "--vars '{allow_column_removal: true}'" in text
