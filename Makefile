@@ -23,8 +23,7 @@ $(JARS)/.fetched:
 	touch $@
 
 demo: install jars
-	cd integration_tests && ../$(BIN)/dbt build --profiles-dir .
-	$(BIN)/python integration_tests/summarize.py integration_tests/target
+	cd integration_tests && ../$(BIN)/python demo.py
 
 lint: install
 	$(BIN)/ruff check dbt tests benchmarks integration_tests

@@ -308,8 +308,8 @@ class SparkContractsAdapter(SparkAdapter):
             load_sql=load,
         )
         run.outcome.repairs.extend(repairs)
-        if run.has_changes or run.blocked or plan.notes or repairs:
-            logger.info(run.summary())
+        if (run.has_changes or run.blocked or plan.notes or repairs) and not run.dry_run:
+            logger.info(run.summary())  # a dry run logs its own `[dry run]` line
         runner.record(run)
         return run
 

@@ -207,10 +207,9 @@ def history_insert(
     rows: list[tuple[str, str | None, str | None, str | None, int | None, int | None, str]] = []
     for op in operations:
         if isinstance(op, AddColumns):
-            rows += [
-                ("change", ".".join(c.path), None, c.type.to_sql(), None, None, op.describe())
-                for c in op.columns
-            ]
+            for c in op.columns:
+                path, after = ".".join(c.path), c.type.to_sql()
+                rows.append(("change", path, None, after, None, None, f"add {path} {after}"))
         elif isinstance(op, AlterColumnType):
             path = ".".join(op.path)
             before, after = op.old_type.to_sql(), op.new_type.to_sql()
