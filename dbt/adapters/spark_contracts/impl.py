@@ -3,6 +3,7 @@ entry points. Decisions live in `core/`; this class only gathers inputs and hand
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -537,6 +538,7 @@ class SparkContractsAdapter(SparkAdapter):
         relation_configs: Iterable[RelationConfig],
         used_schemas: FrozenSet[Tuple[str, str]],
     ) -> Tuple[agate.Table, List[Exception]]:
+        relation_configs = list(relation_configs)
         schema_map = self._get_catalog_schemas(relation_configs)
         with executor(self.config) as tpe:
             futures: List[Future[agate.Table]] = []
@@ -560,10 +562,16 @@ class SparkContractsAdapter(SparkAdapter):
         from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER
 
         database = information_schema.database
+        settings = {
+            (str(c.schema).lower(), str(c.identifier).lower()): _catalog_stats(c)
+            for c in used_schemas  # the relation configs, passed by get_catalog
+        }
         columns: List[Dict[str, Any]] = []
         for schema in schemas:
             for relation in self.list_relations(database, schema):
-                columns.extend(self._get_columns_for_catalog(relation))
+                key = (str(relation.schema).lower(), str(relation.identifier).lower())
+                stats = settings.get(key) or _NO_STATS
+                columns.extend({**c, **stats} for c in self._get_columns_for_catalog(relation))
         return agate.Table.from_object(columns, column_types=DEFAULT_TYPE_TESTER)
 
     @classmethod
@@ -585,6 +593,53 @@ class SparkContractsAdapter(SparkAdapter):
         info = super()._get_adapter_specific_run_info(config)
         info["adapter_type"] = "spark_contracts"
         return info
+
+
+_CATALOG_STATS = {
+    "schema_contract": (
+        "Schema contract",
+        "tables / columns / data_type modes and quarantine, resolved through dbt's config "
+        "hierarchy (run vars may override per run)",
+    ),
+    "schema_evolution": ("Schema evolution", "the model's schema_evolution config"),
+}
+_NO_STATS = {
+    f"stats:{k}:{p}": None
+    for k in _CATALOG_STATS
+    for p in ("label", "value", "description", "include")
+}
+
+
+def _catalog_stats(relation_config: Any) -> Dict[str, Any]:
+    """`dbt docs generate`: a model's resolved contract and evolution settings as table stats."""
+    config = getattr(relation_config, "config", None)
+    get = getattr(config, "get", None)
+    if get is None:
+        return dict(_NO_STATS)
+    unique_id = getattr(relation_config, "unique_id", None) or str(relation_config.identifier)
+    values: Dict[str, Any] = {}
+    try:
+        contract = resolve_contract(unique_id, get("schema_contract"), None)
+    except ConfigError:
+        contract = None  # `dbt run` names the bad value; the docs show what is valid
+    if contract is not None:
+        values["schema_contract"] = json.dumps(contract.to_dict(), sort_keys=True)
+    if get("schema_evolution") is not None:
+        values["schema_evolution"] = json.dumps(
+            get("schema_evolution"), sort_keys=True, default=str
+        )
+    stats = dict(_NO_STATS)
+    for key, value in values.items():
+        label, description = _CATALOG_STATS[key]
+        stats.update(
+            {
+                f"stats:{key}:label": label,
+                f"stats:{key}:value": value,
+                f"stats:{key}:description": description,
+                f"stats:{key}:include": True,
+            }
+        )
+    return stats
 
 
 class _ConnectionSpark:

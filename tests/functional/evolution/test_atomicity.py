@@ -220,3 +220,9 @@ class TestParquetRewriteKilledBetweenRenames:
         assert schema_of(project, table)["n"] == "bigint"
         names = {r[1] for r in project.run_sql(f"show tables in {schema}", fetch="all")}
         assert names == {"pq_swap", "dbt_schema_history"}, names  # no backup, no half-built copy
+        history = project.run_sql(
+            f"select event, detail from {schema}.dbt_schema_history order by event", fetch="all"
+        )
+        events = [r[0] for r in history]
+        assert "repair" in events and "change" in events, history  # the repair is on record
+        assert any("dead-run" in r[1] for r in history if r[0] == "repair"), history

@@ -91,3 +91,17 @@ class TestRunStory:
         )
         assert "model.test.story_evolving" in printed and "2 history rows" in printed, printed
         assert "BIGINT" in printed and "note" in printed, printed
+
+        # dbt docs: each model's resolved contract and evolution settings in the catalog
+        run_dbt(["docs", "generate"])
+        catalog = json.loads((target / "catalog.json").read_text())["nodes"]
+        stats = catalog["model.test.story_discarding"]["stats"]
+        contract = json.loads(stats["schema_contract"]["value"])
+        assert contract == {
+            "tables": "evolve",
+            "columns": "evolve",
+            "data_type": "discard_row",
+            "quarantine": True,
+        }, contract
+        evolution = catalog["model.test.story_evolving"]["stats"]
+        assert evolution["schema_evolution"]["value"] == "{}" and "schema_contract" not in evolution
