@@ -10,6 +10,7 @@ from dbt.adapters.spark_contracts.core.operations import (
     SetColumnDefault,
 )
 from dbt.adapters.spark_contracts.core.outcome import (
+    catalog_stats,
     change_counts,
     outcome_line,
     plan_markdown,
@@ -50,9 +51,15 @@ def test_outcome_line_says_changes_discards_quarantine_and_repairs():
 
 def test_run_summary_counts_over_models():
     entries = {
-        "a": {"applied": [{"op": "AddColumns"}], "rows_discarded": 3, "quarantined": 3},
-        "b": {"applied": [], "values_discarded": 1, "repairs": ["x"]},
-        "c": {"applied": []},
+        "a": {
+            "applied": [{"op": "AddColumns"}],
+            "rows_discarded": 3,
+            "quarantined": 3,
+            "loaded": True,
+        },
+        "b": {"applied": [], "values_discarded": 1, "repairs": ["x"], "loaded": True},
+        "c": {"applied": [], "loaded": True},
+        "undone": {"applied": [], "rows_discarded": 7, "loaded": False},
     }
     assert run_summary(entries) == (
         "dbt-spark-contracts: 1 model changed schema, 3 rows discarded (3 quarantined), "
@@ -74,6 +81,7 @@ def test_plan_markdown_shows_safe_and_blocked_changes_with_the_way_to_allow_them
                 {"change": "ColumnRemoved", "path": "old", "description": "column old removed"},
             ],
             "plan": {
+                "operations": [{"op": "AddColumns", "description": "add columns note STRING"}],
                 "blocked": [
                     {
                         "change": "column old removed",
@@ -81,7 +89,7 @@ def test_plan_markdown_shows_safe_and_blocked_changes_with_the_way_to_allow_them
                         "reason": "dropping a column loses data",
                         "permitted_by": "allow_column_removal",
                     }
-                ]
+                ],
             },
             "statements": [],
         }
@@ -91,3 +99,26 @@ def test_plan_markdown_shows_safe_and_blocked_changes_with_the_way_to_allow_them
     assert "| new column note STRING | `note` | safe: planned |" in text
     assert "**blocked**: dropping a column loses data" in text
     assert "--vars '{allow_column_removal: true}'" in text
+
+
+def test_a_change_the_settings_leave_is_not_called_planned():
+    entry = {
+        "relation": "db.t",
+        "diff": [{"change": "ColumnAdded", "path": "x", "description": "column added `x`"}],
+        "plan": {"operations": [], "blocked": []},
+        "statements": [],
+    }
+    text = plan_markdown("inv", {"model.p.t": entry})
+    assert "no change planned" in text and "safe" not in text, text
+
+
+def test_catalog_stats_show_the_resolved_contract_and_leave_bad_or_absent_settings_out():
+    stats = catalog_stats("model.p.m", {"data_type": "discard_row"}, {"strategy": "full_refresh"})
+    assert stats["stats:schema_contract:include"] is True
+    assert '"data_type": "discard_row"' in stats["stats:schema_contract:value"]
+    assert '"tables": "evolve"' in stats["stats:schema_contract:value"]
+    assert stats["stats:schema_evolution:value"] == '{"strategy": "full_refresh"}'
+    bad = catalog_stats("model.p.m", {"columns": "fly"}, None)
+    assert (
+        bad["stats:schema_contract:label"] is None and bad["stats:schema_evolution:include"] is None
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.spark_contracts.core.intent import Intent
-from dbt.adapters.spark_contracts.run import ForeignCommits, Runner, RunReport
+from dbt.adapters.spark_contracts.run import ForeignCommits, RestoreFailed, Runner, RunReport
 
 TAG = "dbt-spark-contracts:inv:model.p.m"
 
@@ -30,6 +30,9 @@ class History:
 
     def set_conf(self, key, value):
         pass
+
+    def get_conf(self, key):
+        return TAG  # the session's commit tag: the RESTORE it makes carries it
 
 
 def intent(version=1):
@@ -55,7 +58,7 @@ def test_a_commit_racing_the_restore_is_given_back(tmp_path: Path):
         "restore table db.t to version as of 1",
         "restore table db.t to version as of 3",  # the raced commit and the run's changes
     ]
-    assert "3" in str(caught.value) and "WRITE" in str(caught.value)
+    assert "3 (WRITE, by streaming job)" in str(caught.value), caught.value
 
 
 def test_a_foreign_commit_before_the_check_stops_the_restore(tmp_path: Path):
@@ -63,3 +66,19 @@ def test_a_foreign_commit_before_the_check_stops_the_restore(tmp_path: Path):
     with pytest.raises(ForeignCommits):
         Runner(spark, RunReport(), tmp_path).restore(intent())
     assert spark.statements == []
+
+
+def test_a_raced_restore_is_not_taken_back_over_later_commits(tmp_path: Path):
+    raced, later = (3, "WRITE", "streaming job"), (5, "WRITE", "another job")
+    spark = History(BEFORE, BEFORE + [raced, (4, "RESTORE", TAG), later])
+    with pytest.raises(ForeignCommits) as caught:
+        Runner(spark, RunReport(), tmp_path).restore(intent())
+    assert spark.statements == ["restore table db.t to version as of 1"]  # not a second one
+    assert "5 (WRITE, by another job)" in str(caught.value), caught.value
+    assert "decide by hand" in str(caught.value)
+
+
+def test_another_writers_restore_is_not_taken_for_ours(tmp_path: Path):
+    spark = History(BEFORE, BEFORE + [(3, "RESTORE", "someone else")])
+    with pytest.raises(RestoreFailed):
+        Runner(spark, RunReport(), tmp_path).restore(intent())

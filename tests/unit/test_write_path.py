@@ -164,7 +164,7 @@ def test_the_output_is_staged_only_when_read_twice(
     assert staged == (multi_step or read_twice)
 
 
-def test_observed_counts_are_the_count_query_aggregates():
+def test_the_count_query_is_built_from_the_same_metrics():
     load = _load(counts=True)
     assert load.discard_count_sql == "SELECT count_if(x IS NULL) AS rows_discarded FROM v"
     assert _load().discard_count_sql is None

@@ -12,7 +12,7 @@ from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrap
 from dbt_common.exceptions import DbtRuntimeError
 
 SessionFactory = Callable[[], Any]
-OBSERVATION_TIMEOUT_S = 60.0
+OBSERVATION_TIMEOUT_S = 10.0
 
 # PySpark logs every failed statement as a JSON stack trace on stderr; dbt reports the error
 # itself (once, readably), so these two loggers are quietened.

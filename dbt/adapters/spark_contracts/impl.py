@@ -3,7 +3,6 @@ entry points. Decisions live in `core/`; this class only gathers inputs and hand
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,11 @@ from dbt.adapters.spark_contracts.core.contract import resolve_contract
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
-from dbt.adapters.spark_contracts.core.outcome import HISTORY_COLUMNS, history_relation
+from dbt.adapters.spark_contracts.core.outcome import (
+    HISTORY_COLUMNS,
+    catalog_stats,
+    history_relation,
+)
 from dbt.adapters.spark_contracts.core.render import (
     BACKUP_SUFFIX,
     REWRITE_SUFFIX,
@@ -223,8 +226,8 @@ class SparkContractsAdapter(SparkAdapter):
         except BaseException:
             runner.untag()  # a later node on this thread must not commit under this tag
             raise
-        if run.blocked or run.full_refresh or run.dry_run:
-            runner.untag()  # nothing of the run's own will be restored: nothing left tagged
+        if run.blocked or run.dry_run:
+            runner.untag()  # nothing will be written
         return run
 
     def _plan_model_run(
@@ -355,6 +358,11 @@ class SparkContractsAdapter(SparkAdapter):
         )
         if backup is None:
             return None
+        properties = {str(k): str(v) for k, v in self._fetch_rows(f"show tblproperties {backup}")}
+        intent = find_intent(properties)
+        renames = [s for s in (intent.statements if intent else ()) if "RENAME TO" in s]
+        if not any(BACKUP_SUFFIX in s for s in renames):
+            return None  # a leftover of a finished swap, not a rewrite that stopped midway
         logger.warning(
             f"{relation} is missing and {backup} holds it: a rewrite stopped between its two "
             "renames; renaming it back"
@@ -381,7 +389,9 @@ class SparkContractsAdapter(SparkAdapter):
     def full_refresh_response(
         self, run: runs.ModelRun, response: Any
     ) -> runs.ContractsAdapterResponse:
-        self._runner(self._spark(), run.invocation_id).record(run)
+        runner = self._runner(self._spark(), run.invocation_id)
+        runner.untag()  # the rebuild's commits carried the run's tag; later nodes must not
+        runner.record(run)
         return run.response(str(response))
 
     @available
@@ -563,14 +573,19 @@ class SparkContractsAdapter(SparkAdapter):
 
         database = information_schema.database
         settings = {
-            (str(c.schema).lower(), str(c.identifier).lower()): _catalog_stats(c)
+            (str(c.database).lower(), str(c.schema).lower(), str(c.identifier).lower()): (
+                _catalog_stats(c)
+            )
             for c in used_schemas  # the relation configs, passed by get_catalog
         }
         columns: List[Dict[str, Any]] = []
         for schema in schemas:
             for relation in self.list_relations(database, schema):
-                key = (str(relation.schema).lower(), str(relation.identifier).lower())
-                stats = settings.get(key) or _NO_STATS
+                key = tuple(
+                    str(part).lower()
+                    for part in (relation.database, relation.schema, relation.identifier)
+                )
+                stats = settings.get(key) or catalog_stats("", None, None)
                 columns.extend({**c, **stats} for c in self._get_columns_for_catalog(relation))
         return agate.Table.from_object(columns, column_types=DEFAULT_TYPE_TESTER)
 
@@ -595,51 +610,13 @@ class SparkContractsAdapter(SparkAdapter):
         return info
 
 
-_CATALOG_STATS = {
-    "schema_contract": (
-        "Schema contract",
-        "tables / columns / data_type modes and quarantine, resolved through dbt's config "
-        "hierarchy (run vars may override per run)",
-    ),
-    "schema_evolution": ("Schema evolution", "the model's schema_evolution config"),
-}
-_NO_STATS = {
-    f"stats:{k}:{p}": None
-    for k in _CATALOG_STATS
-    for p in ("label", "value", "description", "include")
-}
-
-
 def _catalog_stats(relation_config: Any) -> Dict[str, Any]:
-    """`dbt docs generate`: a model's resolved contract and evolution settings as table stats."""
     config = getattr(relation_config, "config", None)
     get = getattr(config, "get", None)
     if get is None:
-        return dict(_NO_STATS)
+        return catalog_stats("", None, None)
     unique_id = getattr(relation_config, "unique_id", None) or str(relation_config.identifier)
-    values: Dict[str, Any] = {}
-    try:
-        contract = resolve_contract(unique_id, get("schema_contract"), None)
-    except ConfigError:
-        contract = None  # `dbt run` names the bad value; the docs show what is valid
-    if contract is not None:
-        values["schema_contract"] = json.dumps(contract.to_dict(), sort_keys=True)
-    if get("schema_evolution") is not None:
-        values["schema_evolution"] = json.dumps(
-            get("schema_evolution"), sort_keys=True, default=str
-        )
-    stats = dict(_NO_STATS)
-    for key, value in values.items():
-        label, description = _CATALOG_STATS[key]
-        stats.update(
-            {
-                f"stats:{key}:label": label,
-                f"stats:{key}:value": value,
-                f"stats:{key}:description": description,
-                f"stats:{key}:include": True,
-            }
-        )
-    return stats
+    return catalog_stats(unique_id, get("schema_contract"), get("schema_evolution"))
 
 
 class _ConnectionSpark:

@@ -339,6 +339,7 @@ class ModelRun:
             "rows_discarded": out.rows_discarded,
             "values_discarded": out.values_discarded,
             "quarantined": out.quarantined,
+            "loaded": out.loaded,
             "applied": self.applied_changes() if out.loaded else [],
             "violation": out.violation,
         }
@@ -475,20 +476,43 @@ class Runner:
         version just before ours, which holds that commit, and fail naming it."""
         relation, version = intent.relation, int(intent.restore_version or 0)
         last_checked = max((int(c.version) for c in checked), default=version)
+        tag = self.spark.get_conf(DELTA_USER_METADATA)  # what this session's RESTORE carries
         self.spark.run(f"restore table {relation} to version as of {version}")
         later = self._delta_commits_after(relation, last_checked)
-        ours = max((int(c.version) for c in later if c.operation == "RESTORE"), default=None)
-        raced = tuple(c for c in later if ours is not None and int(c.version) < ours)
-        if raced and ours is not None:
-            self.spark.run(f"restore table {relation} to version as of {ours - 1}")
+        ours = max(
+            (int(c.version) for c in later if c.operation == "RESTORE" and c.tag == tag),
+            default=None,
+        )
+        if ours is None:
+            raise RestoreFailed(
+                intent.unique_id,
+                "restoring",
+                DbtRuntimeError("the run's own RESTORE commit is not in the table's history"),
+                DbtRuntimeError(describe_commits(later) or "no commits after the check"),
+                self.manual_repair(intent),
+            )
+        raced = tuple(c for c in later if int(c.version) < ours)
+        if not raced:
+            return f"restored to Delta version {version}"
+        after_ours = tuple(c for c in later if int(c.version) > ours)
+        if after_ours:  # taking the RESTORE back now would undo these: leave it to a person
             raise ForeignCommits(
                 relation,
                 version,
-                raced,
-                f"They committed while the run was restoring; the restore was taken back "
-                f"(RESTORE to version {ours - 1}), so the run's own changes stay in place.",
+                raced + after_ours,
+                f"The first ones committed while the run was restoring and were undone by its "
+                f"RESTORE (version {ours}); commits after it exist, so it was not taken back. "
+                f"RESTORE TABLE {relation} TO VERSION AS OF {ours - 1} brings the raced commits "
+                "back but undoes the later ones: decide by hand.",
             )
-        return f"restored to Delta version {version}"
+        self.spark.run(f"restore table {relation} to version as of {ours - 1}")
+        raise ForeignCommits(
+            relation,
+            version,
+            raced,
+            f"They committed while the run was restoring; the restore was taken back "
+            f"(RESTORE to version {ours - 1}), so the run's own changes stay in place.",
+        )
 
     def restore(self, intent: Intent, executed: Sequence[str] = ()) -> str:
         """Put the table back to the intent's restore point, unless another writer committed
@@ -705,8 +729,11 @@ class Runner:
             finally:
                 if auto_merge:
                     self.spark.set_conf(DELTA_AUTO_MERGE, previous)
-            self._take_counts(run)
             run.outcome.loaded = True
+            try:
+                self._take_counts(run)
+            except Exception as exc:  # the load has committed: counts are a report, not the data
+                logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
             if run.outcome.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
         finally:
@@ -741,9 +768,8 @@ class Runner:
         if insert is None:
             return
         try:
-            if self.report.first_use(table):
-                using = "iceberg" if run.table_format == "iceberg" else "delta"
-                self.spark.run(history_ddl(table, using))
+            using = "iceberg" if run.table_format == "iceberg" else "delta"
+            self.report.once(table, lambda: self.spark.run(history_ddl(table, using)))
             self.spark.run(insert)
         except Exception as exc:
             logger.warning(f"{run.unique_id}: could not append to {table}: {exc}")
@@ -860,6 +886,7 @@ class RunReport:
         self._entries: Dict[str, Dict[str, Any]] = {}
         self._summarized = False
         self._used: set = set()
+        self._key_locks: Dict[str, threading.Lock] = {}
 
     def start(self, invocation_id: str) -> None:
         with self._lock:
@@ -867,13 +894,17 @@ class RunReport:
                 self._invocation, self._entries = invocation_id, {}
                 self._summarized, self._used = False, set()
 
-    def first_use(self, key: str) -> bool:
-        """True the first time `key` is seen in this invocation."""
+    def once(self, key: str, action: Callable[[], Any]) -> None:
+        """Run `action` once per `key` in this invocation; other threads wait for it, and a
+        failed action is tried again by the next caller."""
         with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
             if key in self._used:
-                return False
-            self._used.add(key)
-            return True
+                return
+            action()
+            with self._lock:
+                self._used.add(key)
 
     def take_summary(self) -> Optional[str]:
         """The run's summary line, once per invocation (None when no model had news)."""

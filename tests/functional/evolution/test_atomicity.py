@@ -207,7 +207,8 @@ class TestParquetRewriteKilledBetweenRenames:
         schema = project.test_schema
         table = f"{schema}.pq_swap"
         # the state `kill -9` leaves after `ALTER TABLE t RENAME TO t__dbt_backup`
-        intent = Intent("dead-run", "model.test.pq_swap", table, "parquet", None, "tag")
+        swap = (f"ALTER TABLE {table} RENAME TO {table}__dbt_backup",)
+        intent = Intent("dead-run", "model.test.pq_swap", table, "parquet", None, "tag", (), swap)
         value = intent.to_json().replace("'", "\\'").replace("{", "{{").replace("}", "}}")
         project.run_sql(f"alter table {table} set tblproperties ('{INTENT_PROPERTY}' = '{value}')")
         project.run_sql(f"alter table {table} rename to {table}__dbt_backup")

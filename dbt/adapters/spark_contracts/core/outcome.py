@@ -3,9 +3,12 @@ reviewable plan of a dry run (`target/schema_plan.md`). Pure: reads plans and re
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .config import ConfigError
+from .contract import resolve_contract
 from .operations import (
     AddColumns,
     AlterColumnType,
@@ -91,10 +94,11 @@ def outcome_line(
 
 def run_summary(entries: Mapping[str, Mapping[str, Any]]) -> str | None:
     """The last line of a run: how many models changed schema, rows discarded, repairs."""
-    changed = [e for e in entries.values() if e.get("applied") and not e.get("dry_run")]
-    rows = sum(int(e.get("rows_discarded") or 0) for e in entries.values())
-    values = sum(int(e.get("values_discarded") or 0) for e in entries.values())
-    quarantined = sum(int(e.get("quarantined") or 0) for e in entries.values())
+    loaded = [e for e in entries.values() if e.get("loaded")]  # undone runs discarded nothing
+    changed = [e for e in loaded if e.get("applied")]
+    rows = sum(int(e.get("rows_discarded") or 0) for e in loaded)
+    values = sum(int(e.get("values_discarded") or 0) for e in loaded)
+    quarantined = sum(int(e.get("quarantined") or 0) for e in loaded)
     repairs = sum(len(e.get("repairs") or ()) for e in entries.values())
     planned = [e for e in entries.values() if e.get("dry_run")]
     blocked = [e for e in entries.values() if (e.get("plan") or {}).get("blocked")]
@@ -145,7 +149,9 @@ def plan_markdown(invocation_id: str, entries: Mapping[str, Mapping[str, Any]]) 
         lines += ["", "| change | column | verdict |", "| --- | --- | --- |"]
         for change in diff:
             gate = blocked.get(change["path"])
-            if gate is None:
+            if gate is None and not plan.get("operations"):
+                verdict = "no change planned (the model's settings leave it)"
+            elif gate is None:
                 verdict = "safe: planned"
             else:
                 verdict = f"**blocked**: {gate['reason']}"
@@ -231,3 +237,41 @@ def history_insert(
     head = f"{sql_string(model)}, {sql_string(relation)}, {sql_string(invocation_id)}, now()"
     values = ", ".join(f"({head}, {', '.join(literal(v) for v in row)})" for row in rows)
     return f"INSERT INTO {table} VALUES {values}"
+
+
+# ------------------------------------------------------------------- dbt docs catalog stats
+
+_CATALOG_STATS = {
+    "schema_contract": (
+        "Schema contract",
+        "tables / columns / data_type modes and quarantine, resolved through dbt's config "
+        "hierarchy (run vars may override per run)",
+    ),
+    "schema_evolution": ("Schema evolution", "the model's schema_evolution config"),
+}
+
+
+def catalog_stats(unique_id: str, schema_contract: Any, schema_evolution: Any) -> dict[str, Any]:
+    """A model's resolved contract and evolution settings as `stats:<id>:<part>` catalog columns
+    (every key present; None where a model sets nothing, which dbt leaves out)."""
+    stats: dict[str, Any] = {
+        f"stats:{k}:{part}": None
+        for k in _CATALOG_STATS
+        for part in ("label", "value", "description", "include")
+    }
+    values: dict[str, str] = {}
+    try:
+        contract = resolve_contract(unique_id, schema_contract, None)
+    except ConfigError:
+        contract = None  # `dbt run` names the bad value; the docs show only what is valid
+    if contract is not None:
+        values["schema_contract"] = json.dumps(contract.to_dict(), sort_keys=True)
+    if schema_evolution is not None:
+        values["schema_evolution"] = json.dumps(schema_evolution, sort_keys=True, default=str)
+    for key, value in values.items():
+        label, description = _CATALOG_STATS[key]
+        stats[f"stats:{key}:label"] = label
+        stats[f"stats:{key}:value"] = value
+        stats[f"stats:{key}:description"] = description
+        stats[f"stats:{key}:include"] = True
+    return stats
