@@ -69,6 +69,10 @@ def _new_connect_session(creds: SparkContractsCredentials, url: str) -> Any:
     return session
 
 
+def _quoted(text: str) -> str:
+    return "`" + text.replace("`", "``") + "`"
+
+
 class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
     """dbt-spark's thrift/http wrapper, plus `schema_json(sql)` through `DESCRIBE QUERY`."""
 
@@ -90,17 +94,21 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
                 self._close_cursor()
 
     def set_conf(self, key: str, value: Optional[str]) -> None:
-        """Set (None: reset) a SQL conf in this thrift session only."""
+        """Set (None: reset) a SQL conf in this thrift session only. Key and value are quoted:
+        Spark's SET parses neither `snapshot-property.dbt-spark-contracts` nor `a:b` bare."""
         saved = self._cursor
+        sql = (
+            f"set {_quoted(key)}={_quoted(value)}" if value is not None else f"reset {_quoted(key)}"
+        )
         try:
-            self._fetch(f"set {key}={value}" if value is not None else f"reset {key}", fetch=False)
+            self._fetch(sql, fetch=False)
         finally:
             self._cursor = saved
 
     def get_conf(self, key: str) -> Optional[str]:
         saved = self._cursor
         try:
-            rows = self._fetch(f"set {key}")
+            rows = self._fetch(f"set {_quoted(key)}")
         finally:
             self._cursor = saved
         return str(rows[0][1]) if rows and rows[0][1] != "<undefined>" else None
