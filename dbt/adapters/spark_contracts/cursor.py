@@ -133,6 +133,15 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
     def get_conf(self, key: str) -> Optional[str]:
         return self.handle.cursor().session.conf.get(key, None)
 
+    def close(self) -> None:
+        """dbt closes a thread's connection at the end of a command: a Connect session is
+        stopped then (its client threads would otherwise keep the process from exiting); the
+        embedded session stays, shared by the process."""
+        super().close()
+        session = self.handle.cursor().session
+        if type(session).__module__.startswith("pyspark.sql.connect"):
+            session.stop()
+
     def can_observe(self) -> bool:
         """A Connect client does not receive metrics observed in a statement it sends as SQL."""
         return not type(self.handle.cursor().session).__module__.startswith("pyspark.sql.connect")
