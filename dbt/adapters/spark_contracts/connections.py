@@ -73,6 +73,14 @@ def _quoted(text: str) -> str:
     return "`" + text.replace("`", "``") + "`"
 
 
+def _set_sql(key: str, value: Optional[str]) -> str:
+    """SET (None: RESET) of one SQL conf. Key and value are quoted: Spark's SET parses neither
+    `snapshot-property.dbt-spark-contracts` nor `a:b` bare."""
+    if value is None:
+        return f"reset {_quoted(key)}"
+    return f"set {_quoted(key)}={_quoted(value)}"
+
+
 class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
     """dbt-spark's thrift/http wrapper, plus `schema_json(sql)` through `DESCRIBE QUERY`."""
 
@@ -87,21 +95,17 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         for key, value in parameters.items():
             self.cursor()
             try:
-                self.execute(f"set {key}={value}")
+                self.execute(_set_sql(key, str(value)))
             except Exception as exc:
                 logger.debug(f"thrift: could not set {key}: {exc}")
             finally:
                 self._close_cursor()
 
     def set_conf(self, key: str, value: Optional[str]) -> None:
-        """Set (None: reset) a SQL conf in this thrift session only. Key and value are quoted:
-        Spark's SET parses neither `snapshot-property.dbt-spark-contracts` nor `a:b` bare."""
+        """Set (None: reset) a SQL conf in this thrift session only."""
         saved = self._cursor
-        sql = (
-            f"set {_quoted(key)}={_quoted(value)}" if value is not None else f"reset {_quoted(key)}"
-        )
         try:
-            self._fetch(sql, fetch=False)
+            self._fetch(_set_sql(key, value), fetch=False)
         finally:
             self._cursor = saved
 
