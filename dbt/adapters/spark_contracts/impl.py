@@ -40,6 +40,8 @@ from dbt.adapters.spark_contracts.core.render import (
 )
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.core.write_path import (
+    REBUILD,
+    WritePath,
     decide_write_path,
     needs_stage,
     plan_change,
@@ -277,14 +279,21 @@ class SparkContractsAdapter(SparkAdapter):
         in_write = write.evolves_in_write
         statements = (
             ()
-            if plan.is_blocked or in_write
+            if plan.is_blocked or in_write or write.path is WritePath.REPLACE
             else render_plan(plan, str(relation), table_format, table_options.strip())
         )
         stage = runs.stage_name(str(relation), invocation_id)
         load = None
         if decision is not None and not settings.dry_run:
             load = render_load_select(decision, stage, deployed, compiled, invocation_id)
-        observe = load is not None and bool(load.discard_metrics) and spark.can_observe()
+        # A table rebuild's `create or replace ... as select` runs its query in a nested
+        # execution whose observed metrics never reach the session (Delta 4.3): it stages.
+        observe = (
+            load is not None
+            and bool(load.discard_metrics)
+            and spark.can_observe()
+            and strategy != REBUILD
+        )
         observed = suffixed(str(view), "__observed") if observe else None
         staged = needs_stage(write, load, observe) and not (plan.full_refresh or settings.dry_run)
         if decision is not None and load is not None and not staged:
@@ -424,6 +433,13 @@ class SparkContractsAdapter(SparkAdapter):
         return contract, settings
 
     @available
+    def binds_schema_contract(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> bool:
+        """A rebuilt table model is planned like an incremental run when it sets
+        `schema_contract` or `schema_evolution` (or the run sets the `schema_contract` var)."""
+        _, settings = self._resolve_run_settings(model, run_vars)
+        return bool(settings.uses_evolution)
+
+    @available
     def contract_new_table_action(
         self,
         relation: BaseRelation,
@@ -431,15 +447,19 @@ class SparkContractsAdapter(SparkAdapter):
         model: Dict[str, Any],
         run_vars: Dict[str, Any],
     ) -> str:
-        """`tables` of the schema contract when the relation does not exist: create or skip
-        (discard modes, with a warning); freeze fails here, before anything is created."""
-        contract, _ = self._resolve_run_settings(model, run_vars)
-        if contract is None:
-            return "create"
+        """A first build, before its first statement: the model's settings checked against its
+        output (`schema_evolution.columns`), then `tables` of the schema contract: create or
+        skip (discard modes, with a warning); freeze fails here, before anything is created."""
+        contract, settings = self._resolve_run_settings(model, run_vars)
+        if not settings.policy.columns and contract is None:
+            return "create"  # nothing to check: no analysis of the query
         spark = self._spark()
         compiled = spark.schema(compiled_sql)
-        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")
         unique_id = model.get("unique_id", str(relation))
+        self._validate_column_settings(unique_id, settings, compiled, f"({compiled_sql}) AS t")
+        if contract is None:
+            return "create"
+        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")
         if decision.violations:
             runner = runs.Runner(spark, self._report, self._target_dir)
             runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
@@ -449,8 +469,11 @@ class SparkContractsAdapter(SparkAdapter):
         return "create"
 
     def _validate_column_settings(
-        self, unique_id: str, settings: Any, compiled: Any, relation: BaseRelation
+        self, unique_id: str, settings: Any, compiled: Any, relation: Any
     ) -> None:
+        """`schema_evolution.columns` against the model's output, by analysis only: each entry
+        names an output column, each default/backfill is valid SQL over `relation` (the
+        deployed table, or on a first build the model's query)."""
         unknown = settings.policy.unknown_columns(compiled)
         if unknown:
             raise CompilationError(
