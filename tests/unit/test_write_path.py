@@ -67,7 +67,9 @@ def test_a_table_rebuild_writes_any_change_in_its_replace():
     deployed = s(("id", INT), ("gone", STRING))
     compiled = s(("id", BIGINT), ("c", STRING))
     for fmt in ("delta", "iceberg", "parquet"):
-        write = decide(deployed, compiled, fmt, "table", allow_column_removal=True)
+        write = decide(
+            deployed, compiled, fmt, "table", allow_column_removal=True, allow_full_refresh=True
+        )
         assert write.path is WritePath.REPLACE
         assert not write.multi_step and not write.evolves_in_write
     assert decide(deployed, deployed, "delta", "table").path is WritePath.NO_CHANGE
