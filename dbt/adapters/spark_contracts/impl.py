@@ -24,7 +24,7 @@ from dbt.adapters.spark_contracts.connections import SparkContractsConnectionMan
 from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.config import ConfigError, resolve_settings
 from dbt.adapters.spark_contracts.core.contract import resolve_contract
-from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
+from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.core.outcome import (
@@ -38,6 +38,7 @@ from dbt.adapters.spark_contracts.core.render import (
     render_plan,
     suffixed,
 )
+from dbt.adapters.spark_contracts.core.snapshot import SnapshotContractError, plan_snapshot
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.core.write_path import (
     REBUILD,
@@ -467,6 +468,64 @@ class SparkContractsAdapter(SparkAdapter):
             logger.warning(f"{unique_id}: {decision.warnings[0]} ({relation})")
             return "skip"
         return "create"
+
+    @available
+    def evolve_snapshot(
+        self,
+        target: BaseRelation,
+        staging: BaseRelation,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> List[str]:
+        """A snapshot's run, before its merge: the schema contract against the source's columns,
+        then the planner's additions and widenings applied to the snapshot table. Returns the
+        (quoted) staging columns the merge inserts."""
+        contract, settings = self._resolve_run_settings(model, run_vars)
+        unique_id = model.get("unique_id", str(target))
+        spark = self._spark()
+        deployed, properties = self._deployed(spark, target)
+        staged = spark.schema(f"select * from {staging}")
+        table_format = self.table_format_of(target)
+        try:
+            planned = plan_snapshot(
+                unique_id, deployed, staged, table_format, properties, settings, contract
+            )
+        except SnapshotContractError as exc:
+            raise CompilationError(str(exc)) from exc
+        if planned.violations:
+            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner.raise_violation(unique_id, str(target), planned.violations[0].to_dict())
+        if planned.plan.is_blocked:
+            lines = [f"Schema change blocked for {unique_id} ({target}); nothing was changed:"]
+            lines += [f"  - {blocked.describe()}" for blocked in planned.plan.blocked]
+            raise CompilationError("\n".join(lines))
+        for statement in render_plan(planned.plan, str(target), table_format, ""):
+            self.execute(statement)
+        if planned.plan.operations:
+            logger.info(f"{unique_id} ({target}): {planned.plan.summary()}")
+        return list(planned.insert_columns)
+
+    @available
+    def check_view_contract(
+        self,
+        relation: BaseRelation,
+        compiled_sql: str,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> str:
+        """A view being replaced: its schema contract's `freeze` modes against the view's
+        current schema, by analysis only; raises the violation before the view changes."""
+        contract, _ = self._resolve_run_settings(model, run_vars)
+        if contract is None:
+            return ""
+        spark = self._spark()
+        deployed = spark.schema(f"select * from {relation}")
+        violations = view_violations(contract, deployed, spark.schema(compiled_sql))
+        if violations:
+            runner = runs.Runner(spark, self._report, self._target_dir)
+            unique_id = model.get("unique_id", str(relation))
+            runner.raise_violation(unique_id, str(relation), violations[0].to_dict())
+        return ""
 
     def _validate_column_settings(
         self, unique_id: str, settings: Any, compiled: Any, relation: Any
