@@ -183,6 +183,10 @@ class TestFirstBuildChecks:
             "bad_default.sql": "{{ config(materialized='incremental', schema_evolution="
             "{'columns': {'status': {'default': 'not valid sql ((('}}}) }}\n"
             "select 1 as id, 'a' as status",
+            "bad_backfill_iceberg.sql": "{{ config(materialized='incremental', "
+            "file_format='iceberg', schema_evolution="
+            "{'columns': {'status': {'backfill': 'no_such_column + 1'}}}) }}\n"
+            "select 1 as id, 'a' as status",
             "good.sql": "{{ config(materialized='table', schema_evolution="
             "{'columns': {'status': {'default': \"'pending'\"}}}) }}\n"
             "select 1 as id, 'a' as status",
@@ -198,6 +202,10 @@ class TestFirstBuildChecks:
         assert str(bad.status) == "error"
         assert "schema_evolution.columns.status.default" in bad.message, bad.message
         assert "not a valid SQL expression" in bad.message
+        iceberg = results["bad_backfill_iceberg"]
+        assert str(iceberg.status) == "error"
+        assert "schema_evolution.columns.status.backfill" in iceberg.message, iceberg.message
         assert str(results["good"].status) == "success"
         assert not exists(project, "unknown_column")
         assert not exists(project, "bad_default")
+        assert not exists(project, "bad_backfill_iceberg")
