@@ -308,3 +308,19 @@ class TestProjectVarsAreRunVars:
         )
         # --vars wins over the project's vars, as in `var()`
         run_dbt(["parse", "--vars", "{allow_column_removal: false}"])
+
+
+class TestManyBadNodesAreCounted:
+    """A bad --vars value fails every node: the message lists 20 of them and counts the rest."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {f"m{i:02d}.sql": INC % "on_schema_change='fail'" for i in range(23)}
+
+    def test_listing_is_capped(self, project):
+        lines = parse_error(["parse", "--vars", "{allow_full_refresh: maybe}"]).splitlines()
+        listed = [line for line in lines if "`allow_full_refresh` must be true or false" in line]
+        assert [line.strip().split(" ")[0] for line in listed] == [
+            f"model.test.m{i:02d}" for i in range(20)
+        ]
+        assert lines[-1].strip() == "... and 3 more node(s)"

@@ -56,13 +56,17 @@ def settings_at_run(adapter: Any, model: Dict[str, Any], run_vars: Dict[str, Any
         raise CompilationError(str(exc)) from exc
 
 
-def _node_config(adapter: Any, node: Any) -> NodeConfig:
-    from dbt.context.providers import RuntimeVar  # dbt's own `var()`: project and --vars
+def _run_vars(adapter: Any, node: Any) -> Dict[str, Any]:
+    from dbt.context.providers import RuntimeVar  # dbt's own `var()`: project vars and --vars
 
+    return read_run_vars(RuntimeVar({}, adapter.config, node))
+
+
+def _node_config(adapter: Any, node: Any, run_vars: Dict[str, Any]) -> NodeConfig:
     return NodeConfig(
         model=model_label(node.unique_id, node.original_file_path),
         config=node.config,
-        run_vars=read_run_vars(RuntimeVar({}, adapter.config, node)),
+        run_vars=run_vars,
         constraints=[_as_dict(c) for c in getattr(node, "constraints", None) or []],
         columns={name: _column_constraints(column) for name, column in node.columns.items()},
         language=str(getattr(node, "language", None) or "sql"),
@@ -82,6 +86,7 @@ def validate_manifest(adapter: Any, manifest: Any) -> None:
     ours = set(get_adapter_package_names(adapter.type()))
     project = adapter.config.project_name
     is_ours: Dict[str, bool] = {}
+    run_vars: Dict[str, Dict[str, Any]] = {}  # `var()` differs only by the node's package
     errors: List[str] = []
     for node in nodes.values():
         if str(node.resource_type) not in BUILT_RESOURCE_TYPES:
@@ -94,8 +99,10 @@ def validate_manifest(adapter: Any, manifest: Any) -> None:
             is_ours[materialized] = macro is not None and macro.package_name in ours
         if not is_ours[materialized]:
             continue
+        if node.package_name not in run_vars:
+            run_vars[node.package_name] = _run_vars(adapter, node)
         try:
-            validate_node_config(_node_config(adapter, node))
+            validate_node_config(_node_config(adapter, node, run_vars[node.package_name]))
         except ConfigError as exc:
             errors.append(str(exc))
     if errors:
