@@ -96,6 +96,10 @@ BAD = {
         ["`constraints[0].columns` names idd", "allowed: id, note"],
     ),
     "py_contract": ("models/py_contract.py", ["`schema_contract` is 'fly'", MODES]),
+    "evolution_undeclared": (
+        "models/evolution_undeclared.sql",
+        ["`schema_evolution.columns` names nope", "enforced contract", "allowed: id, note"],
+    ),
 }
 
 PROPERTIES = """
@@ -124,6 +128,15 @@ models:
     columns:
       - name: id
       - name: note
+  - name: evolution_undeclared
+    config:
+      contract: {enforced: true}
+      on_schema_change: fail
+    columns:
+      - name: id
+        data_type: int
+      - name: note
+        data_type: string
 """
 
 CUSTOM_MATERIALIZATION = """
@@ -161,6 +174,8 @@ class TestBadConfigFailsParse:
             "evolution_default_type.sql": INC
             % "schema_evolution={'columns': {'note': {'default': ['a']}}}",
             "on_schema_change.sql": INC % "on_schema_change='append'",
+            "evolution_undeclared.sql": INC
+            % "schema_evolution={'columns': {'nope': {'default': '1'}}}",
             "yml_contract.sql": "{{ config(materialized='table') }}\n" + plain,
             "check_no_expression.sql": plain,
             "column_check_no_expression.sql": plain,

@@ -259,6 +259,17 @@ def test_bad_config_names_model_key_value_and_allowed(case: str) -> None:
         assert part in message, (part, message)
 
 
+def test_evolution_columns_must_be_declared_when_the_contract_is_enforced() -> None:
+    evolution = {"schema_evolution": {"columns": {"Note": {"default": "1"}, "nope": {}}}}
+    declared = {"id": [], "note": []}
+    enforced = NodeConfig(MODEL, evolution, {}, columns=declared, contract_enforced=True)
+    message = error_of(enforced)
+    assert "`schema_evolution.columns` names nope, which the model's enforced contract" in message
+    assert "allowed: id, note" in message
+    # without enforcement the declared columns may be partial: the run checks the output
+    validate_node_config(NodeConfig(MODEL, evolution, {}, columns=declared))
+
+
 def test_undeclared_columns_are_not_judged_without_declarations() -> None:
     # no columns declared in properties: nothing to compare with at parse time
     validate_node_config(node(constraints=[{"type": "not_null", "columns": ["id"]}]))

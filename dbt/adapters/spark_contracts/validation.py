@@ -31,6 +31,13 @@ def _column_constraints(column: Any) -> List[Dict[str, Any]]:
     return [_as_dict(c) for c in raw or []]
 
 
+def _enforced(contract: Any) -> bool:
+    """dbt's contract config: a dict in a materialization's `model`, an object at parse time."""
+    if isinstance(contract, dict):
+        return bool(contract.get("enforced"))
+    return bool(getattr(contract, "enforced", False))
+
+
 def _method(adapter: Any) -> Optional[str]:
     return getattr(adapter.config.credentials, "method", None)
 
@@ -47,6 +54,7 @@ def settings_at_run(adapter: Any, model: Dict[str, Any], run_vars: Dict[str, Any
             name: _column_constraints(column)
             for name, column in (model.get("columns") or {}).items()
         },
+        contract_enforced=_enforced((model.get("config") or {}).get("contract")),
         language=str(model.get("language") or "sql"),
         connection_method=_method(adapter),
     )
@@ -69,6 +77,7 @@ def _node_config(adapter: Any, node: Any, run_vars: Dict[str, Any]) -> NodeConfi
         run_vars=run_vars,
         constraints=[_as_dict(c) for c in getattr(node, "constraints", None) or []],
         columns={name: _column_constraints(column) for name, column in node.columns.items()},
+        contract_enforced=_enforced(node.config.get("contract")),
         language=str(getattr(node, "language", None) or "sql"),
         connection_method=_method(adapter),
     )

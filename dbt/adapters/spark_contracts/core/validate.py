@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .config import EvolutionSettings, resolve_settings
+from .config import ConfigError, EvolutionSettings, resolve_settings
 from .constraint_checks import check_constraints
 from .contract import SchemaContract, resolve_contract
 
@@ -28,6 +28,7 @@ class NodeConfig:
     constraints: Sequence[Mapping[str, Any]] = ()  # model-level, as dicts
     # every declared column (in order) -> its constraints, as dicts
     columns: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    contract_enforced: bool = False  # dbt's `contract: {enforced: true}`
     language: str = "sql"
     connection_method: str | None = None
 
@@ -48,11 +49,28 @@ def _check_constraints(node: NodeConfig) -> None:
     check_constraints(node.model, node.constraints, node.columns)
 
 
+def _check_evolution_columns_declared(node: NodeConfig) -> None:
+    """With an enforced contract the declared columns are the model's output, so a
+    `schema_evolution.columns` entry naming another column is known to be wrong before the run
+    (without one, the run checks the entries against the compiled output)."""
+    if not (node.contract_enforced and node.columns):
+        return
+    entries = (node.config.get("schema_evolution") or {}).get("columns") or {}
+    declared = {name.lower() for name in node.columns}
+    unknown = [str(name) for name in entries if str(name).lower() not in declared]
+    if unknown:
+        raise ConfigError(
+            f"{node.model}: `schema_evolution.columns` names {', '.join(unknown)}, which the "
+            f"model's enforced contract does not declare; allowed: {', '.join(node.columns)}"
+        )
+
+
 Check = Callable[[NodeConfig], None]
 
 # Checks beyond schema_contract/schema_evolution/on_schema_change/run vars (which build the
-# settings below). Each raises `ConfigError` naming the model, the key, the value, what is allowed.
-CHECKS: tuple[Check, ...] = (_check_constraints,)
+# settings below, so a check may read those keys as valid). Each raises `ConfigError` naming the
+# model, the key, the bad value and what is allowed.
+CHECKS: tuple[Check, ...] = (_check_constraints, _check_evolution_columns_declared)
 
 
 def validate_node_config(node: NodeConfig) -> NodeSettings:
