@@ -9,7 +9,6 @@ from .plan import ON_SCHEMA_CHANGE, STRATEGIES, ColumnEvolution, Policy
 
 EVOLUTION_KEYS = ("strategy", "columns")
 COLUMN_KEYS = ("default", "backfill")
-RUN_VARS = ("allow_full_refresh", "allow_column_removal", "schema_evolution_dry_run")
 # Every run-level var the adapter reads, with its default when the run does not set it.
 RUN_VAR_DEFAULTS: Mapping[str, Any] = {
     "allow_full_refresh": False,
