@@ -22,8 +22,7 @@ from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
 from dbt.adapters.spark_contracts.core import diff_schemas
-from dbt.adapters.spark_contracts.core.config import ConfigError, resolve_settings
-from dbt.adapters.spark_contracts.core.contract import resolve_contract
+from dbt.adapters.spark_contracts.core.config import read_run_vars
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
@@ -49,6 +48,7 @@ from dbt.adapters.spark_contracts.core.write_path import (
 )
 from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
+from dbt.adapters.spark_contracts.validation import settings_at_run, validate_manifest
 
 if TYPE_CHECKING:
     import agate
@@ -95,6 +95,13 @@ class SparkContractsAdapter(SparkAdapter):
     @classmethod
     def type(cls) -> str:
         return "spark_contracts"
+
+    def set_macro_resolver(self, macro_resolver: Any) -> None:
+        """dbt hands every manifest it loads to the adapter here (after a parse, a partial parse,
+        or as passed to dbtRunner), before any node runs: the point where each node's final config
+        is known. Bad adapter config fails here, as a parsing error."""
+        validate_manifest(self, macro_resolver)
+        super().set_macro_resolver(macro_resolver)
 
     def cleanup_connections(self) -> None:
         """dbt calls this once a command's nodes and hooks are done: say what the run did."""
@@ -411,27 +418,19 @@ class SparkContractsAdapter(SparkAdapter):
         )
 
     def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
-        unique_id = model.get("unique_id", "model")
+        settings = settings_at_run(self, model, run_vars)
         config = model.get("config", {})
-        try:
-            contract = resolve_contract(
-                unique_id, config.get("schema_contract"), run_vars.get("schema_contract")
-            )
-            settings = resolve_settings(
-                unique_id,
-                config.get("schema_evolution"),
-                contract,
-                config.get("on_schema_change"),
-                run_vars,
-            )
-        except ConfigError as exc:
-            raise CompilationError(str(exc)) from exc
-        if contract is not None and config.get("on_schema_change") not in (None, "ignore"):
+        if settings.contract is not None and config.get("on_schema_change") not in (None, "ignore"):
             logger.warning(
-                f"{unique_id}: schema_contract is set, so on_schema_change "
+                f"{model.get('unique_id', 'model')}: schema_contract is set, so on_schema_change "
                 f"({config.get('on_schema_change')}) is ignored"
             )
-        return contract, settings
+        return settings.contract, settings.evolution
+
+    @available
+    def run_vars(self, var: Any) -> Dict[str, Any]:
+        """The run vars the adapter reads, as the model's `var()` resolves them."""
+        return read_run_vars(var)
 
     @available
     def binds_schema_contract(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> bool:

@@ -2,12 +2,7 @@
      and hands back a typed run; these macros only pass it back, step by step. --#}
 
 {% macro spark_contracts_run_vars() -%}
-  {{ return({
-      'allow_full_refresh': var('allow_full_refresh', false),
-      'allow_column_removal': var('allow_column_removal', false),
-      'schema_evolution_dry_run': var('schema_evolution_dry_run', false),
-      'schema_contract': var('schema_contract', none),
-  }) }}
+  {{ return(adapter.run_vars(var)) }}
 {%- endmacro %}
 
 {% macro spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format) %}
