@@ -32,6 +32,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
     catalog_stats,
     history_relation,
 )
+from dbt.adapters.spark_contracts.core.pydantic_contract import declared_contract
 from dbt.adapters.spark_contracts.core.render import (
     BACKUP_SUFFIX,
     REWRITE_SUFFIX,
@@ -76,6 +77,7 @@ class SparkContractsConfig(SparkConfig):
     file_format: str = DEFAULT_FILE_FORMAT
     schema_contract: Optional[Any] = None
     schema_evolution: Optional[Dict[str, Any]] = None
+    pydantic_contract: Optional[str] = None
 
 
 class SparkContractsAdapter(SparkAdapter):
@@ -204,7 +206,7 @@ class SparkContractsAdapter(SparkAdapter):
     ) -> runs.ModelRun:
         """Step 1 of an incremental run: analyse, repair what a dead run left, decide (core/)."""
         unique_id = model.get("unique_id", str(relation))
-        contract, settings = self._resolve_run_settings(model, run_vars)
+        contract, settings, declared = self._resolve_run_settings(model, run_vars)
         spark = self._spark()
         runner = self._runner(spark, invocation_id)
         tag = commit_tag(invocation_id, unique_id)
@@ -216,7 +218,7 @@ class SparkContractsAdapter(SparkAdapter):
                 relation,
                 view,
                 model,
-                contract,
+                (contract, declared),
                 settings,
                 strategy,
                 invocation_id,
@@ -245,6 +247,7 @@ class SparkContractsAdapter(SparkAdapter):
         table_options: str,
     ) -> runs.ModelRun:
         unique_id = model.get("unique_id", str(relation))
+        contract, declared = contract
         compiled = runs.compiled_schema(
             spark.schema(f"select * from {view}"), _declared_not_null(model)
         )
@@ -258,9 +261,8 @@ class SparkContractsAdapter(SparkAdapter):
             deployed, properties = self._deployed(spark, relation)
         decision = None
         if contract is not None:
-            decision = decide(
-                contract, deployed, compiled, diff_schemas(deployed, compiled), table_format
-            )
+            diff = diff_schemas(deployed, compiled)
+            decision = decide(contract, deployed, compiled, diff, table_format, declared)
             if decision.violations:
                 runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
         diff, plan, mode = plan_change(
@@ -404,8 +406,11 @@ class SparkContractsAdapter(SparkAdapter):
         unique_id = model.get("unique_id", "model")
         config = model.get("config", {})
         try:
+            declared, base = declared_contract(
+                unique_id, config.get("pydantic_contract"), self.config.project_root
+            )
             contract = resolve_contract(
-                unique_id, config.get("schema_contract"), run_vars.get("schema_contract")
+                unique_id, config.get("schema_contract"), run_vars.get("schema_contract"), base
             )
             settings = resolve_settings(
                 unique_id,
@@ -421,7 +426,7 @@ class SparkContractsAdapter(SparkAdapter):
                 f"{unique_id}: schema_contract is set, so on_schema_change "
                 f"({config.get('on_schema_change')}) is ignored"
             )
-        return contract, settings
+        return contract, settings, declared
 
     @available
     def contract_new_table_action(
@@ -433,12 +438,13 @@ class SparkContractsAdapter(SparkAdapter):
     ) -> str:
         """`tables` of the schema contract when the relation does not exist: create or skip
         (discard modes, with a warning); freeze fails here, before anything is created."""
-        contract, _ = self._resolve_run_settings(model, run_vars)
+        contract, _, declared = self._resolve_run_settings(model, run_vars)
         if contract is None:
             return "create"
         spark = self._spark()
         compiled = spark.schema(compiled_sql)
-        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")
+        diff = diff_schemas(compiled, compiled)
+        decision = decide(contract, None, compiled, diff, "delta", declared)
         unique_id = model.get("unique_id", str(relation))
         if decision.violations:
             runner = runs.Runner(spark, self._report, self._target_dir)
