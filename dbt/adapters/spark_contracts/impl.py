@@ -4,7 +4,7 @@ entry points. Decisions live in `core/`; this class only gathers inputs and hand
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
@@ -23,7 +23,8 @@ from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
 from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.config import ConfigError, resolve_settings
-from dbt.adapters.spark_contracts.core.contract import resolve_contract
+from dbt.adapters.spark_contracts.core.contract import ContractMode, resolve_contract
+from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
@@ -453,6 +454,29 @@ class SparkContractsAdapter(SparkAdapter):
             logger.warning(f"{unique_id}: {decision.warnings[0]} ({relation})")
             return "skip"
         return "create"
+
+    @available
+    def contract_create_sql(
+        self, relation: BaseRelation, compiled_sql: str, model: Dict[str, Any], run_vars: Any
+    ) -> str:
+        """The SELECT a run that creates the table writes: the model's query itself, or, under a
+        `pydantic_contract`, that query coerced into the declared columns with the declared rules
+        applied (freeze fails the CREATE itself; no counts, no quarantine on this run)."""
+        contract, _, declared = self._resolve_run_settings(model, run_vars)
+        if contract is None or declared is None:
+            return compiled_sql
+        spark = self._spark()
+        compiled = runs.compiled_schema(spark.schema(compiled_sql), _declared_not_null(model))
+        table_format = (model.get("config") or {}).get("file_format") or DEFAULT_FILE_FORMAT
+        # `tables` was decided already (spark_contracts_may_create), or the table exists
+        creating = replace(contract, tables=ContractMode.EVOLVE)
+        decision = decide(creating, None, compiled, SchemaDiff(), table_format, declared)
+        unique_id = model.get("unique_id", str(relation))
+        if decision.violations:
+            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
+        source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
+        return render_load_select(decision, source, None, compiled, "").select
 
     def _validate_column_settings(
         self, unique_id: str, settings: Any, compiled: Any, relation: BaseRelation

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbt.adapters.base.relation import Policy
 from dbt.adapters.spark.relation import SparkQuotePolicy, SparkRelation
+from dbt_common.exceptions import CompilationError
+
+from dbt.adapters.spark_contracts.core.config import ConfigError
+from dbt.adapters.spark_contracts.core.pydantic_contract import check_at_parse
 
 
 @dataclass
@@ -25,6 +30,15 @@ class SparkContractsRelation(SparkRelation):
     def __post_init__(self) -> None:
         # dbt-spark refuses database != schema; here `database` names a catalog.
         pass
+
+    @classmethod
+    def create_from(cls, quoting: Any, relation_config: Any, **kwargs: Any) -> Any:
+        # dbt's parser calls this for every node: a bad `pydantic_contract` fails `dbt parse`
+        try:
+            check_at_parse(relation_config, getattr(quoting, "project_root", None))
+        except ConfigError as exc:
+            raise CompilationError(str(exc)) from exc
+        return super().create_from(quoting, relation_config, **kwargs)
 
     def render(self) -> str:
         if self.database is not None and self.database == self.schema:

@@ -414,3 +414,14 @@ def declared_contract(
         return None, None
     contract = load_pydantic_contract(model, spec, project_root)
     return as_declared(contract), contract.base_contract()
+
+
+def check_at_parse(node: Any, project_root: str | None) -> None:
+    """Load the `pydantic_contract` of a parsed node (a dbt RelationConfig) if it sets one, so
+    an import error or an unmappable field fails `dbt parse`; raises ConfigError."""
+    config: Any = getattr(node, "config", None)
+    getter = getattr(config, "get", None)
+    spec = getter(CONFIG_KEY) if callable(getter) else None
+    if spec is not None:
+        name = getattr(node, "unique_id", None) or getattr(node, "name", "model")
+        load_pydantic_contract(str(name), spec, project_root)

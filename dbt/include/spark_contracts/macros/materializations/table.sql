@@ -20,7 +20,7 @@
   {% endif %}
 
   {%- call statement('main', language=language) -%}
-    {{ create_table_as(False, target_relation, compiled_code, language) }}
+    {{ create_table_as(False, target_relation, spark_contracts_create_sql(target_relation, language), language) }}
   {%- endcall -%}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
