@@ -8,12 +8,17 @@ fails `dbt parse` naming the model and the field."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
+from typing import Annotated, Literal, Optional
 
 import pytest
 from dbt.tests.fixtures.project import write_project_files
 from dbt.tests.util import run_dbt
+from pydantic import BaseModel, Field, ValidationError
 
+from dbt.adapters.spark_contracts.core.pydantic_contract import contract_from_class
+from dbt.adapters.spark_contracts.core.types import quote_identifier, sql_string
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 from tests.functional.evolution.test_run_path import evaluations  # noqa: F401 (fixture)
 
@@ -298,3 +303,98 @@ class TestParseFailsOnUnmappableField:
         message = str(raised.value)
         assert "model.test.orders" in message and "`opened_at`" in message, message
         assert "no Spark type" in message, message
+
+
+# ------------------------------------------ Spark evaluates the predicates as Pydantic validates
+
+
+class Point(BaseModel):
+    x: int = Field(ge=0)
+    label: Optional[str] = Field(default=None, max_length=2)
+
+
+class Probe(BaseModel):
+    n: Optional[int] = Field(default=None, ge=-5, lt=7, multiple_of=2)
+    s: Optional[str] = Field(default=None, min_length=2, max_length=4, pattern=r"^[a-c]+")
+    lit: Optional[Literal["x", "y"]] = None
+    xs: Optional[list[Annotated[int, Field(gt=0)]]] = Field(default=None, max_length=2)
+    d: Optional[dict[str, Annotated[float, Field(le=1.5)]]] = None
+    p: Optional[Point] = None
+    req: str = "r"  # required (not Optional): a NULL breaks it
+
+
+def _value(rng: random.Random, column: str):
+    if column != "req" and rng.random() < 0.15:
+        return None
+    if column == "n":
+        return rng.randint(-8, 9)
+    if column in ("s", "req"):
+        if column == "req" and rng.random() < 0.2:
+            return None
+        return "".join(rng.choice("abcz") for _ in range(rng.randint(0, 6)))
+    if column == "lit":
+        return rng.choice(["x", "y", "z", "X"])
+    if column == "xs":
+        return [rng.randint(-1, 2) for _ in range(rng.randint(0, 3))]
+    if column == "d":
+        return {f"k{i}": rng.choice([0.5, 1.5, 2.0, -1.0]) for i in range(rng.randint(0, 2))}
+    label = rng.choice([None, "a", "ab", "abc"])
+    return {"x": rng.randint(-1, 2) if rng.random() < 0.9 else None, "label": label}
+
+
+def _sql(value, spark_type: str) -> str:
+    if value is None:
+        return f"CAST(NULL AS {spark_type})"
+    if isinstance(value, str):
+        return sql_string(value)
+    if isinstance(value, int):
+        return f"CAST({value} AS BIGINT)"
+    if isinstance(value, float):
+        return f"CAST({value!r} AS DOUBLE)"
+    if isinstance(value, list):
+        return f"CAST(array({', '.join(_sql(v, 'BIGINT') for v in value)}) AS {spark_type})"
+    if "x" in value:
+        return (
+            f"CAST(named_struct('x', {_sql(value['x'], 'BIGINT')}, 'label', "
+            f"{_sql(value['label'], 'STRING')}) AS {spark_type})"
+        )
+    pairs = ", ".join(f"{sql_string(k)}, {_sql(v, 'DOUBLE')}" for k, v in value.items())
+    return f"CAST(map({pairs}) AS {spark_type})"
+
+
+class TestPredicatesAgreeWithPydantic:
+    def test_spark_rejects_exactly_what_pydantic_rejects(self, project):
+        contract = contract_from_class("model.test.probe", "probe:Probe", Probe)
+        columns = contract.columns
+        rng = random.Random(20261123)
+        records = [{c: _value(rng, c) for c in columns.names} for _ in range(300)]
+        rows = " UNION ALL ".join(
+            "SELECT "
+            + ", ".join(
+                [f"{i} AS i"]
+                + [
+                    f"{_sql(r[f.name], f.type.to_sql())} AS {quote_identifier(f.name)}"
+                    for f in columns.fields
+                ]
+            )
+            for i, r in enumerate(records)
+        )
+        checks = [(r.column, r.violated(quote_identifier(r.column))) for r in contract.rules]
+        select = ", ".join(f"{sql} AS {quote_identifier(c + '_bad')}" for c, sql in checks)
+        result = project.run_sql(f"SELECT i, {select} FROM ({rows}) ORDER BY i", fetch="all")
+        disagreements = []
+        for row in result:
+            record = records[row[0]]
+            for (column, _), spark_bad in zip(checks, row[1:], strict=True):
+                try:
+                    Probe.model_validate({column: record[column]})
+                    pydantic_bad = False
+                except ValidationError:
+                    pydantic_bad = True
+                assert spark_bad is not None, (column, record[column])  # never NULL
+                if bool(spark_bad) != pydantic_bad:
+                    disagreements.append((column, record[column], spark_bad, pydantic_bad))
+        assert not disagreements, disagreements[:10]
+        # the sample exercises both outcomes of every column's rules
+        for index, (column, _) in enumerate(checks, start=1):
+            assert {bool(row[index]) for row in result} == {True, False}, column
