@@ -90,7 +90,7 @@ PROBE = (
     f" from range({ROWS})"
 )
 VALID_ONE = (
-    "select cast(0 as bigint) as id, 'new' as status, 1 as qty, cast(null as string) as note,"
+    "select cast(1000 as bigint) as id, 'new' as status, 1 as qty, cast(null as string) as note,"
     " cast(null as struct<city:string,zip:string>) as address, array('p') as tags"
 )
 
