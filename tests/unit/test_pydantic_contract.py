@@ -38,6 +38,7 @@ from dbt.adapters.spark_contracts.core.enforce import (
 )
 from dbt.adapters.spark_contracts.core.pydantic_contract import (
     as_declared,
+    check_at_parse,
     contract_from_class,
     declared_contract,
     load_pydantic_contract,
@@ -501,3 +502,16 @@ def test_discard_modes_render_filters_and_nulls() -> None:
     # qty is Optional: nulled; id is required: NULL is no repair, so its row is dropped
     assert "CASE WHEN coalesce((CAST(`qty` AS BIGINT) IS NOT NULL" in values.select
     assert "WHERE NOT (coalesce(CAST(`id` AS BIGINT) IS NULL" in values.select
+
+
+class _Node:
+    def __init__(self, config: dict[str, Any]):
+        self.unique_id, self.config = "model.p.parsed", config
+
+
+def test_check_at_parse_loads_only_what_a_node_sets(tmp_path: Any) -> None:
+    check_at_parse(_Node({}), str(tmp_path))  # no pydantic_contract: nothing imported
+    check_at_parse(object(), None)  # nodes without a config (sources, ...) pass
+    with pytest.raises(ConfigError) as raised:
+        check_at_parse(_Node({"pydantic_contract": "pc_parse_absent.orders:Order"}), str(tmp_path))
+    assert str(raised.value).startswith("model.p.parsed: `pydantic_contract`")

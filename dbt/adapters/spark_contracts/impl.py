@@ -219,7 +219,8 @@ class SparkContractsAdapter(SparkAdapter):
                 relation,
                 view,
                 model,
-                (contract, declared),
+                contract,
+                declared,
                 settings,
                 strategy,
                 invocation_id,
@@ -241,6 +242,7 @@ class SparkContractsAdapter(SparkAdapter):
         view: BaseRelation,
         model: Dict[str, Any],
         contract: Any,
+        declared: Any,
         settings: Any,
         strategy: str,
         invocation_id: str,
@@ -248,7 +250,6 @@ class SparkContractsAdapter(SparkAdapter):
         table_options: str,
     ) -> runs.ModelRun:
         unique_id = model.get("unique_id", str(relation))
-        contract, declared = contract
         compiled = runs.compiled_schema(
             spark.schema(f"select * from {view}"), _declared_not_null(model)
         )
@@ -262,8 +263,8 @@ class SparkContractsAdapter(SparkAdapter):
             deployed, properties = self._deployed(spark, relation)
         decision = None
         if contract is not None:
-            diff = diff_schemas(deployed, compiled)
-            decision = decide(contract, deployed, compiled, diff, table_format, declared)
+            changes = diff_schemas(deployed, compiled)
+            decision = decide(contract, deployed, compiled, changes, table_format, declared)
             if decision.violations:
                 runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
         diff, plan, mode = plan_change(
