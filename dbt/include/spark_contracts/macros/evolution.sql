@@ -22,7 +22,7 @@
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
     {%- call statement('main') -%}
-      {{ create_table_as(False, target_relation, compiled_code, 'sql') }}
+      {{ create_table_as(False, target_relation, spark_contracts_create_sql(target_relation, "sql"), "sql") }}
     {%- endcall -%}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
     {% do persist_constraints(target_relation, model) %}
@@ -59,4 +59,13 @@
     {% do store_result('main', response=adapter.skipped_response(model)) %}
   {%- endif -%}
   {{ return(action == 'create') }}
+{% endmacro %}
+
+{#-- What a run that creates the table writes: the model's query, or under a pydantic_contract
+     that query coerced and checked against the declared class (adapter.contract_create_sql). --#}
+{% macro spark_contracts_create_sql(relation, language) %}
+  {%- if language == 'sql' and config.get('pydantic_contract') -%}
+    {{ return(adapter.contract_create_sql(relation, compiled_code, model, spark_contracts_run_vars())) }}
+  {%- endif -%}
+  {{ return(compiled_code) }}
 {% endmacro %}

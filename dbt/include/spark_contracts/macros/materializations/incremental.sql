@@ -28,7 +28,7 @@
 
   {%- if existing_relation is none -%}
     {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, target_relation, compiled_code, language) }}
+      {{ create_table_as(False, target_relation, spark_contracts_create_sql(target_relation, language), language) }}
     {%- endcall -%}
     {% do persist_constraints(target_relation, model) %}
   {%- elif existing_relation.is_view or should_full_refresh() -%}
@@ -38,7 +38,7 @@
       {% do adapter.drop_relation(existing_relation) %}
     {% endif %}
     {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, target_relation, compiled_code, language) }}
+      {{ create_table_as(False, target_relation, spark_contracts_create_sql(target_relation, language), language) }}
     {%- endcall -%}
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}

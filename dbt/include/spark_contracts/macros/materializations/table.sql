@@ -32,7 +32,7 @@
       {{ adapter.drop_relation(old_relation) }}
     {% endif %}
     {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, target_relation, compiled_code, language) }}
+      {{ create_table_as(False, target_relation, spark_contracts_create_sql(target_relation, language), language) }}
     {%- endcall -%}
   {%- endif -%}
 
