@@ -19,9 +19,7 @@
     {{ adapter.drop_relation(old_relation) }}
   {% endif %}
 
-  {%- call statement('main', language=language) -%}
-    {{ create_table_as(False, target_relation, compiled_code, language) }}
-  {%- endcall -%}
+  {% do spark_contracts_create_main(target_relation, compiled_code, language) %}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
