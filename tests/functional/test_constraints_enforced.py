@@ -170,7 +170,9 @@ class TestIcebergNotNullHolds:
 
     def test_not_null_first_build_and_rebuild(self, project):
         schema, relation = project.test_schema, f"iceberg.{project.test_schema}.iceberg_table"
-        results = run_dbt(["run", "-s", "iceberg_table", "--vars", "{id: 'null'}"], expect_pass=False)
+        results = run_dbt(
+            ["run", "-s", "iceberg_table", "--vars", "{id: 'null'}"], expect_pass=False
+        )
         assert "NOT_NULL_ASSERT_VIOLATION" in results[0].message
         assert not _exists(project, schema, "iceberg_table", "iceberg")
 

@@ -71,13 +71,15 @@ def declared_constraints(
     for column in (model.get("columns") or {}).values():
         for raw in column.get("constraints") or []:
             parsed = rules._parse_column_constraint(raw)
-            rendered = rules.process_parsed_constraint(parsed, rules.render_column_constraint)
+            rendered = rules.process_parsed_constraint(
+                parsed, _text(rules.render_column_constraint)
+            )
             if rendered is None:
                 continue
             kept.append(_declared(parsed, (column["name"],), rendered, column_level=True))
     for raw in model.get("constraints") or []:
         parsed = rules._parse_model_constraint(raw)
-        rendered = rules.process_parsed_constraint(parsed, rules.render_model_constraint)
+        rendered = rules.process_parsed_constraint(parsed, _text(rules.render_model_constraint))
         if rendered is None:
             continue
         kept.append(_declared(parsed, tuple(parsed.columns), rendered, column_level=False))
@@ -89,6 +91,12 @@ def declared_constraints(
                 "created with a Spark table; it is ignored"
             )
     return tuple(kept)
+
+
+def _text(render: Any) -> Any:
+    """dbt's renderer, but "" where it has no DDL text (a model-level not_null): only
+    `process_parsed_constraint`'s None then means "not supported, left out"."""
+    return lambda constraint: render(constraint) or ""
 
 
 def _declared(

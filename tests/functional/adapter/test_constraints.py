@@ -124,9 +124,7 @@ class TestTableConstraintsRuntimeDdlEnforcement(BaseConstraintsRuntimeDdlEnforce
 
     @pytest.fixture(scope="class")
     def expected_sql(self):
-        return _COLUMN_CONSTRAINTS_SQL.format(
-            check_a=_md5_8("(id > 0)"), check_b=_md5_8("id >= 1")
-        )
+        return _COLUMN_CONSTRAINTS_SQL.format(check_a=_md5_8("(id > 0)"), check_b=_md5_8("id >= 1"))
 
 
 class TestIncrementalConstraintsRuntimeDdlEnforcement(
@@ -142,9 +140,7 @@ class TestIncrementalConstraintsRuntimeDdlEnforcement(
 
     @pytest.fixture(scope="class")
     def expected_sql(self):
-        return _COLUMN_CONSTRAINTS_SQL.format(
-            check_a=_md5_8("(id > 0)"), check_b=_md5_8("id >= 1")
-        )
+        return _COLUMN_CONSTRAINTS_SQL.format(check_a=_md5_8("(id > 0)"), check_b=_md5_8("id >= 1"))
 
 
 class TestModelConstraintsRuntimeEnforcement(BaseModelConstraintsRuntimeEnforcement):
@@ -187,8 +183,9 @@ class TestConstraintQuotedColumn(BaseConstraintQuotedColumn):
         # Spark quotes identifiers with backticks ("from" is a string literal in Spark SQL)
         return {
             "my_model.sql": fixtures.my_model_with_quoted_column_name_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_quoted_column_schema_yml)
-            .replace('"from"', "`from`"),
+            "constraints_schema.yml": spark_types(fixtures.model_quoted_column_schema_yml).replace(
+                '"from"', "`from`"
+            ),
         }
 
     @pytest.fixture(scope="class")

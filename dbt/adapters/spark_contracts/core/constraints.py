@@ -46,7 +46,11 @@ def constraint_support(table_format: str) -> dict[str, str]:
 
 
 def _identifier(text: str) -> str:
-    return re.sub(r"\W", "_", text.lower())
+    """`text` as a constraint-name part: lower-case word characters; a name that had others
+    also gets a hash of itself, so `a b` and `a_b` never share a constraint name."""
+    lowered = text.lower()
+    safe = re.sub(r"\W", "_", lowered)
+    return safe if safe == lowered else f"{safe}_{_short_hash(lowered)}"
 
 
 def not_null_constraint_name(column: str) -> str:

@@ -5,7 +5,6 @@ Pure: reads the capability table and the table's properties; never touches Spark
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -16,6 +15,7 @@ from .capabilities import (
     TableFeature,
     capabilities_for,
 )
+from .constraints import enforced_not_null_columns, not_null_constraint_name
 from .diff import (
     REMOVALS,
     Change,
@@ -45,7 +45,6 @@ from .operations import (
     Plan,
     SetColumnDefault,
 )
-from .constraints import enforced_not_null_columns, not_null_constraint_name
 from .rewrite import Mode, build_rewrite, in_collection
 from .types import Struct, as_nullable
 
