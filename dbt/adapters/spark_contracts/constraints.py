@@ -43,7 +43,7 @@ def _rules_class(table_format: str) -> Type[SparkAdapter]:
     name = f"spark_contracts ({table_format})"
 
     class Rules(SparkAdapter):
-        CONSTRAINT_SUPPORT = support  # type: ignore[assignment]
+        CONSTRAINT_SUPPORT = support
 
         @classmethod
         def type(cls) -> str:  # the adapter name dbt's warnings print

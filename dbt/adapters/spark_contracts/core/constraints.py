@@ -13,6 +13,20 @@ Delta holds `not_null` and `check` as CHECK constraints set in the CREATE [OR RE
 SELECT itself (`delta.constraints.<name>` table properties: one commit, checked against the
 initial rows). Iceberg holds NOT NULL in the schema (required columns), so its build declares
 the columns. Informational constraints are recorded as `dbt.constraints.<name>` table properties.
+
+Why Iceberg builds the way it does (probed on Spark 4.1.1 + Iceberg 1.12.0):
+- CREATE [OR REPLACE] TABLE ... AS SELECT stores every column nullable (the catalog's
+  `use-nullable-query-schema` defaults to true; changing it would change every Iceberg CTAS),
+  a column list cannot be combined with AS SELECT, and ALTER COLUMN ... SET NOT NULL is refused
+  on a nullable column. So the columns are declared: CREATE TABLE (cols NOT NULL) + INSERT, where
+  Spark's write checks each row (NOT_NULL_ASSERT_VIOLATION).
+- A failing first build drops the table it created: no table remains.
+- Undoing a REPLACE is not enough for a rebuild: `set_current_snapshot` brings the old rows back
+  but keeps the new schema and properties (`rollback_to_snapshot` refuses: after a REPLACE the
+  old snapshot is no ancestor), and the Hadoop catalog cannot rename tables. So a rebuild first
+  loads the query into a stage table with the same NOT NULL columns (the query runs once; a
+  violating row fails there, the old table untouched), then REPLACEs the table and fills it from
+  the stage. Its cost: the rows are written twice.
 """
 
 from __future__ import annotations
