@@ -21,8 +21,14 @@ from typing_extensions import TypeAlias
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
+from dbt.adapters.spark_contracts.constraints import (
+    model_table_constraints,
+    run_explicit_build,
+    support_for,
+)
 from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.config import read_run_vars
+from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
 from dbt.adapters.spark_contracts.core.contract import ContractMode
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
@@ -89,6 +95,8 @@ class SparkContractsAdapter(SparkAdapter):
     Column: TypeAlias = SparkContractsColumn  # type: ignore[assignment]
     ConnectionManager: TypeAlias = SparkContractsConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs: TypeAlias = SparkContractsConfig  # type: ignore[assignment]
+    # Delta's (the default format); a model's own format decides its warnings (table_constraints)
+    CONSTRAINT_SUPPORT = support_for(DEFAULT_FILE_FORMAT)  # type: ignore[assignment]
 
     def __init__(self, config: Any, mp_context: Any) -> None:
         set_project_root(getattr(config, "project_root", None))
@@ -607,6 +615,43 @@ class SparkContractsAdapter(SparkAdapter):
                 node=None,
             )
         return ""
+
+    # ---- model constraints ----------------------------------------------------------------
+    @available
+    def table_constraints(self, model: Dict[str, Any], file_format: str) -> TableConstraints:
+        """The constraints a build of `model` creates with its table (dbt warns here about the
+        ones `file_format` does not enforce or support)."""
+        return model_table_constraints(model, file_format)
+
+    @available
+    def build_with_schema(
+        self,
+        relation: BaseRelation,
+        select_sql: str,
+        constraints: TableConstraints,
+        clauses: str,
+        exists: bool,
+    ) -> Any:
+        """An Iceberg build with NOT NULL columns, all or nothing (core/constraints.py)."""
+        spark = self._spark()
+        schema = constraints.schema(spark.schema(select_sql))
+        stage = suffixed(str(relation), "__dbt_constraints")
+        build = explicit_build(
+            str(relation), stage, exists, schema, constraints.table_format, clauses, select_sql
+        )
+        snapshot = (
+            runs.Runner(spark, self._report, self._target_dir).current_version(
+                str(relation), "iceberg"
+            )
+            if exists
+            else None
+        )
+
+        def restore() -> None:
+            if snapshot is not None:
+                spark.run(build.restore_sql(snapshot))
+
+        return run_explicit_build(spark.run, build, restore)
 
     @available
     def describe_deployed_schema(self, relation_name: str) -> str:

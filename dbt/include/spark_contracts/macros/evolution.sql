@@ -21,9 +21,7 @@
     {%- if not ((file_format == 'delta' and existing_relation.is_delta) or (file_format == 'iceberg' and existing_relation.is_iceberg)) -%}
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
-    {%- call statement('main') -%}
-      {{ create_table_as(False, target_relation, spark_contracts_create_sql(target_relation, "sql"), "sql") }}
-    {%- endcall -%}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql'), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
