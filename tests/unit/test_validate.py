@@ -344,3 +344,14 @@ def test_a_check_added_to_checks_runs_after_the_settings(monkeypatch: pytest.Mon
     # settings are validated first: a bad contract is reported before the extra check runs
     error_of(node({"schema_contract": "fly", "extra_key": "bad"}))
     assert seen == [MODEL, MODEL]
+
+
+def test_quoted_constraint_columns_name_declared_columns() -> None:
+    # dbt's quoted-column suite names `from` with its quotes; Spark resolves it as `from`
+    for written in ("`from`", '"from"', "FROM"):
+        constraints = [{"type": "not_null", "columns": [written]}]
+        validate_node_config(node(constraints=constraints, columns={"id": [], "from": []}))
+    with pytest.raises(ConfigError):
+        validate_node_config(
+            node(constraints=[{"type": "not_null", "columns": ["`fro`"]}], columns={"from": []})
+        )

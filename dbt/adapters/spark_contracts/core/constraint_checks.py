@@ -41,6 +41,14 @@ def _references_something(model: str, key: str, constraint: Mapping[str, Any]) -
     )
 
 
+def _bare(name: str) -> str:
+    """A column name as Spark resolves it: quotes (`from`, "from") off, case ignored."""
+    stripped = name.strip()
+    if len(stripped) > 1 and stripped[0] == stripped[-1] and stripped[0] in '`"':
+        stripped = stripped[1:-1]
+    return stripped.lower()
+
+
 def _model_level_columns(
     model: str, key: str, constraint: Mapping[str, Any], declared: Sequence[str]
 ) -> None:
@@ -52,8 +60,8 @@ def _model_level_columns(
         )
     if not declared:
         return  # no columns declared: dbt requires them when the contract is enforced
-    known = {name.lower() for name in declared}
-    unknown = [str(name) for name in columns if str(name).lower() not in known]
+    known = {_bare(name) for name in declared}
+    unknown = [str(name) for name in columns if _bare(str(name)) not in known]
     if unknown:
         raise ConfigError(
             f"{model}: `{key}.columns` names {', '.join(unknown)}, which the model does not "
