@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbt.adapters.base.relation import Policy
 from dbt.adapters.spark.relation import SparkQuotePolicy, SparkRelation
+from dbt_common.exceptions import CompilationError
+
+from dbt.adapters.spark_contracts.core.config import ConfigError
+from dbt.adapters.spark_contracts.core.python_model import check_python_model
 
 
 @dataclass
@@ -25,6 +30,21 @@ class SparkContractsRelation(SparkRelation):
     def __post_init__(self) -> None:
         # dbt-spark refuses database != schema; here `database` names a catalog.
         pass
+
+    @classmethod
+    def create_from(cls, quoting: Any, relation_config: Any, **kwargs: Any) -> Any:
+        """dbt's parser calls this per node with the project (and its credentials): a Python
+        model on a method that cannot run it fails here, when the project is parsed."""
+        try:
+            check_python_model(
+                str(getattr(relation_config, "unique_id", relation_config.identifier)),
+                getattr(relation_config, "language", None),
+                getattr(getattr(quoting, "credentials", None), "method", None),
+                getattr(getattr(relation_config, "config", None), "enabled", True),
+            )
+        except ConfigError as exc:
+            raise CompilationError(str(exc)) from exc
+        return super().create_from(quoting, relation_config, **kwargs)
 
     def render(self) -> str:
         if self.database is not None and self.database == self.schema:

@@ -10,7 +10,8 @@
   }) }}
 {%- endmacro %}
 
-{% macro spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format) %}
+{% macro spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format, sql=none) %}
+  {%- set compiled_code = sql if sql is not none else compiled_code -%}
   {%- if config.get('contract').enforced -%}
     {{ get_assert_columns_equivalent(compiled_code) }}
   {%- endif -%}
@@ -51,11 +52,22 @@
   {%- endif -%}
 {% endmacro %}
 
-{#-- `tables` of a schema contract, when the relation does not exist yet: true = create it. --#}
-{% macro spark_contracts_may_create(relation) %}
+{#-- `tables` of a schema contract, when the relation does not exist yet: true = create it.
+     `sql`: the model's query when it is not the context's (a Python model's view). --#}
+{% macro spark_contracts_may_create(relation, sql=none) %}
+  {%- set compiled_code = sql if sql is not none else compiled_code -%}
   {%- set action = adapter.contract_new_table_action(relation, compiled_code, model, spark_contracts_run_vars()) -%}
   {%- if action == 'skip' -%}
     {% do store_result('main', response=adapter.skipped_response(model)) %}
   {%- endif -%}
   {{ return(action == 'create') }}
+{% endmacro %}
+
+{#-- A Python model runs here, in the dbt process, on the thread's SparkSession; its DataFrame
+     becomes a temporary view and the materialization goes on with `select * from <view>`. --#}
+{% macro spark_contracts_model_sql(language, compiled_code) %}
+  {%- if language == 'python' -%}
+    {{ return('select * from ' ~ adapter.python_model_view(compiled_code, model)) }}
+  {%- endif -%}
+  {{ return(compiled_code) }}
 {% endmacro %}

@@ -6,8 +6,10 @@
   {%- set target_relation = this.incorporate(type='table') -%}
 
   {{ run_hooks(pre_hooks) }}
+  {%- set compiled_code = spark_contracts_model_sql(language, compiled_code) -%}
+  {%- set language = 'sql' -%}
 
-  {%- if old_relation is none and language == 'sql' and not spark_contracts_may_create(target_relation) -%}
+  {%- if old_relation is none and not spark_contracts_may_create(target_relation, compiled_code) -%}
     {{ return({'relations': []}) }}
   {%- endif -%}
 

@@ -1,0 +1,63 @@
+"""Python models (pure part): which methods run them, and the name of their temporary view."""
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dbt.adapters.spark_contracts.core.config import ConfigError
+from dbt.adapters.spark_contracts.core.python_model import (
+    PYTHON_VIEW_SUFFIX,
+    check_python_model,
+    python_view_name,
+)
+
+
+@pytest.mark.parametrize("method", ["session", "connect", "SESSION"])
+def test_python_model_runs_on_in_process_methods(method):
+    assert check_python_model("model.p.py_model", "python", method) is None
+
+
+@pytest.mark.parametrize("method", ["thrift", "http", "odbc"])
+def test_python_model_refused_on_sql_only_methods(method):
+    with pytest.raises(ConfigError) as info:
+        check_python_model("model.p.py_model", "python", method)
+    message = str(info.value)
+    assert "model.p.py_model" in message  # the model
+    assert f"method: {method}" in message  # the method it cannot run on
+    assert "session" in message and "connect" in message  # what is allowed
+
+
+@pytest.mark.parametrize("method", ["thrift", "http", "odbc", "session", "connect"])
+@pytest.mark.parametrize("language", ["sql", None, "SQL"])
+def test_sql_models_run_on_every_method(method, language):
+    assert check_python_model("model.p.sql_model", language, method) is None
+
+
+def test_disabled_python_model_is_not_refused():
+    assert check_python_model("model.p.py_model", "python", "thrift", enabled=False) is None
+
+
+def test_unknown_method_is_left_to_the_run():
+    assert check_python_model("model.p.py_model", "python", None) is None
+
+
+@pytest.mark.parametrize(
+    "identifier,view",
+    [
+        ("orders", "orders__dbt_py"),
+        ("my-model", "my_model__dbt_py"),
+        ("1st", "_1st__dbt_py"),
+        ("", "model__dbt_py"),
+    ],
+)
+def test_python_view_name(identifier, view):
+    assert python_view_name(identifier) == view
+
+
+@given(st.text(max_size=30))
+def test_python_view_name_is_a_plain_spark_identifier(identifier):
+    view = python_view_name(identifier)
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", view)
+    assert view.endswith(PYTHON_VIEW_SUFFIX)
