@@ -2,8 +2,8 @@
 
 The model's code runs in the dbt process with the thread's SparkSession (method `session`, and
 `connect`: run with `--profile connect -n 0`); its DataFrame becomes a temporary view that the
-table and incremental materializations read like a SQL model's query, so schema contracts,
-schema evolution and dbt model contracts bind alike, and the DataFrame is evaluated once.
+table and incremental materializations read like a SQL model's query, so schema contracts
+and schema evolution bind alike, and the DataFrame is evaluated once.
 Methods that only carry SQL (thrift, http, odbc) refuse Python models when dbt parses.
 """
 
@@ -94,3 +94,84 @@ class TestPythonTableAndIncremental:
             (i, i * 10, 1 if i < 5 else 2) for i in range(7)
         ]
         assert rows_of(project, f"{schema}.py_table") == [(i, i * 10, i * 20) for i in range(7)]
+
+
+def py_model(config: str, body: str) -> str:
+    """A Python model: `config` are dbt.config keywords, `body` returns its DataFrame."""
+    return (
+        "from pyspark.sql import functions as F\n\n\n"
+        "def model(dbt, session):\n"
+        f"    dbt.config({config})\n" + textwrap.indent(textwrap.dedent(body).strip(), "    ") + "\n"
+    )
+
+
+ID_N = "return session.range(1, 3).select('id', F.col('id').alias('n'))"
+ID_N_NOTE = "return session.range(3, 5).select('id', F.col('id').alias('n'), F.lit('x').alias('note'))"
+# n becomes a string; 'bad' (ids 3 and 5) cannot be cast into the deployed bigint column
+ID_N_STRING = (
+    "return session.range(3, 7).select('id', "
+    "F.when(F.col('id') % 2 == 1, F.lit('bad')).otherwise(F.col('id').cast('string')).alias('n'))"
+)
+CONTRACT_MODELS = {
+    "py_freeze": (
+        "materialized='incremental', incremental_strategy='append', "
+        "schema_contract={'columns': 'freeze'}",
+        ID_N,
+        ID_N_NOTE,
+    ),
+    "py_discard_row": (
+        "materialized='incremental', incremental_strategy='append', "
+        "schema_contract={'data_type': 'discard_row'}",
+        ID_N,
+        ID_N_STRING,
+    ),
+    "py_evolve": (
+        "materialized='incremental', unique_key='id', schema_evolution={}",
+        ID_N,
+        ID_N_NOTE,
+    ),
+}
+
+class TestPythonContracts:
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {f"{name}.py": py_model(config, v1) for name, (config, v1, _) in CONTRACT_MODELS.items()}
+        return files
+
+    @pytest.fixture(scope="class")
+    def outcome(self, project):
+        first = run_dbt(["run"])
+        assert all(str(r.status) == "success" for r in first), [r.message for r in first]
+        for name, (config, _, v2) in CONTRACT_MODELS.items():
+            write_file(py_model(config, v2), project.project_root, "models", f"{name}.py")
+        results = run_dbt(["run", "--select", *CONTRACT_MODELS], expect_pass=False)
+        report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
+        return {r.node.name: r for r in results}, report
+
+    def test_columns_freeze_fails_and_leaves_the_table(self, project, outcome):
+        results, report = outcome
+        frozen = results["py_freeze"]
+        assert str(frozen.status) == "error"
+        for fragment in ("schema_entity: columns", "contract_mode: freeze", "column: note"):
+            assert fragment in frozen.message, frozen.message
+        relation = f"{project.test_schema}.py_freeze"
+        assert schema_of(project, relation) == {"id": "bigint", "n": "bigint"}
+        assert rows_of(project, relation) == [(1, 1), (2, 2)]
+        violation = report["models"]["model.test.py_freeze"]["violation"]
+        assert (violation["schema_entity"], violation["contract_mode"]) == ("columns", "freeze")
+
+    def test_data_type_discard_row_drops_and_counts(self, project, outcome):
+        results, report = outcome
+        dropped = results["py_discard_row"]
+        assert str(dropped.status) == "success", dropped.message
+        assert dropped.adapter_response["rows_discarded"] == 2
+        relation = f"{project.test_schema}.py_discard_row"
+        assert schema_of(project, relation) == {"id": "bigint", "n": "bigint"}
+        assert rows_of(project, relation) == [(1, 1), (2, 2), (4, 4), (6, 6)]
+
+    def test_schema_evolution_adds_the_new_column(self, project, outcome):
+        results, _ = outcome
+        assert str(results["py_evolve"].status) == "success", results["py_evolve"].message
+        relation = f"{project.test_schema}.py_evolve"
+        assert schema_of(project, relation) == {"id": "bigint", "n": "bigint", "note": "string"}
+        assert rows_of(project, relation) == [(1, 1, None), (2, 2, None), (3, 3, "x"), (4, 4, "x")]
