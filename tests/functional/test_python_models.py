@@ -175,3 +175,63 @@ class TestPythonContracts:
         relation = f"{project.test_schema}.py_evolve"
         assert schema_of(project, relation) == {"id": "bigint", "n": "bigint", "note": "string"}
         assert rows_of(project, relation) == [(1, 1, None), (2, 2, None), (3, 3, "x"), (4, 4, "x")]
+
+
+# The DataFrame calls probe_eval (a UDF counting its calls, see test_run_path.evaluations) once
+# per row it produces: a run that evaluates it once adds exactly its row count.
+PROBED = (
+    "return session.range({rows}).select("
+    "F.expr('cast(probe_eval(id) as bigint)').alias('id'), {n})"
+)
+PROBED_N = "F.col('id').alias('n')"
+PROBED_N_NOTE = "F.col('id').alias('n'), F.lit('x').alias('note')"
+PROBED_BAD_N = (
+    "F.when(F.col('id') % 10 == 0, F.lit('bad')).otherwise(F.col('id').cast('string')).alias('n')"
+)
+EVAL_MODELS = {
+    "py_eval_table": ("materialized='table'", PROBED_N, PROBED_N_NOTE),
+    "py_eval_merge_evolve": (
+        "materialized='incremental', unique_key='id', schema_evolution={}",
+        PROBED_N,
+        PROBED_N_NOTE,
+    ),
+    "py_eval_discard_row": (
+        "materialized='incremental', incremental_strategy='append', "
+        "schema_contract={'data_type': 'discard_row'}",
+        PROBED_N,
+        PROBED_BAD_N,
+    ),
+}
+
+
+@pytest.mark.profile("session")  # counts in this process's SparkContext
+class TestPythonModelEvaluatedOnce:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            f"{name}.py": py_model(config, PROBED.format(rows=1, n=v1))
+            for name, (config, v1, _) in EVAL_MODELS.items()
+        }
+
+    @pytest.mark.parametrize("name", list(EVAL_MODELS))
+    def test_dataframe_evaluated_once_per_run(self, project, evaluations, name):  # noqa: F811
+        before = evaluations()
+        run_dbt(["run", "--select", name])
+        assert evaluations() - before == 1, "the first build evaluates the DataFrame once"
+        config, _, v2 = EVAL_MODELS[name]
+        write_file(
+            py_model(config, PROBED.format(rows=ROWS, n=v2)),
+            project.project_root,
+            "models",
+            f"{name}.py",
+        )
+        before = evaluations()
+        results = run_dbt(["run", "--select", name])
+        assert evaluations() - before == ROWS, (name, evaluations() - before)
+        relation = f"{project.test_schema}.{name}"
+        if name == "py_eval_discard_row":
+            assert results[0].adapter_response["rows_discarded"] == ROWS // 10
+            assert len(rows_of(project, relation)) == 1 + ROWS - ROWS // 10
+        else:
+            assert schema_of(project, relation)["note"] == "string"
+            assert len(rows_of(project, relation)) == ROWS
