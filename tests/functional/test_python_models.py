@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dbt.tests.util import run_dbt, write_file
 from dbt.cli.main import dbtRunner
+from dbt.tests.util import run_dbt, write_file
 
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 from tests.functional.evolution.test_run_path import ROWS, evaluations  # noqa: F401
@@ -101,12 +101,16 @@ def py_model(config: str, body: str) -> str:
     return (
         "from pyspark.sql import functions as F\n\n\n"
         "def model(dbt, session):\n"
-        f"    dbt.config({config})\n" + textwrap.indent(textwrap.dedent(body).strip(), "    ") + "\n"
+        f"    dbt.config({config})\n"
+        + textwrap.indent(textwrap.dedent(body).strip(), "    ")
+        + "\n"
     )
 
 
 ID_N = "return session.range(1, 3).select('id', F.col('id').alias('n'))"
-ID_N_NOTE = "return session.range(3, 5).select('id', F.col('id').alias('n'), F.lit('x').alias('note'))"
+ID_N_NOTE = (
+    "return session.range(3, 5).select('id', F.col('id').alias('n'), F.lit('x').alias('note'))"
+)
 # n becomes a string; 'bad' (ids 3 and 5) cannot be cast into the deployed bigint column
 ID_N_STRING = (
     "return session.range(3, 7).select('id', "
@@ -132,10 +136,13 @@ CONTRACT_MODELS = {
     ),
 }
 
+
 class TestPythonContracts:
     @pytest.fixture(scope="class")
     def models(self):
-        files = {f"{name}.py": py_model(config, v1) for name, (config, v1, _) in CONTRACT_MODELS.items()}
+        files = {
+            f"{name}.py": py_model(config, v1) for name, (config, v1, _) in CONTRACT_MODELS.items()
+        }
         return files
 
     @pytest.fixture(scope="class")
@@ -180,8 +187,7 @@ class TestPythonContracts:
 # The DataFrame calls probe_eval (a UDF counting its calls, see test_run_path.evaluations) once
 # per row it produces: a run that evaluates it once adds exactly its row count.
 PROBED = (
-    "return session.range({rows}).select("
-    "F.expr('cast(probe_eval(id) as bigint)').alias('id'), {n})"
+    "return session.range({rows}).select(F.expr('cast(probe_eval(id) as bigint)').alias('id'), {n})"
 )
 PROBED_N = "F.col('id').alias('n')"
 PROBED_N_NOTE = "F.col('id').alias('n'), F.lit('x').alias('note')"
@@ -235,3 +241,44 @@ class TestPythonModelEvaluatedOnce:
         else:
             assert schema_of(project, relation)["note"] == "string"
             assert len(rows_of(project, relation)) == ROWS
+
+
+SQL_ONLY_PROFILES = {
+    "thrift": {"method": "thrift", "host": "localhost", "port": 1, "user": "dbt"},
+    "http": {"method": "http", "host": "localhost", "port": 1, "token": "t", "cluster": "c"},
+}
+
+
+@pytest.mark.parametrize("method", list(SQL_ONLY_PROFILES))
+def test_sql_only_methods_refuse_python_models_at_parse(tmp_path, method):
+    """dbt parse (no connection is opened) fails on the Python model, naming it and the method;
+    Python models disabled in their code or in a schema file, and the SQL models, parse."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "sql_model.sql").write_text("select 1 as id\n")
+    (tmp_path / "models" / "py_model.py").write_text(TABLE_PY.replace("source_rows", "sql_model"))
+    (tmp_path / "models" / "py_off.py").write_text(
+        "def model(dbt, session):\n    dbt.config(enabled=False)\n    return None\n"
+    )
+    (tmp_path / "models" / "py_yml_off.py").write_text(
+        "def model(dbt, session):\n    return None\n"
+    )
+    (tmp_path / "models" / "schema.yml").write_text(
+        "version: 2\nmodels:\n  - name: py_yml_off\n    config: {enabled: false}\n"
+    )
+    (tmp_path / "dbt_project.yml").write_text(
+        yaml.safe_dump({"name": "py_refusal", "version": "1.0", "profile": "p"})
+    )
+    target = {"type": "spark_contracts", "schema": "s", **SQL_ONLY_PROFILES[method]}
+    (tmp_path / "profiles.yml").write_text(
+        yaml.safe_dump({"p": {"target": "t", "outputs": {"t": target}}})
+    )
+    args = ["parse", "--project-dir", str(tmp_path), "--profiles-dir", str(tmp_path)]
+    result = dbtRunner().invoke(args)
+    assert not result.success
+    message = str(result.exception)
+    assert "model.py_refusal.py_model" in message, message
+    assert f"Python models cannot run with `method: {method}`" in message, message
+    assert "py_off" not in message and "py_yml_off" not in message
+
+    (tmp_path / "models" / "py_model.py").unlink()
+    assert dbtRunner().invoke(args).success  # nothing else in the project is refused

@@ -1,6 +1,7 @@
 """Python models (pure part): which methods run them, and the name of their temporary view."""
 
 import re
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -61,3 +62,48 @@ def test_python_view_name_is_a_plain_spark_identifier(identifier):
     view = python_view_name(identifier)
     assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", view)
     assert view.endswith(PYTHON_VIEW_SUFFIX)
+
+
+# ---- the runner's errors (no Spark: the model fails before any DataFrame exists) -----------
+from dbt_common.exceptions import DbtRuntimeError  # noqa: E402
+
+from dbt.adapters.spark_contracts.python_model import (  # noqa: E402
+    python_model_view,
+    run_python_model,
+)
+
+MODEL = {
+    "unique_id": "model.p.py_model",
+    "alias": "py_model",
+    "language": "python",
+    "original_file_path": "models/py_model.py",
+}
+# what dbt.ref would load tables with; these models never call it
+NO_SESSION = SimpleNamespace(table=None)
+DBT_OBJ = "\n\nclass dbtObj:\n    def __init__(self, load):\n        self.load = load\n"
+
+
+@pytest.mark.parametrize("method", ["thrift", "odbc"])
+def test_runner_refuses_sql_only_methods(method):
+    with pytest.raises(DbtRuntimeError) as info:
+        python_model_view(object(), method, "def model(dbt, session): ...", MODEL)
+    assert "model.p.py_model" in str(info.value) and f"method: {method}" in str(info.value)
+
+
+def test_model_code_error_names_the_model_and_its_line():
+    code = "def model(dbt, session):\n    x = 1\n    raise ValueError('no orders')\n" + DBT_OBJ
+    with pytest.raises(DbtRuntimeError) as info:
+        run_python_model(NO_SESSION, code, MODEL)
+    message = str(info.value)
+    assert "Python model model.p.py_model failed: ValueError: no orders" in message
+    assert 'models/py_model.py", line 3, in model' in message
+
+
+@pytest.mark.parametrize("returned", ["None", "[1, 2]", "{'id': 1}"])
+def test_model_must_return_a_dataframe(returned):
+    code = f"def model(dbt, session):\n    return {returned}\n" + DBT_OBJ
+    with pytest.raises(DbtRuntimeError) as info:
+        run_python_model(NO_SESSION, code, MODEL)
+    message = str(info.value)
+    assert "model.p.py_model" in message
+    assert "return a pyspark DataFrame, a pandas DataFrame or a pandas-on-Spark" in message

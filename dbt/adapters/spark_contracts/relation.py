@@ -34,19 +34,30 @@ class SparkContractsRelation(SparkRelation):
     @classmethod
     def create_from(cls, quoting: Any, relation_config: Any, **kwargs: Any) -> Any:
         """dbt's parser calls this per node with the project (and its credentials): a Python
-        model on a method that cannot run it fails here, when the project is parsed."""
-        try:
-            check_python_model(
-                str(getattr(relation_config, "unique_id", relation_config.identifier)),
-                getattr(relation_config, "language", None),
-                getattr(getattr(quoting, "credentials", None), "method", None),
-                getattr(getattr(relation_config, "config", None), "enabled", True),
-            )
-        except ConfigError as exc:
-            raise CompilationError(str(exc)) from exc
+        model on a method that cannot run it fails here, when the project is parsed.
+
+        Checked once the node has its relation name, i.e. its final configuration: dbt also
+        calls this while it builds a model's parse context, before `dbt.config(enabled=False)`
+        or a schema file's config applies; the manifest check after parsing (enabled nodes
+        only) and every later call see the final one."""
+        if getattr(relation_config, "relation_name", None) is not None:
+            _check_python_model(quoting, relation_config)
         return super().create_from(quoting, relation_config, **kwargs)
 
     def render(self) -> str:
         if self.database is not None and self.database == self.schema:
             return self.include(database=False).render()
         return super(SparkRelation, self).render()
+
+
+def _check_python_model(quoting: Any, relation_config: Any) -> None:
+    """A Python model on a method that cannot run it: dbt's CompilationError, naming both."""
+    try:
+        check_python_model(
+            str(getattr(relation_config, "unique_id", relation_config.identifier)),
+            getattr(relation_config, "language", None),
+            getattr(getattr(quoting, "credentials", None), "method", None),
+            getattr(getattr(relation_config, "config", None), "enabled", True),
+        )
+    except ConfigError as exc:
+        raise CompilationError(str(exc)) from exc
