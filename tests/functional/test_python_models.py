@@ -129,6 +129,11 @@ CONTRACT_MODELS = {
         ID_N,
         ID_N_STRING,
     ),
+    "py_evolve_iceberg": (
+        "materialized='incremental', unique_key='id', file_format='iceberg', schema_evolution={}",
+        ID_N,
+        ID_N_NOTE,
+    ),
     "py_evolve": (
         "materialized='incremental', unique_key='id', schema_evolution={}",
         ID_N,
@@ -180,6 +185,14 @@ class TestPythonContracts:
         results, _ = outcome
         assert str(results["py_evolve"].status) == "success", results["py_evolve"].message
         relation = f"{project.test_schema}.py_evolve"
+        assert schema_of(project, relation) == {"id": "bigint", "n": "bigint", "note": "string"}
+        assert rows_of(project, relation) == [(1, 1, None), (2, 2, None), (3, 3, "x"), (4, 4, "x")]
+
+    def test_schema_evolution_on_iceberg(self, project, outcome):
+        results, _ = outcome
+        result = results["py_evolve_iceberg"]
+        assert str(result.status) == "success", result.message
+        relation = f"iceberg.{project.test_schema}.py_evolve_iceberg"
         assert schema_of(project, relation) == {"id": "bigint", "n": "bigint", "note": "string"}
         assert rows_of(project, relation) == [(1, 1, None), (2, 2, None), (3, 3, "x"), (4, 4, "x")]
 
