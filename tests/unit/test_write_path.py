@@ -63,6 +63,18 @@ def test_no_change_is_no_change():
     assert decide(schema, schema).path is WritePath.NO_CHANGE
 
 
+def test_a_table_rebuild_writes_any_change_in_its_replace():
+    deployed = s(("id", INT), ("gone", STRING))
+    compiled = s(("id", BIGINT), ("c", STRING))
+    for fmt in ("delta", "iceberg", "parquet"):
+        write = decide(
+            deployed, compiled, fmt, "table", allow_column_removal=True, allow_full_refresh=True
+        )
+        assert write.path is WritePath.REPLACE
+        assert not write.multi_step and not write.evolves_in_write
+    assert decide(deployed, deployed, "delta", "table").path is WritePath.NO_CHANGE
+
+
 def test_iceberg_and_parquet_take_steps():
     deployed, compiled = s(("id", INT)), s(("id", INT), ("c", STRING))
     assert decide(deployed, compiled, "iceberg").path is WritePath.MULTI_STEP

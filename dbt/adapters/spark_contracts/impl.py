@@ -23,9 +23,8 @@ from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
 from dbt.adapters.spark_contracts.core import diff_schemas
-from dbt.adapters.spark_contracts.core.config import ConfigError, resolve_settings
-from dbt.adapters.spark_contracts.core.contract import resolve_contract
-from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select
+from dbt.adapters.spark_contracts.core.config import read_run_vars
+from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.core.outcome import (
@@ -39,14 +38,18 @@ from dbt.adapters.spark_contracts.core.render import (
     render_plan,
     suffixed,
 )
+from dbt.adapters.spark_contracts.core.snapshot import SnapshotContractError, plan_snapshot
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.core.write_path import (
+    REBUILD,
+    WritePath,
     decide_write_path,
     needs_stage,
     plan_change,
 )
 from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
+from dbt.adapters.spark_contracts.validation import settings_at_run, validate_manifest
 
 if TYPE_CHECKING:
     import agate
@@ -93,6 +96,13 @@ class SparkContractsAdapter(SparkAdapter):
     @classmethod
     def type(cls) -> str:
         return "spark_contracts"
+
+    def set_macro_resolver(self, macro_resolver: Any) -> None:
+        """dbt hands every manifest it loads to the adapter here (after a parse, a partial parse,
+        or as passed to dbtRunner), before any node runs: the point where each node's final config
+        is known. Bad adapter config fails here, as a parsing error."""
+        validate_manifest(self, macro_resolver)
+        super().set_macro_resolver(macro_resolver)
 
     def cleanup_connections(self) -> None:
         """dbt calls this once a command's nodes and hooks are done: say what the run did."""
@@ -278,14 +288,21 @@ class SparkContractsAdapter(SparkAdapter):
         in_write = write.evolves_in_write
         statements = (
             ()
-            if plan.is_blocked or in_write
+            if plan.is_blocked or in_write or write.path is WritePath.REPLACE
             else render_plan(plan, str(relation), table_format, table_options.strip())
         )
         stage = runs.stage_name(str(relation), invocation_id)
         load = None
         if decision is not None and not settings.dry_run:
             load = render_load_select(decision, stage, deployed, compiled, invocation_id)
-        observe = load is not None and bool(load.discard_metrics) and spark.can_observe()
+        # A table rebuild's `create or replace ... as select` runs its query in a nested
+        # execution whose observed metrics never reach the session (Delta 4.3): it stages.
+        observe = (
+            load is not None
+            and bool(load.discard_metrics)
+            and spark.can_observe()
+            and strategy != REBUILD
+        )
         observed = suffixed(str(view), "__observed") if observe else None
         staged = needs_stage(write, load, observe) and not (plan.full_refresh or settings.dry_run)
         if decision is not None and load is not None and not staged:
@@ -402,27 +419,26 @@ class SparkContractsAdapter(SparkAdapter):
         )
 
     def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
-        unique_id = model.get("unique_id", "model")
+        settings = settings_at_run(self, model, run_vars)
         config = model.get("config", {})
-        try:
-            contract = resolve_contract(
-                unique_id, config.get("schema_contract"), run_vars.get("schema_contract")
-            )
-            settings = resolve_settings(
-                unique_id,
-                config.get("schema_evolution"),
-                contract,
-                config.get("on_schema_change"),
-                run_vars,
-            )
-        except ConfigError as exc:
-            raise CompilationError(str(exc)) from exc
-        if contract is not None and config.get("on_schema_change") not in (None, "ignore"):
+        if settings.contract is not None and config.get("on_schema_change") not in (None, "ignore"):
             logger.warning(
-                f"{unique_id}: schema_contract is set, so on_schema_change "
+                f"{model.get('unique_id', 'model')}: schema_contract is set, so on_schema_change "
                 f"({config.get('on_schema_change')}) is ignored"
             )
-        return contract, settings
+        return settings.contract, settings.evolution
+
+    @available
+    def run_vars(self, var: Any) -> Dict[str, Any]:
+        """The run vars the adapter reads, as the model's `var()` resolves them."""
+        return read_run_vars(var)
+
+    @available
+    def binds_schema_contract(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> bool:
+        """A rebuilt table model is planned like an incremental run when it sets
+        `schema_contract` or `schema_evolution` (or the run sets the `schema_contract` var)."""
+        _, settings = self._resolve_run_settings(model, run_vars)
+        return bool(settings.uses_evolution)
 
     @available
     def contract_new_table_action(
@@ -432,15 +448,19 @@ class SparkContractsAdapter(SparkAdapter):
         model: Dict[str, Any],
         run_vars: Dict[str, Any],
     ) -> str:
-        """`tables` of the schema contract when the relation does not exist: create or skip
-        (discard modes, with a warning); freeze fails here, before anything is created."""
-        contract, _ = self._resolve_run_settings(model, run_vars)
-        if contract is None:
-            return "create"
+        """A first build, before its first statement: the model's settings checked against its
+        output (`schema_evolution.columns`), then `tables` of the schema contract: create or
+        skip (discard modes, with a warning); freeze fails here, before anything is created."""
+        contract, settings = self._resolve_run_settings(model, run_vars)
+        if not settings.policy.columns and contract is None:
+            return "create"  # nothing to check: no analysis of the query
         spark = self._spark()
         compiled = spark.schema(compiled_sql)
-        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")
         unique_id = model.get("unique_id", str(relation))
+        self._validate_column_settings(unique_id, settings, compiled, f"({compiled_sql}) AS t")
+        if contract is None:
+            return "create"
+        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")
         if decision.violations:
             runner = runs.Runner(spark, self._report, self._target_dir)
             runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
@@ -449,9 +469,70 @@ class SparkContractsAdapter(SparkAdapter):
             return "skip"
         return "create"
 
+    @available
+    def evolve_snapshot(
+        self,
+        target: BaseRelation,
+        staging: BaseRelation,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> List[str]:
+        """A snapshot's run, before its merge: the schema contract against the source's columns,
+        then the planner's additions and widenings applied to the snapshot table. Returns the
+        (quoted) staging columns the merge inserts."""
+        contract, settings = self._resolve_run_settings(model, run_vars)
+        unique_id = model.get("unique_id", str(target))
+        spark = self._spark()
+        deployed, properties = self._deployed(spark, target)
+        staged = spark.schema(f"select * from {staging}")
+        table_format = self.table_format_of(target)
+        try:
+            planned = plan_snapshot(
+                unique_id, deployed, staged, table_format, properties, settings, contract
+            )
+        except SnapshotContractError as exc:
+            raise CompilationError(str(exc)) from exc
+        if planned.violations:
+            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner.raise_violation(unique_id, str(target), planned.violations[0].to_dict())
+        if planned.plan.is_blocked:
+            lines = [f"Schema change blocked for {unique_id} ({target}); nothing was changed:"]
+            lines += [f"  - {blocked.describe()}" for blocked in planned.plan.blocked]
+            raise CompilationError("\n".join(lines))
+        for statement in render_plan(planned.plan, str(target), table_format, ""):
+            self.execute(statement)
+        if planned.plan.operations:
+            logger.info(f"{unique_id} ({target}): {planned.plan.summary()}")
+        return list(planned.insert_columns)
+
+    @available
+    def check_view_contract(
+        self,
+        relation: BaseRelation,
+        compiled_sql: str,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> str:
+        """A view being replaced: its schema contract's `freeze` modes against the view's
+        current schema, by analysis only; raises the violation before the view changes."""
+        contract, _ = self._resolve_run_settings(model, run_vars)
+        if contract is None:
+            return ""
+        spark = self._spark()
+        deployed = spark.schema(f"select * from {relation}")
+        violations = view_violations(contract, deployed, spark.schema(compiled_sql))
+        if violations:
+            runner = runs.Runner(spark, self._report, self._target_dir)
+            unique_id = model.get("unique_id", str(relation))
+            runner.raise_violation(unique_id, str(relation), violations[0].to_dict())
+        return ""
+
     def _validate_column_settings(
-        self, unique_id: str, settings: Any, compiled: Any, relation: BaseRelation
+        self, unique_id: str, settings: Any, compiled: Any, relation: Any
     ) -> None:
+        """`schema_evolution.columns` against the model's output, by analysis only: each entry
+        names an output column, each default/backfill is valid SQL over `relation` (the
+        deployed table, or on a first build the model's query)."""
         unknown = settings.policy.unknown_columns(compiled)
         if unknown:
             raise CompilationError(

@@ -82,6 +82,9 @@ class ContractsAdapterResponse(AdapterResponse):
 # ----------------------------------------------------------------------------- typed errors
 
 
+ABSENT = "(absent)"  # a type on the side that lacks the column (or the relation)
+
+
 class SchemaContractViolation(DbtRuntimeError):
     """A broken `freeze`, with dlt's DataValidationError context as attributes."""
 
@@ -99,11 +102,11 @@ class SchemaContractViolation(DbtRuntimeError):
             f"  schema_entity: {self.schema_entity}",
             f"  contract_mode: {self.contract_mode}",
         ]
-        if self.column_name:
-            lines.append(f"  column: {self.column_name}")
-        if self.deployed_type or self.compiled_type:
-            deployed = self.deployed_type or "(the table has no such column)"
-            lines.append(f"  deployed type: {deployed}, compiled type: {self.compiled_type}")
+        lines.append(f"  column: {self.column_name or '(none: the relation itself)'}")
+        lines.append(
+            f"  deployed type: {self.deployed_type or ABSENT}, "
+            f"compiled type: {self.compiled_type or ABSENT}"
+        )
         if self.offending_values:
             shown = ", ".join(repr(v) for v in self.offending_values[:5])
             lines.append(f"  offending values (up to 5): {shown}")

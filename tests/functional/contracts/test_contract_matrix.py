@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from dbt.exceptions import ParsingError
 from dbt.tests.util import run_dbt
 
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
@@ -302,28 +303,20 @@ class TestContractConfigSurface:
         }
 
     def test_inheritance_override_and_errors(self, project):
+        # an invalid mode fails the parse: no model runs, nothing is created
+        with pytest.raises(ParsingError) as info:
+            run_dbt(["run", "--vars", "{schema_contract: {tables: evolve}}"])
+        message = str(info.value)
+        assert "model.test.bad_mode (models/bad_mode.sql): `schema_contract` is 'strict'" in message
+        assert "allowed: evolve, freeze, discard_row, discard_value" in message
+        assert not any(exists(project, name) for name in ("bad_mode", "inherits", "overrides"))
+        (Path(project.project_root) / "models" / "bad_mode.sql").unlink()
+
         # shorthand `freeze` from the folder includes tables: a run-level mapping that names
         # only `tables` lets the first run create them, and keeps columns/data_type frozen
-        results = {
-            r.node.name: r
-            for r in run_dbt(
-                ["run", "--vars", "{schema_contract: {tables: evolve}}"], expect_pass=False
-            )
-        }
-        bad = results["bad_mode"]
-        assert str(bad.status) == "error"
-        assert (
-            "schema_contract" in bad.message
-            and "evolve, freeze, discard_row, discard_value" in bad.message
-        )
-        assert not exists(project, "bad_mode")
+        run_dbt(["run", "--vars", "{schema_contract: {tables: evolve}}"])
 
-        results = {
-            r.node.name: r
-            for r in run_dbt(
-                ["run", "--vars", "{v: 2}", "--exclude", "bad_mode"], expect_pass=False
-            )
-        }
+        results = {r.node.name: r for r in run_dbt(["run", "--vars", "{v: 2}"], expect_pass=False)}
         assert str(results["inherits"].status) == "error"  # folder: freeze
         assert "schema_entity: columns" in results["inherits"].message
         assert str(results["overrides"].status) == "success"  # model config wins for columns
@@ -336,8 +329,6 @@ class TestContractConfigSurface:
                     "run",
                     "--vars",
                     "{v: 2, schema_contract: {columns: discard_value}}",
-                    "--exclude",
-                    "bad_mode",
                 ]
             )
         }

@@ -1,7 +1,12 @@
 """Bad schema_evolution configuration fails before anything runs, naming the model, the key
-and what is allowed; the deployed table is untouched."""
+and what is allowed; nothing is created and the deployed table is untouched.
+
+Structural errors (an unknown strategy or key) fail when dbt parses the project, so a `dbt run`
+builds no model at all. Errors that need the model's compiled output (a `columns` entry naming no
+column, an invalid SQL expression) fail the model's run, before any change."""
 
 import pytest
+from dbt.exceptions import ParsingError
 from dbt.tests.util import run_dbt
 
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
@@ -13,33 +18,52 @@ def model(evolution: str) -> str:
     return "{{ config(materialized='incremental', schema_evolution=" + evolution + ") }}\n" + BODY
 
 
-class TestEvolutionConfigErrors:
+def tables_in(project) -> set[str]:
+    return {r[1] for r in project.run_sql(f"show tables in {project.test_schema}", fetch="all")}
+
+
+class TestEvolutionConfigErrorsAtParse:
     @pytest.fixture(scope="class")
     def models(self):
         return {
             "bad_strategy.sql": model("{'strategy': 'yolo'}"),
             "unknown_key.sql": model("{'stratgy': 'full_refresh'}"),
+            "good.sql": model("{'strategy': 'alter_and_backfill'}"),
+        }
+
+    def test_run_fails_at_parse_and_creates_nothing(self, project):
+        with pytest.raises(ParsingError) as info:
+            run_dbt(["run"])
+        message = str(info.value)
+        assert (
+            "model.test.bad_strategy (models/bad_strategy.sql): `schema_evolution.strategy` is "
+            "'yolo'; allowed: alter_and_backfill, full_refresh" in message
+        )
+        assert (
+            "model.test.unknown_key (models/unknown_key.sql): `schema_evolution` has unknown "
+            "key(s) stratgy; allowed: strategy, columns" in message
+        )
+        assert "model.test.good" not in message
+        assert tables_in(project) == set()  # not even the good model was built
+
+
+class TestEvolutionConfigErrorsAtRun:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
             "no_such_column.sql": model("{'columns': {'nope': {'default': '1'}}}"),
             "bad_expression.sql": model("{'columns': {'note': {'default': \"'unterminated\"}}}"),
         }
 
     def test_errors_name_model_key_and_allowed_values(self, project):
-        first = {r.node.name: r for r in run_dbt(["run"], expect_pass=False)}
-        # the structure is checked on the first build too, before the table is created
-        assert str(first["bad_strategy"].status) == "error"
-        assert "model.test.bad_strategy" in first["bad_strategy"].message
-        assert (
-            "`schema_evolution.strategy` is 'yolo'; allowed: alter_and_backfill, full_refresh"
-            in (first["bad_strategy"].message)
-        )
-        assert "unknown key(s) stratgy; allowed: strategy, columns" in first["unknown_key"].message
-
+        run_dbt(["run"])  # v1 outputs only `id`: the entries are not needed yet
         before = {
             n: rows_of(project, f"{project.test_schema}.{n}")
             for n in ("no_such_column", "bad_expression")
         }
         second = {r.node.name: r for r in run_dbt(["run", "--vars", "{v: 2}"], expect_pass=False)}
         message = second["no_such_column"].message
+        assert "model.test.no_such_column" in message
         assert (
             "`schema_evolution.columns` names nope" in message
             and "its columns are id, note" in message

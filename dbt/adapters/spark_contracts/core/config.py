@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .plan import ON_SCHEMA_CHANGE, STRATEGIES, ColumnEvolution, Policy
 
 EVOLUTION_KEYS = ("strategy", "columns")
 COLUMN_KEYS = ("default", "backfill")
-RUN_VARS = ("allow_full_refresh", "allow_column_removal", "schema_evolution_dry_run")
+# Every run-level var the adapter reads, with its default when the run does not set it.
+RUN_VAR_DEFAULTS: Mapping[str, Any] = {
+    "allow_full_refresh": False,
+    "allow_column_removal": False,
+    "schema_evolution_dry_run": False,
+    "schema_contract": None,
+}
 
 
 class ConfigError(ValueError):
@@ -41,6 +47,11 @@ def _as_bool(model: str, key: str, value: Any) -> bool:
     raise ConfigError(f"{model}: --vars `{key}` must be true or false, got {value!r}")
 
 
+def read_run_vars(var: Callable[[str, Any], Any]) -> dict[str, Any]:
+    """The run vars as dbt's `var(name, default)` resolves them for one node."""
+    return {name: var(name, default) for name, default in RUN_VAR_DEFAULTS.items()}
+
+
 def parse_run_vars(model: str, raw: Mapping[str, Any]) -> RunVars:
     return RunVars(
         allow_full_refresh=_as_bool(
@@ -61,7 +72,7 @@ def _parse_columns(model: str, raw: Any) -> dict[str, ColumnEvolution]:
     if not isinstance(raw, Mapping):
         raise ConfigError(
             f"{model}: `schema_evolution.columns` must be a mapping of column name to "
-            f"{{default: <SQL>, backfill: <SQL>}}, got {type(raw).__name__}"
+            f"{{default: <SQL>, backfill: <SQL>}}, got {type(raw).__name__} {raw!r}"
         )
     columns: dict[str, ColumnEvolution] = {}
     for name, entry in raw.items():
@@ -90,7 +101,7 @@ def _parse_columns(model: str, raw: Any) -> dict[str, ColumnEvolution]:
 
 
 def parse_policy(model: str, schema_evolution: Any, run_vars: RunVars) -> Policy:
-    raw = schema_evolution or {}
+    raw = {} if schema_evolution is None else schema_evolution
     if not isinstance(raw, Mapping):
         raise ConfigError(
             f"{model}: `schema_evolution` must be a mapping with keys {', '.join(EVOLUTION_KEYS)}, "
@@ -123,14 +134,14 @@ def resolve_settings(
     raw_vars: Mapping[str, Any],
 ) -> EvolutionSettings:
     run_vars = parse_run_vars(model, raw_vars)
-    setting = (on_schema_change or "ignore").lower()
-    if setting not in ON_SCHEMA_CHANGE:
+    setting = on_schema_change or "ignore"
+    if not isinstance(setting, str) or setting.lower() not in ON_SCHEMA_CHANGE:
         raise ConfigError(
             f"{model}: `on_schema_change` is {on_schema_change!r}; allowed: {', '.join(ON_SCHEMA_CHANGE)}"
         )
     return EvolutionSettings(
         policy=parse_policy(model, schema_evolution, run_vars),
-        on_schema_change=setting,
+        on_schema_change=setting.lower(),
         uses_evolution=schema_evolution is not None or schema_contract is not None,
         dry_run=run_vars.dry_run,
     )

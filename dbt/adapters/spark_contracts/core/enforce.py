@@ -18,7 +18,9 @@ from .capabilities import FormatCapabilities, capabilities_for
 from .contract import ContractMode, SchemaContract, for_new_table
 from .diff import (
     ColumnAdded,
+    ColumnRemoved,
     FieldAdded,
+    FieldRemoved,
     Path,
     SchemaDiff,
     TypeChanged,
@@ -222,6 +224,43 @@ def decide(
         target,
         diff_schemas(deployed, target),
     )
+
+
+def view_violations(
+    contract: SchemaContract, deployed: Struct, compiled: Struct
+) -> tuple[ContractViolation, ...]:
+    """A view stores no rows: only `freeze` binds it. `columns: freeze` keeps its column set
+    (no column or struct field added or removed); `data_type: freeze` keeps each column's type
+    (a safe widening included: the view's readers see the new type). Evolve and the discard
+    modes let the view be replaced by the model's query."""
+    out: list[ContractViolation] = []
+    for change in diff_schemas(deployed, compiled):
+        if isinstance(change, (ColumnAdded, FieldAdded)):
+            if contract.columns is ContractMode.FREEZE:
+                _decide_added(change, contract.columns, out, [])
+        elif isinstance(change, (ColumnRemoved, FieldRemoved)):
+            if contract.columns is ContractMode.FREEZE:
+                what = "column" if isinstance(change, ColumnRemoved) else "struct field"
+                reason = f"the model no longer outputs the {what} `{change.dotted}` the view has"
+                out.append(
+                    ContractViolation(
+                        "columns", "freeze", change.dotted, change.field.type, None, reason
+                    )
+                )
+        elif isinstance(change, (TypeWidened, TypeNarrowed, TypeChanged)):
+            if contract.data_type is ContractMode.FREEZE:
+                reason = f"the view's column `{change.dotted}` would change its type"
+                out.append(
+                    ContractViolation(
+                        "data_type",
+                        "freeze",
+                        change.dotted,
+                        change.deployed,
+                        change.compiled,
+                        reason,
+                    )
+                )
+    return tuple(out)
 
 
 def _decide_new_table(contract: SchemaContract, compiled: Struct, fmt: str) -> ContractDecision:

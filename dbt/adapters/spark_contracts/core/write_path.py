@@ -26,6 +26,8 @@ from .types import Array, Field, Map, SparkType, Struct, type_kind
 # Widenings the evolving write performs itself (probed on Spark 4.1.1, Delta 4.3.1, Iceberg 1.12).
 IN_WRITE_WIDENINGS = frozenset(INTEGRAL_UP | {("float", "double")})
 # Strategies whose write evolves the schema in the same commit as the rows, per table format.
+# A table model is rebuilt whole: its `create or replace` writes the new schema with the rows.
+REBUILD = "table"
 # Iceberg is not listed: Spark 4.1 + Iceberg 1.12 run `MERGE WITH SCHEMA EVOLUTION` as a schema
 # commit first and the rows after, so a query failing at run time leaves the new columns behind
 # (tests/functional/evolution/test_atomicity.py); Iceberg takes the multi-step path.
@@ -36,6 +38,7 @@ class WritePath(Enum):
     NO_CHANGE = "no schema change"
     IN_WRITE = "schema change inside the write (one commit)"
     MULTI_STEP = "schema change in steps under a durable intent"
+    REPLACE = "schema change written by the table's rebuild (one replace)"
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ def decide_write_path(
     which an evolving `UPDATE SET *` would not honour."""
     if not plan.operations:
         return WriteDecision(WritePath.NO_CHANGE)
+    if strategy == REBUILD:
+        return WriteDecision(WritePath.REPLACE)
     if strategy not in IN_WRITE_STRATEGIES.get(table_format, ()):
         why = f"{table_format} cannot evolve the schema inside a {strategy} write"
         return WriteDecision(WritePath.MULTI_STEP, why)

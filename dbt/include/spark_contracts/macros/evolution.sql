@@ -2,12 +2,7 @@
      and hands back a typed run; these macros only pass it back, step by step. --#}
 
 {% macro spark_contracts_run_vars() -%}
-  {{ return({
-      'allow_full_refresh': var('allow_full_refresh', false),
-      'allow_column_removal': var('allow_column_removal', false),
-      'schema_evolution_dry_run': var('schema_evolution_dry_run', false),
-      'schema_contract': var('schema_contract', none),
-  }) }}
+  {{ return(adapter.run_vars(var)) }}
 {%- endmacro %}
 
 {% macro spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format, sql=none) %}
@@ -34,6 +29,10 @@
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {%- set source = adapter.prepare_model_run(run) -%}
+    {%- if strategy == 'table' and not ((file_format == 'delta' and existing_relation.is_delta) or (file_format == 'iceberg' and existing_relation.is_iceberg)) -%}
+      {#-- no atomic replace for this format: dropped once every check has passed --#}
+      {% do adapter.drop_relation(existing_relation) %}
+    {%- endif -%}
     {%- set load_sql = spark_contracts_load_sql(run, strategy, source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
     {% do store_result('main', response=adapter.load_model_run(run, load_sql)) %}
   {%- endif -%}
@@ -42,7 +41,9 @@
 {#-- The load: append and merge from the run's known columns (no DESCRIBE), evolving the schema
      inside the write when the run's plan says so; other strategies as dbt-spark renders them. --#}
 {% macro spark_contracts_load_sql(run, strategy, source, target, existing, unique_key, incremental_predicates) %}
-  {%- if strategy == 'append' -%}
+  {%- if strategy == 'table' -%}
+    {{ create_table_as(False, target, 'select * from ' ~ source, 'sql') }}
+  {%- elif strategy == 'append' -%}
     insert into {{ target }} by name
     select {{ run.insert_columns() | join(', ') }} from {{ source }}
   {%- elif strategy == 'merge' -%}

@@ -61,30 +61,9 @@
 
       {% set staging_table = spark_build_snapshot_staging_table(strategy, sql, target_relation) %}
 
-      -- this may no-op if the database does not require column expansion
-      {% do adapter.expand_target_column_types(from_relation=staging_table,
-                                               to_relation=target_relation) %}
-
-      {% set missing_columns = adapter.get_missing_columns(staging_table, target_relation)
-                                   | rejectattr('name', 'equalto', 'dbt_change_type')
-                                   | rejectattr('name', 'equalto', 'DBT_CHANGE_TYPE')
-                                   | rejectattr('name', 'equalto', 'dbt_unique_key')
-                                   | rejectattr('name', 'equalto', 'DBT_UNIQUE_KEY')
-                                   | list %}
-
-      {% do create_columns(target_relation, missing_columns) %}
-
-      {% set source_columns = adapter.get_columns_in_relation(staging_table)
-                                   | rejectattr('name', 'equalto', 'dbt_change_type')
-                                   | rejectattr('name', 'equalto', 'DBT_CHANGE_TYPE')
-                                   | rejectattr('name', 'equalto', 'dbt_unique_key')
-                                   | rejectattr('name', 'equalto', 'DBT_UNIQUE_KEY')
-                                   | list %}
-
-      {% set quoted_source_columns = [] %}
-      {% for column in source_columns %}
-        {% do quoted_source_columns.append(adapter.quote(column.name)) %}
-      {% endfor %}
+      {#-- the planner evolves the snapshot table (new columns, widened types) under the
+           model's schema contract; the merge inserts the columns it keeps --#}
+      {% set quoted_source_columns = adapter.evolve_snapshot(target_relation, staging_table, model, spark_contracts_run_vars()) %}
 
       {% set final_sql = snapshot_merge_sql(
             target = target_relation,

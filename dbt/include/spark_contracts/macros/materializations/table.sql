@@ -17,13 +17,26 @@
   {%- set replaceable = old_relation is not none and old_relation.is_table and (
         (old_relation.is_delta and file_format == 'delta') or
         (old_relation.is_iceberg and file_format == 'iceberg')) -%}
-  {% if old_relation is not none and not replaceable %}
-    {{ adapter.drop_relation(old_relation) }}
-  {% endif %}
 
-  {%- call statement('main', language=language) -%}
-    {{ create_table_as(False, target_relation, compiled_code, language) }}
-  {%- endcall -%}
+  {%- if old_relation is not none and old_relation.is_table and language == 'sql'
+        and not should_full_refresh()
+        and adapter.binds_schema_contract(model, spark_contracts_run_vars()) -%}
+    {#-- The table exists and the model has a schema contract or schema_evolution: the rebuild is
+         planned against it like an incremental run (contract modes, gated drops/narrowing), then
+         written by one replace. --#}
+    {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
+    {%- call statement('create_tmp_relation') -%}
+      {{ create_table_as(True, tmp_relation, compiled_code, 'sql') }}
+    {%- endcall -%}
+    {{ spark_contracts_evolve_and_load('table', tmp_relation, target_relation, old_relation, none, none, file_format) }}
+  {%- else -%}
+    {% if old_relation is not none and not replaceable %}
+      {{ adapter.drop_relation(old_relation) }}
+    {% endif %}
+    {%- call statement('main', language=language) -%}
+      {{ create_table_as(False, target_relation, compiled_code, language) }}
+    {%- endcall -%}
+  {%- endif -%}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}

@@ -1,0 +1,116 @@
+"""Snapshots evolve through the same planner: the source's new columns and struct fields are
+added, its widened types widen the snapshot table, nothing is ever removed (a snapshot keeps its
+history). The schema contract binds first: `freeze` fails before any change. Pure.
+
+Supported on snapshots: `columns` evolve / freeze / discard_value (the new column is left out of
+the snapshot), `data_type` evolve (where the format widens in place) / freeze. A snapshot merges
+the staged rows by key into its history, so the modes that drop rows or rewrite values
+(`discard_row`, `data_type: discard_value`, variant columns) are refused with this reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .config import EvolutionSettings
+from .contract import ContractMode, SchemaContract
+from .diff import TypeChanged, TypeNarrowed, TypeWidened, diff_schemas
+from .enforce import WIDEN, ContractViolation, decide
+from .operations import Plan
+from .plan import plan_schema_change
+from .types import Struct, quote_identifier
+from .write_path import merged_by_name
+
+# Columns dbt's snapshot staging adds for its own merge (`dbt_unique_key_1`, ... included).
+SYSTEM_PREFIXES = ("dbt_change_type", "dbt_unique_key")
+
+
+class SnapshotContractError(ValueError):
+    """A contract mode a snapshot cannot carry out (named, with the reason)."""
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    plan: Plan
+    target: Struct
+    insert_columns: tuple[str, ...]  # quoted staging columns the merge writes
+    violations: tuple[ContractViolation, ...] = ()
+
+
+def source_columns(staged: Struct) -> Struct:
+    """The staging relation's columns without dbt's own merge helpers."""
+    return Struct(tuple(f for f in staged.fields if not f.name.lower().startswith(SYSTEM_PREFIXES)))
+
+
+def plan_snapshot(
+    unique_id: str,
+    deployed: Struct,
+    staged: Struct,
+    table_format: str,
+    properties: Mapping[str, str],
+    settings: EvolutionSettings,
+    contract: SchemaContract | None,
+) -> SnapshotPlan:
+    source = source_columns(staged)
+    wanted = merged_by_name(deployed, source)
+    target = wanted
+    violations: tuple[ContractViolation, ...] = ()
+    if contract is not None:
+        _refuse_unsupported(unique_id, contract)
+        decision = decide(contract, deployed, wanted, diff_schemas(deployed, wanted), table_format)
+        violations = decision.violations + _type_freeze(contract, deployed, wanted)
+        for check in decision.value_checks:
+            if check.handling not in (WIDEN, ContractMode.FREEZE.value):
+                raise SnapshotContractError(
+                    f"{unique_id}: snapshot column `{check.dotted}` changes type "
+                    f"{check.deployed_type.to_sql()} -> {check.compiled_type.to_sql()}, which "
+                    f"{table_format} cannot widen in place; a snapshot takes no variant column"
+                )
+        if decision.target is not None:
+            target = decision.target
+    if violations:
+        return SnapshotPlan(Plan(table_format), deployed, (), violations)
+    plan = plan_schema_change(
+        diff_schemas(deployed, target), table_format, properties, settings.policy, deployed, target
+    )
+    insert = tuple(
+        quote_identifier(f.name) for f in staged.fields if target.field(f.name) is not None
+    )
+    return SnapshotPlan(plan, target, insert)
+
+
+def _refuse_unsupported(unique_id: str, contract: SchemaContract) -> None:
+    refused = [
+        f"{entity}: {mode.value}"
+        for entity, mode in (("columns", contract.columns), ("data_type", contract.data_type))
+        if mode is ContractMode.DISCARD_ROW
+        or (entity == "data_type" and mode is ContractMode.DISCARD_VALUE)
+    ]
+    if refused:
+        raise SnapshotContractError(
+            f"{unique_id}: schema_contract {', '.join(refused)} is not supported on snapshots "
+            "(a snapshot merges its source rows into their history by key; dropping rows or "
+            "values would record false changes). Allowed on snapshots: columns evolve, freeze, "
+            "discard_value; data_type evolve, freeze."
+        )
+
+
+def _type_freeze(
+    contract: SchemaContract, deployed: Struct, wanted: Struct
+) -> tuple[ContractViolation, ...]:
+    """`data_type: freeze` on a snapshot: any type change of a kept column is a violation."""
+    if contract.data_type is not ContractMode.FREEZE:
+        return ()
+    return tuple(
+        ContractViolation(
+            "data_type",
+            "freeze",
+            change.dotted,
+            change.deployed,
+            change.compiled,
+            "the snapshot source changed this column's type",
+        )
+        for change in diff_schemas(deployed, wanted)
+        if isinstance(change, (TypeWidened, TypeNarrowed, TypeChanged))
+    )

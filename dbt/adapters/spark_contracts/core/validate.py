@@ -1,0 +1,90 @@
+"""One validation of a node's adapter configuration, run when dbt parses the project and again
+when the node runs (pure). A feature with config keys of its own adds one check to `CHECKS`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .config import ConfigError, EvolutionSettings, resolve_settings
+from .constraint_checks import check_constraints
+from .contract import SchemaContract, resolve_contract
+
+
+class Config(Protocol):
+    """A node's resolved config: a dict at run time, dbt's node config object at parse time."""
+
+    def get(self, key: str, default: Any = None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """What the checks read of one node, after dbt merged its config hierarchy."""
+
+    model: str  # how messages name the node: `unique_id (original_file_path)`
+    config: Config
+    run_vars: Mapping[str, Any]  # `read_run_vars`: the run vars as `var()` sees them
+    constraints: Sequence[Mapping[str, Any]] = ()  # model-level, as dicts
+    # every declared column (in order) -> its constraints, as dicts
+    columns: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    contract_enforced: bool = False  # dbt's `contract: {enforced: true}`
+    language: str = "sql"
+    connection_method: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """The validated settings a run uses."""
+
+    contract: SchemaContract | None
+    evolution: EvolutionSettings
+
+
+def model_label(unique_id: str, path: str | None) -> str:
+    return f"{unique_id} ({path})" if path else unique_id
+
+
+def _check_constraints(node: NodeConfig) -> None:
+    check_constraints(node.model, node.constraints, node.columns)
+
+
+def _check_evolution_columns_declared(node: NodeConfig) -> None:
+    """With an enforced contract the declared columns are the model's output, so a
+    `schema_evolution.columns` entry naming another column is known to be wrong before the run
+    (without one, the run checks the entries against the compiled output)."""
+    if not (node.contract_enforced and node.columns):
+        return
+    entries = (node.config.get("schema_evolution") or {}).get("columns") or {}
+    declared = {name.lower() for name in node.columns}
+    unknown = [str(name) for name in entries if str(name).lower() not in declared]
+    if unknown:
+        raise ConfigError(
+            f"{node.model}: `schema_evolution.columns` names {', '.join(unknown)}, which the "
+            f"model's enforced contract does not declare; allowed: {', '.join(node.columns)}"
+        )
+
+
+Check = Callable[[NodeConfig], None]
+
+# Checks beyond schema_contract/schema_evolution/on_schema_change/run vars (which build the
+# settings below, so a check may read those keys as valid). Each raises `ConfigError` naming the
+# model, the key, the bad value and what is allowed.
+CHECKS: tuple[Check, ...] = (_check_constraints, _check_evolution_columns_declared)
+
+
+def validate_node_config(node: NodeConfig) -> NodeSettings:
+    """Raise `ConfigError` for the first bad key of the node; else the settings its run uses."""
+    contract = resolve_contract(
+        node.model, node.config.get("schema_contract"), node.run_vars.get("schema_contract")
+    )
+    evolution = resolve_settings(
+        node.model,
+        node.config.get("schema_evolution"),
+        contract,
+        node.config.get("on_schema_change"),
+        node.run_vars,
+    )
+    for check in CHECKS:
+        check(node)
+    return NodeSettings(contract, evolution)

@@ -1,0 +1,134 @@
+"""Views and snapshots behind the schema contract (core/enforce.view_violations, core/snapshot)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from spark_type_strategies import table_schemas
+
+from dbt.adapters.spark_contracts.core.config import resolve_settings
+from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
+from dbt.adapters.spark_contracts.core.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.enforce import view_violations
+from dbt.adapters.spark_contracts.core.operations import AddColumns, AlterColumnType
+from dbt.adapters.spark_contracts.core.snapshot import (
+    SnapshotContractError,
+    plan_snapshot,
+    source_columns,
+)
+from dbt.adapters.spark_contracts.core.types import Field, Struct, parse_type
+
+INT, BIGINT, STRING = (parse_type(t) for t in ("int", "bigint", "string"))
+SETTINGS = resolve_settings("m", None, None, None, {})
+FREEZE_ALL = SchemaContract(
+    ContractMode.EVOLVE, ContractMode.FREEZE, ContractMode.FREEZE, quarantine=False
+)
+
+
+def s(*fields: tuple) -> Struct:
+    return Struct(tuple(Field(n, t) for n, t in fields))
+
+
+# ---- views ------------------------------------------------------------------------------
+def test_frozen_view_refuses_added_removed_and_retyped_columns():
+    deployed = s(("id", INT), ("name", STRING))
+    added = view_violations(FREEZE_ALL, deployed, s(("id", INT), ("name", STRING), ("x", INT)))
+    assert [(v.schema_entity, v.column) for v in added] == [("columns", "x")]
+    assert added[0].deployed_type is None and added[0].compiled_type == INT
+    removed = view_violations(FREEZE_ALL, deployed, s(("id", INT)))
+    assert [(v.column, v.deployed_type, v.compiled_type) for v in removed] == [
+        ("name", STRING, None)
+    ]
+    retyped = view_violations(FREEZE_ALL, deployed, s(("id", BIGINT), ("name", STRING)))
+    assert [(v.schema_entity, v.column) for v in retyped] == [("data_type", "id")]
+
+
+@pytest.mark.parametrize("mode", [m for m in ContractMode if m is not ContractMode.FREEZE])
+def test_only_freeze_binds_a_view(mode):
+    contract = SchemaContract(mode, mode, mode)
+    deployed = s(("id", INT), ("name", STRING))
+    assert view_violations(contract, deployed, s(("id", BIGINT), ("x", INT))) == ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(table_schemas(), table_schemas())
+def test_frozen_view_violation_iff_the_schema_differs(deployed, compiled):
+    """Property: under columns + data_type freeze a view may be replaced exactly when its
+    schema (up to nullability and comments) stays the same."""
+    changes = [
+        c
+        for c in diff_schemas(deployed, compiled)
+        if type(c).__name__ not in ("NullabilityRelaxed", "NullabilityTightened", "FieldsReordered")
+    ]
+    assert bool(view_violations(FREEZE_ALL, deployed, compiled)) == bool(changes)
+
+
+# ---- snapshots --------------------------------------------------------------------------
+SNAP = s(("id", INT), ("amount", INT), ("dbt_scd_id", STRING), ("dbt_valid_to", STRING))
+
+
+def staged(*extra: tuple) -> Struct:
+    return s(
+        ("id", INT),
+        ("amount", BIGINT),
+        ("dbt_scd_id", STRING),
+        ("dbt_valid_to", STRING),
+        *extra,
+        ("dbt_change_type", STRING),
+        ("dbt_unique_key_1", INT),
+    )
+
+
+def test_snapshot_adds_new_source_columns_and_widens_never_drops():
+    planned = plan_snapshot("snap", SNAP, staged(("channel", STRING)), "delta", {}, SETTINGS, None)
+    ops = planned.plan.operations
+    assert any(isinstance(op, AddColumns) and op.columns[0].path == ("channel",) for op in ops)
+    assert any(isinstance(op, AlterColumnType) and op.path == ("amount",) for op in ops)
+    assert planned.insert_columns == (
+        "`id`",
+        "`amount`",
+        "`dbt_scd_id`",
+        "`dbt_valid_to`",
+        "`channel`",
+    )
+    # a source column gone from the staging stays in the snapshot (no removal planned)
+    fewer = s(("id", INT), ("dbt_scd_id", STRING), ("dbt_valid_to", STRING))
+    kept = plan_snapshot("snap", SNAP, fewer, "delta", {}, SETTINGS, None)
+    assert kept.plan.operations == () and not kept.plan.is_blocked
+    assert kept.target.field("amount") is not None
+
+
+def test_snapshot_contract_freeze_and_discard_value():
+    frozen = plan_snapshot(
+        "snap", SNAP, staged(("channel", STRING)), "delta", {}, SETTINGS, FREEZE_ALL
+    )
+    assert {(v.schema_entity, v.column) for v in frozen.violations} == {
+        ("columns", "channel"),
+        ("data_type", "amount"),
+    }
+    discard = SchemaContract(columns=ContractMode.DISCARD_VALUE)
+    planned = plan_snapshot(
+        "snap", SNAP, staged(("channel", STRING)), "delta", {}, SETTINGS, discard
+    )
+    assert "`channel`" not in planned.insert_columns
+    assert all(
+        not (isinstance(op, AddColumns) and op.columns[0].path == ("channel",))
+        for op in planned.plan.operations
+    )
+
+
+@pytest.mark.parametrize(
+    "contract",
+    [
+        SchemaContract(columns=ContractMode.DISCARD_ROW),
+        SchemaContract(data_type=ContractMode.DISCARD_ROW),
+        SchemaContract(data_type=ContractMode.DISCARD_VALUE),
+    ],
+)
+def test_snapshot_refuses_row_and_value_discards(contract):
+    with pytest.raises(SnapshotContractError, match="not supported on snapshots"):
+        plan_snapshot("snap", SNAP, staged(), "delta", {}, SETTINGS, contract)
+
+
+def test_source_columns_drop_dbt_helpers():
+    assert source_columns(staged()).names == ("id", "amount", "dbt_scd_id", "dbt_valid_to")
