@@ -36,10 +36,6 @@ def test_sql_models_run_on_every_method(method, language):
     assert check_python_model("model.p.sql_model", language, method) is None
 
 
-def test_disabled_python_model_is_not_refused():
-    assert check_python_model("model.p.py_model", "python", "thrift", enabled=False) is None
-
-
 def test_unknown_method_is_left_to_the_run():
     assert check_python_model("model.p.py_model", "python", None) is None
 
@@ -107,3 +103,19 @@ def test_model_must_return_a_dataframe(returned):
     message = str(info.value)
     assert "model.p.py_model" in message
     assert "return a pyspark DataFrame, a pandas DataFrame or a pandas-on-Spark" in message
+
+
+def test_the_one_node_validation_refuses_python_on_thrift():
+    """The check is one of core/validate.py's CHECKS: run at parse and again at run."""
+    from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
+
+    node = NodeConfig(
+        model="model.p.py_model (models/py_model.py)",
+        config={},
+        run_vars={},
+        language="python",
+        connection_method="thrift",
+    )
+    with pytest.raises(ConfigError, match=r"model\.p\.py_model .*method: thrift"):
+        validate_node_config(node)
+    validate_node_config(NodeConfig(**{**node.__dict__, "connection_method": "session"}))

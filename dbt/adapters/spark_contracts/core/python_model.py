@@ -14,16 +14,14 @@ PYTHON_MODEL_METHODS = ("session", "connect")
 PYTHON_VIEW_SUFFIX = "__dbt_py"
 
 
-def check_python_model(
-    unique_id: str, language: Optional[str], method: Optional[str], enabled: bool = True
-) -> None:
+def check_python_model(unique_id: str, language: Optional[str], method: Optional[str]) -> None:
     """Raise ConfigError when a Python model cannot run on this connection method.
 
     Python models run in the dbt process with the thread's SparkSession; thrift, http and
     odbc only carry SQL to a server, so a Python model there is refused, never skipped.
     """
-    if not enabled or method is None or (language or "sql").lower() != "python":
-        return  # None: the method is not known here (not a project's node); the run checks
+    if method is None or (language or "sql").lower() != "python":
+        return  # method None: not known where this is called
     name = str(method or "").lower()
     if name in PYTHON_MODEL_METHODS:
         return
