@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dbt.adapters.factory import reset_adapters
 from dbt.cli.main import dbtRunner
 from dbt.tests.util import run_dbt, write_file
 
@@ -123,6 +124,11 @@ CONTRACT_MODELS = {
         ID_N,
         ID_N_NOTE,
     ),
+    "py_table_freeze": (
+        "materialized='table', schema_contract={'columns': 'freeze'}",
+        ID_N,
+        ID_N_NOTE,
+    ),
     "py_discard_row": (
         "materialized='incremental', incremental_strategy='append', "
         "schema_contract={'data_type': 'discard_row'}",
@@ -171,6 +177,15 @@ class TestPythonContracts:
         assert rows_of(project, relation) == [(1, 1), (2, 2)]
         violation = report["models"]["model.test.py_freeze"]["violation"]
         assert (violation["schema_entity"], violation["contract_mode"]) == ("columns", "freeze")
+
+    def test_table_rebuild_binds_the_contract_too(self, project, outcome):
+        results, _ = outcome
+        frozen = results["py_table_freeze"]
+        assert str(frozen.status) == "error"
+        assert "column: note" in frozen.message, frozen.message
+        relation = f"{project.test_schema}.py_table_freeze"
+        assert schema_of(project, relation) == {"id": "bigint", "n": "bigint"}
+        assert rows_of(project, relation) == [(1, 1), (2, 2)]
 
     def test_data_type_discard_row_drops_and_counts(self, project, outcome):
         results, report = outcome
@@ -262,8 +277,15 @@ SQL_ONLY_PROFILES = {
 }
 
 
+@pytest.fixture
+def own_adapter():
+    """dbtRunner leaves its adapter registered; the next test's project must build its own."""
+    yield
+    reset_adapters()
+
+
 @pytest.mark.parametrize("method", list(SQL_ONLY_PROFILES))
-def test_sql_only_methods_refuse_python_models_at_parse(tmp_path, method):
+def test_sql_only_methods_refuse_python_models_at_parse(tmp_path, method, own_adapter):
     """dbt parse (no connection is opened) fails on the Python model, naming it and the method;
     Python models disabled in their code or in a schema file, and the SQL models, parse."""
     (tmp_path / "models").mkdir()
