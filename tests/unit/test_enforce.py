@@ -344,7 +344,8 @@ def test_data_type_freeze_raises_inside_the_load():
         "try_cast(`score` AS INT) END AS `score` FROM src"
     )
     assert sql.violation_sample_sql == (
-        "SELECT 'score' AS column_name, value FROM (SELECT DISTINCT CAST(`score` AS STRING) AS "
+        "SELECT 'score' AS column_name, value, 'values do not coerce into the deployed column\\'s "
+        "type' AS reason FROM (SELECT DISTINCT CAST(`score` AS STRING) AS "
         "value FROM src WHERE (`score` IS NOT NULL AND try_cast(`score` AS INT) IS NULL) LIMIT 5)"
         " AS s0"
     )

@@ -4,7 +4,7 @@ entry points. Decisions live in `core/`; this class only gathers inputs and hand
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type
 
@@ -22,8 +22,16 @@ from dbt.adapters.spark_contracts import python_model
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
+from dbt.adapters.spark_contracts.constraints import (
+    model_table_constraints,
+    run_explicit_build,
+    support_for,
+)
 from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.config import read_run_vars
+from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
+from dbt.adapters.spark_contracts.core.contract import ContractMode
+from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
@@ -80,6 +88,7 @@ class SparkContractsConfig(SparkConfig):
     file_format: str = DEFAULT_FILE_FORMAT
     schema_contract: Optional[Any] = None
     schema_evolution: Optional[Dict[str, Any]] = None
+    pydantic_contract: Optional[str] = None
 
 
 class SparkContractsAdapter(SparkAdapter):
@@ -87,6 +96,8 @@ class SparkContractsAdapter(SparkAdapter):
     Column: TypeAlias = SparkContractsColumn  # type: ignore[assignment]
     ConnectionManager: TypeAlias = SparkContractsConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs: TypeAlias = SparkContractsConfig  # type: ignore[assignment]
+    # Delta's (the default format); a model's own format decides its warnings (table_constraints)
+    CONSTRAINT_SUPPORT = support_for(DEFAULT_FILE_FORMAT)  # type: ignore[assignment]
 
     def __init__(self, config: Any, mp_context: Any) -> None:
         set_project_root(getattr(config, "project_root", None))
@@ -215,7 +226,7 @@ class SparkContractsAdapter(SparkAdapter):
     ) -> runs.ModelRun:
         """Step 1 of an incremental run: analyse, repair what a dead run left, decide (core/)."""
         unique_id = model.get("unique_id", str(relation))
-        contract, settings = self._resolve_run_settings(model, run_vars)
+        contract, settings, declared = self._resolve_run_settings(model, run_vars)
         spark = self._spark()
         runner = self._runner(spark, invocation_id)
         tag = commit_tag(invocation_id, unique_id)
@@ -228,6 +239,7 @@ class SparkContractsAdapter(SparkAdapter):
                 view,
                 model,
                 contract,
+                declared,
                 settings,
                 strategy,
                 invocation_id,
@@ -249,6 +261,7 @@ class SparkContractsAdapter(SparkAdapter):
         view: BaseRelation,
         model: Dict[str, Any],
         contract: Any,
+        declared: Any,
         settings: Any,
         strategy: str,
         invocation_id: str,
@@ -269,9 +282,8 @@ class SparkContractsAdapter(SparkAdapter):
             deployed, properties = self._deployed(spark, relation)
         decision = None
         if contract is not None:
-            decision = decide(
-                contract, deployed, compiled, diff_schemas(deployed, compiled), table_format
-            )
+            changes = diff_schemas(deployed, compiled)
+            decision = decide(contract, deployed, compiled, changes, table_format, declared)
             if decision.violations:
                 runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
         diff, plan, mode = plan_change(
@@ -419,6 +431,7 @@ class SparkContractsAdapter(SparkAdapter):
         )
 
     def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
+        """(schema contract, evolution settings, declared `pydantic_contract`) of this run."""
         settings = settings_at_run(self, model, run_vars)
         config = model.get("config", {})
         if settings.contract is not None and config.get("on_schema_change") not in (None, "ignore"):
@@ -426,7 +439,7 @@ class SparkContractsAdapter(SparkAdapter):
                 f"{model.get('unique_id', 'model')}: schema_contract is set, so on_schema_change "
                 f"({config.get('on_schema_change')}) is ignored"
             )
-        return settings.contract, settings.evolution
+        return settings.contract, settings.evolution, settings.declared
 
     @available
     def run_vars(self, var: Any) -> Dict[str, Any]:
@@ -436,9 +449,10 @@ class SparkContractsAdapter(SparkAdapter):
     @available
     def binds_schema_contract(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> bool:
         """A rebuilt table model is planned like an incremental run when it sets
-        `schema_contract` or `schema_evolution` (or the run sets the `schema_contract` var)."""
-        _, settings = self._resolve_run_settings(model, run_vars)
-        return bool(settings.uses_evolution)
+        `schema_contract`, `pydantic_contract` or `schema_evolution` (or the run sets the
+        `schema_contract` var)."""
+        contract, settings, _ = self._resolve_run_settings(model, run_vars)
+        return bool(settings.uses_evolution or contract is not None)
 
     @available
     def contract_new_table_action(
@@ -451,7 +465,7 @@ class SparkContractsAdapter(SparkAdapter):
         """A first build, before its first statement: the model's settings checked against its
         output (`schema_evolution.columns`), then `tables` of the schema contract: create or
         skip (discard modes, with a warning); freeze fails here, before anything is created."""
-        contract, settings = self._resolve_run_settings(model, run_vars)
+        contract, settings, declared = self._resolve_run_settings(model, run_vars)
         if not settings.policy.columns and contract is None:
             return "create"  # nothing to check: no analysis of the query
         spark = self._spark()
@@ -460,7 +474,7 @@ class SparkContractsAdapter(SparkAdapter):
         self._validate_column_settings(unique_id, settings, compiled, f"({compiled_sql}) AS t")
         if contract is None:
             return "create"
-        decision = decide(contract, None, compiled, diff_schemas(compiled, compiled), "delta")
+        decision = decide(contract, None, compiled, SchemaDiff(), "delta", declared)
         if decision.violations:
             runner = runs.Runner(spark, self._report, self._target_dir)
             runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
@@ -480,7 +494,7 @@ class SparkContractsAdapter(SparkAdapter):
         """A snapshot's run, before its merge: the schema contract against the source's columns,
         then the planner's additions and widenings applied to the snapshot table. Returns the
         (quoted) staging columns the merge inserts."""
-        contract, settings = self._resolve_run_settings(model, run_vars)
+        contract, settings, _ = self._resolve_run_settings(model, run_vars)
         unique_id = model.get("unique_id", str(target))
         spark = self._spark()
         deployed, properties = self._deployed(spark, target)
@@ -515,7 +529,7 @@ class SparkContractsAdapter(SparkAdapter):
     ) -> str:
         """A view being replaced: its schema contract's `freeze` modes against the view's
         current schema, by analysis only; raises the violation before the view changes."""
-        contract, _ = self._resolve_run_settings(model, run_vars)
+        contract, _, _ = self._resolve_run_settings(model, run_vars)
         if contract is None:
             return ""
         spark = self._spark()
@@ -526,6 +540,29 @@ class SparkContractsAdapter(SparkAdapter):
             unique_id = model.get("unique_id", str(relation))
             runner.raise_violation(unique_id, str(relation), violations[0].to_dict())
         return ""
+
+    @available
+    def contract_create_sql(
+        self, relation: BaseRelation, compiled_sql: str, model: Dict[str, Any], run_vars: Any
+    ) -> str:
+        """The SELECT a run that creates the table writes: the model's query itself, or, under a
+        `pydantic_contract`, that query coerced into the declared columns with the declared rules
+        applied (freeze fails the CREATE itself; no counts, no quarantine on this run)."""
+        contract, _, declared = self._resolve_run_settings(model, run_vars)
+        if contract is None or declared is None:
+            return compiled_sql
+        spark = self._spark()
+        compiled = runs.compiled_schema(spark.schema(compiled_sql), _declared_not_null(model))
+        table_format = (model.get("config") or {}).get("file_format") or DEFAULT_FILE_FORMAT
+        # `tables` was decided already (spark_contracts_may_create), or the table exists
+        creating = replace(contract, tables=ContractMode.EVOLVE)
+        decision = decide(creating, None, compiled, SchemaDiff(), table_format, declared)
+        unique_id = model.get("unique_id", str(relation))
+        if decision.violations:
+            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
+        source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
+        return render_load_select(decision, source, None, compiled, "").select
 
     def _validate_column_settings(
         self, unique_id: str, settings: Any, compiled: Any, relation: Any
@@ -579,6 +616,43 @@ class SparkContractsAdapter(SparkAdapter):
                 node=None,
             )
         return ""
+
+    # ---- model constraints ----------------------------------------------------------------
+    @available
+    def table_constraints(self, model: Dict[str, Any], file_format: str) -> TableConstraints:
+        """The constraints a build of `model` creates with its table (dbt warns here about the
+        ones `file_format` does not enforce or support)."""
+        return model_table_constraints(model, file_format)
+
+    @available
+    def build_with_schema(
+        self,
+        relation: BaseRelation,
+        select_sql: str,
+        constraints: TableConstraints,
+        clauses: str,
+        exists: bool,
+    ) -> Any:
+        """An Iceberg build with NOT NULL columns, all or nothing (core/constraints.py)."""
+        spark = self._spark()
+        schema = constraints.schema(spark.schema(select_sql))
+        stage = suffixed(str(relation), "__dbt_constraints")
+        build = explicit_build(
+            str(relation), stage, exists, schema, constraints.table_format, clauses, select_sql
+        )
+        snapshot = (
+            runs.Runner(spark, self._report, self._target_dir).current_version(
+                str(relation), "iceberg"
+            )
+            if exists
+            else None
+        )
+
+        def restore() -> None:
+            if snapshot is not None:
+                spark.run(build.restore_sql(snapshot))
+
+        return run_explicit_build(spark.run, build, restore)
 
     @available
     def describe_deployed_schema(self, relation_name: str) -> str:

@@ -36,7 +36,7 @@ from dbt.adapters.spark_contracts.core import (
     quote_identifier,
 )
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
-from dbt.adapters.spark_contracts.core.enforce import ContractDecision, LoadSql
+from dbt.adapters.spark_contracts.core.enforce import COERCE_REASON, ContractDecision, LoadSql
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Commit,
@@ -823,16 +823,24 @@ class Runner:
         decision = run.contract
         assert decision is not None
         column = str(samples[0]["column_name"])
+        reason = str(samples[0].get("reason") or COERCE_REASON)
         check = next((c for c in decision.value_checks if c.dotted.lower() == column.lower()), None)
+        if reason != COERCE_REASON:  # a declared rule (pydantic_contract), not a coercion
+            check = None
         violation = {
             "schema_entity": "data_type",
             "contract_mode": "freeze",
             "column": column,
             "deployed_type": check.deployed_type.to_sql() if check else None,
             "compiled_type": check.compiled_type.to_sql() if check else None,
-            "reason": "values do not coerce into the deployed column's type",
+            "reason": reason,
         }
-        values = [row["value"] for row in samples if str(row["column_name"]) == column]
+        values = [
+            row["value"]
+            for row in samples
+            if str(row["column_name"]) == column
+            and str(row.get("reason") or COERCE_REASON) == reason
+        ]
         self.raise_violation(run.unique_id, run.relation, violation, values)
 
     def raise_violation(

@@ -57,6 +57,7 @@ def settings_at_run(adapter: Any, model: Dict[str, Any], run_vars: Dict[str, Any
         contract_enforced=_enforced((model.get("config") or {}).get("contract")),
         language=str(model.get("language") or "sql"),
         connection_method=_method(adapter),
+        project_root=adapter.config.project_root,
     )
     try:
         return validate_node_config(node)
@@ -80,6 +81,7 @@ def _node_config(adapter: Any, node: Any, run_vars: Dict[str, Any]) -> NodeConfi
         contract_enforced=_enforced(node.config.get("contract")),
         language=str(getattr(node, "language", None) or "sql"),
         connection_method=_method(adapter),
+        project_root=adapter.config.project_root,
     )
 
 

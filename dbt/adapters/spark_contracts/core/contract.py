@@ -126,18 +126,21 @@ def _parse(model: str, key: str, value: Any) -> _Partial:
     return _Partial(modes, quarantine)
 
 
-def resolve_contract(model: str, config_value: Any, run_override: Any) -> SchemaContract | None:
+def resolve_contract(
+    model: str, config_value: Any, run_override: Any, base: SchemaContract | None = None
+) -> SchemaContract | None:
     """The model's contract for this run, or None when neither config nor run vars set one.
 
     `config_value` is the model's resolved `schema_contract` config; `run_override` the run-level
     var: a string replaces every entity, a mapping only the entities (and quarantine) it names.
-    Entities set nowhere are `evolve` (dlt's default).
+    Entities set nowhere are `evolve` (dlt's default), or `base`'s modes when given (the modes a
+    `pydantic_contract` class implies, which `schema_contract` then overrides entity by entity).
     """
     config = None if config_value is None else _parse(model, CONFIG_KEY, config_value)
     override = None if run_override is None else _parse(model, RUN_KEY, run_override)
-    if config is None and override is None:
+    if config is None and override is None and base is None:
         return None
-    contract = SchemaContract()
+    contract = base or SchemaContract()
     for layer in (config, override):
         if layer is not None:
             contract = layer.apply_to(contract)

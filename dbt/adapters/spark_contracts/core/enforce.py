@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .capabilities import FormatCapabilities, capabilities_for
+from .checks import ColumnRules
 from .contract import ContractMode, SchemaContract, for_new_table
 from .diff import (
     ColumnAdded,
@@ -119,6 +120,27 @@ class ValueCheck:
 
 
 @dataclass(frozen=True)
+class Declared:
+    """A contract that declares its columns (a Pydantic class): their types, pre-merged into the
+    deployed schema before the contract is checked (dlt's authoritative model), per-column
+    validity rules checked on every value under the `data_type` mode, and the fields the model
+    must output. `origin` names the declaration in messages."""
+
+    columns: Struct
+    rules: tuple[ColumnRules, ...] = ()
+    required: tuple[str, ...] = ()
+    origin: str = "the declared contract"
+
+    def reference(self, deployed: Struct | None) -> Struct:
+        """The schema the contract checks against: the deployed table plus declared columns it
+        lacks (the declared schema alone when there is no table)."""
+        if deployed is None:
+            return self.columns
+        extra = tuple(f for f in self.columns.fields if deployed.field(f.name) is None)
+        return Struct(deployed.fields + extra)
+
+
+@dataclass(frozen=True)
 class ContractDecision:
     """What one run does under its contract; `target` is the table schema after the planner."""
 
@@ -131,6 +153,10 @@ class ContractDecision:
     target: Struct | None = None
     evolve_diff: SchemaDiff = SchemaDiff()
     warnings: tuple[str, ...] = ()
+    rule_checks: tuple[ColumnRules, ...] = ()  # checked under contract.data_type
+
+    def rules_of(self, column: str) -> ColumnRules | None:
+        return next((r for r in self.rule_checks if r.column.lower() == column.lower()), None)
 
     @property
     def variant_columns(self) -> tuple[str, ...]:
@@ -147,10 +173,13 @@ class ContractDecision:
             extra = f" -> {check.variant_column}" if check.variant_column else ""
             lines.append(f"  data_type {check.dotted} ({types}): {check.handling}{extra}")
         lines += [f"  evolve: {change.describe()}" for change in self.evolve_diff]
+        mode = self.contract.data_type.value
+        lines += [f"  rules {r.column} ({r.describe()}): {mode}" for r in self.rule_checks]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
+        rules = [{"column": r.column, "rules": r.describe()} for r in self.rule_checks]
         return {
             "contract": self.contract.to_dict(),
             "table_action": self.table_action,
@@ -169,6 +198,7 @@ class ContractDecision:
             ],
             "evolve": [change.describe() for change in self.evolve_diff],
             "warnings": list(self.warnings),
+            **({"rule_checks": rules} if rules else {}),
         }
 
 
@@ -195,11 +225,27 @@ def decide(
     compiled: Struct,
     diff: SchemaDiff,
     table_format: str,
+    declared: Declared | None = None,
 ) -> ContractDecision:
-    """SPEC §3 from metadata only; `diff` is `diff_schemas(deployed, compiled)`."""
+    """SPEC §3 from metadata only; `diff` is `diff_schemas(deployed, compiled)`.
+
+    With `declared`, the contract is checked against the declared columns (pre-merged into the
+    deployed table) also on the run that creates the table, and its rules join the load."""
     caps = capabilities_for(table_format)
+    if declared is not None and (deployed is not None or contract.tables is ContractMode.EVOLVE):
+        return _decide_declared(contract, deployed, compiled, caps, declared)
     if deployed is None:
         return _decide_new_table(contract, compiled, caps.name)
+    return _decide_existing(contract, deployed, compiled, diff, caps)
+
+
+def _decide_existing(
+    contract: SchemaContract,
+    deployed: Struct,
+    compiled: Struct,
+    diff: SchemaDiff,
+    caps: FormatCapabilities,
+) -> ContractDecision:
     violations: list[ContractViolation] = []
     new_columns: list[AddedColumn] = []
     checks: list[ValueCheck] = []
@@ -261,6 +307,40 @@ def view_violations(
                     )
                 )
     return tuple(out)
+
+
+def _decide_declared(
+    contract: SchemaContract,
+    deployed: Struct | None,
+    compiled: Struct,
+    caps: FormatCapabilities,
+    declared: Declared,
+) -> ContractDecision:
+    reference = declared.reference(deployed)
+    base = _decide_existing(contract, reference, compiled, diff_schemas(reference, compiled), caps)
+    violations = list(base.violations)
+    if contract.data_type is not ContractMode.EVOLVE:
+        for name in declared.required:
+            if compiled.field(name) is None:
+                reason = (
+                    f"the model does not output `{name}`, which {declared.origin} requires "
+                    "(a field without a default)"
+                )
+                mode = contract.data_type.value
+                violations.append(ContractViolation("data_type", mode, name, None, None, reason))
+    target = base.target
+    assert target is not None
+    rules: tuple[ColumnRules, ...] = ()
+    if contract.data_type is not ContractMode.EVOLVE:  # dlt: evolve validates no values
+        rules = tuple(r for r in declared.rules if target.field(r.column) is not None)
+    action = FAIL if violations else (LOAD if deployed is not None else CREATE)
+    return replace(
+        base,
+        table_action=action,
+        violations=tuple(violations),
+        evolve_diff=diff_schemas(deployed, target) if deployed is not None else SchemaDiff(),
+        rule_checks=rules,
+    )
 
 
 def _decide_new_table(contract: SchemaContract, compiled: Struct, fmt: str) -> ContractDecision:
@@ -507,7 +587,7 @@ class _Load:
     columns: list[str]
     row_filters: list[tuple[str, str]]  # (reason, predicate): drop the row
     value_drops: list[str]  # predicates: a value discarded
-    frozen: list[tuple[str, str]]  # (column, predicate): freeze check
+    frozen: list[tuple[str, str, str]]  # (column, predicate, reason): freeze check
 
 
 def _item(value: str, name: str) -> str:
@@ -515,14 +595,46 @@ def _item(value: str, name: str) -> str:
     return column if value == column else f"{value} AS {column}"
 
 
-def _freeze(value: str, ref: str, predicate: str, check: ValueCheck) -> str:
-    """Fail the writing query itself on the first value that does not coerce."""
-    types = f" (deployed {check.deployed_type.to_sql()}, compiled {check.compiled_type.to_sql()})"
+COERCE_REASON = "values do not coerce into the deployed column's type"
+
+
+def _freeze(value: str, predicate: str, column: str, before: str, shown: str, after: str) -> str:
+    """Fail the writing query itself on the first value that breaks the contract."""
     message = (
-        f"concat('schema_contract data_type freeze: column ', {sql_string(check.dotted)}, "
-        f"{sql_string(types + ' value ')}, cast({ref} AS STRING), ' does not coerce')"
+        f"concat('schema_contract data_type freeze: column ', {sql_string(column)}, "
+        f"{sql_string(before + ' value ')}, {shown}, {sql_string(after)})"
     )
     return f"CASE WHEN {predicate} THEN raise_error({message}) ELSE {value} END"
+
+
+def _freeze_coercion(value: str, ref: str, predicate: str, check: ValueCheck) -> str:
+    types = f" (deployed {check.deployed_type.to_sql()}, compiled {check.compiled_type.to_sql()})"
+    shown = f"cast({ref} AS STRING)"
+    return _freeze(value, predicate, check.dotted, types, shown, " does not coerce")
+
+
+def _apply_rules(
+    load: _Load, decision: ContractDecision, field: Field, ref: str, checked: str, value: str
+) -> str:
+    """The declared rules of `field` on its coerced value `checked`, under the data_type mode."""
+    rules = decision.rules_of(field.name)
+    predicate = rules.violated(checked) if rules is not None else None
+    if rules is None or predicate is None:
+        return value
+    mode = decision.contract.data_type
+    broken = f"breaks {rules.describe()}"
+    if mode is ContractMode.FREEZE:
+        load.frozen.append(
+            (field.name, predicate, f"values break the contract: {rules.describe()}")
+        )
+        shown = f"coalesce(cast({ref} AS STRING), 'NULL')"
+        return _freeze(value, predicate, field.name, "", shown, f" {broken}")
+    if mode is ContractMode.DISCARD_VALUE and rules.nulling_repairs:
+        load.value_drops.append(predicate)
+        return f"CASE WHEN {predicate} THEN NULL ELSE {value} END"
+    # discard_row; or discard_value on a required field, where NULL is no valid value either
+    load.row_filters.append((f"data_type {mode.value}: `{field.name}` {broken}", predicate))
+    return value
 
 
 def _render_column(
@@ -535,6 +647,7 @@ def _render_column(
     ref = quote_identifier(source.name)
     built = _coerce(ref, source.type, field.type)
     value, columns_mode = built.value, decision.contract.columns
+    value = _apply_rules(load, decision, field, ref, built.value, value)
     if built.new:
         what = f"new struct field in `{field.name}`"
         _discard(load, "columns", columns_mode, what, " OR ".join(built.new))
@@ -542,8 +655,8 @@ def _render_column(
         bad = " OR ".join(built.bad)
         check = _value_check(decision, field.name)
         if check.handling == ContractMode.FREEZE.value:
-            load.frozen.append((field.name, bad))
-            value = _freeze(value, ref, bad, check)
+            load.frozen.append((field.name, bad, COERCE_REASON))
+            value = _freeze_coercion(value, ref, bad, check)
         elif check.handling == VARIANT and check.variant_column:
             load.items.append(_item(value, field.name))
             load.items.append(
@@ -607,10 +720,10 @@ def render_load_select(
 
 def _violation_samples(load: _Load, source: str) -> str | None:
     parts = [
-        f"SELECT {sql_string(column)} AS column_name, value FROM (SELECT DISTINCT "
-        f"CAST({quote_identifier(column)} AS STRING) AS value FROM {source} WHERE {predicate} "
-        f"LIMIT 5) AS s{i}"
-        for i, (column, predicate) in enumerate(load.frozen)
+        f"SELECT {sql_string(column)} AS column_name, value, {sql_string(reason)} AS reason "
+        f"FROM (SELECT DISTINCT CAST({quote_identifier(column)} AS STRING) AS value "
+        f"FROM {source} WHERE {predicate} LIMIT 5) AS s{i}"
+        for i, (column, predicate, reason) in enumerate(load.frozen)
     ]
     return " UNION ALL ".join(parts) or None
 

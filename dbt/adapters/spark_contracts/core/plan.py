@@ -5,7 +5,6 @@ Pure: reads the capability table and the table's properties; never touches Spark
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -16,6 +15,7 @@ from .capabilities import (
     TableFeature,
     capabilities_for,
 )
+from .constraints import enforced_not_null_columns, not_null_constraint_name
 from .diff import (
     REMOVALS,
     Change,
@@ -177,7 +177,7 @@ def _treat_new_column(
     if backfill or default:
         ops.append(Backfill(name, backfill or default or "NULL"))
     if not_null and ctx.caps.not_null_check_constraint:
-        ops.append(AddNotNullCheck(name, re.sub(r"\W", "_", name.lower()) + "_not_null"))
+        ops.append(AddNotNullCheck(name, not_null_constraint_name(name)))
     elif not_null:
         note = f"{fmt} cannot add NOT NULL to the new column `{name}`: left nullable"
     return _Treatment(_How.OPS, tuple(ops), note=note)
@@ -247,8 +247,13 @@ def _merge_ops(ops: list[Operation]) -> tuple[Operation, ...]:
     return tuple(sorted(merged, key=lambda op: _PHASE[type(op)]))
 
 
-def _tightened_note(changes: list[Change]) -> tuple[str, ...]:
-    paths = [f"`{c.dotted}`" for c in changes if isinstance(c, NullabilityTightened)]
+def _tightened_note(changes: list[Change], props: Mapping[str, str]) -> tuple[str, ...]:
+    held = enforced_not_null_columns(props)  # Delta CHECK constraints do enforce it
+    paths = [
+        f"`{c.dotted}`"
+        for c in changes
+        if isinstance(c, NullabilityTightened) and c.dotted.lower() not in held
+    ]
     if not paths:
         return ()
     return (f"NOT NULL in the model but nullable in the table (not enforced): {', '.join(paths)}",)
@@ -267,7 +272,7 @@ def _plan(
     ctx = _Context(caps, props, policy, mode, deployed)
     treated = [(change, _treat(change, ctx)) for change in diff.changes]
     notes = tuple(dict.fromkeys(t.note for _, t in treated if t.note))
-    notes += _tightened_note(list(diff.changes))
+    notes += _tightened_note(list(diff.changes), props)
     acting = [(c, t) for c, t in treated if t.how is not _How.NOOP]
     if not acting:
         return Plan(caps.name, notes=notes)

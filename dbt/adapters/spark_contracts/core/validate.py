@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from .config import ConfigError, EvolutionSettings, resolve_settings
 from .constraint_checks import check_constraints
 from .contract import SchemaContract, resolve_contract
+from .enforce import Declared
+from .pydantic_contract import declared_contract
 from .python_model import check_python_model
 
 
@@ -32,6 +34,7 @@ class NodeConfig:
     contract_enforced: bool = False  # dbt's `contract: {enforced: true}`
     language: str = "sql"
     connection_method: str | None = None
+    project_root: str | None = None  # where a `pydantic_contract` module is imported from
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class NodeSettings:
 
     contract: SchemaContract | None
     evolution: EvolutionSettings
+    declared: Declared | None = None  # a `pydantic_contract` class's columns and value rules
 
 
 def model_label(unique_id: str, path: str | None) -> str:
@@ -84,8 +88,14 @@ CHECKS: tuple[Check, ...] = (
 
 def validate_node_config(node: NodeConfig) -> NodeSettings:
     """Raise `ConfigError` for the first bad key of the node; else the settings its run uses."""
+    declared, base = declared_contract(
+        node.model, node.config.get("pydantic_contract"), node.project_root
+    )
     contract = resolve_contract(
-        node.model, node.config.get("schema_contract"), node.run_vars.get("schema_contract")
+        node.model,
+        node.config.get("schema_contract"),
+        node.run_vars.get("schema_contract"),
+        base,
     )
     evolution = resolve_settings(
         node.model,
@@ -96,4 +106,4 @@ def validate_node_config(node: NodeConfig) -> NodeSettings:
     )
     for check in CHECKS:
         check(node)
-    return NodeSettings(contract, evolution)
+    return NodeSettings(contract, evolution, declared)

@@ -22,9 +22,7 @@
     {%- if not ((file_format == 'delta' and existing_relation.is_delta) or (file_format == 'iceberg' and existing_relation.is_iceberg)) -%}
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
-    {%- call statement('main') -%}
-      {{ create_table_as(False, target_relation, compiled_code, 'sql') }}
-    {%- endcall -%}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql'), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
@@ -62,6 +60,17 @@
     {% do store_result('main', response=adapter.skipped_response(model)) %}
   {%- endif -%}
   {{ return(action == 'create') }}
+{% endmacro %}
+
+{#-- What a run that creates the table writes: the model's query, or under a pydantic_contract
+     that query coerced and checked against the declared class (adapter.contract_create_sql).
+     `sql`: the model's query when it is not the context's (a Python model's view). --#}
+{% macro spark_contracts_create_sql(relation, language, sql=none) %}
+  {%- set compiled_code = sql if sql is not none else compiled_code -%}
+  {%- if language == 'sql' and config.get('pydantic_contract') -%}
+    {{ return(adapter.contract_create_sql(relation, compiled_code, model, spark_contracts_run_vars())) }}
+  {%- endif -%}
+  {{ return(compiled_code) }}
 {% endmacro %}
 
 {#-- A Python model runs here, in the dbt process, on the thread's SparkSession; its DataFrame

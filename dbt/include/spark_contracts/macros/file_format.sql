@@ -10,6 +10,15 @@
 
 {%- macro spark_contracts__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {%- if language == 'sql' and not temporary -%}
+    {{ spark_contracts_ctas(relation, compiled_code, spark_contracts_table_constraints(language)) }}
+  {%- else -%}
+    {{ spark__create_table_as(temporary, relation, compiled_code, language) }}
+  {%- endif -%}
+{%- endmacro -%}
+
+{#-- One CREATE [OR REPLACE] TABLE ... AS SELECT; an enforced contract's constraints ride in it
+     (Delta: CHECK constraints as table properties, checked against the initial rows). --#}
+{%- macro spark_contracts_ctas(relation, compiled_code, constraints) -%}
     {%- set file_format = spark_contracts_file_format() -%}
     {% if file_format in ['delta', 'iceberg'] %}
       create or replace table {{ relation }}
@@ -23,17 +32,45 @@
     {% endif %}
     {{ file_format_clause() }}
     {{ options_clause() }}
-    {{ tblproperties_clause() }}
+    {% if constraints is none %}{{ tblproperties_clause() }}{% else %}{{ constraints.tblproperties_clause(config.get('tblproperties')) }}{% endif %}
     {{ partition_cols(label="partitioned by") }}
     {{ clustered_cols(label="clustered by") }}
     {{ location_clause() }}
     {{ comment_clause() }}
     as
     {{ compiled_code }}
-  {%- else -%}
-    {{ spark__create_table_as(temporary, relation, compiled_code, language) }}
-  {%- endif -%}
 {%- endmacro -%}
+
+{#-- The constraints an enforced contract creates with the table; dbt warns here about those the
+     model's file_format does not enforce or support. none without an enforced contract. --#}
+{% macro spark_contracts_table_constraints(language='sql') -%}
+  {%- if language == 'sql' and config.get('contract').enforced -%}
+    {{ return(adapter.table_constraints(model, spark_contracts_file_format())) }}
+  {%- endif -%}
+  {{ return(none) }}
+{%- endmacro %}
+
+{#-- The `main` statement of a table build: one CTAS, or, where NOT NULL needs declared columns
+     (Iceberg), the adapter's CREATE + INSERT, undone when a row violates it. --#}
+{% macro spark_contracts_create_main(relation, compiled_code, language='sql') %}
+  {%- set constraints = spark_contracts_table_constraints(language) -%}
+  {%- if constraints is not none and constraints.explicit_schema -%}
+    {{ get_assert_columns_equivalent(compiled_code) }}
+    {%- set clauses -%}
+      {{ options_clause() }} {{ partition_cols(label="partitioned by") }} {{ clustered_cols(label="clustered by") }} {{ location_clause() }} {{ comment_clause() }} {{ constraints.tblproperties_clause(config.get('tblproperties')) }}
+    {%- endset -%}
+    {%- set response = adapter.build_with_schema(relation, get_select_subquery(compiled_code), constraints, clauses | trim, load_relation(relation) is not none) -%}
+    {% do store_result('main', response=response) %}
+  {%- elif language == 'sql' -%}
+    {%- call statement('main', language=language) -%}
+      {{ spark_contracts_ctas(relation, compiled_code, constraints) }}
+    {%- endcall -%}
+  {%- else -%}
+    {%- call statement('main', language=language) -%}
+      {{ create_table_as(False, relation, compiled_code, language) }}
+    {%- endcall -%}
+  {%- endif -%}
+{% endmacro %}
 
 {% macro spark_contracts__alter_column_comment(relation, column_dict) %}
   {% if spark_contracts_file_format() in ['delta', 'iceberg'] %}
@@ -45,10 +82,8 @@
   {% endif %}
 {% endmacro %}
 
+{#-- Nothing to do after the build: constraints are created WITH the table (spark_contracts_ctas,
+     spark_contracts_create_main). dbt-spark's ALTERs after the CTAS failed on Delta (SET NOT NULL
+     on a nullable column) and left a replaced table behind when rows violated them. --#}
 {% macro spark_contracts__persist_constraints(relation, model) %}
-  {%- set contract_config = config.get('contract') -%}
-  {% if contract_config.enforced and spark_contracts_file_format() == 'delta' %}
-    {% do alter_table_add_constraints(relation, model.constraints) %}
-    {% do alter_column_set_constraints(relation, model.columns) %}
-  {% endif %}
 {% endmacro %}

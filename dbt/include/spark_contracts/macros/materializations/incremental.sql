@@ -27,9 +27,7 @@
   {%- endif -%}
 
   {%- if existing_relation is none -%}
-    {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, target_relation, compiled_code, language) }}
-    {%- endcall -%}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
     {% do persist_constraints(target_relation, model) %}
   {%- elif existing_relation.is_view or should_full_refresh() -%}
     {%- set replaceable = (file_format == 'delta' and existing_relation.is_delta) or
@@ -37,9 +35,7 @@
     {% if not replaceable or existing_relation.is_view %}
       {% do adapter.drop_relation(existing_relation) %}
     {% endif %}
-    {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, target_relation, compiled_code, language) }}
-    {%- endcall -%}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {%- call statement('create_tmp_relation', language=language) -%}

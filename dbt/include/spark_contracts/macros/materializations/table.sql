@@ -33,9 +33,7 @@
     {% if old_relation is not none and not replaceable %}
       {{ adapter.drop_relation(old_relation) }}
     {% endif %}
-    {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, target_relation, compiled_code, language) }}
-    {%- endcall -%}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}

@@ -1,0 +1,149 @@
+"""dbt model constraints through dbt's own machinery (parse, `process_parsed_constraint` with its
+`warn_unenforced` / `warn_unsupported` warnings, `render_*_constraint`), with the truth of the
+model's table format; and the Iceberg build that declares NOT NULL columns.
+
+dbt reads `CONSTRAINT_SUPPORT` from the adapter class, but on Spark the truth depends on the
+model's `file_format`. Each format gets a rules class (never registered, never instantiated)
+whose CONSTRAINT_SUPPORT is that format's: dbt's classmethods run unchanged on it, so the
+warning a model gets names what its own format does."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Tuple, Type
+
+from dbt.adapters.base.impl import ConstraintSupport
+from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.contracts.constraints import ConstraintType
+
+from dbt.adapters.spark_contracts.core.constraints import (
+    DeclaredConstraint,
+    ExplicitBuild,
+    TableConstraints,
+    constraint_support,
+    table_constraints,
+)
+
+logger = AdapterLogger("SparkContracts")
+FORMATS = ("delta", "iceberg", "parquet")
+
+
+def support_for(table_format: str) -> Dict[ConstraintType, ConstraintSupport]:
+    """dbt's CONSTRAINT_SUPPORT mapping for one table format (custom: rendered as written)."""
+    support = {
+        ConstraintType(kind): ConstraintSupport(state)
+        for kind, state in constraint_support(table_format).items()
+    }
+    return support
+
+
+def _rules_class(table_format: str) -> Type[SparkAdapter]:
+    support = support_for(table_format)
+    name = f"spark_contracts ({table_format})"
+
+    class Rules(SparkAdapter):
+        CONSTRAINT_SUPPORT = support
+
+        @classmethod
+        def type(cls) -> str:  # the adapter name dbt's warnings print
+            return name
+
+    Rules.__name__ = Rules.__qualname__ = f"SparkContracts{table_format.title()}ConstraintRules"
+    return Rules
+
+
+_RULES: Mapping[str, Type[SparkAdapter]] = {fmt: _rules_class(fmt) for fmt in FORMATS}
+
+
+def rules_for(table_format: str) -> Type[SparkAdapter]:
+    fmt = (table_format or "").lower()
+    return _RULES[fmt if fmt in _RULES else "parquet"]
+
+
+def declared_constraints(
+    model: Mapping[str, Any], table_format: str
+) -> Tuple[DeclaredConstraint, ...]:
+    """The model's constraints that its format keeps, processed by dbt (which warns about the
+    unenforced and unsupported ones, unless the constraint says not to)."""
+    rules = rules_for(table_format)
+    kept: List[DeclaredConstraint] = []
+    for column in (model.get("columns") or {}).values():
+        for raw in column.get("constraints") or []:
+            parsed = rules._parse_column_constraint(raw)
+            rendered = rules.process_parsed_constraint(
+                parsed, _text(rules.render_column_constraint)
+            )
+            if rendered is None:
+                continue
+            kept.append(_declared(parsed, (column["name"],), rendered, column_level=True))
+    for raw in model.get("constraints") or []:
+        parsed = rules._parse_model_constraint(raw)
+        rendered = rules.process_parsed_constraint(parsed, _text(rules.render_model_constraint))
+        if rendered is None:
+            continue
+        kept.append(_declared(parsed, tuple(parsed.columns), rendered, column_level=False))
+    unique_id = model.get("unique_id", "model")
+    for constraint in kept:
+        if constraint.kind == ConstraintType.custom.value:
+            logger.warning(
+                f"{unique_id}: a `custom` constraint ({constraint.expression!r}) cannot be "
+                "created with a Spark table; it is ignored"
+            )
+    return tuple(kept)
+
+
+def _text(render: Any) -> Any:
+    """dbt's renderer, but "" where it has no DDL text (a model-level not_null): only
+    `process_parsed_constraint`'s None then means "not supported, left out"."""
+    return lambda constraint: render(constraint) or ""
+
+
+def _declared(
+    parsed: Any, columns: Tuple[str, ...], rendered: str, column_level: bool
+) -> DeclaredConstraint:
+    return DeclaredConstraint(
+        kind=parsed.type.value,
+        columns=columns,
+        expression=parsed.expression,
+        name=parsed.name,
+        rendered=rendered,
+        column_level=column_level,
+    )
+
+
+def model_table_constraints(model: Mapping[str, Any], table_format: str) -> TableConstraints:
+    return table_constraints(table_format, declared_constraints(model, table_format))
+
+
+def run_explicit_build(run: Any, build: ExplicitBuild, restore: Any) -> AdapterResponse:
+    """Carry out an `ExplicitBuild` with `run(sql)`; undo what a failing step left.
+
+    First build: a failing INSERT drops the new table (no table remains). Rebuild: a failing
+    INSERT into the stage drops the stage (the old table was not touched); a failure after the
+    REPLACE calls `restore()` (the old snapshot back) before the error is raised."""
+    if build.stage is None:
+        run(build.create)
+        try:
+            run(build.load)
+        except BaseException:
+            run(build.drop_relation)
+            raise
+        return AdapterResponse(_message="OK")
+    run(build.drop_stage)  # a leftover of a run that died
+    run(build.create)
+    try:
+        run(build.load)
+    except BaseException:
+        run(build.drop_stage)
+        raise
+    try:
+        assert build.replace is not None and build.fill is not None
+        run(build.replace)
+        run(build.fill)
+    except BaseException:
+        restore()
+        raise
+    finally:
+        run(build.drop_stage)
+    return AdapterResponse(_message="OK")

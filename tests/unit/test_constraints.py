@@ -1,0 +1,262 @@
+"""core/constraints.py: what each table format does with a model's constraints (no Spark), and
+the adapter side that runs them through dbt's own processing and warnings."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dbt.adapters.spark_contracts.constraints import (
+    declared_constraints,
+    rules_for,
+    run_explicit_build,
+    support_for,
+)
+from dbt.adapters.spark_contracts.core.constraints import (
+    NOT_ENFORCED,
+    NOT_SUPPORTED,
+    DeclaredConstraint,
+    constraint_support,
+    enforced_not_null_columns,
+    explicit_build,
+    not_null_constraint_name,
+    not_null_expression,
+    table_constraints,
+)
+from dbt.adapters.spark_contracts.core.plan import plan_schema_change
+from dbt.adapters.spark_contracts.core.types import Field, Primitive, Struct
+from dbt.adapters.spark_contracts.impl import SparkContractsAdapter
+from tests.unit.spark_type_strategies import any_names
+
+INT, STRING = Primitive("int"), Primitive("string")
+
+
+def _md5_8(text: str) -> str:
+    return hashlib.md5(text.encode()).hexdigest()[:8]
+
+
+def test_support_per_format():
+    assert constraint_support("delta") == {
+        "not_null": "enforced",
+        "check": "enforced",
+        "primary_key": NOT_ENFORCED,
+        "foreign_key": NOT_ENFORCED,
+        "unique": NOT_ENFORCED,
+    }
+    assert constraint_support("ICEBERG")["not_null"] == "enforced"
+    assert constraint_support("iceberg")["check"] == NOT_SUPPORTED
+    for fmt in ("parquet", "orc", "csv", "hudi"):
+        assert constraint_support(fmt)["not_null"] == NOT_SUPPORTED
+        assert constraint_support(fmt)["check"] == NOT_SUPPORTED
+
+
+def test_adapter_class_support_is_deltas_the_default_format():
+    assert SparkContractsAdapter.CONSTRAINT_SUPPORT == support_for("delta")
+    assert rules_for("iceberg").CONSTRAINT_SUPPORT == support_for("iceberg")
+    assert rules_for("orc").CONSTRAINT_SUPPORT == support_for("parquet")
+    assert rules_for("iceberg").type() == "spark_contracts (iceberg)"
+
+
+MODEL = {
+    "unique_id": "model.p.m",
+    "columns": {
+        "id": {
+            "name": "id",
+            "constraints": [
+                {"type": "not_null"},
+                {"type": "check", "expression": "id > 0"},
+                {"type": "primary_key"},
+            ],
+        },
+        "from": {"name": "from", "quote": True, "constraints": [{"type": "not_null"}]},
+        "v": {"name": "v", "constraints": []},
+    },
+    "constraints": [
+        {"type": "check", "name": "v_small", "expression": "v < 10"},
+        {"type": "unique", "columns": ["id", "v"], "warn_unenforced": False},
+        {"type": "not_null", "columns": ["v"]},
+    ],
+}
+
+
+def test_delta_properties_from_a_model():
+    constraints = table_constraints("delta", declared_constraints(MODEL, "delta"))
+    assert constraints.not_null == ("id", "from", "v")
+    assert dict(constraints.properties()) == {
+        "delta.constraints.id_not_null": "`id` IS NOT NULL",
+        "delta.constraints.from_not_null": "`from` IS NOT NULL",
+        "delta.constraints.v_not_null": "`v` IS NOT NULL",
+        f"delta.constraints.id_check_{_md5_8('id > 0')}": "id > 0",
+        "delta.constraints.v_small": "v < 10",
+        "dbt.constraints.id_primary_key": "id primary key",
+        "dbt.constraints.id_v_unique": "unique (id, v)",
+    }
+    assert not constraints.explicit_schema  # one CTAS
+
+
+def test_iceberg_keeps_not_null_and_informational_only():
+    constraints = table_constraints("iceberg", declared_constraints(MODEL, "iceberg"))
+    assert constraints.not_null == ("id", "from", "v")
+    assert constraints.checks == ()
+    assert dict(constraints.properties()) == {
+        "dbt.constraints.id_primary_key": "id primary key",
+        "dbt.constraints.id_v_unique": "unique (id, v)",
+    }
+    assert constraints.explicit_schema
+
+
+def test_parquet_creates_no_constraint():
+    constraints = table_constraints("parquet", declared_constraints(MODEL, "parquet"))
+    assert constraints.not_null == () and constraints.checks == ()
+    assert not constraints.explicit_schema
+
+
+def test_dbt_warnings_follow_the_format_and_options(monkeypatch):
+    import dbt.adapters.base.impl as base
+
+    fired = []
+    monkeypatch.setattr(base, "warn_or_error", lambda event: fired.append(event))
+    declared_constraints(MODEL, "iceberg")
+    seen = sorted((type(e).__name__, e.constraint, e.adapter) for e in fired)
+    # iceberg: check unsupported, primary_key unenforced; unique opted out (warn_unenforced)
+    assert seen == [
+        ("ConstraintNotEnforced", "primary_key", "spark_contracts (iceberg)"),
+        ("ConstraintNotSupported", "check", "spark_contracts (iceberg)"),
+        ("ConstraintNotSupported", "check", "spark_contracts (iceberg)"),
+    ]
+    fired.clear()
+    declared_constraints(MODEL, "delta")
+    assert [(type(e).__name__, e.constraint) for e in fired] == [
+        ("ConstraintNotEnforced", "primary_key")
+    ]
+
+
+def test_config_tblproperties_merge_with_constraints():
+    constraints = table_constraints("delta", (DeclaredConstraint("not_null", ("a",)),))
+    clause = constraints.tblproperties_clause({"delta.appendOnly": "false", "owner": "o'k"})
+    assert clause == (
+        " TBLPROPERTIES ('delta.appendOnly' = 'false', 'owner' = 'o\\'k', "
+        "'delta.constraints.a_not_null' = '`a` IS NOT NULL')"
+    )
+    assert table_constraints("delta", ()).tblproperties_clause(None) == ""
+
+
+@given(st.lists(any_names, min_size=1, max_size=4, unique_by=str.lower))
+def test_not_null_names_round_trip_through_delta_properties(names):
+    constraints = table_constraints(
+        "delta", tuple(DeclaredConstraint("not_null", (n,)) for n in names)
+    )
+    properties = dict(constraints.properties())
+    assert enforced_not_null_columns(properties) == {n.lower() for n in names}
+    for name in names:
+        key = "delta.constraints." + not_null_constraint_name(name)
+        assert properties[key] == not_null_expression(name)
+
+
+def test_enforced_not_null_ignores_other_checks():
+    props = {
+        "delta.constraints.a": "a > 0",
+        "delta.constraints.b_not_null": "b IS NOT NULL",
+        "delta.constraints.c": "(`c` is not null)",
+        "owner": "x is not null",
+    }
+    assert enforced_not_null_columns(props) == {"b", "c"}
+
+
+def test_planner_new_column_check_uses_the_same_name():
+    from dbt.adapters.spark_contracts.core.diff import diff_schemas
+    from dbt.adapters.spark_contracts.core.operations import AddNotNullCheck
+    from dbt.adapters.spark_contracts.core.plan import ColumnEvolution, Policy
+
+    deployed = Struct((Field("a", INT),))
+    compiled = Struct((Field("a", INT), Field("New Col", STRING, nullable=False)))
+    policy = Policy(columns={"New Col": ColumnEvolution(default="'x'")})
+    plan = plan_schema_change(
+        diff_schemas(deployed, compiled), "delta", {}, policy, deployed, compiled
+    )
+    checks = [op for op in plan.operations if isinstance(op, AddNotNullCheck)]
+    assert [c.constraint for c in checks] == [not_null_constraint_name("New Col")]
+
+
+def test_tightened_note_is_silent_where_a_check_holds_it():
+    from dbt.adapters.spark_contracts.core.diff import diff_schemas
+    from dbt.adapters.spark_contracts.core.plan import Policy
+
+    deployed = Struct((Field("a", INT), Field("b", INT)))
+    compiled = Struct((Field("a", INT, nullable=False), Field("b", INT, nullable=False)))
+    props = {"delta.constraints.a_not_null": "`a` IS NOT NULL"}
+    plan = plan_schema_change(
+        diff_schemas(deployed, compiled), "delta", props, Policy(), deployed, compiled
+    )
+    assert plan.notes == ("NOT NULL in the model but nullable in the table (not enforced): `b`",)
+
+
+SCHEMA = Struct((Field("id", INT, nullable=False), Field("tag", STRING)))
+
+
+def test_schema_makes_declared_columns_not_null_only():
+    analysed = Struct((Field("ID", INT, nullable=False), Field("tag", STRING, nullable=False)))
+    constraints = table_constraints("iceberg", (DeclaredConstraint("not_null", ("id",)),))
+    assert constraints.schema(analysed) == Struct(
+        (Field("ID", INT, nullable=False), Field("tag", STRING, nullable=True))
+    )
+
+
+def test_explicit_first_build_and_rebuild_statements():
+    first = explicit_build("ic.s.t", "ic.s.t__dbt_constraints", False, SCHEMA, "iceberg", "", "q")
+    assert first.stage is None
+    assert first.create == "CREATE TABLE ic.s.t (`id` INT NOT NULL, `tag` STRING) USING iceberg"
+    assert first.load == "INSERT INTO ic.s.t q"
+    again = explicit_build(
+        "ic.s.t", "ic.s.t__s", True, SCHEMA, "iceberg", "PARTITIONED BY (tag)", "q"
+    )
+    assert again.create == "CREATE TABLE ic.s.t__s (`id` INT NOT NULL, `tag` STRING) USING iceberg"
+    assert again.load == "INSERT INTO ic.s.t__s q"
+    assert again.replace == (
+        "CREATE OR REPLACE TABLE ic.s.t (`id` INT NOT NULL, `tag` STRING) USING iceberg "
+        "PARTITIONED BY (tag)"
+    )
+    assert again.fill == "INSERT INTO ic.s.t SELECT * FROM ic.s.t__s"
+    assert again.restore_sql(7) == "CALL ic.system.set_current_snapshot('s.t', 7)"
+
+
+class _Recorder:
+    def __init__(self, fail_on: str | None = None):
+        self.ran: list[str] = []
+        self.fail_on = fail_on
+        self.restored = False
+
+    def run(self, sql: str) -> None:
+        self.ran.append(sql)
+        if self.fail_on and sql.startswith(self.fail_on):
+            raise RuntimeError("violation")
+
+    def restore(self) -> None:
+        self.restored = True
+
+
+@pytest.mark.parametrize(
+    "exists, fail_on, tail, restored",
+    [
+        (False, None, "INSERT INTO ic.s.t q", False),
+        (False, "INSERT INTO ic.s.t ", "DROP TABLE IF EXISTS ic.s.t", False),
+        (True, None, "DROP TABLE IF EXISTS ic.s.t__s", False),
+        (True, "INSERT INTO ic.s.t__s", "DROP TABLE IF EXISTS ic.s.t__s", False),
+        (True, "INSERT INTO ic.s.t SELECT", "DROP TABLE IF EXISTS ic.s.t__s", True),
+    ],
+)
+def test_explicit_build_undoes_a_failing_step(exists, fail_on, tail, restored):
+    build = explicit_build("ic.s.t", "ic.s.t__s", exists, SCHEMA, "iceberg", "", "q")
+    recorder = _Recorder(fail_on)
+    if fail_on:
+        with pytest.raises(RuntimeError):
+            run_explicit_build(recorder.run, build, recorder.restore)
+    else:
+        run_explicit_build(recorder.run, build, recorder.restore)
+    assert recorder.ran[-1] == tail
+    assert recorder.restored is restored
+    if exists and fail_on == "INSERT INTO ic.s.t__s":
+        assert not any(s.startswith("CREATE OR REPLACE") for s in recorder.ran)  # old untouched
