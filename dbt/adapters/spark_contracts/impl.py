@@ -6,9 +6,9 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type
 
-from dbt.adapters.base import available
+from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.base.impl import catch_as_completed
 from dbt.adapters.base.relation import AdapterTrackingRelationInfo, BaseRelation, InformationSchema
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
@@ -18,6 +18,7 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 from dbt_common.utils import executor
 from typing_extensions import TypeAlias
 
+from dbt.adapters.spark_contracts import python_model
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
@@ -682,6 +683,27 @@ class SparkContractsAdapter(SparkAdapter):
             c.name for c in self.get_columns_in_relation(target) if c.name.lower() in source_names
         ]
         return runs.merge_column_lists(shared, update_columns, exclude_columns)
+
+    # ---- Python models ----------------------------------------------------------------------
+    @available
+    def python_model_view(self, compiled_code: str, model: Dict[str, Any]) -> BaseRelation:
+        """Run a Python model in this process on the thread's SparkSession; the temporary view
+        holding its DataFrame, which the materialization then reads like a SQL model's query."""
+        handle = self.connections.get_thread_connection().handle
+        method = str(self.config.credentials.method)
+        view = python_model.python_model_view(handle, method, compiled_code, model)
+        return self.Relation.create(identifier=view, type=RelationType.View)
+
+    @property
+    def python_submission_helpers(self) -> Dict[str, Type[PythonJobHelper]]:
+        return {}  # dbt-spark's Databricks job helpers do not apply here
+
+    def submit_python_job(self, parsed_model: dict, compiled_code: str) -> Any:
+        raise DbtRuntimeError(
+            f"{parsed_model.get('unique_id')}: Python models run in the dbt process through the "
+            "table and incremental materializations of spark_contracts; nothing is submitted to "
+            "a cluster"
+        )
 
     # ---- docs catalog ---------------------------------------------------------------------
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:

@@ -12,6 +12,7 @@ from .constraint_checks import check_constraints
 from .contract import SchemaContract, resolve_contract
 from .enforce import Declared
 from .pydantic_contract import declared_contract
+from .python_model import check_python_model
 
 
 class Config(Protocol):
@@ -69,12 +70,20 @@ def _check_evolution_columns_declared(node: NodeConfig) -> None:
         )
 
 
+def _check_python_model(node: NodeConfig) -> None:
+    check_python_model(node.model, node.language, node.connection_method)
+
+
 Check = Callable[[NodeConfig], None]
 
 # Checks beyond schema_contract/schema_evolution/on_schema_change/run vars (which build the
 # settings below, so a check may read those keys as valid). Each raises `ConfigError` naming the
 # model, the key, the bad value and what is allowed.
-CHECKS: tuple[Check, ...] = (_check_constraints, _check_evolution_columns_declared)
+CHECKS: tuple[Check, ...] = (
+    _check_constraints,
+    _check_evolution_columns_declared,
+    _check_python_model,
+)
 
 
 def validate_node_config(node: NodeConfig) -> NodeSettings:

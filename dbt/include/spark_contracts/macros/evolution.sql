@@ -5,7 +5,8 @@
   {{ return(adapter.run_vars(var)) }}
 {%- endmacro %}
 
-{% macro spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format) %}
+{% macro spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format, sql=none) %}
+  {%- set compiled_code = sql if sql is not none else compiled_code -%}
   {%- if config.get('contract').enforced -%}
     {{ get_assert_columns_equivalent(compiled_code) }}
   {%- endif -%}
@@ -50,8 +51,10 @@
   {%- endif -%}
 {% endmacro %}
 
-{#-- `tables` of a schema contract, when the relation does not exist yet: true = create it. --#}
-{% macro spark_contracts_may_create(relation) %}
+{#-- `tables` of a schema contract, when the relation does not exist yet: true = create it.
+     `sql`: the model's query when it is not the context's (a Python model's view). --#}
+{% macro spark_contracts_may_create(relation, sql=none) %}
+  {%- set compiled_code = sql if sql is not none else compiled_code -%}
   {%- set action = adapter.contract_new_table_action(relation, compiled_code, model, spark_contracts_run_vars()) -%}
   {%- if action == 'skip' -%}
     {% do store_result('main', response=adapter.skipped_response(model)) %}
@@ -60,10 +63,21 @@
 {% endmacro %}
 
 {#-- What a run that creates the table writes: the model's query, or under a pydantic_contract
-     that query coerced and checked against the declared class (adapter.contract_create_sql). --#}
-{% macro spark_contracts_create_sql(relation, language) %}
+     that query coerced and checked against the declared class (adapter.contract_create_sql).
+     `sql`: the model's query when it is not the context's (a Python model's view). --#}
+{% macro spark_contracts_create_sql(relation, language, sql=none) %}
+  {%- set compiled_code = sql if sql is not none else compiled_code -%}
   {%- if language == 'sql' and config.get('pydantic_contract') -%}
     {{ return(adapter.contract_create_sql(relation, compiled_code, model, spark_contracts_run_vars())) }}
+  {%- endif -%}
+  {{ return(compiled_code) }}
+{% endmacro %}
+
+{#-- A Python model runs here, in the dbt process, on the thread's SparkSession; its DataFrame
+     becomes a temporary view and the materialization goes on with `select * from <view>`. --#}
+{% macro spark_contracts_model_sql(language, compiled_code) %}
+  {%- if language == 'python' -%}
+    {{ return('select * from ' ~ adapter.python_model_view(compiled_code, model)) }}
   {%- endif -%}
   {{ return(compiled_code) }}
 {% endmacro %}

@@ -9,10 +9,8 @@
   {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
   {%- set target_relation = this -%}
   {%- set existing_relation = load_relation(this) or adapter.recover_rewrite(this) -%}
-  {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}) -%}
-  {%- if language == 'sql' -%}
-    {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
-  {%- endif -%}
+  {#-- a temporary view, for SQL and Python models alike (a Python model is read as SQL) --#}
+  {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
 
   {%- if strategy in ['insert_overwrite', 'microbatch'] and partition_by -%}
     {%- call statement() -%}
@@ -21,13 +19,15 @@
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
+  {%- set compiled_code = spark_contracts_model_sql(language, compiled_code) -%}
+  {%- set language = 'sql' -%}
 
-  {%- if existing_relation is none and language == 'sql' and not spark_contracts_may_create(target_relation) -%}
+  {%- if existing_relation is none and not spark_contracts_may_create(target_relation, compiled_code) -%}
     {{ return({'relations': []}) }}
   {%- endif -%}
 
   {%- if existing_relation is none -%}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language), language) %}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
     {% do persist_constraints(target_relation, model) %}
   {%- elif existing_relation.is_view or should_full_refresh() -%}
     {%- set replaceable = (file_format == 'delta' and existing_relation.is_delta) or
@@ -35,26 +35,16 @@
     {% if not replaceable or existing_relation.is_view %}
       {% do adapter.drop_relation(existing_relation) %}
     {% endif %}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language), language) %}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {%- call statement('create_tmp_relation', language=language) -%}
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}
     {%- endcall -%}
-    {%- if language == 'sql' -%}
-      {#-- a merge without a key only appends: on Delta it is written as an append (a MERGE ON
-           FALSE would scan the whole target) --#}
-      {%- set load_strategy = 'append' if (strategy == 'merge' and not unique_key and not incremental_predicates and file_format == 'delta') else strategy -%}
-      {{ spark_contracts_evolve_and_load(load_strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format) }}
-    {%- else -%}
-      {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
-      {%- call statement('main') -%}
-        {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
-      {%- endcall -%}
-      {% call statement('drop_relation') -%}
-        drop table if exists {{ tmp_relation }}
-      {%- endcall %}
-    {%- endif -%}
+    {#-- a merge without a key only appends: on Delta it is written as an append (a MERGE ON
+         FALSE would scan the whole target) --#}
+    {%- set load_strategy = 'append' if (strategy == 'merge' and not unique_key and not incremental_predicates and file_format == 'delta') else strategy -%}
+    {{ spark_contracts_evolve_and_load(load_strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format, compiled_code) }}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode) %}

@@ -6,8 +6,10 @@
   {%- set target_relation = this.incorporate(type='table') -%}
 
   {{ run_hooks(pre_hooks) }}
+  {%- set compiled_code = spark_contracts_model_sql(language, compiled_code) -%}
+  {%- set language = 'sql' -%}
 
-  {%- if old_relation is none and language == 'sql' and not spark_contracts_may_create(target_relation) -%}
+  {%- if old_relation is none and not spark_contracts_may_create(target_relation, compiled_code) -%}
     {{ return({'relations': []}) }}
   {%- endif -%}
 
@@ -16,7 +18,7 @@
         (old_relation.is_delta and file_format == 'delta') or
         (old_relation.is_iceberg and file_format == 'iceberg')) -%}
 
-  {%- if old_relation is not none and old_relation.is_table and language == 'sql'
+  {%- if old_relation is not none and old_relation.is_table
         and not should_full_refresh()
         and adapter.binds_schema_contract(model, spark_contracts_run_vars()) -%}
     {#-- The table exists and the model has a schema contract or schema_evolution: the rebuild is
@@ -26,12 +28,12 @@
     {%- call statement('create_tmp_relation') -%}
       {{ create_table_as(True, tmp_relation, compiled_code, 'sql') }}
     {%- endcall -%}
-    {{ spark_contracts_evolve_and_load('table', tmp_relation, target_relation, old_relation, none, none, file_format) }}
+    {{ spark_contracts_evolve_and_load('table', tmp_relation, target_relation, old_relation, none, none, file_format, compiled_code) }}
   {%- else -%}
     {% if old_relation is not none and not replaceable %}
       {{ adapter.drop_relation(old_relation) }}
     {% endif %}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language), language) %}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
