@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
-.PHONY: install jars demo test unit functional faults servers lint bench clean
+.PHONY: install jars demo test unit functional faults faults-ci servers lint bench clean
 
 install: $(VENV)/.installed
 $(VENV)/.installed: setup.py
@@ -40,12 +40,16 @@ functional: install jars
 faults: install jars
 	$(BIN)/pytest tests/functional/evolution/test_kill.py -q -p no:cacheprovider --show-capture=no -n 2
 
+# CI's share of the fault matrix: SIGKILL at the first, middle and last commit of each format.
+faults-ci: install jars
+	DBT_SPARK_CONTRACTS_KILL_SAMPLE=1 $(BIN)/pytest tests/functional/evolution/test_kill.py -q -p no:cacheprovider --show-capture=no -n 2
+
 # The same adapter through real servers started from the pyspark wheel (Thrift Server, Spark Connect).
 servers: install jars
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile thrift
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile connect
 
-test: lint unit functional faults servers
+test: lint unit functional faults-ci servers
 
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py
