@@ -58,6 +58,7 @@ def kill_points(fmt: str) -> list[int]:
         return sorted({1, (last + 1) // 2, last})
     return list(range(1, last + 1))
 
+
 READ_ROWS = """
 import json, sys
 from pathlib import Path
