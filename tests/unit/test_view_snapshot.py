@@ -98,7 +98,7 @@ def test_snapshot_adds_new_source_columns_and_widens_never_drops():
     assert kept.target.field("amount") is not None
 
 
-def test_snapshot_contract_freeze_and_discard_value():
+def test_snapshot_contract_freeze():
     frozen = plan_snapshot(
         "snap", SNAP, staged(("channel", STRING)), "delta", {}, SETTINGS, FREEZE_ALL
     )
@@ -106,21 +106,14 @@ def test_snapshot_contract_freeze_and_discard_value():
         ("columns", "channel"),
         ("data_type", "amount"),
     }
-    discard = SchemaContract(columns=ContractMode.DISCARD_VALUE)
-    planned = plan_snapshot(
-        "snap", SNAP, staged(("channel", STRING)), "delta", {}, SETTINGS, discard
-    )
-    assert "`channel`" not in planned.insert_columns
-    assert all(
-        not (isinstance(op, AddColumns) and op.columns[0].path == ("channel",))
-        for op in planned.plan.operations
-    )
+    assert frozen.plan.operations == ()  # nothing changes before the violation is raised
 
 
 @pytest.mark.parametrize(
     "contract",
     [
         SchemaContract(columns=ContractMode.DISCARD_ROW),
+        SchemaContract(columns=ContractMode.DISCARD_VALUE),
         SchemaContract(data_type=ContractMode.DISCARD_ROW),
         SchemaContract(data_type=ContractMode.DISCARD_VALUE),
     ],
@@ -132,3 +125,31 @@ def test_snapshot_refuses_row_and_value_discards(contract):
 
 def test_source_columns_drop_dbt_helpers():
     assert source_columns(staged()).names == ("id", "amount", "dbt_scd_id", "dbt_valid_to")
+
+
+def test_parse_refuses_what_a_materialization_would_ignore():
+    from dbt.adapters.spark_contracts.core.config import ConfigError
+    from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
+
+    def node(config, resource_type="model", materialized=None, run_vars=None):
+        return NodeConfig(
+            "m", config, run_vars or {}, resource_type=resource_type, materialized=materialized
+        )
+
+    cases = [
+        (node({"schema_contract": "freeze"}, "seed", "seed"), "not supported on seeds"),
+        (
+            node({"schema_contract": {"columns": "discard_value"}}, "snapshot", "snapshot"),
+            "columns: discard_value is not supported on snapshots",
+        ),
+        (
+            node({}, "snapshot", "snapshot", {"schema_contract": "discard_row"}),
+            "not supported on snapshots",
+        ),
+        (node({"pydantic_contract": "x:Y"}, "model", "view"), "not supported on views"),
+    ]
+    for config, fragment in cases:
+        with pytest.raises(ConfigError, match=fragment):
+            validate_node_config(config)
+    validate_node_config(node({"schema_contract": "freeze"}, "snapshot", "snapshot"))
+    validate_node_config(node({}, "seed", "seed"))

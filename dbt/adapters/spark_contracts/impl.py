@@ -15,6 +15,7 @@ from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
+from dbt_common.invocation import get_invocation_id
 from dbt_common.utils import executor
 from typing_extensions import TypeAlias
 
@@ -476,7 +477,7 @@ class SparkContractsAdapter(SparkAdapter):
             return "create"
         decision = decide(contract, None, compiled, SchemaDiff(), "delta", declared)
         if decision.violations:
-            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner = self._runner(spark, get_invocation_id())
             runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
         if decision.table_action == "skip":
             logger.warning(f"{unique_id}: {decision.warnings[0]} ({relation})")
@@ -507,7 +508,7 @@ class SparkContractsAdapter(SparkAdapter):
         except SnapshotContractError as exc:
             raise CompilationError(str(exc)) from exc
         if planned.violations:
-            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner = self._runner(spark, get_invocation_id())
             runner.raise_violation(unique_id, str(target), planned.violations[0].to_dict())
         if planned.plan.is_blocked:
             lines = [f"Schema change blocked for {unique_id} ({target}); nothing was changed:"]
@@ -536,7 +537,7 @@ class SparkContractsAdapter(SparkAdapter):
         deployed = spark.schema(f"select * from {relation}")
         violations = view_violations(contract, deployed, spark.schema(compiled_sql))
         if violations:
-            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner = self._runner(spark, get_invocation_id())
             unique_id = model.get("unique_id", str(relation))
             runner.raise_violation(unique_id, str(relation), violations[0].to_dict())
         return ""
@@ -559,7 +560,7 @@ class SparkContractsAdapter(SparkAdapter):
         decision = decide(creating, None, compiled, SchemaDiff(), table_format, declared)
         unique_id = model.get("unique_id", str(relation))
         if decision.violations:
-            runner = runs.Runner(spark, self._report, self._target_dir)
+            runner = self._runner(spark, get_invocation_id())
             runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
         source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
         return render_load_select(decision, source, None, compiled, "").select

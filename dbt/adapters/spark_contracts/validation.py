@@ -58,6 +58,8 @@ def settings_at_run(adapter: Any, model: Dict[str, Any], run_vars: Dict[str, Any
         language=str(model.get("language") or "sql"),
         connection_method=_method(adapter),
         project_root=adapter.config.project_root,
+        resource_type=str(model.get("resource_type") or "model"),
+        materialized=(model.get("config") or {}).get("materialized"),
     )
     try:
         return validate_node_config(node)
@@ -82,6 +84,8 @@ def _node_config(adapter: Any, node: Any, run_vars: Dict[str, Any]) -> NodeConfi
         language=str(getattr(node, "language", None) or "sql"),
         connection_method=_method(adapter),
         project_root=adapter.config.project_root,
+        resource_type=str(node.resource_type),
+        materialized=node.config.get("materialized"),
     )
 
 

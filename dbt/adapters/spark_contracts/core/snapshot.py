@@ -2,10 +2,10 @@
 added, its widened types widen the snapshot table, nothing is ever removed (a snapshot keeps its
 history). The schema contract binds first: `freeze` fails before any change. Pure.
 
-Supported on snapshots: `columns` evolve / freeze / discard_value (the new column is left out of
-the snapshot), `data_type` evolve (where the format widens in place) / freeze. A snapshot merges
-the staged rows by key into its history, so the modes that drop rows or rewrite values
-(`discard_row`, `data_type: discard_value`, variant columns) are refused with this reason.
+Supported on snapshots: `columns` and `data_type` evolve (where the format widens in place) or
+freeze; `tables` as for models (its first run). A snapshot merges the staged rows by key into its history, so the modes
+that drop rows, values or columns (discard modes, variant columns) are refused with this reason,
+when dbt parses the project and again at run.
 """
 
 from __future__ import annotations
@@ -80,20 +80,35 @@ def plan_snapshot(
     return SnapshotPlan(plan, target, insert)
 
 
-def _refuse_unsupported(unique_id: str, contract: SchemaContract) -> None:
+SNAPSHOT_MODES = (ContractMode.EVOLVE, ContractMode.FREEZE)
+
+
+def unsupported_on_snapshots(contract: SchemaContract) -> list[str]:
+    """The contract's entities whose mode a snapshot cannot carry out: a snapshot merges its
+    source rows into their history by key, so dropping rows, values or columns would record
+    false changes (a column left out reads as changed on every `check_cols: all` run).
+    `tables` binds the first run as for models."""
     refused = [
         f"{entity}: {mode.value}"
         for entity, mode in (("columns", contract.columns), ("data_type", contract.data_type))
-        if mode is ContractMode.DISCARD_ROW
-        or (entity == "data_type" and mode is ContractMode.DISCARD_VALUE)
+        if mode not in SNAPSHOT_MODES
     ]
+    return refused
+
+
+def _refuse_unsupported(unique_id: str, contract: SchemaContract) -> None:
+    refused = unsupported_on_snapshots(contract)
     if refused:
-        raise SnapshotContractError(
-            f"{unique_id}: schema_contract {', '.join(refused)} is not supported on snapshots "
-            "(a snapshot merges its source rows into their history by key; dropping rows or "
-            "values would record false changes). Allowed on snapshots: columns evolve, freeze, "
-            "discard_value; data_type evolve, freeze."
-        )
+        raise SnapshotContractError(snapshot_refusal(unique_id, refused))
+
+
+def snapshot_refusal(unique_id: str, refused: list[str]) -> str:
+    return (
+        f"{unique_id}: schema_contract {', '.join(refused)} is not supported on snapshots (a "
+        "snapshot merges its source rows into their history by key: dropping rows, values or "
+        "columns would record false changes). Allowed on snapshots: columns and data_type "
+        "evolve or freeze (tables: any mode)."
+    )
 
 
 def _type_freeze(

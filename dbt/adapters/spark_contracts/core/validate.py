@@ -13,6 +13,7 @@ from .contract import SchemaContract, resolve_contract
 from .enforce import Declared
 from .pydantic_contract import declared_contract
 from .python_model import check_python_model
+from .snapshot import snapshot_refusal, unsupported_on_snapshots
 
 
 class Config(Protocol):
@@ -35,6 +36,8 @@ class NodeConfig:
     language: str = "sql"
     connection_method: str | None = None
     project_root: str | None = None  # where a `pydantic_contract` module is imported from
+    resource_type: str = "model"  # model, seed or snapshot
+    materialized: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,36 @@ Check = Callable[[NodeConfig], None]
 # Checks beyond schema_contract/schema_evolution/on_schema_change/run vars (which build the
 # settings below, so a check may read those keys as valid). Each raises `ConfigError` naming the
 # model, the key, the bad value and what is allowed.
+CONTRACT_KEYS = ("schema_contract", "schema_evolution", "pydantic_contract")
+
+
+def _check_materialization_support(node: NodeConfig) -> None:
+    """Keys a materialization would otherwise ignore fail here instead (never skipped silently)."""
+    if node.resource_type == "seed":
+        keys = [k for k in CONTRACT_KEYS if node.config.get(k) is not None]
+        if keys:
+            raise ConfigError(
+                f"{node.model}: {', '.join(keys)} is not supported on seeds (dbt's seed "
+                "loads its CSV as is); allowed on models and snapshots"
+            )
+        return
+    if node.config.get("pydantic_contract") is not None and (
+        node.resource_type == "snapshot" or node.materialized == "view"
+    ):
+        what = "snapshots" if node.resource_type == "snapshot" else "views"
+        raise ConfigError(
+            f"{node.model}: pydantic_contract is not supported on {what}; allowed on table and "
+            "incremental models (use schema_contract freeze here)"
+        )
+    if node.resource_type == "snapshot":
+        contract = resolve_contract(
+            node.model, node.config.get("schema_contract"), node.run_vars.get("schema_contract")
+        )
+        refused = unsupported_on_snapshots(contract) if contract is not None else []
+        if refused:
+            raise ConfigError(snapshot_refusal(node.model, refused))
+
+
 CHECKS: tuple[Check, ...] = (
     _check_constraints,
     _check_evolution_columns_declared,
@@ -88,6 +121,7 @@ CHECKS: tuple[Check, ...] = (
 
 def validate_node_config(node: NodeConfig) -> NodeSettings:
     """Raise `ConfigError` for the first bad key of the node; else the settings its run uses."""
+    _check_materialization_support(node)  # first: a refused key is not loaded at all
     declared, base = declared_contract(
         node.model, node.config.get("pydantic_contract"), node.project_root
     )

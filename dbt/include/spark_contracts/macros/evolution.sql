@@ -22,7 +22,7 @@
     {%- if not ((file_format == 'delta' and existing_relation.is_delta) or (file_format == 'iceberg' and existing_relation.is_iceberg)) -%}
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql'), 'sql') %}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql', compiled_code), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}

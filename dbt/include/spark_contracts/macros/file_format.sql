@@ -19,6 +19,10 @@
 {#-- One CREATE [OR REPLACE] TABLE ... AS SELECT; an enforced contract's constraints ride in it
      (Delta: CHECK constraints as table properties, checked against the initial rows). --#}
 {%- macro spark_contracts_ctas(relation, compiled_code, constraints) -%}
+    {%- if constraints is not none and constraints.explicit_schema -%}
+      {#-- a CTAS stores every column nullable: NOT NULL here would be lost, never silently --#}
+      {{ exceptions.raise_compiler_error(model['unique_id'] ~ ": NOT NULL constraints on " ~ spark_contracts_file_format() ~ " need an explicit-schema build, which a table model rebuilt under schema_contract / schema_evolution does not take yet; drop the not_null constraint, or rebuild with --full-refresh") }}
+    {%- endif -%}
     {%- set file_format = spark_contracts_file_format() -%}
     {% if file_format in ['delta', 'iceberg'] %}
       create or replace table {{ relation }}

@@ -43,6 +43,11 @@
 
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
 
+  {#-- `tables` of the schema contract decides whether the first run creates the snapshot --#}
+  {%- if not target_relation_exists and not spark_contracts_may_create(target_relation) -%}
+    {{ return({'relations': []}) }}
+  {%- endif -%}
+
   {#-- dbt's check strategy reads node.database, absent when the catalog is spark_catalog --#}
   {% if 'database' not in model %}{% do model.update({'database': this.database}) %}{% endif %}
   {% set strategy_macro = strategy_dispatch(strategy_name) %}
