@@ -145,6 +145,13 @@ CONTRACT_MODELS = {
         ID_N,
         ID_N_NOTE,
     ),
+    # a rebuild planned by evolution reads the Python model's view, not its source as SQL
+    "py_full_refresh": (
+        "materialized='incremental', incremental_strategy='append', file_format='parquet', "
+        "schema_evolution={'strategy': 'full_refresh'}",
+        ID_N,
+        ID_N_NOTE,
+    ),
 }
 
 
@@ -202,6 +209,14 @@ class TestPythonContracts:
         relation = f"{project.test_schema}.py_evolve"
         assert schema_of(project, relation) == {"id": "bigint", "n": "bigint", "note": "string"}
         assert rows_of(project, relation) == [(1, 1, None), (2, 2, None), (3, 3, "x"), (4, 4, "x")]
+
+    def test_evolution_full_refresh_rebuilds_from_the_dataframe(self, project, outcome):
+        results, _ = outcome
+        result = results["py_full_refresh"]
+        assert str(result.status) == "success", result.message
+        relation = f"{project.test_schema}.py_full_refresh"
+        assert schema_of(project, relation) == {"id": "bigint", "n": "bigint", "note": "string"}
+        assert rows_of(project, relation) == [(3, 3, "x"), (4, 4, "x")]
 
     def test_schema_evolution_on_iceberg(self, project, outcome):
         results, _ = outcome
