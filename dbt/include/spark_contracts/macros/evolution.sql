@@ -24,7 +24,6 @@
     {%- endif -%}
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql', compiled_code), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
-    {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {%- set source = adapter.prepare_model_run(run) -%}
     {%- if strategy == 'table' and not ((file_format == 'delta' and existing_relation.is_delta) or (file_format == 'iceberg' and existing_relation.is_iceberg)) -%}

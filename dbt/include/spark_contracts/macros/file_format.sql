@@ -87,7 +87,8 @@
 {% endmacro %}
 
 {#-- Nothing to do after the build: constraints are created WITH the table (spark_contracts_ctas,
-     spark_contracts_create_main). dbt-spark's ALTERs after the CTAS failed on Delta (SET NOT NULL
+     spark_contracts_create_main); this adapter's materializations no longer call it, and dbt's
+     or dbt-spark's macros that still do get this no-op. dbt-spark's ALTERs after the CTAS failed on Delta (SET NOT NULL
      on a nullable column) and left a replaced table behind when rows violated them. --#}
 {% macro spark_contracts__persist_constraints(relation, model) %}
 {% endmacro %}

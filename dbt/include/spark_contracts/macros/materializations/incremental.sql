@@ -28,7 +28,6 @@
 
   {%- if existing_relation is none -%}
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
-    {% do persist_constraints(target_relation, model) %}
   {%- elif existing_relation.is_view or should_full_refresh() -%}
     {%- set replaceable = (file_format == 'delta' and existing_relation.is_delta) or
                           (file_format == 'iceberg' and existing_relation.is_iceberg) -%}
@@ -36,7 +35,6 @@
       {% do adapter.drop_relation(existing_relation) %}
     {% endif %}
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
-    {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {%- call statement('create_tmp_relation', language=language) -%}
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}

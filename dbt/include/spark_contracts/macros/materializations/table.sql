@@ -39,7 +39,6 @@
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
   {% do persist_docs(target_relation, model) %}
-  {% do persist_constraints(target_relation, model) %}
 
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
