@@ -293,20 +293,23 @@ def view_violations(
                         "columns", "freeze", change.dotted, change.field.type, None, reason
                     )
                 )
-        elif isinstance(change, (TypeWidened, TypeNarrowed, TypeChanged)):
-            if contract.data_type is ContractMode.FREEZE:
-                reason = f"the view's column `{change.dotted}` would change its type"
-                out.append(
-                    ContractViolation(
-                        "data_type",
-                        "freeze",
-                        change.dotted,
-                        change.deployed,
-                        change.compiled,
-                        reason,
-                    )
-                )
-    return tuple(out)
+    return (*out, *type_freeze_violations(contract, deployed, compiled, "its type would change"))
+
+
+def type_freeze_violations(
+    contract: SchemaContract, deployed: Struct, compiled: Struct, reason: str
+) -> tuple[ContractViolation, ...]:
+    """`data_type: freeze` where no value is checked (views, snapshots): any type change of a
+    kept column, a safe widening included, is a violation."""
+    if contract.data_type is not ContractMode.FREEZE:
+        return ()
+    return tuple(
+        ContractViolation(
+            "data_type", "freeze", change.dotted, change.deployed, change.compiled, reason
+        )
+        for change in diff_schemas(deployed, compiled)
+        if isinstance(change, (TypeWidened, TypeNarrowed, TypeChanged))
+    )
 
 
 def _decide_declared(

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from .config import EvolutionSettings
 from .contract import ContractMode, SchemaContract
-from .diff import TypeChanged, TypeNarrowed, TypeWidened, diff_schemas
-from .enforce import WIDEN, ContractViolation, decide
+from .diff import diff_schemas
+from .enforce import WIDEN, ContractViolation, decide, type_freeze_violations
 from .operations import Plan
 from .plan import plan_schema_change
 from .types import Struct, quote_identifier
@@ -59,7 +59,9 @@ def plan_snapshot(
     if contract is not None:
         _refuse_unsupported(unique_id, contract)
         decision = decide(contract, deployed, wanted, diff_schemas(deployed, wanted), table_format)
-        violations = decision.violations + _type_freeze(contract, deployed, wanted)
+        violations = decision.violations + type_freeze_violations(
+            contract, deployed, wanted, "the snapshot source changed this column's type"
+        )
         for check in decision.value_checks:
             if check.handling not in (WIDEN, ContractMode.FREEZE.value):
                 raise SnapshotContractError(
@@ -108,24 +110,4 @@ def snapshot_refusal(unique_id: str, refused: list[str]) -> str:
         "snapshot merges its source rows into their history by key: dropping rows, values or "
         "columns would record false changes). Allowed on snapshots: columns and data_type "
         "evolve or freeze (tables: any mode)."
-    )
-
-
-def _type_freeze(
-    contract: SchemaContract, deployed: Struct, wanted: Struct
-) -> tuple[ContractViolation, ...]:
-    """`data_type: freeze` on a snapshot: any type change of a kept column is a violation."""
-    if contract.data_type is not ContractMode.FREEZE:
-        return ()
-    return tuple(
-        ContractViolation(
-            "data_type",
-            "freeze",
-            change.dotted,
-            change.deployed,
-            change.compiled,
-            "the snapshot source changed this column's type",
-        )
-        for change in diff_schemas(deployed, wanted)
-        if isinstance(change, (TypeWidened, TypeNarrowed, TypeChanged))
     )
