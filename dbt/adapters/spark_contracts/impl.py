@@ -477,8 +477,7 @@ class SparkContractsAdapter(SparkAdapter):
             return "create"
         decision = decide(contract, None, compiled, SchemaDiff(), "delta", declared)
         if decision.violations:
-            runner = self._runner(spark, get_invocation_id())
-            runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
+            self._raise_violation(spark, unique_id, relation, decision.violations)
         if decision.table_action == "skip":
             logger.warning(f"{unique_id}: {decision.warnings[0]} ({relation})")
             return "skip"
@@ -508,12 +507,11 @@ class SparkContractsAdapter(SparkAdapter):
         except SnapshotContractError as exc:
             raise CompilationError(str(exc)) from exc
         if planned.violations:
-            runner = self._runner(spark, get_invocation_id())
-            runner.raise_violation(unique_id, str(target), planned.violations[0].to_dict())
+            self._raise_violation(spark, unique_id, target, planned.violations)
         if planned.plan.is_blocked:
-            lines = [f"Schema change blocked for {unique_id} ({target}); nothing was changed:"]
-            lines += [f"  - {blocked.describe()}" for blocked in planned.plan.blocked]
-            raise CompilationError("\n".join(lines))
+            raise CompilationError(
+                runs.blocked_message(unique_id, str(target), table_format, planned.plan)
+            )
         for statement in render_plan(planned.plan, str(target), table_format, ""):
             self.execute(statement)
         if planned.plan.operations:
@@ -537,9 +535,8 @@ class SparkContractsAdapter(SparkAdapter):
         deployed = spark.schema(f"select * from {relation}")
         violations = view_violations(contract, deployed, spark.schema(compiled_sql))
         if violations:
-            runner = self._runner(spark, get_invocation_id())
             unique_id = model.get("unique_id", str(relation))
-            runner.raise_violation(unique_id, str(relation), violations[0].to_dict())
+            self._raise_violation(spark, unique_id, relation, violations)
         return ""
 
     @available
@@ -560,10 +557,17 @@ class SparkContractsAdapter(SparkAdapter):
         decision = decide(creating, None, compiled, SchemaDiff(), table_format, declared)
         unique_id = model.get("unique_id", str(relation))
         if decision.violations:
-            runner = self._runner(spark, get_invocation_id())
-            runner.raise_violation(unique_id, str(relation), decision.violations[0].to_dict())
+            self._raise_violation(spark, unique_id, relation, decision.violations)
         source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
         return render_load_select(decision, source, None, compiled, "").select
+
+    def _raise_violation(
+        self, spark: runs.Spark, unique_id: str, relation: Any, violations: Any
+    ) -> None:
+        """A contract broken outside an incremental run (first build, view, snapshot): the
+        first violation raised, and recorded in this invocation's report."""
+        runner = self._runner(spark, get_invocation_id())
+        runner.raise_violation(unique_id, str(relation), violations[0].to_dict())
 
     def _validate_column_settings(
         self, unique_id: str, settings: Any, compiled: Any, relation: Any

@@ -305,12 +305,7 @@ class ModelRun:
 
     @property
     def error_message(self) -> str:
-        lines = [
-            f"Schema change blocked for {self.unique_id} ({self.relation}, {self.table_format}); "
-            "nothing was changed:"
-        ]
-        lines += [f"  - {blocked.describe()}" for blocked in self.plan.blocked]
-        return "\n".join(lines)
+        return blocked_message(self.unique_id, self.relation, self.table_format, self.plan)
 
     def summary(self) -> str:
         head = f"{self.unique_id} ({self.relation}): {self.mode}; {self.write.path.value}"
@@ -381,6 +376,15 @@ class ModelRun:
             repairs=list(out.repairs),
             **extra,
         )
+
+
+def blocked_message(unique_id: str, relation: str, table_format: str, plan: Plan) -> str:
+    """The error of a plan with blocked changes (incremental runs, table rebuilds, snapshots)."""
+    lines = [
+        f"Schema change blocked for {unique_id} ({relation}, {table_format}); nothing was changed:"
+    ]
+    lines += [f"  - {blocked.describe()}" for blocked in plan.blocked]
+    return "\n".join(lines)
 
 
 def merge_column_lists(
