@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
-.PHONY: install jars demo test unit functional faults faults-ci servers lint bench clean
+.PHONY: install jars demo test unit functional suites suites-servers faults faults-ci servers lint bench clean
 
 install: $(VENV)/.installed
 $(VENV)/.installed: setup.py
@@ -34,7 +34,21 @@ unit: install
 	$(BIN)/pytest tests/unit -q -p no:cacheprovider
 
 functional: install jars
-	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n 2 --ignore=tests/functional/evolution/test_kill.py $(PYTEST_ARGS)
+	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n 2 --ignore=tests/functional/evolution/test_kill.py --ignore=tests/functional/adapter $(PYTEST_ARGS)
+
+# dbt's official dbt-tests-adapter suites (tests/functional/adapter) on the session method, Delta
+# by default; prints the per-suite table the README quotes.
+suites: install jars
+	mkdir -p reports
+	$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --junitxml=reports/suites-session.xml $(PYTEST_ARGS); \
+	  status=$$?; $(BIN)/python .ci/suite_table.py session=reports/suites-session.xml; exit $$status
+
+# The same suites through a local Thrift Server and a Spark Connect server (not in CI: ~2x slower).
+suites-servers: install jars
+	mkdir -p reports
+	-$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --profile thrift --junitxml=reports/suites-thrift.xml
+	-$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --profile connect --junitxml=reports/suites-connect.xml
+	$(BIN)/python .ci/suite_table.py thrift=reports/suites-thrift.xml connect=reports/suites-connect.xml
 
 # Fault injection: real `dbt run` processes killed with SIGKILL at every commit (Delta, Iceberg).
 faults: install jars
@@ -49,7 +63,7 @@ servers: install jars
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile thrift
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile connect
 
-test: lint unit functional faults-ci servers
+test: lint unit functional suites faults-ci servers
 
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py
@@ -58,4 +72,4 @@ bench: install jars
 	$(BIN)/python benchmarks/bench_run_path.py
 
 clean:
-	rm -rf $(VENV) $(JARS) integration_tests/target integration_tests/spark-warehouse logs
+	rm -rf $(VENV) $(JARS) reports integration_tests/target integration_tests/spark-warehouse logs
