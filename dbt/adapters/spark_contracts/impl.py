@@ -724,7 +724,7 @@ class SparkContractsAdapter(SparkAdapter):
             raw = self.execute_macro(
                 GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME, kwargs={"relation": relation}
             )
-        except DbtRuntimeError as exc:  # dropped since it was listed: not in the catalog
+        except DbtRuntimeError as exc:  # as dbt-spark: unreadable (e.g. dropped since listed)
             logger.debug(f"No catalog entry for {relation}: {getattr(exc, 'msg', exc)}")
             return []
         columns = [
