@@ -13,7 +13,11 @@ from dbt.adapters.base.impl import catch_as_completed
 from dbt.adapters.base.relation import AdapterTrackingRelationInfo, BaseRelation, InformationSchema
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
+from dbt.adapters.spark.impl import (
+    GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME,
+    SparkAdapter,
+    SparkConfig,
+)
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 from dbt_common.utils import executor
@@ -29,6 +33,7 @@ from dbt.adapters.spark_contracts.constraints import (
     support_for,
 )
 from dbt.adapters.spark_contracts.core import diff_schemas
+from dbt.adapters.spark_contracts.core.catalog import catalog_rows, described_docs
 from dbt.adapters.spark_contracts.core.config import read_run_vars
 from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
 from dbt.adapters.spark_contracts.core.contract import ContractMode
@@ -712,18 +717,24 @@ class SparkContractsAdapter(SparkAdapter):
 
     # ---- docs catalog ---------------------------------------------------------------------
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
-        # DESCRIBE gives full nested types (SHOW TABLE EXTENDED's tree prints only `struct`).
+        """One DESCRIBE TABLE EXTENDED (full nested types; SHOW TABLE EXTENDED's tree prints only
+        `struct`): dbt-spark's parse gives names, types and stats; core.catalog adds the
+        comments and owner, numbered from 1."""
         try:
-            columns = self.get_columns_in_relation(relation)
-        except DbtRuntimeError:
-            columns = []
-        for column in columns:
-            as_dict = column.to_column_dict()
-            as_dict["column_name"] = as_dict.pop("column", None)
-            as_dict["column_type"] = as_dict.pop("dtype")
-            as_dict["table_database"] = relation.database
-            as_dict["table_type"] = str(relation.type) if relation.type else None
-            yield as_dict
+            raw = self.execute_macro(
+                GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME, kwargs={"relation": relation}
+            )
+        except DbtRuntimeError as exc:  # as dbt-spark: unreadable (e.g. dropped since listed)
+            logger.debug(f"No catalog entry for {relation}: {getattr(exc, 'msg', exc)}")
+            return []
+        columns = [
+            column.to_column_dict()
+            for column in self.parse_describe_extended(relation, raw)
+            if column.name not in self.HUDI_METADATA_COLUMNS
+        ]
+        docs = described_docs([(r["col_name"], r["data_type"], r["comment"]) for r in raw])
+        table_type = str(relation.type) if relation.type else None
+        return catalog_rows(columns, docs, relation.database, table_type)
 
     def get_catalog(
         self,
