@@ -32,6 +32,7 @@ from dbt.tests.adapter.unit_testing.test_quoted_reserved_word_column_names impor
 )
 from dbt.tests.adapter.unit_testing.test_types import BaseUnitTestingTypes
 from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt_common.exceptions import DbtDatabaseError
 
 JAVA_FRAME = "\tat org."  # a line of a Java stack trace
 
@@ -156,9 +157,17 @@ class TestOnRunEndErrorIsDatabaseError:
         hooks = [r for r in results if r.node.resource_type == "operation"]
         assert len(hooks) == 1
         assert str(hooks[0].status) == "error"
-        assert "Database Error" in hooks[0].message
-        assert "Runtime Error" not in hooks[0].message
+        # dbt reports a failed run hook by the error's message alone; it is Spark's own, no
+        # longer a DbtRuntimeError re-wrapping another ("Runtime Error\n  Runtime Error ...")
+        assert "TABLE_OR_VIEW_NOT_FOUND" in hooks[0].message
         assert "no_such_table" in hooks[0].message
+        assert "Runtime Error" not in hooks[0].message
+
+    def test_hook_sql_raises_database_error(self, project: Any) -> None:
+        # what dbt calls to run a hook's SQL (adapter.execute), and the error type it gets
+        with project.adapter.connection_named("hook"):
+            with pytest.raises(DbtDatabaseError, match="TABLE_OR_VIEW_NOT_FOUND"):
+                project.adapter.execute("select * from no_such_table", auto_begin=False)
 
 
 # ---- plain CREATE TABLE is Delta -------------------------------------------------------------
@@ -247,13 +256,14 @@ def _hook_rows(project: Any, table: str, state: str) -> List[Dict[str, Any]]:
     return [dict(zip(HOOK_FIELDS, row, strict=True)) for row in rows]
 
 
-def _check_hook_row(ctx: Dict[str, Any], state: str, project: Any, target: Dict[str, Any]) -> None:
+def _check_hook_row(ctx: Dict[str, Any], state: str, project: Any) -> None:
+    target = project.adapter.config.to_target_dict()  # what `target` renders in a hook
     assert ctx["test_state"] == state
     assert ctx["target_dbname"] == target.get("dbname", "")
     assert ctx["target_host"] == target.get("host", "")
     assert ctx["target_name"] == "default"
     assert ctx["target_schema"] == project.test_schema
-    assert ctx["target_threads"] == target["threads"]
+    assert ctx["target_threads"] == 4
     assert ctx["target_type"] == "spark_contracts"
     assert ctx["target_user"] == target.get("user", "")
     assert ctx["target_pass"] == ""
@@ -263,10 +273,6 @@ def _check_hook_row(ctx: Dict[str, Any], state: str, project: Any, target: Dict[
 
 
 class SparkModelHookChecks:
-    @pytest.fixture(scope="class", autouse=True)
-    def _target(self, dbt_profile_target: Dict[str, Any]) -> None:
-        type(self).target = dbt_profile_target
-
     def get_ctx_vars(self, state: str, count: int, project: Any) -> List[Dict[str, Any]]:
         ctxs = _hook_rows(project, "on_model_hook", state)
         assert len(ctxs) == count, f"{len(ctxs)} rows in the hooks table, expected {count}"
@@ -274,7 +280,7 @@ class SparkModelHookChecks:
 
     def check_hooks(self, state: str, project: Any, host: Any, count: int = 1) -> None:
         for ctx in self.get_ctx_vars(state, count, project):
-            _check_hook_row(ctx, state, project, self.target)
+            _check_hook_row(ctx, state, project)
             assert ctx["thread_id"].startswith("Thread-")
 
 
@@ -295,10 +301,6 @@ class TestPrePostModelHooksOnSnapshots(BasePrePostModelHooksOnSnapshots):
 
 
 class TestPrePostRunHooks(BasePrePostRunHooks):
-    @pytest.fixture(scope="class", autouse=True)
-    def _target(self, dbt_profile_target: Dict[str, Any]) -> None:
-        type(self).target = dbt_profile_target
-
     @pytest.fixture(scope="class")
     def project_config_update(self) -> Dict[str, Any]:
         # dbt's, with `string` for `text` (Spark has no TEXT type)
@@ -331,7 +333,16 @@ class TestPrePostRunHooks(BasePrePostRunHooks):
         return ctxs[0]
 
     def check_hooks(self, state: str, project: Any, host: Any) -> None:
-        _check_hook_row(self.get_ctx_vars(state, project), state, project, self.target)
+        _check_hook_row(self.get_ctx_vars(state, project), state, project)
+
+    def assert_used_schemas(self, project: Any) -> None:
+        # dbt's check, except the database: spark_catalog relations have none (None, as in
+        # dbt-spark), which the on-run-end hook's `'{{ db }}'` writes as the text 'None'.
+        rows = project.run_sql(f"select * from {project.test_schema}.schemas", fetch="all")
+        assert [tuple(r) for r in rows] == [(project.test_schema,)]
+        rows = project.run_sql(f"select * from {project.test_schema}.db_schemas", fetch="all")
+        assert project.database is None
+        assert [tuple(r) for r in rows] == [("None", project.test_schema)]
 
 
 class TestAfterRunHooks(BaseAfterRunHooks):
