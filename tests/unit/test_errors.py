@@ -13,7 +13,12 @@ from pyspark.errors import PySparkValueError
 from pyspark.errors.exceptions.captured import AnalysisException
 from pyspark.errors.exceptions.connect import AnalysisException as ConnectAnalysisException
 
-from dbt.adapters.spark_contracts.errors import is_database_error, spark_error_message, to_dbt_error
+from dbt.adapters.spark_contracts.errors import (
+    is_database_error,
+    spark_error_message,
+    to_dbt_error,
+    without_java_frames,
+)
 
 
 class _Java:
@@ -81,3 +86,30 @@ def test_other_errors_are_runtime_errors() -> None:
 
 def test_message_of_a_plain_exception() -> None:
     assert spark_error_message(ValueError("bad value")) == "bad value"
+
+
+THRIFT_MESSAGE = """org.apache.hive.service.cli.HiveSQLException: Error running query: [DELTA_X] Bad.
+\tat org.apache.spark.sql.hive.thriftserver.HiveThriftServerErrors$.runningQueryError(HiveThriftServerErrors.scala:43)
+\tat java.base/java.lang.Thread.run(Thread.java:840)
+Caused by: org.apache.spark.sql.delta.DeltaIllegalStateException: [DELTA_X] Bad.
+\tat org.apache.spark.sql.delta.DeltaErrorsBase.x$(DeltaErrors.scala:3429)
+\t... 21 more
+"""
+
+
+def test_thrift_server_stack_traces_are_dropped() -> None:
+    expected = (
+        "org.apache.hive.service.cli.HiveSQLException: Error running query: [DELTA_X] Bad.\n"
+        "Caused by: org.apache.spark.sql.delta.DeltaIllegalStateException: [DELTA_X] Bad."
+    )
+    response = SimpleNamespace(status=SimpleNamespace(errorMessage=THRIFT_MESSAGE))
+    assert to_dbt_error(OperationalError(response)).msg == expected
+    # dbt-spark's thrift wrapper raises DbtDatabaseError with the server's message itself
+    error = DbtDatabaseError(THRIFT_MESSAGE)
+    assert to_dbt_error(error) is error
+    assert error.msg == expected
+
+
+def test_messages_without_frames_are_unchanged() -> None:
+    text = "[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found.\n  at line 2"
+    assert without_java_frames(text) == text

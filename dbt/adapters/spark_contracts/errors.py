@@ -7,11 +7,20 @@ error's own, never a Java stack trace.
 
 from __future__ import annotations
 
+import re
 from typing import Tuple, Type
 
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 _LOST = "Cannot find main error class"
+# A Java stack frame (`\tat org.x.Y.m(Y.scala:12)`) or its elision (`\t... 21 more`): the Spark
+# Thrift Server puts the whole stack into the error message it answers with.
+_JAVA_FRAME = re.compile(r"^\s*(at [\w$.<>/]+\(.*\)|\.\.\. \d+ more)\s*$")
+
+
+def without_java_frames(text: str) -> str:
+    """`text` without the lines of a Java stack trace (messages and `Caused by:` lines stay)."""
+    return "\n".join(line for line in text.splitlines() if not _JAVA_FRAME.match(line))
 
 
 def _database_error_classes() -> Tuple[Type[BaseException], ...]:
@@ -85,7 +94,7 @@ def spark_error_message(exc: BaseException) -> str:
             return message
     status = getattr(exc.args[0], "status", None) if exc.args else None
     if status is not None and getattr(status, "errorMessage", None):
-        return str(status.errorMessage)
+        return without_java_frames(str(status.errorMessage))
     try:
         text = str(exc)
     except Exception:
@@ -104,8 +113,12 @@ def spark_error_message(exc: BaseException) -> str:
 
 def to_dbt_error(exc: BaseException) -> DbtRuntimeError:
     """dbt's error for `exc`, raised while running a statement."""
+    if isinstance(exc, DbtDatabaseError):
+        # dbt-spark's thrift wrapper raises these with the server's message, stack included
+        exc.msg = without_java_frames(str(exc.msg))
+        return exc
     if isinstance(exc, DbtRuntimeError):
         return exc
     if is_database_error(exc):
-        return DbtDatabaseError(spark_error_message(exc))
+        return DbtDatabaseError(without_java_frames(spark_error_message(exc)))
     return DbtRuntimeError(str(exc))
