@@ -15,6 +15,7 @@ from pyspark.errors.exceptions.connect import AnalysisException as ConnectAnalys
 
 from dbt.adapters.spark_contracts.errors import (
     is_database_error,
+    is_spark_error,
     spark_error_message,
     to_dbt_error,
     without_java_frames,
@@ -113,3 +114,9 @@ def test_thrift_server_stack_traces_are_dropped() -> None:
 def test_messages_without_frames_are_unchanged() -> None:
     text = "[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found.\n  at line 2"
     assert without_java_frames(text) == text
+
+
+def test_pyspark_client_errors_are_spark_errors_but_not_database_errors() -> None:
+    exc = PySparkValueError(errorClass="CANNOT_BE_NONE", messageParameters={"arg_name": "a"})
+    assert is_spark_error(exc) and not is_database_error(exc)
+    assert not is_spark_error(ValueError("bad"))

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 
 from dbt.adapters.spark_contracts.errors import (  # noqa: F401 (spark_error_message: re-export)
-    is_database_error,
+    is_spark_error,
     spark_error_message,
     to_dbt_error,
 )
@@ -43,7 +43,7 @@ class SparkSessionCursor(Cursor):
         try:
             self._df = self.session.sql(sql)
         except Exception as exc:
-            if is_database_error(exc):
+            if is_spark_error(exc):  # typed by to_dbt_error
                 raise to_dbt_error(exc) from exc
             raise
 
@@ -51,7 +51,7 @@ class SparkSessionCursor(Cursor):
         try:
             return super().fetchall()
         except Exception as exc:
-            if is_database_error(exc):
+            if is_spark_error(exc):  # typed by to_dbt_error
                 raise to_dbt_error(exc) from exc
             raise
 
@@ -69,7 +69,7 @@ class SparkSessionCursor(Cursor):
         try:
             return json.loads(self.session.sql(sql).schema.json())
         except Exception as exc:
-            if is_database_error(exc):
+            if is_spark_error(exc):  # typed by to_dbt_error
                 raise to_dbt_error(exc) from exc
             raise
 

@@ -67,6 +67,13 @@ def is_database_error(exc: BaseException) -> bool:
     return isinstance(exc, _database_error_classes())
 
 
+def is_spark_error(exc: BaseException) -> bool:
+    """Raised by Spark or pyspark: a database error, or pyspark's own (client side) error."""
+    from pyspark.errors import PySparkException
+
+    return is_database_error(exc) or isinstance(exc, PySparkException)
+
+
 def _java_message(java: object) -> str:
     """A JVM exception's message without its stack: `getMessage()`, else `toString()`."""
     for method in ("getMessage", "toString"):
