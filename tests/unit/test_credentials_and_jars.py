@@ -338,3 +338,10 @@ def test_java_home_with_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
     monkeypatch.setenv("PATH", str(tmp_path))
     embedded.check_java()  # no error
+
+
+def test_spark_conf_plain_create_table_is_delta(tmp_path: Path) -> None:
+    """`CREATE TABLE t (...)` / `CREATE TABLE t AS ...` without USING (hooks, run-operations)
+    make Delta tables, like models; Spark's own default is parquet."""
+    conf = EmbeddedSparkConfig(warehouse_dir=tmp_path).spark_conf()
+    assert conf["spark.sql.sources.default"] == "delta"

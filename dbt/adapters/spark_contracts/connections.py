@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Dict, List, Optional
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -24,6 +25,7 @@ from dbt.adapters.spark_contracts.cursor import (
     SparkSessionConnectionWrapper,
     SparkSessionHandle,
 )
+from dbt.adapters.spark_contracts.errors import to_dbt_error
 from dbt.adapters.spark_contracts.schema_io import describe_json_to_json, describe_rows_to_json
 
 logger = AdapterLogger("SparkContracts")
@@ -204,6 +206,20 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         connection.handle = SparkSessionConnectionWrapper(handle)
         connection.state = ConnectionState.OPEN
         return connection
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        """dbt-spark turns every failure into a `DbtRuntimeError` (re-wrapping even the
+        `DbtDatabaseError` its thrift wrapper raises); here what Spark rejected is a
+        `DbtDatabaseError`, for every method, and dbt's own errors keep their type."""
+        try:
+            yield
+        except Exception as exc:
+            error = to_dbt_error(exc)
+            logger.debug(f"Error while running:\n{sql}\n{type(error).__name__}: {error.msg}")
+            if error is exc:
+                raise
+            raise error from exc
 
     @classmethod
     def get_response(cls, cursor: Any) -> AdapterResponse:

@@ -9,7 +9,12 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
-from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_contracts.errors import (  # noqa: F401 (spark_error_message: re-export)
+    is_spark_error,
+    spark_error_message,
+    to_dbt_error,
+)
 
 SessionFactory = Callable[[], Any]
 OBSERVATION_TIMEOUT_S = 10.0
@@ -18,40 +23,6 @@ OBSERVATION_TIMEOUT_S = 10.0
 # itself (once, readably), so these two loggers are quietened.
 for _name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
-
-
-def spark_error_message(exc: BaseException) -> str:
-    """The error's own message. PySpark formats JVM errors with Spark's error classes only, so
-    a Delta error (`DELTA_...`) becomes `Cannot find main error class`; the Delta exception
-    itself, earlier in the chain, still carries the real message."""
-    lost = "Cannot find main error class"
-    try:
-        text = str(exc)
-    except Exception:
-        text = ""
-    if text and lost not in text:
-        return text
-    seen: BaseException | None = exc
-    while seen is not None:
-        origin = getattr(seen, "_origin", None) or getattr(seen, "java_exception", None)
-        try:
-            message = str(origin.getMessage()) if origin is not None else ""
-        except Exception:
-            message = ""
-        if message and lost not in message:
-            return message
-        seen = seen.__context__ or seen.__cause__
-    return text
-
-
-def _is_spark_error(exc: BaseException) -> bool:
-    from pyspark.errors import PySparkException
-
-    try:
-        from py4j.protocol import Py4JJavaError
-    except ImportError:  # Spark Connect clients need no py4j
-        return isinstance(exc, PySparkException)
-    return isinstance(exc, (PySparkException, Py4JJavaError))
 
 
 class SparkSessionCursor(Cursor):
@@ -72,16 +43,16 @@ class SparkSessionCursor(Cursor):
         try:
             self._df = self.session.sql(sql)
         except Exception as exc:
-            if _is_spark_error(exc):
-                raise DbtRuntimeError(spark_error_message(exc)) from exc
+            if is_spark_error(exc):  # typed by to_dbt_error
+                raise to_dbt_error(exc) from exc
             raise
 
     def fetchall(self) -> Optional[List[Any]]:
         try:
             return super().fetchall()
         except Exception as exc:
-            if _is_spark_error(exc):
-                raise DbtRuntimeError(spark_error_message(exc)) from exc
+            if is_spark_error(exc):  # typed by to_dbt_error
+                raise to_dbt_error(exc) from exc
             raise
 
     @property
@@ -98,8 +69,8 @@ class SparkSessionCursor(Cursor):
         try:
             return json.loads(self.session.sql(sql).schema.json())
         except Exception as exc:
-            if _is_spark_error(exc):
-                raise DbtRuntimeError(spark_error_message(exc)) from exc
+            if is_spark_error(exc):  # typed by to_dbt_error
+                raise to_dbt_error(exc) from exc
             raise
 
 

@@ -34,6 +34,7 @@ from dbt.adapters.spark_contracts.constraints import (
 )
 from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.catalog import catalog_rows, described_docs
+from dbt.adapters.spark_contracts.core.clone import CloneFacts, ClonePlan, plan_clone
 from dbt.adapters.spark_contracts.core.config import read_run_vars
 from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
 from dbt.adapters.spark_contracts.core.contract import ContractMode
@@ -218,6 +219,32 @@ class SparkContractsAdapter(SparkAdapter):
         if getattr(relation, "is_iceberg", False):
             return "iceberg"
         return "parquet"  # file-source tables (parquet, orc, csv, ...) share its capabilities
+
+    @available
+    def plan_clone(
+        self,
+        target: BaseRelation,
+        existing: Optional[BaseRelation],
+        deferred: BaseRelation,
+        source: Optional[BaseRelation],
+        can_clone_table: bool,
+        full_refresh: bool,
+    ) -> ClonePlan:
+        """`dbt clone` of one node (core/clone.py): `existing` is the target as cached, `source`
+        the deferred relation (`deferred`) as cached; None when absent."""
+        key = lambda r: (r.database, r.schema, r.identifier)  # noqa: E731
+        return plan_clone(
+            CloneFacts(
+                source_type=str(source.type) if source is not None and source.type else None,
+                source_format=self.table_format_of(source) if source is not None else "",
+                target_type=str(existing.type) if existing is not None else None,
+                target_in_session_catalog=(target.database or SESSION_CATALOG).lower()
+                == SESSION_CATALOG,
+                same_relation=key(deferred) == key(target),
+                can_clone_table=bool(can_clone_table),
+                full_refresh=bool(full_refresh),
+            )
+        )
 
     @available
     def plan_model_run(

@@ -70,6 +70,12 @@ class EmbeddedSparkConfig:
             "spark.databricks.delta.snapshotPartitions": "2",
             "spark.sql.shuffle.partitions": "4",
             "spark.sql.session.timeZone": "UTC",
+            # A plain `CREATE TABLE` (no USING: hooks, run-operations, `saveAsTable`) makes a
+            # Delta table, like the adapter's models; Spark's default is parquet. (Spark 4.1
+            # already defaults spark.sql.legacy.createHiveTableByDefault to false, so no Hive
+            # serde table either.) An explicit USING / STORED AS and the Iceberg catalog are
+            # unaffected.
+            "spark.sql.sources.default": "delta",
             # Delta: new tables can widen types in place (metadata only).
             "spark.databricks.delta.properties.defaults.enableTypeWidening": "true",
         }

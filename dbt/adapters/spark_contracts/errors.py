@@ -1,0 +1,131 @@
+"""A failed statement as dbt's typed error, by the exception's class, for every connection method.
+
+What Spark (or its Thrift / ODBC server) rejected becomes dbt's `DbtDatabaseError`; dbt's own
+errors pass through unchanged; anything else stays a `DbtRuntimeError`. The message is the
+error's own, never a Java stack trace.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Tuple, Type
+
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+
+_LOST = "Cannot find main error class"
+# A Java stack frame (`\tat org.x.Y.m(Y.scala:12)`) or its elision (`\t... 21 more`): the Spark
+# Thrift Server puts the whole stack into the error message it answers with.
+_JAVA_FRAME = re.compile(r"^\s*(at [\w$.<>/]+\(.*\)|\.\.\. \d+ more)\s*$")
+
+
+def without_java_frames(text: str) -> str:
+    """`text` without the lines of a Java stack trace (messages and `Caused by:` lines stay)."""
+    return "\n".join(line for line in text.splitlines() if not _JAVA_FRAME.match(line))
+
+
+def _database_error_classes() -> Tuple[Type[BaseException], ...]:
+    """Exceptions that mean "the engine rejected or failed the statement".
+
+    Embedded session: pyspark's captured JVM exceptions, and Py4J's wrapper of JVM exceptions
+    pyspark does not convert (Delta raises some: `DeltaIllegalStateException`). Spark Connect:
+    the server's errors. Thrift/http: PyHive's DB-API `DatabaseError`. ODBC: pyodbc's."""
+    classes: list[Type[BaseException]] = []
+    try:
+        from pyspark.errors.exceptions.captured import CapturedException
+
+        classes.append(CapturedException)
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        pass
+    try:
+        from pyspark.errors.exceptions.connect import SparkConnectException
+
+        classes.append(SparkConnectException)
+    except ImportError:  # the connect extra (grpc) is missing
+        pass
+    try:
+        from py4j.protocol import Py4JJavaError
+
+        classes.append(Py4JJavaError)
+    except ImportError:  # Spark Connect clients need no py4j
+        pass
+    try:
+        from pyhive.exc import DatabaseError as PyHiveDatabaseError
+
+        classes.append(PyHiveDatabaseError)
+    except ImportError:
+        pass
+    try:
+        from pyodbc import DatabaseError as OdbcDatabaseError  # type: ignore[import-not-found]
+
+        classes.append(OdbcDatabaseError)
+    except ImportError:
+        pass
+    return tuple(classes)
+
+
+def is_database_error(exc: BaseException) -> bool:
+    return isinstance(exc, _database_error_classes())
+
+
+def is_spark_error(exc: BaseException) -> bool:
+    """Raised by Spark or pyspark: a database error, or pyspark's own (client side) error."""
+    from pyspark.errors import PySparkException
+
+    return is_database_error(exc) or isinstance(exc, PySparkException)
+
+
+def _java_message(java: object) -> str:
+    """A JVM exception's message without its stack: `getMessage()`, else `toString()`."""
+    for method in ("getMessage", "toString"):
+        try:
+            text = getattr(java, method)()
+        except Exception:
+            continue
+        if text:
+            return str(text)
+    return ""
+
+
+def spark_error_message(exc: BaseException) -> str:
+    """The error's own message, never a Java stack trace.
+
+    Py4J's `Py4JJavaError` prints the whole JVM stack, so the Java exception's own message is
+    used. PySpark formats JVM errors with Spark's error classes only, so a Delta error
+    (`DELTA_...`) may become `Cannot find main error class`; the Delta exception itself, earlier
+    in the chain, still carries the real message. PyHive's errors carry the Thrift server's
+    response, whose status holds the message."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:  # Py4JJavaError
+        message = _java_message(java)
+        if message:
+            return message
+    status = getattr(exc.args[0], "status", None) if exc.args else None
+    if status is not None and getattr(status, "errorMessage", None):
+        return without_java_frames(str(status.errorMessage))
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    if text and _LOST not in text:
+        return text
+    seen: BaseException | None = exc
+    while seen is not None:
+        origin = getattr(seen, "_origin", None) or getattr(seen, "java_exception", None)
+        message = _java_message(origin) if origin is not None else ""
+        if message and _LOST not in message:
+            return message
+        seen = seen.__context__ or seen.__cause__
+    return text or type(exc).__name__
+
+
+def to_dbt_error(exc: BaseException) -> DbtRuntimeError:
+    """dbt's error for `exc`, raised while running a statement."""
+    if isinstance(exc, DbtDatabaseError):
+        # dbt-spark's thrift wrapper raises these with the server's message, stack included
+        exc.msg = without_java_frames(str(exc.msg))
+        return exc
+    if isinstance(exc, DbtRuntimeError):
+        return exc
+    if is_database_error(exc):
+        return DbtDatabaseError(without_java_frames(spark_error_message(exc)))
+    return DbtRuntimeError(str(exc))

@@ -1,0 +1,122 @@
+"""A failed statement as dbt's typed error, by the exception's class (errors.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
+from py4j.protocol import Py4JJavaError
+from pyhive.exc import OperationalError, ProgrammingError
+from pyspark.errors import PySparkValueError
+from pyspark.errors.exceptions.captured import AnalysisException
+from pyspark.errors.exceptions.connect import AnalysisException as ConnectAnalysisException
+
+from dbt.adapters.spark_contracts.errors import (
+    is_database_error,
+    is_spark_error,
+    spark_error_message,
+    to_dbt_error,
+    without_java_frames,
+)
+
+
+class _Java:
+    """A JVM exception as Py4J hands it over (no JVM needed here)."""
+
+    def __init__(self, message: Any, text: str = "java.lang.IllegalStateException") -> None:
+        self._message = message
+        self._text = text
+
+    def getMessage(self) -> Any:  # noqa: N802 (Java's name)
+        return self._message
+
+    def toString(self) -> str:  # noqa: N802
+        return self._text
+
+
+def _py4j_error(java: _Java) -> Py4JJavaError:
+    error = Py4JJavaError.__new__(Py4JJavaError)
+    error.args = ("An error occurred while calling o60.sql.\n", java)
+    error.java_exception = java
+    return error
+
+
+def test_py4j_java_error_is_a_database_error_without_java_stack() -> None:
+    java = _Java("[DELTA_UNSUPPORTED_NON_EMPTY_CLONE] The clone destination table is non-empty.")
+    error = to_dbt_error(_py4j_error(java))
+    assert type(error) is DbtDatabaseError
+    assert error.msg == java.getMessage()
+    assert "\tat " not in error.msg
+
+
+def test_py4j_java_error_without_message_names_the_java_class() -> None:
+    error = to_dbt_error(_py4j_error(_Java(None, "java.lang.NullPointerException")))
+    assert type(error) is DbtDatabaseError
+    assert error.msg == "java.lang.NullPointerException"
+
+
+@pytest.mark.parametrize("cls", [AnalysisException, ConnectAnalysisException])
+def test_spark_errors_are_database_errors(cls: type) -> None:
+    exc = cls.__new__(cls)
+    assert is_database_error(exc)
+
+
+def test_thrift_server_errors_are_database_errors_with_the_servers_message() -> None:
+    response = SimpleNamespace(status=SimpleNamespace(errorMessage="[PARSE_SYNTAX_ERROR] at 'x'"))
+    for cls in (OperationalError, ProgrammingError):
+        error = to_dbt_error(cls(response))
+        assert type(error) is DbtDatabaseError
+        assert error.msg == "[PARSE_SYNTAX_ERROR] at 'x'"
+
+
+def test_dbt_errors_keep_their_type() -> None:
+    for exc in (DbtDatabaseError("x"), CompilationError("y"), DbtRuntimeError("z")):
+        assert to_dbt_error(exc) is exc
+
+
+def test_other_errors_are_runtime_errors() -> None:
+    for exc in (
+        ValueError("bad"),
+        PySparkValueError(errorClass="CANNOT_BE_NONE", messageParameters={"arg_name": "a"}),
+    ):
+        error = to_dbt_error(exc)
+        assert type(error) is DbtRuntimeError
+
+
+def test_message_of_a_plain_exception() -> None:
+    assert spark_error_message(ValueError("bad value")) == "bad value"
+
+
+THRIFT_MESSAGE = """org.apache.hive.service.cli.HiveSQLException: Error running query: [DELTA_X] Bad.
+\tat org.apache.spark.sql.hive.thriftserver.HiveThriftServerErrors$.runningQueryError(HiveThriftServerErrors.scala:43)
+\tat java.base/java.lang.Thread.run(Thread.java:840)
+Caused by: org.apache.spark.sql.delta.DeltaIllegalStateException: [DELTA_X] Bad.
+\tat org.apache.spark.sql.delta.DeltaErrorsBase.x$(DeltaErrors.scala:3429)
+\t... 21 more
+"""
+
+
+def test_thrift_server_stack_traces_are_dropped() -> None:
+    expected = (
+        "org.apache.hive.service.cli.HiveSQLException: Error running query: [DELTA_X] Bad.\n"
+        "Caused by: org.apache.spark.sql.delta.DeltaIllegalStateException: [DELTA_X] Bad."
+    )
+    response = SimpleNamespace(status=SimpleNamespace(errorMessage=THRIFT_MESSAGE))
+    assert to_dbt_error(OperationalError(response)).msg == expected
+    # dbt-spark's thrift wrapper raises DbtDatabaseError with the server's message itself
+    error = DbtDatabaseError(THRIFT_MESSAGE)
+    assert to_dbt_error(error) is error
+    assert error.msg == expected
+
+
+def test_messages_without_frames_are_unchanged() -> None:
+    text = "[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found.\n  at line 2"
+    assert without_java_frames(text) == text
+
+
+def test_pyspark_client_errors_are_spark_errors_but_not_database_errors() -> None:
+    exc = PySparkValueError(errorClass="CANNOT_BE_NONE", messageParameters={"arg_name": "a"})
+    assert is_spark_error(exc) and not is_database_error(exc)
+    assert not is_spark_error(ValueError("bad"))
