@@ -44,6 +44,7 @@ from dbt.adapters.spark_contracts.core.intent import (
     describe_commits,
     foreign_commits,
 )
+from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH, Microbatch, select_list
 from dbt.adapters.spark_contracts.core.outcome import (
     history_ddl,
     history_insert,
@@ -54,7 +55,6 @@ from dbt.adapters.spark_contracts.core.outcome import (
 )
 from dbt.adapters.spark_contracts.core.render import suffixed, undo_swap
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
-from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH, Microbatch, select_list
 from dbt.adapters.spark_contracts.core.write_path import WriteDecision, merged_by_name
 
 logger = AdapterLogger("SparkContracts")
