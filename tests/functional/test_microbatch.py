@@ -217,3 +217,40 @@ class TestOneEvaluationPerBatch:
         before = evaluations()
         run_dbt(window("2020-01-01", "2020-01-04", "--select", "mb_eval", "--vars", "tag: v2"))
         assert evaluations() - before == 12  # three batches of four rows, each read once
+
+
+PARQUET = """
+{{ config(materialized='incremental', incremental_strategy='microbatch', file_format='parquet',
+    partition_by=['d'], event_time='event_time', batch_size='day',
+    begin=modules.datetime.datetime(2020, 1, 1)) }}
+select id, event_time, '{{ var("tag", "v1") }}' as tag, to_date(event_time) as d
+from {{ ref('events') }}
+"""
+
+
+class TestMicrobatchParquet:
+    """dbt-spark's behaviour: each batch overwrites the partitions it writes (dynamic)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events.sql": EVENTS, "mb_parquet.sql": PARQUET}
+
+    def test_batches_overwrite_their_partitions(self, project):
+        rel = f"{project.test_schema}.mb_parquet"
+        run_dbt(["run", "--select", "events"])
+        run_dbt(window("2020-01-01", "2020-01-04", "--select", "mb_parquet"))
+        run_dbt(window("2020-01-02", "2020-01-03", "--select", "mb_parquet", "--vars", "tag: v2"))
+        expected = {i: ("v2" if i in day(2) else "v1",) for d in (1, 2, 3) for i in day(d)}
+        assert by_id(project, rel) == expected
+
+
+class TestMicrobatchParquetNeedsPartitionBy:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events.sql": EVENTS, "mb_no_partition.sql": microbatch_model("parquet")}
+
+    def test_refused_at_parse_time(self, project):
+        _, log = run_dbt_and_capture(["parse"], expect_pass=False)
+        flat = " ".join(log.split())
+        assert "model.test.mb_no_partition (models/mb_no_partition.sql)" in flat
+        assert "microbatch on file_format parquet" in flat and "needs `partition_by`" in flat
