@@ -16,11 +16,13 @@ from dbt.adapters.spark_contracts.core.microbatch import (
     BatchLoad,
     BatchWindow,
     Microbatch,
+    check_batch_plan,
     check_microbatch_config,
     load_for,
     plan_microbatch,
     select_list,
 )
+from dbt.adapters.spark_contracts.core.operations import AddColumns, FullRefresh, Plan
 from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
 from dbt.adapters.spark_contracts.core.types import Field, Primitive, Struct
 from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
@@ -167,3 +169,13 @@ def test_a_new_column_rides_in_a_delta_batch_and_is_a_step_on_iceberg() -> None:
     assert iceberg.path is WritePath.MULTI_STEP
     assert "iceberg cannot evolve the schema inside a microbatch write" in iceberg.reason
     assert _decide("delta", deployed, deployed).path is WritePath.NO_CHANGE
+
+
+def test_a_batch_refuses_a_full_refresh_plan() -> None:
+    batch = plan("delta")
+    with pytest.raises(ConfigError) as err:
+        check_batch_plan(batch, Plan("delta", (FullRefresh("type narrowed"),)))
+    message = str(err.value)
+    assert "model.p.m" in message and "type narrowed" in message
+    assert "event_time in [2020-01-02 00:00:00+00:00, 2020-01-03 00:00:00+00:00)" in message
+    check_batch_plan(batch, Plan("delta", (AddColumns(()),)))  # other plans go on

@@ -35,7 +35,12 @@ from dbt.adapters.spark_contracts.core.contract import ContractMode
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
-from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH, Microbatch, plan_microbatch
+from dbt.adapters.spark_contracts.core.microbatch import (
+    MICROBATCH,
+    Microbatch,
+    check_batch_plan,
+    plan_microbatch,
+)
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.core.outcome import (
     HISTORY_COLUMNS,
@@ -92,6 +97,13 @@ def _plan_batch(
         return plan_microbatch(
             unique_id, table_format, model.get("config") or {}, model.get("batch"), compiled
         )
+    except ConfigError as exc:
+        raise CompilationError(str(exc)) from exc
+
+
+def _check_batch_plan(microbatch: Microbatch, plan: Any) -> None:
+    try:
+        check_batch_plan(microbatch, plan)
     except ConfigError as exc:
         raise CompilationError(str(exc)) from exc
 
@@ -306,6 +318,8 @@ class SparkContractsAdapter(SparkAdapter):
         diff, plan, mode = plan_change(
             deployed, compiled, table_format, properties, settings, decision
         )
+        if microbatch is not None:
+            _check_batch_plan(microbatch, plan)
         config = model.get("config", {})
         column_lists = bool(
             config.get("merge_update_columns") or config.get("merge_exclude_columns")

@@ -29,6 +29,7 @@ from enum import Enum
 from typing import Any
 
 from .config import ConfigError
+from .operations import Plan
 from .types import Struct, quote_identifier, sql_string
 
 MICROBATCH = "microbatch"
@@ -177,6 +178,20 @@ def plan_microbatch(
     if load is BatchLoad.PARTITION_OVERWRITE and not config.get("partition_by"):
         raise ConfigError(_partition_refusal(unique_id, table_format, config))
     return Microbatch(unique_id, BatchWindow(field.name, start, end), load)
+
+
+def check_batch_plan(batch: Microbatch, plan: Plan) -> None:
+    """A batch holds the rows of one window: a plan that rebuilds the table from the model's
+    output (a full refresh) would drop every other window, so the batch refuses it."""
+    refresh = plan.full_refresh
+    if refresh is None:
+        return
+    raise ConfigError(
+        f"{batch.unique_id}: this batch's schema change needs a full refresh ({refresh.reason}), "
+        f"but a microbatch batch holds only the rows of {batch.window.describe()}: rebuilding "
+        "the table from it would drop every other window; nothing was changed. Rebuild with "
+        "`dbt run --full-refresh --select <model>` (dbt then runs every batch from `begin`)."
+    )
 
 
 def check_microbatch_config(model: str, config: Mapping[str, Any] | Any) -> None:
