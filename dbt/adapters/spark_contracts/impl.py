@@ -35,12 +35,18 @@ from dbt.adapters.spark_contracts.constraints import (
 from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.catalog import catalog_rows, described_docs
 from dbt.adapters.spark_contracts.core.clone import CloneFacts, ClonePlan, plan_clone
-from dbt.adapters.spark_contracts.core.config import read_run_vars
+from dbt.adapters.spark_contracts.core.config import ConfigError, read_run_vars
 from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
 from dbt.adapters.spark_contracts.core.contract import ContractMode
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
 from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
+from dbt.adapters.spark_contracts.core.microbatch import (
+    MICROBATCH,
+    Microbatch,
+    check_batch_plan,
+    plan_microbatch,
+)
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.core.outcome import (
     HISTORY_COLUMNS,
@@ -85,6 +91,27 @@ def _declared_not_null(model: Dict[str, Any]) -> Tuple[str, ...]:
         if constraint.get("type") == "not_null":
             names.extend(constraint.get("columns") or [])
     return tuple(names)
+
+
+def _plan_batch(
+    unique_id: str, strategy: str, table_format: str, model: Dict[str, Any], compiled: Any
+) -> Optional[Microbatch]:
+    """A microbatch run's window and load (core/microbatch.py), refused before any write."""
+    if strategy != MICROBATCH:
+        return None
+    try:
+        return plan_microbatch(
+            unique_id, table_format, model.get("config") or {}, model.get("batch"), compiled
+        )
+    except ConfigError as exc:
+        raise CompilationError(str(exc)) from exc
+
+
+def _check_batch_plan(microbatch: Microbatch, plan: Any) -> None:
+    try:
+        check_batch_plan(microbatch, plan)
+    except ConfigError as exc:
+        raise CompilationError(str(exc)) from exc
 
 
 SESSION_CATALOG = "spark_catalog"
@@ -307,6 +334,7 @@ class SparkContractsAdapter(SparkAdapter):
         )
         self._validate_column_settings(unique_id, settings, compiled, relation)
         table_format = self.table_format_of(relation)
+        microbatch = _plan_batch(unique_id, strategy, table_format, model, compiled)
         deployed, properties = self._deployed(spark, relation)
         repairs: List[str] = []
         dead = find_intent(properties)
@@ -322,6 +350,8 @@ class SparkContractsAdapter(SparkAdapter):
         diff, plan, mode = plan_change(
             deployed, compiled, table_format, properties, settings, decision
         )
+        if microbatch is not None:
+            _check_batch_plan(microbatch, plan)
         config = model.get("config", {})
         column_lists = bool(
             config.get("merge_update_columns") or config.get("merge_exclude_columns")
@@ -373,6 +403,7 @@ class SparkContractsAdapter(SparkAdapter):
             commit_tag=tag,
             contract=decision,
             load_sql=load,
+            microbatch=microbatch,
         )
         run.outcome.repairs.extend(repairs)
         if (run.has_changes or run.blocked or plan.notes or repairs) and not run.dry_run:

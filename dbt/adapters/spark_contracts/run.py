@@ -44,6 +44,7 @@ from dbt.adapters.spark_contracts.core.intent import (
     describe_commits,
     foreign_commits,
 )
+from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH, Microbatch, select_list
 from dbt.adapters.spark_contracts.core.outcome import (
     history_ddl,
     history_insert,
@@ -54,7 +55,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
 )
 from dbt.adapters.spark_contracts.core.render import suffixed, undo_swap
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
-from dbt.adapters.spark_contracts.core.write_path import WriteDecision
+from dbt.adapters.spark_contracts.core.write_path import WriteDecision, merged_by_name
 
 logger = AdapterLogger("SparkContracts")
 
@@ -238,6 +239,7 @@ class ModelRun:
     contract: Optional[ContractDecision] = None
     load_sql: Optional[LoadSql] = None
     outcome: RunOutcome = field(default_factory=RunOutcome, compare=False)
+    microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
 
     # -- what Jinja reads
     @property
@@ -281,6 +283,16 @@ class ModelRun:
                 gone = {p[0].lower() for p in op.paths if len(p) == 1}
                 names = [n for n in names if n.lower() not in gone]
         return names
+
+    def microbatch_sql(self, target: str) -> str:
+        """A microbatch run's load: the batch replaces its window (core/microbatch.py)."""
+        assert self.microbatch is not None
+        if self.evolves_in_write:  # the evolving write appends new columns, in table order
+            order = list(merged_by_name(self.deployed, self._written()).names)
+        else:
+            order = self.columns_after()
+        columns = select_list(order, self._written())
+        return self.microbatch.load_sql(target, self.source, columns)
 
     def insert_columns(self) -> List[str]:
         """Columns the append writes (quoted): everything the source has that the table keeps."""
@@ -725,7 +737,9 @@ class Runner:
     def load(self, run: ModelRun, sql: str) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
         auto_merge = (
-            run.evolves_in_write and run.table_format == "delta" and run.strategy == "append"
+            run.evolves_in_write
+            and run.table_format == "delta"
+            and run.strategy in ("append", MICROBATCH)
         )
         try:
             if auto_merge:  # this statement only, in this thread's own session

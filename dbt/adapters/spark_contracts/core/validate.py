@@ -11,6 +11,7 @@ from .config import ConfigError, EvolutionSettings, resolve_settings
 from .constraint_checks import check_constraints
 from .contract import SchemaContract, resolve_contract
 from .enforce import Declared
+from .microbatch import check_microbatch_config
 from .pydantic_contract import declared_contract
 from .python_model import check_python_model
 from .snapshot import snapshot_refusal, unsupported_on_snapshots
@@ -112,10 +113,15 @@ def _check_materialization_support(node: NodeConfig) -> None:
             raise ConfigError(snapshot_refusal(node.model, refused))
 
 
+def _check_microbatch(node: NodeConfig) -> None:
+    check_microbatch_config(node.model, node.config)
+
+
 CHECKS: tuple[Check, ...] = (
     _check_constraints,
     _check_evolution_columns_declared,
     _check_python_model,
+    _check_microbatch,
 )
 
 

@@ -31,7 +31,8 @@ REBUILD = "table"
 # Iceberg is not listed: Spark 4.1 + Iceberg 1.12 run `MERGE WITH SCHEMA EVOLUTION` as a schema
 # commit first and the rows after, so a query failing at run time leaves the new columns behind
 # (tests/functional/evolution/test_atomicity.py); Iceberg takes the multi-step path.
-IN_WRITE_STRATEGIES: dict[str, tuple[str, ...]] = {"delta": ("merge", "append")}
+# A Delta microbatch's `REPLACE WHERE` evolves the schema like an append (schema auto-merge).
+IN_WRITE_STRATEGIES: dict[str, tuple[str, ...]] = {"delta": ("merge", "append", "microbatch")}
 
 
 class WritePath(Enum):

@@ -35,8 +35,9 @@
   {%- endif -%}
 {% endmacro %}
 
-{#-- The load: append and merge from the run's known columns (no DESCRIBE), evolving the schema
-     inside the write when the run's plan says so; other strategies as dbt-spark renders them. --#}
+{#-- The load: append, merge and a Delta/Iceberg microbatch (the batch replaces its window) from
+     the run's known columns (no DESCRIBE), evolving the schema inside the write when the run's
+     plan says so; other strategies as dbt-spark renders them. --#}
 {% macro spark_contracts_load_sql(run, strategy, source, target, existing, unique_key, incremental_predicates) %}
   {%- if strategy == 'table' -%}
     {{ create_table_as(False, target, 'select * from ' ~ source, 'sql') }}
@@ -45,6 +46,8 @@
     select {{ run.insert_columns() | join(', ') }} from {{ source }}
   {%- elif strategy == 'merge' -%}
     {{ spark_contracts__get_merge_sql(target, source, unique_key, none, incremental_predicates, run) }}
+  {%- elif strategy == 'microbatch' and run.microbatch.replaces_window -%}
+    {{ run.microbatch_sql(target) }}
   {%- else -%}
     {{ dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
   {%- endif -%}

@@ -49,5 +49,10 @@
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
   {% do persist_docs(target_relation, model) %}
   {{ run_hooks(post_hooks) }}
-  {{ return({'relations': [target_relation]}) }}
+  {#-- dbt caches the relation returned here: it carries its table format, which the next batch
+       of a microbatch model (same invocation) reads from the cache --#}
+  {%- set kept = existing_relation is not none and not existing_relation.is_view and not should_full_refresh() -%}
+  {{ return({'relations': [target_relation.incorporate(
+      is_delta=(existing_relation.is_delta if kept else file_format == 'delta'),
+      is_iceberg=(existing_relation.is_iceberg if kept else file_format == 'iceberg'))]}) }}
 {%- endmaterialization %}
