@@ -57,6 +57,20 @@ def test_py4j_java_error_without_message_names_the_java_class() -> None:
     assert error.msg == "java.lang.NullPointerException"
 
 
+def test_py4j_error_of_pysparks_error_formatting_gives_the_delta_message_it_hid() -> None:
+    """PySpark formats a Delta error through Spark's error classes; that call fails with
+    `Cannot find main error class` while the Delta exception is being handled (measured on
+    pyspark 4.1.1 + Delta 4.3.1, a MERGE on an unknown column)."""
+    delta = _py4j_error(_Java("[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve t.nope"))
+    lost = _py4j_error(
+        _Java("[INTERNAL_ERROR] Cannot find main error class 'DELTA_MERGE_UNRESOLVED_EXPRESSION'")
+    )
+    lost.__context__ = delta
+    error = to_dbt_error(lost)
+    assert type(error) is DbtDatabaseError
+    assert error.msg == "[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve t.nope"
+
+
 @pytest.mark.parametrize("cls", [AnalysisException, ConnectAnalysisException])
 def test_spark_errors_are_database_errors(cls: type) -> None:
     exc = cls.__new__(cls)

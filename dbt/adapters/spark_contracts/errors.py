@@ -97,7 +97,7 @@ def spark_error_message(exc: BaseException) -> str:
     java = getattr(exc, "java_exception", None)
     if java is not None:  # Py4JJavaError
         message = _java_message(java)
-        if message:
+        if message and _LOST not in message:
             return message
     status = getattr(exc.args[0], "status", None) if exc.args else None
     if status is not None and getattr(status, "errorMessage", None):
