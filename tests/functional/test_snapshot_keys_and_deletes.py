@@ -88,6 +88,18 @@ class TestMultiKeyIceberg(MultiKey):
     fmt = "iceberg"
 
 
+class TestMultiKeyDeltaAutoMerge(MultiKey):
+    """Delta schema auto-merge on for the profile (a common setting): the snapshot merge must
+    not write dbt's merge helpers (dbt_unique_key_1, ...) into the snapshot table."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, dbt_profile_target):
+        return {
+            **dbt_profile_target,
+            "server_side_parameters": {"spark.databricks.delta.schema.autoMerge.enabled": "true"},
+        }
+
+
 NEW_RECORD = """
 unique_key: id
 strategy: check

@@ -130,7 +130,13 @@ class SchemaOnlySourceSql(PostgresSetupSql):
 
     @pytest.fixture(scope="class")
     def source_alter_sql(self):
-        return ephemeral._source_alter_sql.replace("{database}.{schema}", "{schema}")
+        # Delta adds no column with a DEFAULT to an existing table (WRONG_COLUMN_DEFAULTS_FOR_
+        # DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED): add it, then fill the existing rows with
+        # the default, which is what Postgres' `add column ... default` does to them
+        return (
+            "alter table {schema}.src_customers add column dummy_column VARCHAR(50);"
+            "update {schema}.src_customers set dummy_column = 'dummy_value'"
+        )
 
 
 class TestSnapshotEphemeralHardDeletes(SchemaOnlySourceSql, BaseSnapshotEphemeralHardDeletes):
