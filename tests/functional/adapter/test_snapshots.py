@@ -10,11 +10,13 @@ The test bodies are dbt's own. What is overridden, and why:
   schema only.
 """
 
+import datetime
+
 import pytest
 from dbt.tests.adapter.simple_snapshot import fixtures as various
 from dbt.tests.adapter.simple_snapshot import new_record_dbt_valid_to_current as valid_to_current
-from dbt.tests.adapter.simple_snapshot import test_ephemeral_snapshot_hard_deletes as ephemeral
 from dbt.tests.adapter.simple_snapshot import new_record_timestamp_mode as new_record
+from dbt.tests.adapter.simple_snapshot import test_ephemeral_snapshot_hard_deletes as ephemeral
 from dbt.tests.adapter.simple_snapshot.new_record_check_mode import BaseSnapshotNewRecordCheckMode
 from dbt.tests.adapter.simple_snapshot.new_record_dbt_valid_to_current import (
     BaseSnapshotNewRecordDbtValidToCurrent,
@@ -28,6 +30,7 @@ from dbt.tests.adapter.simple_snapshot.test_ephemeral_snapshot_hard_deletes impo
     BaseSnapshotNewColumnTimestampStrategy,
     BaseSnapshotNewColumnWithDeletes,
 )
+from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot, BaseSnapshotCheck
 from dbt.tests.adapter.simple_snapshot.test_various_configs import (
     BaseSnapshotColumnNames,
     BaseSnapshotColumnNamesFromDbtProject,
@@ -35,8 +38,11 @@ from dbt.tests.adapter.simple_snapshot.test_various_configs import (
     BaseSnapshotInvalidColumnNames,
     BaseSnapshotMultiUniqueKey,
 )
+from dbt.tests.util import check_relations_equal, run_dbt
 
 from tests.functional.adapter.postgres_sql import run_postgres_sql
+
+CURRENT = datetime.datetime(2099, 12, 31)  # the suite's dbt_valid_to_current
 
 
 def schema_only(sql: str) -> str:
@@ -59,6 +65,15 @@ class SchemaOnlySnapshotSql:
         return {"snapshot.sql": schema_only(various.snapshot_actual_sql)}
 
 
+# ---- test_snapshot ----------------------------------------------------------------------------
+class TestSimpleSnapshot(PostgresSetupSql, BaseSimpleSnapshot):
+    pass
+
+
+class TestSnapshotCheck(PostgresSetupSql, BaseSnapshotCheck):
+    pass
+
+
 # ---- test_various_configs -------------------------------------------------------------------
 class TestSnapshotColumnNames(PostgresSetupSql, SchemaOnlySnapshotSql, BaseSnapshotColumnNames):
     pass
@@ -79,7 +94,41 @@ class TestSnapshotInvalidColumnNames(
 class TestSnapshotDbtValidToCurrent(
     PostgresSetupSql, SchemaOnlySnapshotSql, BaseSnapshotDbtValidToCurrent
 ):
-    pass
+    def test_valid_to_current(self, project):
+        """dbt's steps and checks; dbt's body reads rows by position from a query without
+        ORDER BY (Postgres' heap order). Spark gives such a query no order (Delta's MERGE
+        rewrites the file in join order), so the rows are read by id and validity instead."""
+        project.run_sql(various.create_seed_sql)
+        project.run_sql(various.create_snapshot_expected_sql)
+        project.run_sql(various.seed_insert_sql)
+        project.run_sql(various.populate_snapshot_expected_valid_to_current_sql)
+        assert len(run_dbt(["snapshot"])) == 1
+        assert self.valid_to(project) == {(i, 1): CURRENT for i in range(1, 21)}
+
+        project.run_sql(various.invalidate_sql)
+        project.run_sql(various.update_with_current_sql)
+        assert len(run_dbt(["snapshot"])) == 1
+        valid_to = self.valid_to(project)
+        assert valid_to[(1, 1)] == CURRENT
+        # the original row that was updated is no longer current; its new version is
+        assert valid_to[(10, 1)] == datetime.datetime(2016, 8, 20, 16, 44, 49)
+        assert valid_to[(10, 2)] == CURRENT
+        assert len(valid_to) == 31
+        check_relations_equal(project.adapter, ["snapshot_actual", "snapshot_expected"])
+
+    @staticmethod
+    def valid_to(project):
+        """{(id, version): TEST_VALID_TO}, versions numbered by test_valid_from."""
+        rows = project.run_sql(
+            "select id, test_valid_to from {schema}.snapshot_actual order by id, test_valid_from",
+            fetch="all",
+        )
+        versions: dict = {}
+        out = {}
+        for id_, valid_to in rows:
+            versions[id_] = versions.get(id_, 0) + 1
+            out[(id_, versions[id_])] = valid_to
+        return out
 
 
 class TestSnapshotMultiUniqueKey(PostgresSetupSql, BaseSnapshotMultiUniqueKey):
