@@ -1,0 +1,39 @@
+{#-- dbt's snapshot staging (hard_deletes: new_record) reads the snapshot's columns through
+     `get_list_of_column_names(get_columns_in_relation(target))`, which takes column objects
+     (`.name`). dbt-spark's macro returns DESCRIBE's raw rows instead, so no column matched and
+     a deletion record carried NULL in every source column. The adapter's parsed columns. --#}
+{% macro spark_contracts__get_columns_in_relation(relation) -%}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}
+
+
+{#-- dbt-spark's snapshot merge, inserting the columns the snapshot table has (`insert_cols`,
+     from adapter.evolve_snapshot) by name instead of `insert *`. The staging relation also
+     carries dbt's merge helpers (dbt_change_type, dbt_unique_key, dbt_unique_key_1, ...):
+     under Delta schema auto-merge (`spark.databricks.delta.schema.autoMerge.enabled`, a common
+     profile setting) `insert *` added them to the snapshot table, and the next run's
+     `select *, <key> as dbt_unique_key_1` was ambiguous. --#}
+{% macro spark_contracts__snapshot_merge_sql(target, source, insert_cols) -%}
+    {%- set columns = config.get("snapshot_table_column_names") or get_snapshot_table_column_names() -%}
+    {%- set valid_to_current = config.get("dbt_valid_to_current") -%}
+
+    merge into {{ target }} as DBT_INTERNAL_DEST
+    {# dbt-spark creates an Iceberg snapshot's staging view without catalog and schema #}
+    using {{ source.identifier if target.is_iceberg else source }} as DBT_INTERNAL_SOURCE
+    on DBT_INTERNAL_SOURCE.{{ columns.dbt_scd_id }} = DBT_INTERNAL_DEST.{{ columns.dbt_scd_id }}
+    when matched
+     {% if valid_to_current %}
+       and ( DBT_INTERNAL_DEST.{{ columns.dbt_valid_to }} = {{ valid_to_current }} or
+             DBT_INTERNAL_DEST.{{ columns.dbt_valid_to }} is null )
+     {% else %}
+       and DBT_INTERNAL_DEST.{{ columns.dbt_valid_to }} is null
+     {% endif %}
+     and DBT_INTERNAL_SOURCE.dbt_change_type in ('update', 'delete')
+        then update
+        set {{ columns.dbt_valid_to }} = DBT_INTERNAL_SOURCE.{{ columns.dbt_valid_to }}
+
+    when not matched
+     and DBT_INTERNAL_SOURCE.dbt_change_type = 'insert'
+        then insert ({{ insert_cols | join(', ') }})
+        values ({% for column in insert_cols %}DBT_INTERNAL_SOURCE.{{ column }}{{ ", " if not loop.last }}{% endfor %})
+{% endmacro %}
