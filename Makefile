@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 JARS   := $(CURDIR)/.jars
 PYTEST_ARGS ?=
+# pytest-xdist workers for the functional suites (each its own JVM; Spark's small jobs wait more than they compute).
+WORKERS ?= 3
 
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
@@ -34,13 +36,13 @@ unit: install
 	$(BIN)/pytest tests/unit -q -p no:cacheprovider
 
 functional: install jars
-	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n 2 --ignore=tests/functional/evolution/test_kill.py --ignore=tests/functional/adapter $(PYTEST_ARGS)
+	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --durations=15 --ignore=tests/functional/evolution/test_kill.py --ignore=tests/functional/adapter $(PYTEST_ARGS)
 
 # dbt's official dbt-tests-adapter suites (tests/functional/adapter) on the session method, Delta
 # by default; prints the per-suite table the README quotes.
 suites: install jars
 	mkdir -p reports
-	$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --junitxml=reports/suites-session.xml $(PYTEST_ARGS); \
+	$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --durations=15 --junitxml=reports/suites-session.xml $(PYTEST_ARGS); \
 	  status=$$?; $(BIN)/python .ci/suite_table.py session=reports/suites-session.xml; exit $$status
 
 # The same suites through a local Thrift Server and a Spark Connect server (not in CI: ~2x slower).
