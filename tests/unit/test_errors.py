@@ -32,8 +32,11 @@ class _Java:
     def getMessage(self) -> Any:  # noqa: N802 (Java's name)
         return self._message
 
-    def toString(self) -> str:  # noqa: N802
-        return self._text
+    def toString(self) -> str:  # noqa: N802 (Java's: the class, then the message)
+        return f"{self._text}: {self._message}" if self._message else self._text
+
+    def getCause(self) -> Any:  # noqa: N802
+        return None
 
 
 def _py4j_error(java: _Java) -> Py4JJavaError:
@@ -47,7 +50,7 @@ def test_py4j_java_error_is_a_database_error_without_java_stack() -> None:
     java = _Java("[DELTA_UNSUPPORTED_NON_EMPTY_CLONE] The clone destination table is non-empty.")
     error = to_dbt_error(_py4j_error(java))
     assert type(error) is DbtDatabaseError
-    assert error.msg == java.getMessage()
+    assert error.msg == f"java.lang.IllegalStateException: {java.getMessage()}"
     assert "\tat " not in error.msg
 
 
@@ -68,7 +71,7 @@ def test_py4j_error_of_pysparks_error_formatting_gives_the_delta_message_it_hid(
     lost.__context__ = delta
     error = to_dbt_error(lost)
     assert type(error) is DbtDatabaseError
-    assert error.msg == "[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve t.nope"
+    assert error.msg.endswith(": [DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve t.nope")
 
 
 @pytest.mark.parametrize("cls", [AnalysisException, ConnectAnalysisException])
@@ -134,3 +137,15 @@ def test_pyspark_client_errors_are_spark_errors_but_not_database_errors() -> Non
     exc = PySparkValueError(errorClass="CANNOT_BE_NONE", messageParameters={"arg_name": "a"})
     assert is_spark_error(exc) and not is_database_error(exc)
     assert not is_spark_error(ValueError("bad"))
+
+
+def test_py4j_error_names_its_causes_without_their_stacks() -> None:
+    """A task failure wraps the model's own error (`raise_error('boom')`) as its cause."""
+    cause = _Java("[USER_RAISED_EXCEPTION] boom", "org.apache.spark.SparkRuntimeException")
+    top = _Java("[TASK_WRITE_FAILED] Task failed", "org.apache.spark.SparkException")
+    top.getCause = lambda: cause  # type: ignore[method-assign]
+    error = to_dbt_error(_py4j_error(top))
+    assert error.msg == (
+        "org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed\n"
+        "Caused by: org.apache.spark.SparkRuntimeException: [USER_RAISED_EXCEPTION] boom"
+    )

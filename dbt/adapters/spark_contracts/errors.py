@@ -75,15 +75,28 @@ def is_spark_error(exc: BaseException) -> bool:
 
 
 def _java_message(java: object) -> str:
-    """A JVM exception's message without its stack: `getMessage()`, else `toString()`."""
-    for method in ("getMessage", "toString"):
+    """A JVM exception and its causes as `Class: message` lines, without the stack (the class
+    names the failure; a cause carries what a wrapper like TASK_WRITE_FAILED hides)."""
+    lines: list[str] = []
+    seen: object = java
+    for _ in range(6):
+        if seen is None:
+            break
+        text = ""
+        for method in ("toString", "getMessage"):
+            try:
+                text = str(getattr(seen, method)() or "")
+            except Exception:
+                continue
+            if text:
+                break
+        if text and text not in lines:
+            lines.append(text)
         try:
-            text = getattr(java, method)()
+            seen = seen.getCause()  # type: ignore[attr-defined]
         except Exception:
-            continue
-        if text:
-            return str(text)
-    return ""
+            break
+    return "\nCaused by: ".join(lines)
 
 
 def spark_error_message(exc: BaseException) -> str:
