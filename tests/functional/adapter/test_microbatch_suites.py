@@ -1,9 +1,8 @@
 """dbt-tests-adapter's microbatch suite, run through this adapter's microbatch (each batch
 replaces its event_time window: Delta `REPLACE WHERE`, the default file_format).
 
-dbt's own on_schema_change suite (BaseIncrementalOnSchemaChange) already runs through this
-adapter's evolution path in tests/functional/evolution/test_on_schema_change.py; it is not run a
-second time here. Both suites name their relations `schema.table` (spark_catalog), so they run
+dbt's own on_schema_change suite (BaseIncrementalOnSchemaChange) runs through this adapter's
+evolution path in tests/functional/adapter/test_on_schema_change.py. Both suites name their relations `schema.table` (spark_catalog), so they run
 on Delta; Iceberg microbatch is covered by tests/functional/test_microbatch.py."""
 
 from __future__ import annotations
