@@ -10,11 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 
-from dbt.adapters.spark_contracts.errors import (  # noqa: F401 (spark_error_message: re-export)
-    is_spark_error,
-    spark_error_message,
-    to_dbt_error,
-)
+from dbt.adapters.spark_contracts.errors import is_spark_error, to_dbt_error
 
 SessionFactory = Callable[[], Any]
 OBSERVATION_TIMEOUT_S = 10.0

@@ -8,9 +8,12 @@ error's own, never a Java stack trace.
 from __future__ import annotations
 
 import re
-from typing import Tuple, Type
+from contextlib import contextmanager
+from typing import Iterator, Tuple, Type
 
-from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
+
+from dbt.adapters.spark_contracts.core.config import ConfigError
 
 _LOST = "Cannot find main error class"
 # A Java stack frame (`\tat org.x.Y.m(Y.scala:12)`) or its elision (`\t... 21 more`): the Spark
@@ -142,3 +145,12 @@ def to_dbt_error(exc: BaseException) -> DbtRuntimeError:
     if is_database_error(exc):
         return DbtDatabaseError(without_java_frames(spark_error_message(exc)))
     return DbtRuntimeError(str(exc))
+
+
+@contextmanager
+def config_errors_as_compilation_errors() -> Iterator[None]:
+    """A configuration the core refuses (`ConfigError`) reaches dbt as its CompilationError."""
+    try:
+        yield
+    except ConfigError as exc:
+        raise CompilationError(str(exc)) from exc

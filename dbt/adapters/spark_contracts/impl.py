@@ -35,7 +35,7 @@ from dbt.adapters.spark_contracts.constraints import (
 from dbt.adapters.spark_contracts.core import diff_schemas
 from dbt.adapters.spark_contracts.core.catalog import catalog_rows, described_docs
 from dbt.adapters.spark_contracts.core.clone import CloneFacts, ClonePlan, plan_clone
-from dbt.adapters.spark_contracts.core.config import ConfigError, read_run_vars
+from dbt.adapters.spark_contracts.core.config import read_run_vars
 from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
 from dbt.adapters.spark_contracts.core.contract import ContractMode
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
@@ -69,6 +69,7 @@ from dbt.adapters.spark_contracts.core.write_path import (
     plan_change,
 )
 from dbt.adapters.spark_contracts.credentials import set_project_root
+from dbt.adapters.spark_contracts.errors import config_errors_as_compilation_errors
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
 from dbt.adapters.spark_contracts.validation import settings_at_run, validate_manifest
 
@@ -99,19 +100,10 @@ def _plan_batch(
     """A microbatch run's window and load (core/microbatch.py), refused before any write."""
     if strategy != MICROBATCH:
         return None
-    try:
+    with config_errors_as_compilation_errors():
         return plan_microbatch(
             unique_id, table_format, model.get("config") or {}, model.get("batch"), compiled
         )
-    except ConfigError as exc:
-        raise CompilationError(str(exc)) from exc
-
-
-def _check_batch_plan(microbatch: Microbatch, plan: Any) -> None:
-    try:
-        check_batch_plan(microbatch, plan)
-    except ConfigError as exc:
-        raise CompilationError(str(exc)) from exc
 
 
 SESSION_CATALOG = "spark_catalog"
@@ -351,7 +343,8 @@ class SparkContractsAdapter(SparkAdapter):
             deployed, compiled, table_format, properties, settings, decision
         )
         if microbatch is not None:
-            _check_batch_plan(microbatch, plan)
+            with config_errors_as_compilation_errors():
+                check_batch_plan(microbatch, plan)
         config = model.get("config", {})
         column_lists = bool(
             config.get("merge_update_columns") or config.get("merge_exclude_columns")

@@ -13,7 +13,8 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.python_model import check_python_model, python_view_name
-from dbt.adapters.spark_contracts.cursor import SparkSessionConnectionWrapper, spark_error_message
+from dbt.adapters.spark_contracts.cursor import SparkSessionConnectionWrapper
+from dbt.adapters.spark_contracts.errors import spark_error_message
 
 
 def python_model_view(handle: Any, method: str, compiled_code: str, model: Dict[str, Any]) -> str:

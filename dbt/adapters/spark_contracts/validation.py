@@ -7,7 +7,6 @@ from typing import Any, Dict, List, Optional
 
 from dbt.adapters.factory import get_adapter_package_names
 from dbt.exceptions import ParsingError
-from dbt_common.exceptions import CompilationError
 
 from dbt.adapters.spark_contracts.core.config import ConfigError, read_run_vars
 from dbt.adapters.spark_contracts.core.validate import (
@@ -16,6 +15,7 @@ from dbt.adapters.spark_contracts.core.validate import (
     model_label,
     validate_node_config,
 )
+from dbt.adapters.spark_contracts.errors import config_errors_as_compilation_errors
 
 # Resource types whose materializations this adapter runs (tests, sources, ... are not built).
 BUILT_RESOURCE_TYPES = ("model", "seed", "snapshot")
@@ -61,10 +61,8 @@ def settings_at_run(adapter: Any, model: Dict[str, Any], run_vars: Dict[str, Any
         resource_type=str(model.get("resource_type") or "model"),
         materialized=(model.get("config") or {}).get("materialized"),
     )
-    try:
+    with config_errors_as_compilation_errors():
         return validate_node_config(node)
-    except ConfigError as exc:
-        raise CompilationError(str(exc)) from exc
 
 
 def _run_vars(adapter: Any, node: Any) -> Dict[str, Any]:
