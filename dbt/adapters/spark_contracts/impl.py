@@ -373,6 +373,9 @@ class SparkContractsAdapter(SparkAdapter):
         )
         observed = suffixed(str(view), "__observed") if observe else None
         staged = needs_stage(write, load, observe) and not (plan.full_refresh or settings.dry_run)
+        if staged and load is not None and load.discard_metrics and not spark.can_observe():
+            method = str(self.config.credentials.method)
+            logger.info(runs.counts_not_observed_note(unique_id, method))
         if decision is not None and load is not None and not staged:
             source = observed or str(view)
             load = render_load_select(decision, source, deployed, compiled, invocation_id)

@@ -399,6 +399,15 @@ def blocked_message(unique_id: str, relation: str, table_format: str, plan: Plan
     return "\n".join(lines)
 
 
+def counts_not_observed_note(unique_id: str, method: str) -> str:
+    """Said once per model run whose discard counts the connection cannot observe in the load."""
+    return (
+        f"{unique_id}: method {method} does not receive metrics observed in a statement: the "
+        "discard counts come from the model's output staged once and counted by a query of "
+        "their own (one more write and read of the output than method session)"
+    )
+
+
 def merge_column_lists(
     shared: List[str],
     update_columns: Optional[List[str]] = None,

@@ -1,11 +1,15 @@
-"""Fault injection: `kill -9` of a real `dbt run` at each commit of an evolving run.
+"""Fault injection: `kill -9` of a real `dbt run` at each commit of an evolving run, under every
+`--profile` (session: the embedded Spark dies with dbt; thrift/connect: only the client dies).
 
 For each kill point k, a `dbt run` of its own model is started as a process and killed with
 SIGKILL as soon as the k-th new commit of its table appears (Delta: `_delta_log/N.json`; Iceberg:
-`metadata/vN.metadata.json`). Then, read from the table's own log/metadata files (no Spark):
-the table is as before, as after, or carries the dead run's intent. One more `dbt run` (all
-models, threads 4) must repair every table that carries an intent first (reported in
-run_results), and every table must end exactly like a control model that was never killed.
+`metadata/vN.metadata.json`). Over a server the statement in flight is not stopped by the
+client's death: the test waits until the table's commits settle (no new commit for SETTLE
+seconds). Then, read from the table's own log/metadata files (no Spark): the table is as before,
+as after, or carries the dead run's intent. One more `dbt run` (all models, threads 4) must repair
+every table that carries an intent first (reported in run_results), and every table must end
+exactly like a control model that was never killed. A table killed mid-run that another writer
+then commits to is not repaired over that commit: the run fails naming it, the commit stays.
 """
 
 from __future__ import annotations
@@ -19,11 +23,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-pytestmark = pytest.mark.profile("session")  # processes of their own, each an embedded Spark
+from dbt.adapters.spark_contracts import run as runs
 
 DBT = str(Path(sys.executable).with_name("dbt"))
 INTENT = "dbt_spark_contracts.intent"
+SETTLE = 8.0  # seconds without a new commit: the server has finished the dead client's statement
+FOREIGN_KILL_POINT = 2  # the intent and the first change are on the table
 
 MODELS = {
     # Delta: a default and a backfill make the change multi-step (intent, feature, ADD COLUMNS,
@@ -49,6 +56,15 @@ select id, 'x' as note from range(3, 6)
 }
 KILL_POINTS = {"delta": 7, "iceberg": 4}
 
+# Another writer's commit, tagged like a streaming job's, through the same connection method.
+FOREIGN_WRITE = f"""
+{{% macro foreign_write(table) %}}
+  {{% do run_query("set `{runs.DELTA_USER_METADATA}`=`streaming-job`") %}}
+  {{% do run_query("set `{runs.ICEBERG_SNAPSHOT_TAG}`=`streaming-job`") %}}
+  {{% do run_query("insert into " ~ table ~ " (id) values (99)") %}}
+{{% endmacro %}}
+"""
+
 
 def kill_points(fmt: str) -> list[int]:
     """Every commit (`make faults`), or the middle and the last one (`make faults-ci`, which
@@ -60,40 +76,33 @@ def kill_points(fmt: str) -> list[int]:
     return list(range(1, last + 1))
 
 
-READ_ROWS = """
-import json, sys
-from pathlib import Path
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, get_session
-from dbt.adapters.spark_contracts.jars import configured_jars_dir
-spark = get_session(EmbeddedSparkConfig(Path(sys.argv[1]), jars_dir=configured_jars_dir(None)))
-out = {}
-for table in sys.argv[2:]:
-    rows = spark.sql(f"select * from {table} order by id").collect()
-    out[table] = [[str(v) for v in r] for r in rows]
-print("ROWS=" + json.dumps(out))
-"""
-
-
 class Project:
-    def __init__(self, root: Path, fmt: str):
-        self.root, self.fmt = root, fmt
-        self.warehouse = root / "warehouse"
+    def __init__(self, root: Path, fmt: str, target: dict, warehouse: Path):
+        """`target`: the profile's output (conftest's `dbt_profile_target`); `warehouse`: where
+        the tables' files are (the embedded session's or the local server's warehouse)."""
+        self.root, self.fmt, self.warehouse = root, fmt, warehouse
+        self.schema = f"kills_{fmt}"  # a server's warehouse is shared by the whole test session
         (root / "models").mkdir(parents=True)
+        (root / "macros").mkdir()
+        (root / "macros" / "foreign_write.sql").write_text(FOREIGN_WRITE)
         (root / "dbt_project.yml").write_text(
             "name: kills\nversion: '1.0'\nprofile: kills\nconfig-version: 2\n"
         )
-        (root / "profiles.yml").write_text(
-            "kills:\n  target: dev\n  outputs:\n    dev:\n      type: spark_contracts\n"
-            f"      schema: kills\n      warehouse_dir: {self.warehouse}\n      threads: 4\n"
-        )
-        self.names = ["control"] + [f"kill_{k}" for k in range(1, KILL_POINTS[fmt] + 1)]
+        output = dict(target, schema=self.schema, threads=4)
+        profiles = {"kills": {"target": "dev", "outputs": {"dev": output}}}
+        (root / "profiles.yml").write_text(yaml.safe_dump(profiles))
+        self.names = ["control", "foreign"] + [f"kill_{k}" for k in range(1, KILL_POINTS[fmt] + 1)]
         for name in self.names:
             (root / "models" / f"{name}.sql").write_text(MODELS[fmt])
 
-    def dbt(self, *args: str, kill_at: int = 0, table: str = "") -> int:
-        command = [DBT, "run", "--profiles-dir", str(self.root), *args]
+    def relation(self, table: str) -> str:
+        prefix = "iceberg." if self.fmt == "iceberg" else ""
+        return f"{prefix}{self.schema}.{table}"
+
+    def dbt(self, *args: str, kill_at: int = 0, table: str = "", command: str = "run") -> int:
+        argv = [DBT, command, "--profiles-dir", str(self.root), *args]
         process = subprocess.Popen(
-            command, cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            argv, cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         if kill_at:
             start = len(self.commits(table))
@@ -103,12 +112,28 @@ class Project:
                     os.kill(process.pid, signal.SIGKILL)
                     break
                 time.sleep(0.02)
-        return process.wait(timeout=600)
+        code = process.wait(timeout=600)
+        if kill_at:
+            self.settle(table)
+        return code
+
+    def settle(self, table: str) -> None:
+        """Wait until no new commit has appeared for SETTLE seconds: a server goes on with the
+        statement the killed client sent (Spark Connect and the Thrift Server do not cancel an
+        operation when its client disappears)."""
+        seen, quiet_since = len(self.commits(table)), time.monotonic()
+        deadline = quiet_since + 300
+        while time.monotonic() - quiet_since < SETTLE:
+            assert time.monotonic() < deadline, f"{table}: commits did not settle in 300 s"
+            time.sleep(0.5)
+            now = len(self.commits(table))
+            if now != seen:
+                seen, quiet_since = now, time.monotonic()
 
     def table_dir(self, table: str) -> Path:
         if self.fmt == "delta":
-            return self.warehouse / "kills.db" / table
-        return self.warehouse / "iceberg" / "kills" / table
+            return self.warehouse / f"{self.schema}.db" / table
+        return self.warehouse / "iceberg" / self.schema / table
 
     def commits(self, table: str) -> list[Path]:
         if self.fmt == "delta":
@@ -139,21 +164,42 @@ class Project:
         return schema, INTENT in meta.get("properties", {})
 
     def rows(self, tables: list[str]) -> dict:
-        prefix = "iceberg.kills." if self.fmt == "iceberg" else "kills."
-        out = subprocess.run(
-            [sys.executable, "-c", READ_ROWS, str(self.warehouse), *(prefix + t for t in tables)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        line = next(x for x in out.stdout.splitlines() if x.startswith("ROWS="))
-        data = json.loads(line[len("ROWS=") :])
-        return {t: data[prefix + t] for t in tables}
+        """Every row of each table, read through the same connection method by `dbt show`."""
+        out = {}
+        for table in tables:
+            shown = subprocess.run(
+                [DBT, "show", "--profiles-dir", str(self.root), "--quiet", "--output", "json"]
+                + ["--limit", "1000", "--inline"]
+                + [f"select * from {self.relation(table)} order by id"],
+                cwd=self.root,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert shown.returncode == 0, shown.stdout + shown.stderr
+            out[table] = json.loads(shown.stdout)["show"]
+        return out
+
+    def results(self) -> dict:
+        results = json.loads((self.root / "target" / "run_results.json").read_text())
+        return {r["unique_id"].split(".")[-1]: r for r in results["results"]}
+
+
+@pytest.fixture
+def kill_target(request, tmp_path) -> tuple[dict, Path]:
+    """The profile output and warehouse of the `--profile` under test; the session method gets
+    a warehouse of its own (each dbt process is then its own embedded Spark)."""
+    if request.config.getoption("--profile") == "session":
+        warehouse = tmp_path / "warehouse"
+        return {"type": "spark_contracts", "warehouse_dir": str(warehouse)}, warehouse
+    target = request.getfixturevalue("dbt_profile_target")
+    return target, Path(request.getfixturevalue("warehouse_dir")).resolve()
 
 
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_kill_9_at_every_commit_is_repaired(tmp_path, fmt):
-    project = Project(tmp_path, fmt)
+def test_kill_9_at_every_commit_is_repaired(tmp_path, kill_target, fmt):
+    target, warehouse = kill_target
+    project = Project(tmp_path / "project", fmt, target, warehouse)
     assert project.dbt() == 0  # v1 of every model
     before, _ = project.state("control")
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
@@ -169,15 +215,25 @@ def test_kill_9_at_every_commit_is_repaired(tmp_path, fmt):
         left_intent[table] = intent
     assert any(left_intent.values()), left_intent  # some kill landed mid-run
 
-    assert project.dbt("--vars", "{v: 2}") == 0  # repairs first, then loads
-    results = json.loads((tmp_path / "target" / "run_results.json").read_text())
-    repairs = {
-        r["unique_id"].split(".")[-1]: r["adapter_response"].get("repairs")
-        for r in results["results"]
-    }
+    # another writer commits to a table a killed run left mid-way
+    project.dbt(
+        "--select", "foreign", "--vars", "{v: 2}", kill_at=FOREIGN_KILL_POINT, table="foreign"
+    )
+    assert project.state("foreign")[1], "the kill did not leave the intent on the table"
+    foreign_args = ["foreign_write", "--args", f"{{table: {project.relation('foreign')}}}"]
+    assert project.dbt(*foreign_args, command="run-operation") == 0
+
+    assert project.dbt("--vars", "{v: 2}", "--exclude", "foreign") == 0  # repairs, then loads
+    repairs = {name: r["adapter_response"].get("repairs") for name, r in project.results().items()}
     for table, intent in left_intent.items():
         assert bool(repairs.get(table)) == intent, (table, repairs.get(table))
         assert project.state(table) == (after, False), table
-    rows = project.rows(["control", *left_intent])
+    rows = project.rows(["control", "foreign", *left_intent])
     for table in left_intent:
         assert rows[table] == rows["control"], (table, rows[table])
+
+    # the repair does not undo the other writer's commit: it fails naming it
+    assert project.dbt("--select", "foreign", "--vars", "{v: 2}") != 0
+    message = project.results()["foreign"]["message"]
+    assert "another writer committed" in message and "streaming-job" in message, message
+    assert 99 in [row["id"] for row in project.rows(["foreign"])["foreign"]]

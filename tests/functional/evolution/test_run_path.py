@@ -2,7 +2,8 @@
 
 - the model's query is evaluated once per run: evolve (Delta in-write merge and append),
   discard_row with quarantine, discard_value (a Python UDF counts its own calls);
-- eight evolving models at once, each with its own commit tag (no SQL conf leaks across threads);
+- eight evolving models at once, each with its own commit tag (no SQL conf leaks across threads),
+  under every `--profile` (session, thrift, connect);
 - an incremental run with no schema change makes at most five Spark calls naming the model
   (dbt-spark makes three: create view, describe, merge);
 - a failing multi-step run does not restore over another writer's commit: it names it instead.
@@ -21,7 +22,8 @@ from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts import session as embedded
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 
-pytestmark = pytest.mark.profile("session")  # counts evaluations in this process's SparkContext
+# Session-only classes say why; TestEightModelsAtOnce runs under every --profile (threads 4).
+COUNTS_EVALUATIONS = pytest.mark.profile("session")  # counts in this process's SparkContext
 
 ROWS = 200
 
@@ -105,6 +107,7 @@ def evaluations(monkeypatch):
     return lambda: counter["acc"].value if "acc" in counter else 0
 
 
+@COUNTS_EVALUATIONS
 class TestOneEvaluation:
     @pytest.fixture(scope="class")
     def models(self):
@@ -192,6 +195,7 @@ class TestEightModelsAtOnce:
 COUNTED = "{{ config(materialized='incremental', file_format='delta', unique_key='id', schema_evolution={}) }}\nselect id from range(3)\n"
 
 
+@pytest.mark.profile("session")  # counts the embedded cursor's calls (SparkSessionCursor)
 class TestFewRoundTrips:
     @pytest.fixture(scope="class")
     def models(self):
@@ -243,6 +247,7 @@ select 1 as id, 'a' as note union all select 1 as id, 'b' as note
 """
 
 
+@pytest.mark.profile("session")  # the other writer is a py4j session in this process
 class TestForeignCommitIsKept:
     @pytest.fixture(scope="class")
     def models(self):
