@@ -16,8 +16,9 @@ TAG = "dbt-spark-contracts:inv:model.p.m"
 class History:
     """`describe history` before and after the first RESTORE; records every statement."""
 
-    def __init__(self, before, after):
+    def __init__(self, before, after, session_tag=TAG):
         self.rows, self.after, self.statements = before, after, []
+        self.session_tag = session_tag
 
     def fetch(self, sql):
         assert sql.startswith("describe history"), sql
@@ -32,7 +33,7 @@ class History:
         pass
 
     def get_conf(self, key):
-        return TAG  # the session's commit tag: the RESTORE it makes carries it
+        return self.session_tag  # the session's commit tag: the RESTORE it makes carries it
 
 
 def intent(version=1):
@@ -82,3 +83,14 @@ def test_another_writers_restore_is_not_taken_for_ours(tmp_path: Path):
     spark = History(BEFORE, BEFORE + [(3, "RESTORE", "someone else")])
     with pytest.raises(RestoreFailed):
         Runner(spark, RunReport(), tmp_path).restore(intent())
+
+
+def test_a_dead_runs_late_commit_is_undone_by_the_repair(tmp_path: Path):
+    """Over a server the dead client's last statement goes on and may commit between the
+    repair's check and its RESTORE: that is the dead run's change, restored, not a foreign one."""
+    repair = "dbt-spark-contracts:inv2:model.p.m"
+    late = (3, "UPDATE", TAG)
+    spark = History(BEFORE, BEFORE + [late, (4, "RESTORE", repair)], session_tag=repair)
+    done = Runner(spark, RunReport(), tmp_path).restore(intent())
+    assert done == "restored to Delta version 1"
+    assert spark.statements == ["restore table db.t to version as of 1"]  # not given back

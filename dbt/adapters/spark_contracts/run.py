@@ -519,7 +519,9 @@ class Runner:
                 DbtRuntimeError(describe_commits(later) or "no commits after the check"),
                 self.manual_repair(intent),
             )
-        raced = tuple(c for c in later if int(c.version) < ours)
+        # the dead run's own statement, finished by a server after its client died, may land
+        # here too: it is the run's change (the RESTORE undoes it), not another writer's
+        raced = foreign_commits((c for c in later if int(c.version) < ours), intent.commit_tag)
         if not raced:
             return f"restored to Delta version {version}"
         after_ours = tuple(c for c in later if int(c.version) > ours)
