@@ -77,7 +77,9 @@ def kill_points(fmt: str) -> list[int]:
 
 
 class Project:
-    def __init__(self, root: Path, fmt: str, target: dict, warehouse: Path):
+    def __init__(
+        self, root: Path, fmt: str, target: dict, warehouse: Path, body: str = "", names=()
+    ):
         """`target`: the profile's output (conftest's `dbt_profile_target`); `warehouse`: where
         the tables' files are (the embedded session's or the local server's warehouse)."""
         self.root, self.fmt, self.warehouse = root, fmt, warehouse
@@ -91,15 +93,24 @@ class Project:
         output = dict(target, schema=self.schema, threads=4)
         profiles = {"kills": {"target": "dev", "outputs": {"dev": output}}}
         (root / "profiles.yml").write_text(yaml.safe_dump(profiles))
-        self.names = ["control", "foreign"] + [f"kill_{k}" for k in range(1, KILL_POINTS[fmt] + 1)]
+        kills = [f"kill_{k}" for k in range(1, KILL_POINTS[fmt] + 1)]
+        self.names = list(names) or ["control", "foreign", *kills]
         for name in self.names:
-            (root / "models" / f"{name}.sql").write_text(MODELS[fmt])
+            (root / "models" / f"{name}.sql").write_text(body or MODELS[fmt])
 
     def relation(self, table: str) -> str:
         prefix = "iceberg." if self.fmt == "iceberg" else ""
         return f"{prefix}{self.schema}.{table}"
 
-    def dbt(self, *args: str, kill_at: int = 0, table: str = "", command: str = "run") -> int:
+    def dbt(
+        self,
+        *args: str,
+        kill_at: int = 0,
+        table: str = "",
+        command: str = "run",
+        kill_delay: float = 0.0,
+        settle: bool = True,
+    ) -> int:
         argv = [DBT, command, "--profiles-dir", str(self.root), *args]
         process = subprocess.Popen(
             argv, cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -109,11 +120,12 @@ class Project:
             deadline = time.monotonic() + 300
             while process.poll() is None and time.monotonic() < deadline:
                 if len(self.commits(table)) - start >= kill_at:
+                    time.sleep(kill_delay)  # the next statement has been sent
                     os.kill(process.pid, signal.SIGKILL)
                     break
                 time.sleep(0.02)
         code = process.wait(timeout=600)
-        if kill_at:
+        if kill_at and settle:
             self.settle(table)
         return code
 
@@ -141,6 +153,18 @@ class Project:
             return sorted(folder.glob("[0-9]*.json")) if folder.exists() else []
         folder = self.table_dir(table) / "metadata"
         return sorted(folder.glob("v*.metadata.json")) if folder.exists() else []
+
+    def history(self, table: str) -> list[tuple[int, str, str]]:
+        """Delta: (version, operation, tag) of every commit, from the log files."""
+        out = []
+        for path in self.commits(table):
+            for line in path.read_text().splitlines():
+                info = json.loads(line).get("commitInfo")
+                if info is not None:
+                    tag = str(info.get("userMetadata") or "")  # the run's invocation id
+                    run = tag.split(":")[1] if tag.count(":") >= 2 else tag
+                    out.append((int(path.stem), str(info["operation"]), run))
+        return out
 
     def state(self, table: str) -> tuple[list, bool]:
         """(schema fields, intent present) from the table's own files."""
@@ -237,3 +261,45 @@ def test_kill_9_at_every_commit_is_repaired(tmp_path, kill_target, fmt):
     message = project.results()["foreign"]["message"]
     assert "another writer committed" in message and "streaming-job" in message, message
     assert 99 in [row["id"] for row in project.rows(["foreign"])["foreign"]]
+
+
+# The backfill is slow (a nested loop per row, not foldable): the UPDATE is still running on the
+# server when its client is killed right after the commit before it.
+SLOW_BACKFILL = MODELS["delta"].replace(
+    "'id * 10'",
+    "'id * 10 + aggregate(sequence(1, 3000 + cast(id * 0 as int)), 0L, (a, x) -> "
+    "a + aggregate(sequence(1, 3000 + cast(id * 0 as int)), 0L, (b, y) -> b))'",
+)
+BEFORE_UPDATE = 4  # intent, column defaults feature, ADD COLUMNS, SET DEFAULT; then the UPDATE
+
+
+@pytest.mark.profile("thrift", "connect")  # an embedded Spark dies with its dbt process
+def test_repair_while_the_dead_runs_statement_still_runs(tmp_path, kill_target):
+    """Over a server the killed client's UPDATE goes on; the repair run starts at once (no
+    settling): the dead statement commits before the repair's RESTORE (undone with the dead
+    run's changes) or after it (Delta's optimistic concurrency rejects it: the RESTORE changed
+    the table's metadata), and the table ends like the control."""
+    target, warehouse = kill_target
+    names = ["control", "dead"]
+    project = Project(tmp_path / "project", "delta", target, warehouse, SLOW_BACKFILL, names)
+    assert project.dbt() == 0
+    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+    after = project.state("control")
+    assert after[1] is False
+    project.dbt(
+        *("--select", "dead", "--vars", "{v: 2}"),
+        kill_at=BEFORE_UPDATE,
+        kill_delay=1.0,
+        table="dead",
+        settle=False,
+    )
+    assert project.state("dead")[1], "the kill did not leave the intent on the table"
+    repaired = project.dbt("--select", "dead", "--vars", "{v: 2}")
+    project.settle("dead")
+    history = project.history("dead")
+    print("history of the dead run's table:", history)  # what interleaved (pytest -rA shows it)
+    assert repaired == 0, (project.results()["dead"]["message"], history)
+    assert project.results()["dead"]["adapter_response"].get("repairs"), history
+    assert project.state("dead") == after, history
+    rows = project.rows(["control", "dead"])
+    assert rows["dead"] == rows["control"], (rows, history)
