@@ -188,20 +188,23 @@ class Project:
         return schema, INTENT in meta.get("properties", {})
 
     def rows(self, tables: list[str]) -> dict:
-        """Every row of each table, read through the same connection method by `dbt show`."""
-        out = {}
-        for table in tables:
-            shown = subprocess.run(
-                [DBT, "show", "--profiles-dir", str(self.root), "--quiet", "--output", "json"]
-                + ["--limit", "1000", "--inline"]
-                + [f"select * from {self.relation(table)} order by id"],
-                cwd=self.root,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert shown.returncode == 0, shown.stdout + shown.stderr
-            out[table] = json.loads(shown.stdout)["show"]
+        """Every row of each table (all of one schema), read through the same connection method
+        by one `dbt show`."""
+        union = " union all ".join(
+            f"select '{t}' as _table, * from {self.relation(t)}" for t in tables
+        )
+        shown = subprocess.run(
+            [DBT, "show", "--profiles-dir", str(self.root), "--quiet", "--output", "json"]
+            + ["--limit", "10000", "--inline", f"select * from ({union}) order by _table, id"],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        out: dict = {t: [] for t in tables}
+        for row in json.loads(shown.stdout)["show"]:
+            out[row.pop("_table")].append(row)
         return out
 
     def results(self) -> dict:
@@ -252,7 +255,7 @@ def test_kill_9_at_every_commit_is_repaired(tmp_path, kill_target, fmt):
     for table, intent in left_intent.items():
         assert bool(repairs.get(table)) == intent, (table, repairs.get(table))
         assert project.state(table) == (after, False), table
-    rows = project.rows(["control", "foreign", *left_intent])
+    rows = project.rows(["control", *left_intent])
     for table in left_intent:
         assert rows[table] == rows["control"], (table, rows[table])
 
