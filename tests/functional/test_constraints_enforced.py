@@ -4,7 +4,7 @@ build, rebuild or incremental load whose rows violate them fails and leaves the 
 (primary_key, foreign_key, unique) get dbt's warning, per the model's own file_format."""
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import get_connection, run_dbt, run_dbt_and_capture
 
 DELTA_TABLE = """
 {{ config(materialized='table') }}
@@ -180,7 +180,8 @@ class TestIcebergNotNullHolds:
         assert _rows(project, relation) == [(1, "first")]
         columns = project.run_sql(f"describe table {relation}", fetch="all")
         # NOT NULL is in the Iceberg schema: later writes are checked by the table itself
-        schema_json = project.adapter.schema_json(f"select * from {relation}")
+        with get_connection(project.adapter):  # run_dbt closed (Connect: stopped) the last one
+            schema_json = project.adapter.schema_json(f"select * from {relation}")
         nullable = {f["name"]: f["nullable"] for f in schema_json["fields"]}
         assert nullable == {"id": False, "tag": True}, columns
 
