@@ -144,8 +144,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--token",
         default=None,
-        help="connect: the bearer token clients must send (default: $%s, else none)"
-        % CONNECT_TOKEN_ENV,
+        help=f"connect: the bearer token clients must send (default: ${CONNECT_TOKEN_ENV})",
     )
     args = parser.parse_args(argv)
     token = args.token or (os.environ.get(CONNECT_TOKEN_ENV) if args.kind == "connect" else None)
