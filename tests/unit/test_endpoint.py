@@ -67,7 +67,9 @@ def test_connect_profile_keys_reach_url_endpoint_and_retries() -> None:
         connect_timeout=3,
     )
     assert creds.connect_url == "sc://spark.example.com:15003/;token=SECRET;use_ssl=true"
-    assert endpoint_of(creds).label == "spark_contracts method connect, sc://spark.example.com:15003"
+    assert (
+        endpoint_of(creds).label == "spark_contracts method connect, sc://spark.example.com:15003"
+    )
     from dbt.adapters.spark_contracts.remote import retry_settings
 
     settings = retry_settings(creds)

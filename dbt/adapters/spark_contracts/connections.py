@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional
@@ -42,6 +43,27 @@ def _set_sql(key: str, value: Optional[str]) -> str:
     if value is None:
         return f"reset {_quoted(key)}"
     return f"set {_quoted(key)}={_quoted(value)}"
+
+
+class SerializedThriftClient:
+    """PyHive's thrift client of one connection, one call at a time. dbt's cancel (Ctrl-C)
+    sends CancelOperation from the main thread on the socket the running statement's thread
+    polls on; two calls interleaved on one socket would read each other's answers."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attribute(*args, **kwargs)
+
+        return call
 
 
 class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
@@ -155,6 +177,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
                     query_retries=handle.query_retries,
                 )
                 connection.handle = handle
+                if hasattr(handle.handle, "_client"):  # a PyHive connection
+                    handle.handle._client = SerializedThriftClient(handle.handle._client)
                 if creds.method == ContractsConnectionMethod.THRIFT:
                     handle.apply_session_parameters(creds.server_side_parameters)
             return connection

@@ -11,6 +11,7 @@ import re
 from contextlib import contextmanager
 from typing import Iterator, Tuple, Type
 
+from dbt.adapters.exceptions import FailedToConnectError
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.core.config import ConfigError
@@ -233,7 +234,10 @@ def _first_line(exc: BaseException) -> str:
 
 def to_dbt_error(exc: BaseException) -> DbtRuntimeError:
     """dbt's error for `exc`, raised while running a statement."""
-    if isinstance(exc, DbtRuntimeError) and not isinstance(exc, ConnectionLostError):
+    if isinstance(exc, DbtRuntimeError) and not isinstance(
+        exc, (ConnectionLostError, FailedToConnectError)
+    ):
+        # dbt-spark's thrift wrapper raises DbtRuntimeError from a broken transport
         if exc.__cause__ is not None and is_connection_error(exc.__cause__):
             return ConnectionLostError(connection_error_detail(exc.__cause__))
     if isinstance(exc, DbtDatabaseError):
