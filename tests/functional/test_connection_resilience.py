@@ -87,9 +87,9 @@ class Server:
     def running_jobs(self) -> List[Dict[str, Any]]:
         """The jobs the server's SparkContext runs now (Spark's REST API)."""
         base = f"http://localhost:{self.ui_port}/api/v1/applications"
-        with urllib.request.urlopen(base, timeout=10) as response:
+        with urllib.request.urlopen(base, timeout=60) as response:
             app = json.load(response)[0]["id"]
-        with urllib.request.urlopen(f"{base}/{app}/jobs?status=running", timeout=10) as response:
+        with urllib.request.urlopen(f"{base}/{app}/jobs?status=running", timeout=60) as response:
             return list(json.load(response))
 
 

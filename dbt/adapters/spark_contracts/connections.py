@@ -26,7 +26,11 @@ from dbt.adapters.spark_contracts.cursor import (
     SparkSessionConnectionWrapper,
     SparkSessionHandle,
 )
-from dbt.adapters.spark_contracts.errors import ConnectionLostError, to_dbt_error
+from dbt.adapters.spark_contracts.errors import (
+    ConnectionLostError,
+    to_dbt_error,
+    transport_error_classes,
+)
 from dbt.adapters.spark_contracts.remote import connect_failure, endpoint_of, new_connect_session
 from dbt.adapters.spark_contracts.schema_io import describe_json_to_json, describe_rows_to_json
 
@@ -106,9 +110,17 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         if self._cursor is not None:
             try:
                 self._cursor.close()
-            except OSError as exc:
+            except (OSError, *transport_error_classes()) as exc:
                 logger.debug(f"Exception while closing cursor: {exc}")
             self._cursor = None
+
+    def close(self) -> None:
+        """dbt closes the connection after a model, also after the server went away: that
+        model's error (ConnectionLostError) is the one reported, not the failed goodbye."""
+        try:
+            super().close()
+        except transport_error_classes() as exc:
+            logger.debug(f"Exception while closing the connection: {exc}")
 
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """The output schema of `sql` as Spark's JSON schema; the server analyses, not runs, it.

@@ -185,7 +185,7 @@ def _grpc_code_name(exc: BaseException) -> str:
     return str(getattr(code, "name", "") or "")
 
 
-def _transport_error_classes() -> Tuple[Type[BaseException], ...]:
+def transport_error_classes() -> Tuple[Type[BaseException], ...]:
     """Exceptions of a broken thrift transport (PyHive over a socket or HTTP)."""
     classes: list[Type[BaseException]] = [EOFError, ConnectionError, TimeoutError]
     try:
@@ -202,7 +202,7 @@ def is_connection_error(exc: BaseException) -> bool:
     for seen in _chain(exc):
         if _grpc_code_name(seen) in _GRPC_CONNECTION_CODES:
             return True
-        if isinstance(seen, _transport_error_classes()):
+        if isinstance(seen, transport_error_classes()):
             return True
     return False
 
@@ -221,7 +221,7 @@ def connection_error_detail(exc: BaseException) -> str:
                     text = str(inner_details())
                     break
             return f"{name}: {text}"
-        if isinstance(seen, _transport_error_classes()):
+        if isinstance(seen, transport_error_classes()):
             return f"{type(seen).__name__}: {_first_line(seen) or 'connection closed'}"
     return f"{type(exc).__name__}: {_first_line(exc)}"
 
