@@ -253,7 +253,39 @@ EVAL_MODELS = {
 }
 
 
-@pytest.mark.profile("session")  # counts in this process's SparkContext
+@pytest.fixture
+def model_evaluations(request, monkeypatch, tmp_path):
+    """`probe_eval(x)` in every dbt thread's session, counting its calls. `session`: an
+    accumulator of the process's SparkContext (test_run_path.evaluations). `connect`: a Python
+    UDF the Connect client sends with the plan; it runs in the server's Python workers (on this
+    machine) and appends one byte per call to a file the test reads."""
+    profile = request.config.getoption("--profile")
+    if profile == "session":
+        return request.getfixturevalue("evaluations")
+    from dbt.adapters.spark_contracts import connections
+
+    calls = tmp_path / "probe_eval_calls"
+    calls.write_bytes(b"")
+    original = connections.new_connect_session
+
+    def with_probe(creds):
+        session = original(creds)
+        path = str(calls)
+
+        def probe(x):
+            with open(path, "ab") as out:
+                out.write(b"1")
+            return x
+
+        session.udf.register("probe_eval", probe, "bigint")
+        return session
+
+    monkeypatch.setattr(connections, "new_connect_session", with_probe)
+    return lambda: calls.stat().st_size
+
+
+# thrift cannot run Python models at all (test_sql_only_methods_refuse_python_models_at_parse)
+@pytest.mark.profile("session", "connect")
 class TestPythonModelEvaluatedOnce:
     @pytest.fixture(scope="class")
     def models(self):
@@ -263,10 +295,10 @@ class TestPythonModelEvaluatedOnce:
         }
 
     @pytest.mark.parametrize("name", list(EVAL_MODELS))
-    def test_dataframe_evaluated_once_per_run(self, project, evaluations, name):  # noqa: F811
-        before = evaluations()
+    def test_dataframe_evaluated_once_per_run(self, project, model_evaluations, name):
+        before = model_evaluations()
         run_dbt(["run", "--select", name])
-        assert evaluations() - before == 1, "the first build evaluates the DataFrame once"
+        assert model_evaluations() - before == 1, "the first build evaluates the DataFrame once"
         config, _, v2 = EVAL_MODELS[name]
         write_file(
             py_model(config, PROBED.format(rows=ROWS, n=v2)),
@@ -274,9 +306,9 @@ class TestPythonModelEvaluatedOnce:
             "models",
             f"{name}.py",
         )
-        before = evaluations()
+        before = model_evaluations()
         results = run_dbt(["run", "--select", name])
-        assert evaluations() - before == ROWS, (name, evaluations() - before)
+        assert model_evaluations() - before == ROWS, (name, model_evaluations() - before)
         relation = f"{project.test_schema}.{name}"
         if name == "py_eval_discard_row":
             assert results[0].adapter_response["rows_discarded"] == ROWS // 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional
@@ -25,50 +26,15 @@ from dbt.adapters.spark_contracts.cursor import (
     SparkSessionConnectionWrapper,
     SparkSessionHandle,
 )
-from dbt.adapters.spark_contracts.errors import to_dbt_error
+from dbt.adapters.spark_contracts.errors import (
+    ConnectionLostError,
+    to_dbt_error,
+    transport_error_classes,
+)
+from dbt.adapters.spark_contracts.remote import connect_failure, endpoint_of, new_connect_session
 from dbt.adapters.spark_contracts.schema_io import describe_json_to_json, describe_rows_to_json
 
 logger = AdapterLogger("SparkContracts")
-
-
-def _new_connect_session(creds: SparkContractsCredentials, url: str) -> Any:
-    from pyspark.sql import SparkSession
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-
-    # `create`, not `getOrCreate`: the latter hands back any default session of the process,
-    # whatever its URL.
-    session = SparkSession.builder.remote(url).create()
-    client = session.client
-    policies = client.get_retry_policies()
-    # Talk to the server once now, so a wrong URL or a stopped server fails on open; with the
-    # client's own retry policy that takes more than 10 minutes, so probe with a short one.
-    client.set_retry_policies(
-        [
-            DefaultPolicy(
-                max_retries=max(3, creds.connect_retries),
-                max_backoff=max(1, creds.connect_timeout) * 1000,
-            )
-        ]
-    )
-    try:
-        version = session.version
-    except Exception as exc:
-        session.stop()
-        cause = exc.__cause__ or exc.__context__
-        detail = f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
-        raise FailedToConnectError(
-            f"Could not reach the Spark Connect server at {url.split('/;')[0]}: {detail}. "
-            "Is it running (`python -m dbt.adapters.spark_contracts.servers connect`)?"
-        ) from exc
-    finally:
-        client.set_retry_policies(policies)
-    logger.debug(f"Spark Connect: {url.split('/;')[0]} runs Spark {version}")
-    for key, value in creds.server_side_parameters.items():
-        try:
-            session.conf.set(key, value)
-        except Exception as exc:  # static confs belong to the server
-            logger.debug(f"Spark Connect: could not set {key}: {exc}")
-    return session
 
 
 def _quoted(text: str) -> str:
@@ -81,6 +47,27 @@ def _set_sql(key: str, value: Optional[str]) -> str:
     if value is None:
         return f"reset {_quoted(key)}"
     return f"set {_quoted(key)}={_quoted(value)}"
+
+
+class SerializedThriftClient:
+    """PyHive's thrift client of one connection, one call at a time. dbt's cancel (Ctrl-C)
+    sends CancelOperation from the main thread on the socket the running statement's thread
+    polls on; two calls interleaved on one socket would read each other's answers."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attribute(*args, **kwargs)
+
+        return call
 
 
 class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
@@ -123,9 +110,17 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         if self._cursor is not None:
             try:
                 self._cursor.close()
-            except OSError as exc:
+            except (OSError, *transport_error_classes()) as exc:
                 logger.debug(f"Exception while closing cursor: {exc}")
             self._cursor = None
+
+    def close(self) -> None:
+        """dbt closes the connection after a model, also after the server went away: that
+        model's error (ConnectionLostError) is the one reported, not the failed goodbye."""
+        try:
+            super().close()
+        except transport_error_classes() as exc:
+            logger.debug(f"Exception while closing the connection: {exc}")
 
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """The output schema of `sql` as Spark's JSON schema; the server analyses, not runs, it.
@@ -179,9 +174,12 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             config = creds.embedded_config()
             factory = lambda: embedded.thread_session(config)  # noqa: E731
         elif creds.method == ContractsConnectionMethod.CONNECT:
-            factory = lambda: _new_connect_session(creds, creds.connect_url)  # noqa: E731
+            factory = lambda: new_connect_session(creds)  # noqa: E731
         else:
-            connection = super().open(connection)
+            try:
+                connection = super().open(connection)
+            except Exception as exc:
+                raise connect_failure(endpoint_of(creds), exc) from exc
             handle = connection.handle
             if type(handle) is PyhiveConnectionWrapper:  # thrift, http; not odbc's subclass
                 handle = ContractsPyhiveConnectionWrapper(
@@ -191,6 +189,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
                     query_retries=handle.query_retries,
                 )
                 connection.handle = handle
+                if hasattr(handle.handle, "_client"):  # a PyHive connection
+                    handle.handle._client = SerializedThriftClient(handle.handle._client)
                 if creds.method == ContractsConnectionMethod.THRIFT:
                     handle.apply_session_parameters(creds.server_side_parameters)
             return connection
@@ -201,6 +201,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         except Exception as exc:
             if isinstance(exc, DbtRuntimeError):
                 raise
+            if creds.method == ContractsConnectionMethod.CONNECT:
+                raise connect_failure(endpoint_of(creds), exc) from exc
             raise FailedToConnectError(f"Could not start Spark ({creds.method}): {exc}") from exc
         handle = SparkSessionHandle(lambda: session, dict(creds.server_side_parameters))
         connection.handle = SparkSessionConnectionWrapper(handle)
@@ -216,10 +218,21 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             yield
         except Exception as exc:
             error = to_dbt_error(exc)
+            if isinstance(error, ConnectionLostError):
+                connection = self.get_if_exists()
+                if connection is not None:
+                    error = error.at(endpoint_of(connection.credentials).label)  # type: ignore[arg-type]
             logger.debug(f"Error while running:\n{sql}\n{type(error).__name__}: {error.msg}")
             if error is exc:
                 raise
             raise error from exc
+
+    def cancel(self, connection: Connection) -> None:
+        """Interrupt what `connection` runs on the server (dbt's cancel, Ctrl-C): a session's
+        operations by `interruptAll` of that connection's own session; thrift's statement by
+        dbt-spark's cursor cancel."""
+        logger.debug(f"Cancelling {connection.name} ({endpoint_of(connection.credentials).label})")  # type: ignore[arg-type]
+        connection.handle.cancel()
 
     @classmethod
     def get_response(cls, cursor: Any) -> AdapterResponse:

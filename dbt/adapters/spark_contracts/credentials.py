@@ -12,6 +12,11 @@ from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
+from dbt.adapters.spark_contracts.core.config import ConfigError
+from dbt.adapters.spark_contracts.core.endpoint import (
+    CONNECT_DEFAULT_RETRIES,
+    connect_retry_settings,
+)
 from dbt.adapters.spark_contracts.session import (
     DEFAULT_ICEBERG_CATALOG,
     DEFAULT_WAREHOUSE_DIR,
@@ -86,6 +91,9 @@ class SparkContractsCredentials(SparkCredentials):
             )
         if data.get("method") is None:
             data["method"] = ContractsConnectionMethod.SESSION.value
+        if data["method"] == ContractsConnectionMethod.CONNECT.value:
+            # dbt-spark's default (no retry) would fail a run on the first dropped stream
+            data.setdefault("connect_retries", CONNECT_DEFAULT_RETRIES)
         methods = [m.value for m in ContractsConnectionMethod]
         if data["method"] not in methods:
             raise DbtRuntimeError(
@@ -126,6 +134,10 @@ class SparkContractsCredentials(SparkCredentials):
             )
         if self.schema is None:
             raise DbtRuntimeError("Must specify `schema` in profile")
+        try:
+            connect_retry_settings(self.connect_retries, self.connect_timeout)
+        except ConfigError as exc:
+            raise DbtRuntimeError(str(exc)) from exc
         try:
             import grpc  # noqa: F401
             import pyspark.sql.connect  # noqa: F401

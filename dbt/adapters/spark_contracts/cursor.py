@@ -8,11 +8,13 @@ import logging
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 
 from dbt.adapters.spark_contracts.errors import is_spark_error, to_dbt_error
 
 SessionFactory = Callable[[], Any]
+logger = AdapterLogger("SparkContracts")
 OBSERVATION_TIMEOUT_S = 10.0
 
 # PySpark logs every failed statement as a JSON stack trace on stderr; dbt reports the error
@@ -108,6 +110,13 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
         session = self.handle.cursor().session
         if type(session).__module__.startswith("pyspark.sql.connect"):
             session.stop()
+
+    def cancel(self) -> None:
+        """Interrupt every operation this connection's own session runs (dbt-spark's session
+        wrapper cannot cancel). Other connections have sessions of their own."""
+        session = self.handle.cursor().session
+        interrupted = session.interruptAll()
+        logger.debug(f"Interrupted operations: {interrupted}")
 
     def can_observe(self) -> bool:
         """A Connect client does not receive metrics observed in a statement it sends as SQL."""

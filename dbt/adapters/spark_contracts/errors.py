@@ -11,6 +11,7 @@ import re
 from contextlib import contextmanager
 from typing import Iterator, Tuple, Type
 
+from dbt.adapters.exceptions import FailedToConnectError
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.core.config import ConfigError
@@ -134,14 +135,119 @@ def spark_error_message(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+class ConnectionLostError(DbtRuntimeError):
+    """The connection to the server broke (or the server went away) while a statement ran.
+    `endpoint` names the method and server once the connection manager knows them."""
+
+    def __init__(self, detail: str, endpoint: str = "") -> None:
+        self.detail = detail
+        self.endpoint = endpoint
+        prefix = f"{endpoint}: " if endpoint else ""
+        super().__init__(f"{prefix}lost the connection to the server: {detail}")
+
+    def at(self, endpoint: str) -> ConnectionLostError:
+        return self if self.endpoint else ConnectionLostError(self.detail, endpoint)
+
+
+# gRPC status codes that mean "no (usable) connection to the server", not "the server refused
+# the statement". UNAVAILABLE is what the client raises once its retries are used up.
+_GRPC_CONNECTION_CODES = (
+    "UNAVAILABLE",
+    "UNAUTHENTICATED",
+    "PERMISSION_DENIED",
+    "DEADLINE_EXCEEDED",
+)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _grpc_code_name(exc: BaseException) -> str:
+    """The gRPC status code name of a Spark Connect client error or a raw gRPC error, or ''."""
+    code = None
+    getter = getattr(exc, "getGrpcStatusCode", None)  # pyspark's SparkConnectGrpcException
+    if callable(getter):
+        code = getter()
+    else:
+        try:
+            import grpc
+
+            if isinstance(exc, grpc.RpcError) and callable(getattr(exc, "code", None)):
+                code = exc.code()  # type: ignore[attr-defined]
+        except ImportError:
+            return ""
+    return str(getattr(code, "name", "") or "")
+
+
+def transport_error_classes() -> Tuple[Type[BaseException], ...]:
+    """Exceptions of a broken thrift transport (PyHive over a socket or HTTP)."""
+    classes: list[Type[BaseException]] = [EOFError, ConnectionError, TimeoutError]
+    try:
+        from thrift.transport.TTransport import TTransportException
+
+        classes.append(TTransportException)
+    except ImportError:
+        pass
+    return tuple(classes)
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """`exc` (or what it wraps) says the server cannot be reached or dropped the connection."""
+    for seen in _chain(exc):
+        if _grpc_code_name(seen) in _GRPC_CONNECTION_CODES:
+            return True
+        if isinstance(seen, transport_error_classes()):
+            return True
+    return False
+
+
+def connection_error_detail(exc: BaseException) -> str:
+    """One line on why a connection failed: the gRPC status and its details, or the transport
+    error, without the client's debug dump."""
+    for seen in _chain(exc):
+        name = _grpc_code_name(seen)
+        if name in _GRPC_CONNECTION_CODES:
+            details = getattr(seen, "details", None)
+            text = str(details() if callable(details) else "") or _first_line(seen)
+            for inner in _chain(seen):  # the raw gRPC error carries the details
+                inner_details = getattr(inner, "details", None)
+                if callable(inner_details) and inner_details():
+                    text = str(inner_details())
+                    break
+            return f"{name}: {text}"
+        if isinstance(seen, transport_error_classes()):
+            return f"{type(seen).__name__}: {_first_line(seen) or 'connection closed'}"
+    return f"{type(exc).__name__}: {_first_line(exc)}"
+
+
+def _first_line(exc: BaseException) -> str:
+    message = getattr(exc, "msg", None) or getattr(exc, "message", None) or str(exc)
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
 def to_dbt_error(exc: BaseException) -> DbtRuntimeError:
     """dbt's error for `exc`, raised while running a statement."""
+    if isinstance(exc, DbtRuntimeError) and not isinstance(
+        exc, (ConnectionLostError, FailedToConnectError)
+    ):
+        # dbt-spark's thrift wrapper raises DbtRuntimeError from a broken transport
+        if exc.__cause__ is not None and is_connection_error(exc.__cause__):
+            return ConnectionLostError(connection_error_detail(exc.__cause__))
     if isinstance(exc, DbtDatabaseError):
         # dbt-spark's thrift wrapper raises these with the server's message, stack included
         exc.msg = without_java_frames(str(exc.msg))
         return exc
     if isinstance(exc, DbtRuntimeError):
         return exc
+    if is_connection_error(exc):
+        return ConnectionLostError(connection_error_detail(exc))
     if is_database_error(exc):
         return DbtDatabaseError(without_java_frames(spark_error_message(exc)))
     return DbtRuntimeError(str(exc))

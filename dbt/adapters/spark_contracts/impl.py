@@ -225,7 +225,8 @@ class SparkContractsAdapter(SparkAdapter):
             raise DbtRuntimeError(
                 f"connection method {self.config.credentials.method} cannot analyse a query's schema"
             )
-        return handle.schema_json(sql)
+        with self.connections.exception_handler(sql):
+            return handle.schema_json(sql)
 
     def _fetch_rows(self, sql: str) -> List[Tuple[Any, ...]]:
         _, table = self.execute(sql, fetch=True)
@@ -889,11 +890,15 @@ class _ConnectionSpark:
     def set_conf(self, key: str, value: Optional[str]) -> None:
         handle = self._handle()
         if hasattr(handle, "set_conf"):
-            handle.set_conf(key, value)
+            with self._adapter.connections.exception_handler(f"set {key}"):
+                handle.set_conf(key, value)
 
     def get_conf(self, key: str) -> Optional[str]:
         handle = self._handle()
-        return handle.get_conf(key) if hasattr(handle, "get_conf") else None
+        if not hasattr(handle, "get_conf"):
+            return None
+        with self._adapter.connections.exception_handler(f"get {key}"):
+            return handle.get_conf(key)
 
     def can_observe(self) -> bool:
         handle = self._handle()

@@ -2,6 +2,7 @@
 like the embedded session (Delta, Iceberg catalog, warehouse, jars).
 
     python -m dbt.adapters.spark_contracts.servers thrift --port 10000 --warehouse-dir ./wh
+    python -m dbt.adapters.spark_contracts.servers connect --port 15002 --token s3cret
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
@@ -23,6 +24,9 @@ MAIN_CLASSES = {
     "thrift": "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
     "connect": "org.apache.spark.sql.connect.service.SparkConnectServer",
 }
+
+# Spark Connect's server reads `spark.connect.authenticate.token` from this variable too.
+CONNECT_TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 
 
 def free_port() -> int:
@@ -47,12 +51,14 @@ class LocalServer:
                 self.process.kill()
 
 
-def server_command(kind: str, port: int, config: EmbeddedSparkConfig) -> list[str]:
+def server_command(
+    kind: str, port: int, config: EmbeddedSparkConfig, extra_conf: Optional[Dict[str, str]] = None
+) -> list[str]:
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
     command = [str(spark_home / "bin" / "spark-submit"), "--class", MAIN_CLASSES[kind]]
-    conf = config.spark_conf()
+    conf = {**config.spark_conf(), **(extra_conf or {})}
     if config.jars_dir is not None:
         # `spark.jars` alone is not enough for a server: the thrift server resolves data sources
         # (`USING delta`) through a class loader that does not see them. Put the jars on the
@@ -80,11 +86,18 @@ def start(
     port: Optional[int] = None,
     jars_dir: Optional[str] = None,
     timeout: float = 180.0,
+    token: Optional[str] = None,
+    conf: Optional[Dict[str, str]] = None,
 ) -> LocalServer:
-    """Start a server and wait until its port accepts connections."""
+    """Start a server and wait until its port accepts connections. `token` (connect only):
+    clients must send it as their bearer token (`sc://host/;token=...`), Spark's
+    `spark.connect.authenticate.token`, handed over in the environment, not the command line.
+    `conf`: Spark settings over the embedded session's (e.g. `spark.ui.enabled`)."""
     check_java()
     if kind not in MAIN_CLASSES:
         raise ValueError(f"server kind {kind!r}: allowed are {', '.join(MAIN_CLASSES)}")
+    if token is not None and kind != "connect":
+        raise ValueError("--token is for the connect server only")
     port = port or free_port()
     warehouse = Path(warehouse_dir).resolve()
     config = EmbeddedSparkConfig(
@@ -96,9 +109,14 @@ def start(
     config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
     log_path = warehouse / f"{kind}-server-{port}.log"
     env = dict(os.environ, SPARK_HOME=str(Path(__import__("pyspark").__file__).parent))
+    env.pop(CONNECT_TOKEN_ENV, None)
+    # Python UDFs a Connect client sends run in workers of this Python (pyspark, same version)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    if token is not None:
+        env[CONNECT_TOKEN_ENV] = token
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            server_command(kind, port, config),
+            server_command(kind, port, config, conf),
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=warehouse,
@@ -123,8 +141,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--warehouse-dir", default="spark-warehouse")
     parser.add_argument("--jars-dir", default=None)
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=f"connect: the bearer token clients must send (default: ${CONNECT_TOKEN_ENV})",
+    )
     args = parser.parse_args(argv)
-    server = start(args.kind, args.warehouse_dir, args.port, args.jars_dir)
+    token = args.token or (os.environ.get(CONNECT_TOKEN_ENV) if args.kind == "connect" else None)
+    server = start(args.kind, args.warehouse_dir, args.port, args.jars_dir, token=token)
     print(f"{args.kind} server listening on localhost:{server.port} (log: {server.log_path})")
     try:
         server.process.wait()

@@ -1,0 +1,420 @@
+"""Connections over the wire, against a real local server (`--profile thrift` or `connect`), with
+dbt run as users run it (a `dbt` subprocess):
+
+- Ctrl-C (SIGINT) during a slow incremental load stops dbt within seconds, the server's job is
+  cancelled, the Delta table is as before (rows and history), and the next run works;
+- (connect) a TCP proxy that drops every connection in the middle of a load: the Connect client
+  retries and reattaches, the run succeeds and the rows are loaded exactly once;
+- a server lost in the middle of a run, a wrong port, a stopped server and (connect) a wrong or
+  missing token each give one dbt error naming the method and the server, no traceback.
+
+The module starts its own server (the connect one requires a token) with Spark's UI on, to see
+which jobs the server runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+import pytest
+import yaml
+
+from dbt.adapters.spark_contracts.servers import LocalServer, free_port, start
+
+pytestmark = pytest.mark.profile("thrift", "connect")
+
+TOKEN = "dbt-spark-contracts-test-token"
+SCHEMA = "resilience"
+# The slow load: PARTITIONS tasks sleeping SLEEP_MS per row, on the server's 2 cores or fewer.
+PARTITIONS = 40
+SLOW_ROWS = 2400
+SLOW_SLEEP_MS = 100  # 2400 rows x 100 ms / 2 cores: 120 s or more
+CANCEL_EXIT_S = 30.0
+
+INCREMENTAL = """
+{{ config(materialized='incremental', file_format='delta', incremental_strategy='append') }}
+{% if is_incremental() %}
+select id from range({{ var('start', 1000) }}, {{ var('start', 1000) }} + {{ var('rows', 0) }},
+                     1, {{ var('partitions', 1) }})
+where coalesce(reflect('java.lang.Thread', 'sleep', cast({{ var('sleep_ms', 0) }} as bigint)),
+               'slept') is not null
+{% else %}
+select id from range(0, 3)
+{% endif %}
+"""
+
+
+@dataclass
+class Server:
+    kind: str
+    port: int
+    ui_port: int
+    local: LocalServer
+
+    def query(self, sql: str, port: Optional[int] = None) -> List[tuple]:
+        """Rows of `sql`, through a client of the server's own kind."""
+        if self.kind == "connect":
+            from pyspark.sql import SparkSession
+
+            session = SparkSession.builder.remote(
+                f"sc://localhost:{port or self.port}/;token={TOKEN}"
+            ).create()
+            try:
+                return [tuple(r) for r in session.sql(sql).collect()]
+            finally:
+                session.stop()
+        from pyhive import hive
+
+        connection = hive.connect(host="localhost", port=port or self.port, username="dbt")
+        try:
+            cursor = connection.cursor()
+            cursor.execute(sql)
+            return [tuple(r) for r in cursor.fetchall()] if cursor.description else []
+        finally:
+            connection.close()
+
+    def running_jobs(self) -> List[Dict[str, Any]]:
+        """The jobs the server's SparkContext runs now (Spark's REST API)."""
+        base = f"http://localhost:{self.ui_port}/api/v1/applications"
+        with urllib.request.urlopen(base, timeout=60) as response:
+            app = json.load(response)[0]["id"]
+        with urllib.request.urlopen(f"{base}/{app}/jobs?status=running", timeout=60) as response:
+            return list(json.load(response))
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    kind = request.config.getoption("--profile")
+    ui_port = free_port()
+    local = start(
+        kind,
+        str(tmp_path_factory.mktemp("resilience_warehouse")),
+        token=TOKEN if kind == "connect" else None,
+        conf={"spark.ui.enabled": "true", "spark.ui.port": str(ui_port)},
+    )
+    try:
+        yield Server(kind, local.port, ui_port, local)
+    finally:
+        local.stop()
+
+
+class Proxy:
+    """A TCP proxy to `localhost:target`: `drop_all()` closes every open connection (the
+    server stays up); `stop()` also stops listening (the server is gone for the client)."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.port = int(self.listener.getsockname()[1])
+        self.accepted = 0
+        self._sockets: List[socket.socket] = []
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets += [client, upstream]
+                self.accepted += 1
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def drop_all(self) -> int:
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        return len(sockets) // 2
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=5)
+        self.listener.close()
+        self.drop_all()
+
+
+@pytest.fixture
+def proxy(server: Server) -> Iterator[Proxy]:
+    p = Proxy(server.port)
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+def target(server: Server, port: Optional[int] = None, **keys: Any) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"type": "spark_contracts", "schema": SCHEMA, "threads": 1}
+    out.update(method=server.kind, host="localhost", port=port or server.port)
+    if server.kind == "connect":
+        out["token"] = TOKEN
+    else:
+        out["user"] = "dbt"
+    out.update(keys)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class Project:
+    def __init__(self, root: Path, models: Dict[str, str]) -> None:
+        self.root = root
+        (root / "models").mkdir(parents=True)
+        for name, sql in models.items():
+            (root / "models" / name).write_text(sql)
+        (root / "dbt_project.yml").write_text(
+            yaml.safe_dump({"name": "resilience", "version": "1.0", "profile": "resilience"})
+        )
+
+    def command(self, profile: Dict[str, Any], *args: str) -> List[str]:
+        (self.root / "profiles.yml").write_text(
+            yaml.safe_dump({"resilience": {"target": "t", "outputs": {"t": profile}}})
+        )
+        dirs = ["--project-dir", str(self.root), "--profiles-dir", str(self.root)]
+        code = "import sys; from dbt.cli.main import cli; sys.argv[0] = 'dbt'; sys.exit(cli())"
+        return [sys.executable, "-c", code, *args, *dirs]
+
+    def run(
+        self, profile: Dict[str, Any], *args: str, timeout: float = 300
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.command(profile, *args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=self.root,
+            env=_env(),
+        )
+
+    def start(self, profile: Dict[str, Any], *args: str) -> subprocess.Popen:
+        out = open(self.root / "dbt-output.txt", "w")
+        return subprocess.Popen(
+            self.command(profile, *args),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=self.root,
+            env=_env(),
+            start_new_session=True,
+        )
+
+    def output(self) -> str:
+        return (self.root / "dbt-output.txt").read_text()
+
+
+def _env() -> Dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env.pop("SPARK_CONNECT_LOG_LEVEL", None)
+    return env
+
+
+def _vars(**values: Any) -> str:
+    return json.dumps(values)
+
+
+def wait_for_slow_job(server: Server, process: subprocess.Popen, tasks: int) -> None:
+    """Until the server runs a job of `tasks` tasks (the slow load); only the load runs the
+    model's query, so no other job of the run has that many."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "dbt ended before the load started"
+        if any(job.get("numTasks") == tasks for job in server.running_jobs()):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"no running job of {tasks} tasks on the server")
+
+
+def wait_until_idle(server: Server, timeout: float = 30) -> List[Dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    jobs = server.running_jobs()
+    while jobs and time.monotonic() < deadline:
+        time.sleep(0.5)
+        jobs = server.running_jobs()
+    return jobs
+
+
+def delta_state(server: Server, relation: str) -> tuple:
+    rows = sorted(server.query(f"select id from {relation}"))
+    versions = [r[0] for r in server.query(f"describe history {relation}")]
+    return rows, max(versions)
+
+
+def assert_no_traceback(output: str) -> None:
+    for marker in ("Traceback (most recent call last)", "\tat org.", "\tat java."):
+        assert marker not in output, output
+
+
+def label(server: Server, port: int) -> str:
+    address = f"sc://localhost:{port}" if server.kind == "connect" else f"localhost:{port}"
+    return f"spark_contracts method {server.kind}, {address}"
+
+
+def test_ctrl_c_cancels_the_load_on_the_server(server: Server, tmp_path: Path) -> None:
+    project = Project(tmp_path / "p", {"slow_inc.sql": INCREMENTAL})
+    profile = target(server)
+    first = project.run(profile, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    relation = f"{SCHEMA}.slow_inc"
+    before = delta_state(server, relation)
+    assert before[0] == [(0,), (1,), (2,)]
+
+    slow = _vars(rows=SLOW_ROWS, partitions=PARTITIONS, sleep_ms=SLOW_SLEEP_MS)
+    process = project.start(profile, "run", "--vars", slow)
+    try:
+        wait_for_slow_job(server, process, PARTITIONS)
+        time.sleep(2)  # the load statement is well under way
+        interrupted = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+        took = time.monotonic() - interrupted
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = project.output()
+    assert process.returncode != 0, output
+    assert took < CANCEL_EXIT_S, f"dbt took {took:.0f}s to stop after Ctrl-C:\n{output}"
+    assert "CANCEL query model.resilience.slow_inc" in output, output
+    # dbt itself prints the KeyboardInterrupt's traceback (any adapter); none of the adapter,
+    # pyspark, gRPC or the JVM
+    assert "KeyboardInterrupt" in output, output
+    for frame in ("spark_contracts", "pyspark", "grpc", "pyhive", "\tat org."):
+        assert frame not in output.split("Encountered an error:")[-1], output
+    # the server no longer runs the load, and the table is as it was (no new Delta commit)
+    assert wait_until_idle(server) == []
+    assert delta_state(server, relation) == before
+
+    again = project.run(profile, "run", "--vars", _vars(rows=2))
+    assert again.returncode == 0, again.stdout + again.stderr
+    rows, version = delta_state(server, relation)
+    assert rows == [(0,), (1,), (2,), (1000,), (1001,)]
+    assert version == before[1] + 1
+
+
+@pytest.mark.profile("connect")
+def test_connect_retries_a_dropped_connection_and_loads_once(
+    server: Server, proxy: Proxy, tmp_path: Path
+) -> None:
+    project = Project(tmp_path / "p", {"reload_once.sql": INCREMENTAL})
+    profile = target(server, port=proxy.port, connect_retries=5, connect_timeout=2)
+    first = project.run(profile, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    relation = f"{SCHEMA}.reload_once"
+
+    partitions, rows = 8, 400  # 400 x 50 ms on 2 cores: about 10 s
+    process = project.start(
+        profile, "run", "--vars", _vars(rows=rows, partitions=partitions, sleep_ms=50)
+    )
+    try:
+        wait_for_slow_job(server, process, partitions)
+        accepted = proxy.accepted
+        assert proxy.drop_all() >= 1  # every connection of the run, mid-load
+        process.wait(timeout=240)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = project.output()
+    assert process.returncode == 0, output
+    assert proxy.accepted > accepted, "the client did not reconnect after the drop"
+    loaded = sorted(r[0] for r in server.query(f"select id from {relation}"))
+    assert loaded == [0, 1, 2] + list(range(1000, 1000 + rows))  # exactly once
+
+
+def test_server_lost_in_the_middle_of_a_run(server: Server, proxy: Proxy, tmp_path: Path) -> None:
+    project = Project(tmp_path / "p", {"lost.sql": INCREMENTAL})
+    profile = target(server, port=proxy.port, connect_retries=1, connect_timeout=1)
+    first = project.run(profile, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+
+    process = project.start(profile, "run", "--vars", _vars(rows=400, partitions=8, sleep_ms=50))
+    try:
+        wait_for_slow_job(server, process, 8)
+        proxy.stop()  # the server is gone for dbt
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = project.output()
+    assert process.returncode == 1, output
+    assert f"{label(server, proxy.port)}: lost the connection to the server" in output, output
+    assert_no_traceback(output)
+
+    # and the stopped server (nothing listens there any more) on the next run
+    again = project.run(profile, "run")
+    assert again.returncode != 0
+    text = again.stdout + again.stderr
+    assert f"{label(server, proxy.port)}: could not connect" in text, text
+    assert_no_traceback(text)
+
+
+@pytest.mark.parametrize("command", ["run", "debug"])
+def test_wrong_port_is_one_error_naming_method_and_server(
+    server: Server, tmp_path: Path, command: str
+) -> None:
+    port = free_port()
+    project = Project(tmp_path / "p", {"m.sql": "select 1 as id"})
+    result = project.run(target(server, port=port), command, timeout=120)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0, text
+    assert text.count(f"{label(server, port)}: could not connect") == 1, text
+    assert_no_traceback(text)
+
+
+@pytest.mark.profile("connect")
+@pytest.mark.parametrize("token", ["wrong-token", None])
+def test_connect_token(server: Server, tmp_path: Path, token: Optional[str]) -> None:
+    project = Project(tmp_path / "p", {"m.sql": "select 1 as id"})
+    refused = project.run(target(server, token=token), "run", timeout=120)
+    text = refused.stdout + refused.stderr
+    assert refused.returncode != 0, text
+    assert f"{label(server, server.port)}: could not connect: UNAUTHENTICATED" in text, text
+    assert TOKEN not in text and "wrong-token" not in text
+    assert_no_traceback(text)
+
+    accepted = project.run(target(server), "run", timeout=120)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert server.query(f"select id from {SCHEMA}.m") == [(1,)]
