@@ -211,9 +211,7 @@ def master_command(port: int, web_ui_port: int) -> list[str]:
     ]
 
 
-def worker_command(
-    master_url: str, web_ui_port: int, work_dir: Path, sizing: Sizing
-) -> list[str]:
+def worker_command(master_url: str, web_ui_port: int, work_dir: Path, sizing: Sizing) -> list[str]:
     spark_class = str(spark_home() / "bin" / "spark-class")
     return [
         spark_class,
@@ -377,7 +375,9 @@ def start(
         for index, web_port in enumerate(cluster.worker_web_ui_ports, start=1):
             part = f"worker-{index}"
             work = directory / "work" / part
-            starter.launch(part, worker_command(cluster.master_url, web_port, work, sizing), WORKER_CLASS)
+            starter.launch(
+                part, worker_command(cluster.master_url, web_port, work, sizing), WORKER_CLASS
+            )
 
         def registered() -> bool:
             state = starter.cluster.master_state()
@@ -395,7 +395,9 @@ def start(
                 port,
                 config,
                 host=HOST,
-                extra_conf=cluster_conf(kind, cluster.master_url, cluster.derby_port, "metastore", sizing),
+                extra_conf=cluster_conf(
+                    kind, cluster.master_url, cluster.derby_port, "metastore", sizing
+                ),
                 extra_class_path=[extra["derbyclient"]],
             )
             server = starter.launch(kind, command, MAIN_CLASSES[kind])
