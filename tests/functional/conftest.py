@@ -11,7 +11,6 @@ from typing import Optional
 import pytest
 
 from dbt.adapters.spark_contracts.cluster import Cluster
-
 from tests.functional.servers import start_local_server
 
 pytest_plugins = ["dbt.tests.fixtures.project"]

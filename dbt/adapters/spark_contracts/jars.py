@@ -86,7 +86,8 @@ def jar_paths(jars_dir: Path, jars: Sequence[MavenJar] = REQUIRED_JARS) -> list[
 def cluster_jar_paths(jars_dir: Path) -> dict[str, Path]:
     """The jars only the local cluster needs (by artifact), checked like `jar_paths`."""
     return {
-        jar.artifact: path for jar, path in zip(CLUSTER_JARS, jar_paths(jars_dir, CLUSTER_JARS))
+        jar.artifact: path
+        for jar, path in zip(CLUSTER_JARS, jar_paths(jars_dir, CLUSTER_JARS), strict=True)
     }
 
 
