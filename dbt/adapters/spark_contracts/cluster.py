@@ -8,6 +8,7 @@ on it as two applications that share the metastore and the warehouse.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.procs import (
@@ -125,13 +126,13 @@ class Cluster:
             ]
         return "\n".join(lines) + "\n"
 
-    def master_state(self, timeout: float = 5.0) -> dict:
+    def master_state(self, timeout: float = 5.0) -> Dict[str, Any]:
         """The master's JSON (workers, applications)."""
         url = f"http://{HOST}:{self.master_web_ui_port}/json"
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return dict(json.load(response))
 
-    def worker_state(self, index: int, timeout: float = 5.0) -> dict:
+    def worker_state(self, index: int, timeout: float = 5.0) -> Dict[str, Any]:
         """Worker `index` (1-based)'s JSON (its executors)."""
         url = f"http://{HOST}:{self.worker_web_ui_ports[index - 1]}/json"
         with urllib.request.urlopen(url, timeout=timeout) as response:
@@ -381,7 +382,8 @@ def start(
 
         def registered() -> bool:
             state = starter.cluster.master_state()
-            return sum(w["state"] == "ALIVE" for w in state["workers"]) == sizing.workers
+            alive = sum(w["state"] == "ALIVE" for w in state["workers"])
+            return bool(alive == sizing.workers)
 
         part = "workers"
         starter.wait(master, f"{sizing.workers} registered workers", registered)
@@ -401,7 +403,7 @@ def start(
                 extra_class_path=[extra["derbyclient"]],
             )
             server = starter.launch(kind, command, MAIN_CLASSES[kind])
-            starter.wait(server, f"port {port}", lambda port=port: _port_open(port))
+            starter.wait(server, f"port {port}", functools.partial(_port_open, port))
     except BaseException as error:
         starter.cluster.stop()
         if isinstance(error, ClusterError):
@@ -445,15 +447,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"\nwarehouse: {cluster.warehouse_dir}\nprofiles.yml:\n")
         print(cluster.profiles_yml())
         return 0
-    cluster = load(args.dir)
-    if cluster is None:
+    found = load(args.dir)
+    if found is None:
         print(f"no cluster in {Path(args.dir).resolve()} ({STATE_FILE} absent)")
         return 0 if args.command == "stop" else 1
     if args.command == "status":
-        print("\n".join(status_lines(cluster)))
-        return 0 if all(cluster.alive().values()) else 1
-    killed = cluster.stop()
-    print(f"cluster in {cluster.dir} stopped" + (f" (SIGKILL: {killed})" if killed else ""))
+        print("\n".join(status_lines(found)))
+        return 0 if all(found.alive().values()) else 1
+    killed = found.stop()
+    print(f"cluster in {found.dir} stopped" + (f" (SIGKILL: {killed})" if killed else ""))
     return 0
 
 

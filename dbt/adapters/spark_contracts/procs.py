@@ -102,8 +102,10 @@ def processes_to_stop(
     recorded process leads its own group (started in a new session)."""
     table = list(table)
     by_pid = {info.pid: info for info in table}
-    groups = {record.pid for record in records}
     chosen = [r.pid for r in records if is_same_process(r, by_pid.get(r.pid))]
+    # a group whose leader is gone is still ours (Linux hands out no pid that names a live
+    # group); one whose leader's pid now runs another program is that program's
+    groups = {r.pid for r in records if r.pid in chosen or r.pid not in by_pid}
     children: dict[int, list[ProcessInfo]] = {}
     for info in table:
         children.setdefault(info.ppid, []).append(info)

@@ -35,7 +35,7 @@ def free_port() -> int:
 class LocalServer:
     kind: str
     port: int
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     log_path: Path
 
     def stop(self) -> None:
