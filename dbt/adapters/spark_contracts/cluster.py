@@ -284,10 +284,13 @@ class _Starter:
         self.cluster.state_file.write_text(state.to_json())
 
     def wait(self, record: ProcessRecord, what: str, ready: Callable[[], bool]) -> None:
+        """Until `ready()`; fail naming whichever started process ended meanwhile, or `record`
+        after the timeout."""
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
-            if not is_same_process(record, read_process(record.pid)):
-                raise ClusterError(f"{record.name} exited before {what}; see {record.log}")
+            for started in self.records:
+                if not is_same_process(started, read_process(started.pid)):
+                    raise ClusterError(f"{started.name} exited before {what}; see {started.log}")
             try:
                 if ready():
                     return

@@ -9,6 +9,7 @@ own, whatever --profile says); the tests share one cluster, in this order, on on
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -200,3 +201,18 @@ class TestOwnCluster:
         left = [p for p in process_table() if p.pgid in groups or p.pid in groups]
         assert left == []
         assert local_cluster.load(Path(own_cluster.dir)) is None
+
+
+def test_start_failure_names_the_part_and_stops_what_started(tmp_path):
+    """A worker that cannot start (a memory size Spark rejects): the error names it and its
+    log, and the metastore and master already started are stopped again."""
+    with pytest.raises(local_cluster.ClusterError) as info:
+        local_cluster.start(tmp_path, sizing=local_cluster.Sizing(worker_memory="2x"))
+    message = str(info.value)
+    worker = re.search(r"(worker-[12]) exited before 2 registered workers; see (\S+)", message)
+    assert worker is not None, message
+    assert worker.group(2) == str(tmp_path / "logs" / f"{worker.group(1)}.log")
+    assert "Usage: Worker" in Path(worker.group(2)).read_text()  # Spark rejected its options
+    assert not (tmp_path / local_cluster.STATE_FILE).exists()
+    ours = [p for p in process_table() if p.cwd.startswith(str(tmp_path))]
+    assert ours == []
