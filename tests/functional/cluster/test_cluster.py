@@ -3,7 +3,8 @@ end): its lifecycle, the metastore its Thrift and Connect servers share, and a `
 loses a worker (and its executors, SIGKILL) while it loads.
 
 It runs once, in the thrift pass of `make cluster-test` / `make cluster-ci` (its servers are its
-own, whatever --profile says); the tests share one cluster, in this order, on one xdist worker.
+own, whatever --profile says); the tests share one cluster, in this order, on one xdist worker
+(`--dist loadgroup`); the last one stops it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ MODELS = {
 }
 
 
-@pytest.fixture(scope="class")
+# Session-scoped: under xdist another module's tests may run between two of these on the same
+# worker, which would tear a class-scoped cluster down and start a second one.
+@pytest.fixture(scope="session")
 def own_cluster(tmp_path_factory: pytest.TempPathFactory):
     began = time.monotonic()
     cluster = local_cluster.start(tmp_path_factory.mktemp("cluster"))
