@@ -10,7 +10,8 @@ WORKERS ?= 3
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
-.PHONY: install jars demo test unit functional suites suites-servers faults faults-ci servers lint bench clean
+.PHONY: install jars demo test unit functional suites suites-servers faults faults-ci servers lint bench clean \
+	cluster cluster-stop cluster-test cluster-ci
 
 install: $(VENV)/.installed
 $(VENV)/.installed: setup.py
@@ -19,10 +20,9 @@ $(VENV)/.installed: setup.py
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-jars: install $(JARS)/.fetched
-$(JARS)/.fetched:
-	$(BIN)/python -m dbt.adapters.spark_contracts.jars fetch $(JARS)
-	touch $@
+# Fetches only what the folder lacks (Delta, Iceberg, and the cluster's Derby server and client).
+jars: install
+	@$(BIN)/python -m dbt.adapters.spark_contracts.jars fetch $(JARS) >/dev/null
 
 demo: install jars
 	cd integration_tests && ../$(BIN)/python demo.py
@@ -65,6 +65,52 @@ servers: install jars
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile thrift
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile connect
 
+# A real Spark standalone cluster on this machine (Derby metastore, master, 2 workers, a Thrift
+# and a Spark Connect server on it): `make cluster` starts it into .cluster and prints the profiles.
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+CLUSTER := $(BIN)/python -m dbt.adapters.spark_contracts.cluster
+CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
+	tests/functional/test_model_contract.py tests/functional/test_constraints_enforced.py \
+	tests/functional/test_python_models.py tests/functional/test_connection_methods.py \
+	tests/functional/cluster
+# CI's share: the connection methods, one evolution test per format (delta, iceberg, parquet),
+# one contract test per format, and the cluster's own tests (lifecycle, worker loss).
+CLUSTER_CI_TESTS ?= tests/functional/test_connection_methods.py \
+	tests/functional/evolution/test_evolution_matrix.py::TestEvolutionMatrix::test_add_column_with_default \
+	tests/functional/contracts/test_contract_matrix.py::TestContractMatrix::test_columns \
+	tests/functional/cluster
+
+cluster: install jars
+	$(CLUSTER) start --dir $(CLUSTER_DIR)
+
+cluster-stop: install
+	$(CLUSTER) stop --dir $(CLUSTER_DIR)
+
+# Run $(1) over thrift, then connect, on the cluster in $(CLUSTER_DIR): started (and stopped
+# afterwards) unless one runs there already. Fails if any run failed.
+define on_cluster
+	@started=0; \
+	if ! $(CLUSTER) status --dir $(CLUSTER_DIR) >/dev/null 2>&1; then \
+	  $(CLUSTER) stop --dir $(CLUSTER_DIR) >/dev/null; \
+	  $(CLUSTER) start --dir $(CLUSTER_DIR) || exit 1; started=1; \
+	  trap '$(CLUSTER) stop --dir $(CLUSTER_DIR)' INT TERM; \
+	fi; \
+	status=0; \
+	for profile in thrift connect; do \
+	  DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) -q \
+	    -p no:cacheprovider --show-capture=no -n 2 --dist loadgroup --durations=15 \
+	    --profile $$profile $(PYTEST_ARGS) || status=1; \
+	done; \
+	if [ $$started = 1 ]; then $(CLUSTER) stop --dir $(CLUSTER_DIR); fi; \
+	exit $$status
+endef
+
+cluster-test: install jars
+	$(call on_cluster,$(CLUSTER_TESTS))
+
+cluster-ci: install jars
+	$(call on_cluster,$(CLUSTER_CI_TESTS))
+
 test: lint unit functional suites faults-ci servers
 
 bench: install jars
@@ -74,4 +120,4 @@ bench: install jars
 	$(BIN)/python benchmarks/bench_run_path.py
 
 clean:
-	rm -rf $(VENV) $(JARS) reports integration_tests/target integration_tests/spark-warehouse logs
+	rm -rf $(VENV) $(JARS) reports integration_tests/target integration_tests/spark-warehouse logs .cluster

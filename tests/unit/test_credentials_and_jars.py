@@ -25,6 +25,7 @@ JAR_FILES = (
     "delta-storage-4.3.1.jar",
     "iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
 )
+CLUSTER_JAR_FILES = ("derbynet-10.16.1.1.jar", "derbyclient-10.16.1.1.jar")
 
 
 @pytest.fixture(autouse=True)
@@ -233,20 +234,56 @@ def test_jar_coordinates() -> None:
 
 def test_fetch_cli_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert jars.main(["list"]) == 0
-    assert capsys.readouterr().out.split() == [j.coordinate for j in jars.REQUIRED_JARS]
+    assert capsys.readouterr().out.split() == [
+        "io.delta:delta-spark_2.13:4.3.1",
+        "io.delta:delta-storage:4.3.1",
+        "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
+        "org.apache.derby:derbynet:10.16.1.1",
+        "org.apache.derby:derbyclient:10.16.1.1",
+    ]
 
 
 def test_fetch_into_full_folder_downloads_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _jar_folder(tmp_path)
+    _jar_folder(tmp_path, JAR_FILES + CLUSTER_JAR_FILES)
 
     def no_network(*args, **kwargs):
         raise AssertionError("fetch should not download into a complete folder")
 
     monkeypatch.setattr(jars, "_fetch_with_maven", no_network)
     monkeypatch.setattr(jars, "_fetch_with_https", no_network)
-    assert jars.fetch(tmp_path) == [tmp_path / name for name in JAR_FILES]
+    assert jars.fetch(tmp_path) == [tmp_path / n for n in JAR_FILES + CLUSTER_JAR_FILES]
+
+
+def test_fetch_downloads_only_the_missing_jars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder filled before the cluster's Derby jars existed gets just those two."""
+    _jar_folder(tmp_path)
+    asked: list[list[str]] = []
+
+    def fake_https(target: Path, wanted) -> None:
+        asked.append([j.file_name for j in wanted])
+        for jar in wanted:
+            (target / jar.file_name).write_bytes(b"PK")
+
+    monkeypatch.setattr(jars.shutil, "which", lambda name: None)
+    monkeypatch.setattr(jars, "_fetch_with_https", fake_https)
+    jars.fetch(tmp_path)
+    assert asked == [list(CLUSTER_JAR_FILES)]
+    assert jars.cluster_jar_paths(tmp_path) == {
+        "derbynet": tmp_path / CLUSTER_JAR_FILES[0],
+        "derbyclient": tmp_path / CLUSTER_JAR_FILES[1],
+    }
+
+
+def test_cluster_jars_missing_names_them_and_the_fetch_command(tmp_path: Path) -> None:
+    _jar_folder(tmp_path)
+    with pytest.raises(jars.JarsNotFound) as info:
+        jars.cluster_jar_paths(tmp_path)
+    assert f"lacks {', '.join(CLUSTER_JAR_FILES)}." in str(info.value)
+    assert "jars fetch" in str(info.value)
 
 
 # ---- the embedded session's Spark configuration ------------------------------------------

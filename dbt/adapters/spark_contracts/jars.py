@@ -49,6 +49,14 @@ REQUIRED_JARS: tuple[MavenJar, ...] = (
 )
 # Spark's resolver pulls delta-storage in transitively from delta-spark.
 PACKAGE_COORDINATES: tuple[str, ...] = (REQUIRED_JARS[0].coordinate, REQUIRED_JARS[2].coordinate)
+# The local standalone cluster (cluster.py) on top: a Derby network server as the shared Hive
+# metastore, and its JDBC client for the drivers. pyspark ships Derby's engine jars (derby,
+# derbyshared, derbytools 10.16.1.1) but neither of these.
+CLUSTER_JARS: tuple[MavenJar, ...] = (
+    MavenJar("org.apache.derby", "derbynet", "10.16.1.1"),
+    MavenJar("org.apache.derby", "derbyclient", "10.16.1.1"),
+)
+ALL_JARS: tuple[MavenJar, ...] = REQUIRED_JARS + CLUSTER_JARS
 
 
 class JarsNotFound(RuntimeError):
@@ -61,9 +69,9 @@ def configured_jars_dir(profile_value: Optional[str]) -> Optional[Path]:
     return Path(value).expanduser().resolve() if value else None
 
 
-def jar_paths(jars_dir: Path) -> list[Path]:
+def jar_paths(jars_dir: Path, jars: Sequence[MavenJar] = REQUIRED_JARS) -> list[Path]:
     """The required jars inside `jars_dir`; raise naming every missing one and the fix."""
-    missing = [jar.file_name for jar in REQUIRED_JARS if not (jars_dir / jar.file_name).is_file()]
+    missing = [jar.file_name for jar in jars if not (jars_dir / jar.file_name).is_file()]
     if missing:
         raise JarsNotFound(
             f"The jar folder {jars_dir} (profile key `jars_dir` or ${JARS_ENV_VAR}) lacks "
@@ -72,7 +80,15 @@ def jar_paths(jars_dir: Path) -> list[Path]:
             "clone of dbt-spark-contracts), or unset both to let Spark resolve "
             f"{', '.join(PACKAGE_COORDINATES)} itself."
         )
-    return [jars_dir / jar.file_name for jar in REQUIRED_JARS]
+    return [jars_dir / jar.file_name for jar in jars]
+
+
+def cluster_jar_paths(jars_dir: Path) -> dict[str, Path]:
+    """The jars only the local cluster needs (by artifact), checked like `jar_paths`."""
+    return {
+        jar.artifact: path
+        for jar, path in zip(CLUSTER_JARS, jar_paths(jars_dir, CLUSTER_JARS), strict=True)
+    }
 
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -88,8 +104,8 @@ _DEP = (
 )
 
 
-def _fetch_with_maven(target: Path, mvn: str) -> None:
-    deps = "".join(_DEP.format(g=j.group, a=j.artifact, v=j.version) for j in REQUIRED_JARS)
+def _fetch_with_maven(target: Path, mvn: str, jars: Sequence[MavenJar]) -> None:
+    deps = "".join(_DEP.format(g=j.group, a=j.artifact, v=j.version) for j in jars)
     with tempfile.TemporaryDirectory() as work:
         pom = Path(work) / "pom.xml"
         pom.write_text(_POM.format(deps=deps))
@@ -107,8 +123,8 @@ def _fetch_with_maven(target: Path, mvn: str) -> None:
         )
 
 
-def _fetch_with_https(target: Path) -> None:
-    for jar in REQUIRED_JARS:
+def _fetch_with_https(target: Path, jars: Sequence[MavenJar]) -> None:
+    for jar in jars:
         with urllib.request.urlopen(jar.url, timeout=120) as response:
             payload = response.read()
         with urllib.request.urlopen(jar.url + ".sha1", timeout=60) as response:
@@ -120,29 +136,30 @@ def _fetch_with_https(target: Path) -> None:
 
 
 def fetch(target: Path) -> list[Path]:
-    """Fill `target` with the required jars from Maven Central (mvn when present, else HTTPS)."""
+    """Fill `target` with the required and the cluster's jars from Maven Central (mvn when
+    present, else HTTPS); only the missing ones are fetched."""
     target.mkdir(parents=True, exist_ok=True)
-    try:
-        return jar_paths(target)
-    except JarsNotFound:
-        pass
-    mvn = shutil.which("mvn")
-    if mvn:
-        _fetch_with_maven(target, mvn)
-    else:
-        _fetch_with_https(target)
-    return jar_paths(target)
+    missing = [jar for jar in ALL_JARS if not (target / jar.file_name).is_file()]
+    if missing:
+        mvn = shutil.which("mvn")
+        if mvn:
+            _fetch_with_maven(target, mvn, missing)
+        else:
+            _fetch_with_https(target, missing)
+    return jar_paths(target, ALL_JARS)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dbt.adapters.spark_contracts.jars")
     sub = parser.add_subparsers(dest="command", required=True)
-    fetch_cmd = sub.add_parser("fetch", help="download the Delta and Iceberg jars into a folder")
+    fetch_cmd = sub.add_parser(
+        "fetch", help="download the Delta, Iceberg (and the local cluster's Derby) jars"
+    )
     fetch_cmd.add_argument("target", type=Path)
-    sub.add_parser("list", help="print the Maven coordinates the embedded session needs")
+    sub.add_parser("list", help="print the Maven coordinates `fetch` downloads")
     args = parser.parse_args(argv)
     if args.command == "list":
-        for jar in REQUIRED_JARS:
+        for jar in ALL_JARS:
             print(jar.coordinate)
         return 0
     for path in fetch(args.target.expanduser().resolve()):

@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
@@ -39,7 +39,7 @@ def free_port() -> int:
 class LocalServer:
     kind: str
     port: int
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     log_path: Path
 
     def stop(self) -> None:
@@ -51,21 +51,38 @@ class LocalServer:
                 self.process.kill()
 
 
-def server_command(
-    kind: str, port: int, config: EmbeddedSparkConfig, extra_conf: Optional[Dict[str, str]] = None
-) -> list[str]:
+def spark_home() -> Path:
+    """The Spark distribution inside the pyspark wheel (bin/spark-submit, bin/spark-class, jars/)."""
     import pyspark
 
-    spark_home = Path(pyspark.__file__).parent
-    command = [str(spark_home / "bin" / "spark-submit"), "--class", MAIN_CLASSES[kind]]
-    conf = {**config.spark_conf(), **(extra_conf or {})}
+    return Path(pyspark.__file__).parent
+
+
+def server_command(
+    kind: str,
+    port: int,
+    config: EmbeddedSparkConfig,
+    *,
+    host: Optional[str] = None,
+    extra_conf: Optional[Mapping[str, str]] = None,
+    extra_class_path: Sequence[Path] = (),
+) -> list[str]:
+    """The spark-submit command of a Thrift or Connect server: local mode by default, a cluster
+    when `config.master` names one (`spark://...`), with `extra_conf` over the session's conf
+    and `extra_class_path` (e.g. a metastore's JDBC driver) on the driver's class path. `host`
+    is the address the server listens on."""
+    command = [str(spark_home() / "bin" / "spark-submit"), "--class", MAIN_CLASSES[kind]]
+    conf = config.spark_conf()
+    class_path = list(extra_class_path)
     if config.jars_dir is not None:
         # `spark.jars` alone is not enough for a server: the thrift server resolves data sources
         # (`USING delta`) through a class loader that does not see them. Put the jars on the
-        # driver's own class path (in client mode spark-submit's JVM is the driver).
-        conf["spark.driver.extraClassPath"] = os.pathsep.join(
-            str(p) for p in jar_resolution.jar_paths(config.jars_dir)
-        )
+        # driver's own class path (in client mode spark-submit's JVM is the driver); `spark.jars`
+        # still ships them to the executors.
+        class_path = jar_resolution.jar_paths(config.jars_dir) + class_path
+    if class_path:
+        conf["spark.driver.extraClassPath"] = os.pathsep.join(str(p) for p in class_path)
+    conf.update(extra_conf or {})
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     if kind == "thrift":
@@ -73,10 +90,12 @@ def server_command(
             "--hiveconf",
             f"hive.server2.thrift.port={port}",
             "--hiveconf",
-            "hive.server2.thrift.bind.host=localhost",
+            f"hive.server2.thrift.bind.host={host or 'localhost'}",
         ]
     else:
         command += ["--conf", f"spark.connect.grpc.binding.port={port}"]
+        if host is not None:  # else every interface, as Spark's default
+            command += ["--conf", f"spark.connect.grpc.binding.address={host}"]
     return command + ["spark-internal"]
 
 
@@ -108,7 +127,7 @@ def start(
     )
     config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
     log_path = warehouse / f"{kind}-server-{port}.log"
-    env = dict(os.environ, SPARK_HOME=str(Path(__import__("pyspark").__file__).parent))
+    env = dict(os.environ, SPARK_HOME=str(spark_home()))
     env.pop(CONNECT_TOKEN_ENV, None)
     # Python UDFs a Connect client sends run in workers of this Python (pyspark, same version)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -116,7 +135,7 @@ def start(
         env[CONNECT_TOKEN_ENV] = token
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            server_command(kind, port, config, conf),
+            server_command(kind, port, config, extra_conf=conf),
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=warehouse,
