@@ -103,7 +103,9 @@ def main() -> int:
     args = parser.parse_args()
     info = local_cluster.load(Path(args.cluster))
     if info is None or not (info.thrift_port and info.connect_port):
-        raise SystemExit(f"no cluster with Thrift and Connect servers in {args.cluster}: `make cluster`")
+        raise SystemExit(
+            f"no cluster with Thrift and Connect servers in {args.cluster}: `make cluster`"
+        )
     runs: Dict[str, List[Dict[str, Any]]] = {m: [] for m in METHODS}
     with tempfile.TemporaryDirectory(prefix="bench-methods-") as tmp:
         projects = {m: project_for(m, Path(tmp), info) for m in METHODS}
@@ -134,7 +136,9 @@ def main() -> int:
             "models_vs_session": round(medians[method]["models"] / base["models"], 2),
         }
         table.append(row)
-    header = f"{'method':8s} {'wall':>8s} {'models':>8s} {'wall/session':>13s} {'models/session':>15s}"
+    header = (
+        f"{'method':8s} {'wall':>8s} {'models':>8s} {'wall/session':>13s} {'models/session':>15s}"
+    )
     print(f"\nsecond `dbt run` of the integration project, median of {args.pairs}")
     print(header)
     for row in table:
