@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 from dbt.adapters.factory import get_adapter_by_type
-from dbt.tests.util import run_dbt
+from dbt.tests.util import get_connection, run_dbt
 
 from dbt.adapters.spark_contracts import connections as spark_connections
 from dbt.adapters.spark_contracts import cursor as spark_cursor
@@ -195,3 +195,69 @@ class TestSchemaReadsPerIncrementalRun:
         assert len(schema) == EXPECTED_SCHEMA_ANALYSIS[profile], report
         properties = [s for s in sent if s.kind == "properties"]
         assert len(properties) <= (2 if profile == "connect" else 1), report
+
+
+DDL = "(a int not null, s struct<b: string not null, c: array<int>>, m map<string, int>)"
+EXPECTED_FIELDS = [
+    {"name": "a", "type": "integer", "nullable": False, "metadata": {}},
+    {
+        "name": "s",
+        "type": {
+            "type": "struct",
+            "fields": [
+                {"name": "b", "type": "string", "nullable": False, "metadata": {}},
+                {
+                    "name": "c",
+                    "type": {"type": "array", "elementType": "integer", "containsNull": True},
+                    "nullable": True,
+                    "metadata": {},
+                },
+            ],
+        },
+        "nullable": True,
+        "metadata": {},
+    },
+    {
+        "name": "m",
+        "type": {
+            "type": "map",
+            "keyType": "string",
+            "valueType": "integer",
+            "valueContainsNull": True,
+        },
+        "nullable": True,
+        "metadata": {},
+    },
+]
+
+
+class TestRelationSchemaIsTyped:
+    """The one-statement reads keep nested types and nullability, for every table format and
+    for a temporary view, whether or not the caller knew the relation was describable."""
+
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    @pytest.mark.parametrize("describable", [False, True])
+    def test_table(self, project: Any, fmt: str, describable: bool) -> None:
+        catalog = "iceberg." if fmt == "iceberg" else ""
+        relation = f"{catalog}{project.test_schema}.typed_{fmt}_{int(describable)}"
+        if fmt == "iceberg":
+            project.run_sql(f"create namespace if not exists iceberg.{project.test_schema}")
+        project.run_sql(f"create table {relation} {DDL} using {fmt}")
+        with get_connection(project.adapter):
+            schema = project.adapter.relation_schema_json(relation, describable)
+            by_query = project.adapter.schema_json(f"select * from {relation}")
+        assert schema == {"type": "struct", "fields": EXPECTED_FIELDS}
+        assert by_query == schema
+
+    def test_temporary_view(self, project: Any) -> None:
+        with get_connection(project.adapter):
+            project.adapter.execute(
+                "create or replace temporary view typed_view as select 1 as a, "
+                "named_struct('b', 'x', 'c', array(1, null)) as s, map('k', 1) as m"
+            )
+            schema = project.adapter.relation_schema_json("typed_view", True)
+        fields = {f["name"]: f for f in schema["fields"]}
+        assert fields["a"]["nullable"] is False
+        assert fields["s"]["type"]["fields"][0]["nullable"] is False
+        assert fields["s"]["type"]["fields"][1]["type"]["containsNull"] is True
+        assert fields["m"]["type"]["valueContainsNull"] is False
