@@ -343,6 +343,7 @@ def broken_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "good": {**base, "warehouse_dir": warehouse},
             "bad_key": {**base, "warehouse_directory": warehouse},
             "bad_method": {**base, "method": "foo", "warehouse_dir": warehouse},
+            "odbc": {**base, "method": "odbc", "host": "h", "driver": "/opt/simba.so", "port": 443},
         },
     )
     return root
@@ -393,10 +394,23 @@ def test_unknown_profile_key(broken_project: Path) -> None:
     _assert_no_traceback(result)
 
 
+@pytest.mark.parametrize("command", ["debug", "run"])
+def test_odbc_is_refused_when_the_profile_loads(broken_project: Path, command: str) -> None:
+    """No half-working method: dbt debug and dbt run stop at the profile, with one clear
+    error naming the method, why, and what to use instead."""
+    result = _dbt(broken_project, command, "--target", "odbc")
+    assert result.returncode != 0, result
+    flat = " ".join(result.output.split())
+    assert "`method: odbc` is not supported by spark_contracts" in flat, result
+    assert "Use `method: thrift` (or `http`)" in flat, result
+    assert "`method: connect` for Spark Connect" in flat, result
+    _assert_no_traceback(result)
+
+
 def test_unknown_method(broken_project: Path) -> None:
     result = _dbt(broken_project, "run", "--target", "bad_method")
     assert result.returncode != 0, result
-    assert "Unknown `method: foo`; allowed: thrift, http, odbc, session, connect" in (
-        result.output
-    ), result
+    assert "Unknown `method: foo`; allowed: thrift, http, session, connect" in (result.output), (
+        result
+    )
     _assert_no_traceback(result)

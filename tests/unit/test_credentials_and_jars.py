@@ -7,6 +7,7 @@ hand to SparkSession.builder.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Dict
 
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
@@ -97,9 +98,22 @@ def test_unknown_method_lists_the_allowed_ones() -> None:
     with pytest.raises(DbtRuntimeError) as info:
         _parse(method="foo")
     assert info.value.msg == (
-        "Unknown `method: foo`; allowed: thrift, http, odbc, session, connect "
+        "Unknown `method: foo`; allowed: thrift, http, session, connect "
         "(omit it for the embedded session)."
     )
+
+
+@pytest.mark.parametrize("extra", [{}, {"host": "h", "driver": "/opt/simba.so", "port": 443}])
+def test_odbc_is_refused_with_what_to_use_instead(extra: Dict[str, Any]) -> None:
+    with pytest.raises(DbtRuntimeError) as info:
+        _parse(method="odbc", **extra)
+    message = info.value.msg
+    assert message.startswith("`method: odbc` is not supported by spark_contracts"), message
+    assert "nested types and nullability" in message, message
+    for instead in ("`method: thrift`", "`http`", "`method: connect`"):
+        assert instead in message, message
+    with pytest.raises(DbtRuntimeError, match="method: odbc"):  # deserializing alone refuses it
+        SparkContractsCredentials.from_dict({"schema": "s", "method": "odbc", **extra})
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,9 @@ class SerializedThriftClient:
 
 
 class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
-    """dbt-spark's thrift/http wrapper, plus `schema_json(sql)` through `DESCRIBE QUERY`."""
+    """dbt-spark's thrift/http wrapper, plus typed schemas read `AS JSON`."""
+
+    _schema_view: Optional[str] = None  # this connection's temporary view for schema reads
 
     def apply_session_parameters(self, parameters: Dict[str, str]) -> None:
         """SET each of `parameters` in this session.
@@ -125,9 +127,11 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """The output schema of `sql` as Spark's JSON schema; the server analyses, not runs, it.
 
-        First as a temporary view described `AS JSON` (Spark 4: carries nullability, top level
-        and nested); where that cannot work (older servers, duplicate output names, which a view
-        rejects) through `DESCRIBE QUERY`, whose type strings make every column nullable.
+        Two statements: the query as this connection's temporary view, described `AS JSON`
+        (Spark 4: nested types and nullability). Spark 4.1 has no `DESCRIBE QUERY ... AS JSON`
+        (it reads `AS json` as a table alias), and `DESCRIBE QUERY`'s type strings carry no
+        nullability; that is only the way out where a view cannot hold the query (duplicate
+        output names), and then every column reads as nullable.
         """
         sql = sql.strip()
         while sql.endswith(";"):
@@ -142,13 +146,35 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         finally:
             self._cursor = saved
 
-    def _schema_by_view(self, sql: str) -> Dict[str, Any]:
-        view = f"dbt_spark_contracts_schema_{uuid.uuid4().hex}"
-        self._fetch(f"create temporary view {view} as\n{sql}\n", fetch=False)
+    def relation_schema(self, relation: str, describable: bool) -> Dict[str, Any]:
+        """The schema of a table or view as Spark's JSON schema.
+
+        `describable`: a temporary view or a v1 table (a view, a file-source table), which
+        `DESCRIBE TABLE EXTENDED ... AS JSON` answers in one statement. Spark refuses that for
+        v2 tables (Delta's and Iceberg's: NOT_SUPPORTED_COMMAND_FOR_V2_TABLE), so those are
+        read through this connection's temporary view: two statements.
+        """
+        saved = self._cursor
         try:
-            rows = self._fetch(f"describe extended {view} as json")
+            if describable:
+                try:
+                    return self._described(relation)
+                except DbtRuntimeError as exc:  # not what the caller thought: a v2 table
+                    logger.debug(f"relation_schema: {relation} not described AS JSON ({exc})")
+            return self._schema_by_view(f"select * from {relation}")
         finally:
-            self._fetch(f"drop view if exists {view}", fetch=False)
+            self._cursor = saved
+
+    def _schema_by_view(self, sql: str) -> Dict[str, Any]:
+        """`sql` as this connection's own temporary view (replaced on every read, never dropped:
+        it goes with the thrift session, which dbt closes after each node), described."""
+        if self._schema_view is None:
+            self._schema_view = f"dbt_spark_contracts_schema_{uuid.uuid4().hex}"
+        self._fetch(f"create or replace temporary view {self._schema_view} as\n{sql}\n", False)
+        return self._described(self._schema_view)
+
+    def _described(self, relation: str) -> Dict[str, Any]:
+        rows = self._fetch(f"describe table extended {relation} as json")
         return describe_json_to_json(json.loads(rows[0][0])["columns"])
 
     def _fetch(self, sql: str, fetch: bool = True) -> List[Any]:

@@ -35,6 +35,18 @@ DEFAULT_THRIFT_POLL_INTERVAL = 0.1
 THRIFT_SESSION_DEFAULTS = {"spark.databricks.delta.optimizeMetadataQuery.enabled": "false"}
 
 
+# dbt-spark's `odbc` reaches Databricks through a Simba/Databricks ODBC driver. Here it would
+# half work: it carries SQL, but none of the typed schema reads the planner needs was ever
+# built or tested over it (no such driver to test with), so a profile naming it is refused.
+ODBC_REFUSED = (
+    "`method: odbc` is not supported by spark_contracts: schema evolution and contracts plan "
+    "from typed schemas (nested types and nullability), which this adapter reads over thrift, "
+    "http, connect and the embedded session, not over ODBC. Use `method: thrift` (or `http`) "
+    "for a Spark Thrift Server, `method: connect` for Spark Connect, or omit `method` for the "
+    "embedded session."
+)
+
+
 class ContractsConnectionMethod(StrEnum):
     THRIFT = "thrift"
     HTTP = "http"
@@ -91,10 +103,14 @@ class SparkContractsCredentials(SparkCredentials):
             )
         if data.get("method") is None:
             data["method"] = ContractsConnectionMethod.SESSION.value
+        if data["method"] == ContractsConnectionMethod.ODBC.value:
+            raise DbtRuntimeError(ODBC_REFUSED)
         if data["method"] == ContractsConnectionMethod.CONNECT.value:
             # dbt-spark's default (no retry) would fail a run on the first dropped stream
             data.setdefault("connect_retries", CONNECT_DEFAULT_RETRIES)
-        methods = [m.value for m in ContractsConnectionMethod]
+        methods = [
+            m.value for m in ContractsConnectionMethod if m != ContractsConnectionMethod.ODBC
+        ]
         if data["method"] not in methods:
             raise DbtRuntimeError(
                 f"Unknown `method: {data['method']}`; allowed: {', '.join(methods)} "

@@ -71,6 +71,16 @@ class SparkSessionCursor(Cursor):
                 raise to_dbt_error(exc) from exc
             raise
 
+    def relation_schema(self, relation: str) -> Dict[str, Any]:
+        """The schema of a table or view, from `spark.table(name)`: nothing is parsed as SQL
+        (over Spark Connect one AnalyzePlan request)."""
+        try:
+            return json.loads(self.session.table(relation).schema.json())
+        except Exception as exc:
+            if is_spark_error(exc):  # typed by to_dbt_error
+                raise to_dbt_error(exc) from exc
+            raise
+
 
 class SparkSessionHandle(Connection):
     def __init__(self, session_factory: SessionFactory, server_side_parameters: Dict[str, str]):
@@ -90,6 +100,11 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
     def schema_json(self, sql: str) -> Dict[str, Any]:
         cursor = self._cursor or self.handle.cursor()
         return cursor.schema_json(sql)
+
+    def relation_schema(self, relation: str, describable: bool = True) -> Dict[str, Any]:
+        """The schema of a table or view (`describable` matters over thrift only)."""
+        cursor = self._cursor or self.handle.cursor()
+        return cursor.relation_schema(relation)
 
     def set_conf(self, key: str, value: Optional[str]) -> None:
         """Set (None: unset) a SQL conf in this connection's own session."""

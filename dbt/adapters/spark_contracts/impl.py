@@ -228,6 +228,16 @@ class SparkContractsAdapter(SparkAdapter):
         with self.connections.exception_handler(sql):
             return handle.schema_json(sql)
 
+    def relation_schema_json(self, relation: Any, describable: bool) -> Dict[str, Any]:
+        """A table's or view's schema as Spark JSON, in one read where the method allows:
+        `describable` says the relation is a temporary view or a v1 table (not Delta, Iceberg)."""
+        handle = self.connections.get_thread_connection().handle
+        if not hasattr(handle, "relation_schema"):
+            raise DbtRuntimeError(
+                f"connection method {self.config.credentials.method} cannot read a typed schema"
+            )
+        return handle.relation_schema(str(relation), describable)
+
     def _fetch_rows(self, sql: str) -> List[Tuple[Any, ...]]:
         _, table = self.execute(sql, fetch=True)
         return [tuple(row.values()) for row in table.rows]
@@ -323,7 +333,7 @@ class SparkContractsAdapter(SparkAdapter):
     ) -> runs.ModelRun:
         unique_id = model.get("unique_id", str(relation))
         compiled = runs.compiled_schema(
-            spark.schema(f"select * from {view}"), _declared_not_null(model)
+            spark.relation_schema(str(view), True), _declared_not_null(model)
         )
         self._validate_column_settings(unique_id, settings, compiled, relation)
         table_format = self.table_format_of(relation)
@@ -409,7 +419,8 @@ class SparkContractsAdapter(SparkAdapter):
         return run
 
     def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
-        deployed = spark.schema(f"select * from {relation}")
+        describable = self.table_format_of(relation) not in ("delta", "iceberg")
+        deployed = spark.relation_schema(str(relation), describable)
         rows = self._fetch_rows(f"show tblproperties {relation}")
         return deployed, {str(k): str(v) for k, v in rows}
 
@@ -558,7 +569,7 @@ class SparkContractsAdapter(SparkAdapter):
         unique_id = model.get("unique_id", str(target))
         spark = self._spark()
         deployed, properties = self._deployed(spark, target)
-        staged = spark.schema(f"select * from {staging}")
+        staged = spark.relation_schema(str(staging), True)  # a temporary view
         table_format = self.table_format_of(target)
         try:
             planned = plan_snapshot(
@@ -592,7 +603,7 @@ class SparkContractsAdapter(SparkAdapter):
         if contract is None:
             return ""
         spark = self._spark()
-        deployed = spark.schema(f"select * from {relation}")
+        deployed = spark.relation_schema(str(relation), True)  # a view
         violations = view_violations(contract, deployed, spark.schema(compiled_sql))
         if violations:
             unique_id = model.get("unique_id", str(relation))
@@ -883,6 +894,9 @@ class _ConnectionSpark:
 
     def schema(self, sql: str) -> Any:
         return runs.from_json(self._adapter.schema_json(sql))
+
+    def relation_schema(self, relation: str, describable: bool) -> Any:
+        return runs.from_json(self._adapter.relation_schema_json(relation, describable))
 
     def _handle(self) -> Any:
         return self._adapter.connections.get_thread_connection().handle

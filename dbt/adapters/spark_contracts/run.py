@@ -166,6 +166,11 @@ class Spark(Protocol):
 
     def schema(self, sql: str) -> Struct: ...
 
+    def relation_schema(self, relation: str, describable: bool) -> Struct:
+        """A table's or view's schema; `describable`: a temporary view or v1 table (over
+        thrift one `DESCRIBE ... AS JSON`; a Delta or Iceberg table needs a view first)."""
+        ...
+
     def set_conf(self, key: str, value: Optional[str]) -> None: ...
 
     def get_conf(self, key: str) -> Optional[str]: ...
@@ -563,7 +568,7 @@ class Runner:
             return self._restore_delta(intent, after)
         if intent.table_format == "iceberg":
             if intent.added_columns:
-                schema = self.spark.schema(f"select * from {relation}")
+                schema = self.spark.relation_schema(relation, False)
                 present = [p for p in intent.added_columns if _has_path(schema, p)]
                 if present:
                     paths = ", ".join(".".join(quote_identifier(s) for s in p) for p in present)

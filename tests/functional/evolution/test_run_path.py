@@ -219,6 +219,13 @@ class TestFewRoundTrips:
 
         monkeypatch.setattr(spark_cursor.SparkSessionCursor, "execute", counting_execute)
         monkeypatch.setattr(spark_cursor.SparkSessionCursor, "schema_json", counting_schema)
+        relation_schema = spark_cursor.SparkSessionCursor.relation_schema
+
+        def counting_relation(self, relation):
+            calls.append(f"relation {relation}")
+            return relation_schema(self, relation)
+
+        monkeypatch.setattr(spark_cursor.SparkSessionCursor, "relation_schema", counting_relation)
         run_dbt(["run"])
         mine = [c for c in calls if "counted_model" in c.lower()]
         assert any("merge into" in c.lower() for c in mine), mine

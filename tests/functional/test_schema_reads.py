@@ -1,0 +1,263 @@
+"""What one incremental run of an existing model sends to Spark, counted under every profile.
+
+The adapter's calls are recorded where they leave the process, nothing is replaced: over thrift
+every SQL statement the connection executes, over connect every ExecutePlan / AnalyzePlan /
+Config RPC of the Spark Connect client, for the embedded session every `SparkSession.sql` /
+`SparkSession.table` call. A call made while the adapter reads a schema (the connection's
+`schema_json` / `relation_schema`) counts as schema analysis; the others by their statement:
+`show tblproperties` (properties), SET / RESET / Config (conf), everything else (other).
+
+The asserted figures are the schema analysis of one model's run: a read added back fails here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List
+
+import pytest
+from dbt.adapters.factory import get_adapter_by_type
+from dbt.tests.util import get_connection, run_dbt
+
+from dbt.adapters.spark_contracts import connections as spark_connections
+from dbt.adapters.spark_contracts import cursor as spark_cursor
+
+MODEL = """
+{{ config(materialized='incremental', file_format='FORMAT', unique_key='id', schema_evolution={}) }}
+{% if var('v', 1) == 1 %}
+select id, named_struct('a', id) as s from range(3)
+{% else %}
+select id, named_struct('a', id, 'b', 'x') as s, 'n' as note from range(3)
+{% endif %}
+"""
+
+MODELS = {
+    f"{fmt}_{change}.sql": MODEL.replace("FORMAT", fmt)
+    for fmt in ("delta", "iceberg")
+    for change in ("same", "changed")
+}
+
+# Schema analysis of one incremental run, per profile: (statements or RPCs, relations read).
+#   thrift:  the model's temporary view described AS JSON (1) + the deployed table through a
+#            temporary view described AS JSON (2: Spark refuses DESCRIBE ... AS JSON for v2
+#            tables, Delta's and Iceberg's) = 3
+#   connect: one AnalyzePlan each for the view and the table (`spark.table(name).schema`) = 2
+#   session: one `spark.table(name)` each = 2
+EXPECTED_SCHEMA_ANALYSIS = {"thrift": 3, "connect": 2, "session": 2}
+
+
+@dataclass(frozen=True)
+class Sent:
+    node: str  # the dbt connection's name: the model's unique id while the model runs
+    kind: str  # schema / properties / conf / other
+    text: str
+
+
+def _statement(sql: str) -> str:
+    """The statement without dbt's leading `/* {...} */` query comment, on one line."""
+    sql = sql.strip()
+    if sql.startswith("/*") and "*/" in sql:
+        sql = sql[sql.index("*/") + 2 :]
+    return " ".join(sql.split())
+
+
+def _kind_of_sql(sql: str) -> str:
+    words = _statement(sql).lower().split()
+    if words[:2] == ["show", "tblproperties"]:
+        return "properties"
+    if words and words[0] in ("set", "reset"):
+        return "conf"
+    return "other"
+
+
+def _connect_sql(request: Any) -> str:
+    """The SQL text of an ExecutePlan request, or what the plan is when it carries none."""
+    plan = request.plan
+    if plan.HasField("command"):
+        command = plan.command
+        if command.HasField("sql_command"):
+            sql = command.sql_command
+            return sql.input.sql.query if sql.HasField("input") else sql.sql
+        return command.WhichOneof("command_type") or "command"
+    return plan.root.WhichOneof("rel_type") or "relation"
+
+
+class Recorder:
+    """Spies on the boundary of the profile's method; every call goes on unchanged."""
+
+    def __init__(self, profile: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.profile = profile
+        self.sent: List[Sent] = []
+        self._state = threading.local()
+        self._lock = threading.Lock()
+        self._patch = monkeypatch
+        self._install()
+
+    # -- bookkeeping
+    def _node(self) -> str:
+        connection = get_adapter_by_type("spark_contracts").connections.get_if_exists()
+        return str(connection.name) if connection is not None else ""
+
+    def _record(self, kind: str, text: str) -> None:
+        if getattr(self._state, "reading", 0):
+            kind = "schema"
+        with self._lock:
+            self.sent.append(Sent(self._node(), kind, _statement(text)[:160]))
+
+    def _reading(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        state = self._state
+
+        def read(*args: Any, **kwargs: Any) -> Any:
+            state.reading = getattr(state, "reading", 0) + 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                state.reading -= 1
+
+        return read
+
+    def _spy(self, owner: Any, name: str, describe: Callable[..., tuple]) -> None:
+        original = getattr(owner, name)
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            self._record(*describe(*args, **kwargs))
+            return original(*args, **kwargs)
+
+        self._patch.setattr(owner, name, spy)
+
+    def _install(self) -> None:
+        for wrapper in (
+            spark_connections.ContractsPyhiveConnectionWrapper,
+            spark_cursor.SparkSessionConnectionWrapper,
+        ):
+            for name in ("schema_json", "relation_schema"):
+                if hasattr(wrapper, name):
+                    self._patch.setattr(wrapper, name, self._reading(getattr(wrapper, name)))
+        if self.profile == "thrift":
+            self._spy(
+                spark_connections.ContractsPyhiveConnectionWrapper,
+                "execute",
+                lambda _self, sql, *a, **k: (_kind_of_sql(sql), sql),
+            )
+        elif self.profile == "connect":
+            from pyspark.sql.connect.client.core import SparkConnectClient
+
+            self._spy(
+                SparkConnectClient,
+                "_execute_and_fetch_as_iterator",
+                lambda _self, req, *a, **k: (_kind_of_sql(_connect_sql(req)), _connect_sql(req)),
+            )
+            self._spy(SparkConnectClient, "_analyze", lambda _self, method, **k: ("other", method))
+            self._spy(SparkConnectClient, "config", lambda _self, op: ("conf", str(op)[:60]))
+        else:
+            from pyspark.sql import SparkSession
+
+            self._spy(SparkSession, "sql", lambda _self, sql, *a, **k: (_kind_of_sql(sql), sql))
+            self._spy(SparkSession, "table", lambda _self, name: ("other", f"table {name}"))
+
+    def of(self, unique_id: str) -> List[Sent]:
+        return [s for s in self.sent if s.node == unique_id]
+
+
+def _report(profile: str, name: str, sent: List[Sent], seconds: float) -> str:
+    kinds = Counter(s.kind for s in sent)
+    lines = [f"{profile} {name}: {len(sent)} sent in {seconds:.1f}s, by kind {dict(kinds)}"]
+    lines += [f"  [{s.kind}] {s.text}" for s in sent]
+    return "\n".join(lines)
+
+
+class TestSchemaReadsPerIncrementalRun:
+    @pytest.fixture(scope="class")
+    def models(self) -> Dict[str, str]:
+        return MODELS
+
+    @pytest.mark.parametrize("name", [n[:-4] for n in MODELS])
+    def test_one_read_per_relation(
+        self, project: Any, request: pytest.FixtureRequest, name: str
+    ) -> None:
+        profile = request.config.getoption("--profile")
+        run_dbt(["run", "--select", name])  # creates the table
+        recorder = Recorder(profile, request.getfixturevalue("monkeypatch"))
+        v = 2 if name.endswith("changed") else 1
+        started = time.monotonic()
+        results = run_dbt(["run", "--select", name, "--vars", f"{{v: {v}}}"])
+        seconds = time.monotonic() - started
+        unique_id = f"model.test.{name}"
+        sent = recorder.of(unique_id)
+        report = _report(profile, name, sent, seconds)
+        print(report)
+        changes = results[0].adapter_response.get("schema_changes") or []
+        assert bool(changes) == (v == 2), report
+        schema = [s for s in sent if s.kind == "schema"]
+        assert len(schema) == EXPECTED_SCHEMA_ANALYSIS[profile], report
+        properties = [s for s in sent if s.kind == "properties"]
+        assert len(properties) <= (2 if profile == "connect" else 1), report
+
+
+DDL = "(a int not null, s struct<b: string not null, c: array<int>>, m map<string, int>)"
+EXPECTED_FIELDS = [
+    {"name": "a", "type": "integer", "nullable": False, "metadata": {}},
+    {
+        "name": "s",
+        "type": {
+            "type": "struct",
+            "fields": [
+                {"name": "b", "type": "string", "nullable": False, "metadata": {}},
+                {
+                    "name": "c",
+                    "type": {"type": "array", "elementType": "integer", "containsNull": True},
+                    "nullable": True,
+                    "metadata": {},
+                },
+            ],
+        },
+        "nullable": True,
+        "metadata": {},
+    },
+    {
+        "name": "m",
+        "type": {
+            "type": "map",
+            "keyType": "string",
+            "valueType": "integer",
+            "valueContainsNull": True,
+        },
+        "nullable": True,
+        "metadata": {},
+    },
+]
+
+
+class TestRelationSchemaIsTyped:
+    """The one-statement reads keep nested types and nullability, for every table format and
+    for a temporary view, whether or not the caller knew the relation was describable."""
+
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    @pytest.mark.parametrize("describable", [False, True])
+    def test_table(self, project: Any, fmt: str, describable: bool) -> None:
+        catalog = "iceberg." if fmt == "iceberg" else ""
+        relation = f"{catalog}{project.test_schema}.typed_{fmt}_{int(describable)}"
+        if fmt == "iceberg":
+            project.run_sql(f"create namespace if not exists iceberg.{project.test_schema}")
+        project.run_sql(f"create table {relation} {DDL} using {fmt}")
+        with get_connection(project.adapter):
+            schema = project.adapter.relation_schema_json(relation, describable)
+            by_query = project.adapter.schema_json(f"select * from {relation}")
+        assert schema == {"type": "struct", "fields": EXPECTED_FIELDS}
+        assert by_query == schema
+
+    def test_temporary_view(self, project: Any) -> None:
+        with get_connection(project.adapter):
+            project.adapter.execute(
+                "create or replace temporary view typed_view as select 1 as a, "
+                "named_struct('b', 'x', 'c', array(1, null)) as s, map('k', 1) as m"
+            )
+            schema = project.adapter.relation_schema_json("typed_view", True)
+        fields = {f["name"]: f for f in schema["fields"]}
+        assert fields["a"]["nullable"] is False
+        assert fields["s"]["type"]["fields"][0]["nullable"] is False
+        assert fields["s"]["type"]["fields"][1]["type"]["containsNull"] is True
+        assert fields["m"]["type"]["valueContainsNull"] is False
