@@ -11,7 +11,7 @@ WORKERS ?= 3
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
 .PHONY: install jars demo test unit functional suites suites-servers faults faults-ci servers lint bench clean \
-	cluster cluster-stop cluster-test cluster-ci
+	cluster cluster-stop cluster-test cluster-ci bench-methods
 
 install: $(VENV)/.installed
 $(VENV)/.installed: setup.py
@@ -36,13 +36,13 @@ unit: install
 	$(BIN)/pytest tests/unit -q -p no:cacheprovider
 
 functional: install jars
-	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --durations=15 --ignore=tests/functional/evolution/test_kill.py --ignore=tests/functional/adapter $(PYTEST_ARGS)
+	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=15 --ignore=tests/functional/evolution/test_kill.py --ignore=tests/functional/adapter $(PYTEST_ARGS)
 
 # dbt's official dbt-tests-adapter suites (tests/functional/adapter) on the session method, Delta
 # by default; prints the per-suite table the README quotes.
 suites: install jars
 	mkdir -p reports
-	$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --durations=15 --junitxml=reports/suites-session.xml $(PYTEST_ARGS); \
+	$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=15 --junitxml=reports/suites-session.xml $(PYTEST_ARGS); \
 	  status=$$?; $(BIN)/python .ci/suite_table.py session=reports/suites-session.xml; exit $$status
 
 # The same suites through a local Thrift Server and a Spark Connect server (not in CI: ~2x slower).
@@ -60,7 +60,8 @@ faults: install jars
 faults-ci: install jars
 	DBT_SPARK_CONTRACTS_KILL_SAMPLE=1 $(BIN)/pytest tests/functional/evolution/test_kill.py -q -p no:cacheprovider --show-capture=no -n 2
 
-# The same adapter through real servers started from the pyspark wheel (Thrift Server, Spark Connect).
+# The connection tests through local-mode servers started from the pyspark wheel (not in CI: the
+# cluster runs them in `make cluster-ci`).
 servers: install jars
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile thrift
 	$(BIN)/pytest tests/functional/test_connection_methods.py -q -p no:cacheprovider --show-capture=no --profile connect
@@ -72,13 +73,14 @@ CLUSTER := $(BIN)/python -m dbt.adapters.spark_contracts.cluster
 CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
 	tests/functional/test_model_contract.py tests/functional/test_constraints_enforced.py \
 	tests/functional/test_python_models.py tests/functional/test_connection_methods.py \
+	tests/functional/test_schema_reads.py tests/functional/test_connection_resilience.py \
 	tests/functional/cluster
-# CI's share: the connection methods, one evolution test per format (delta, iceberg, parquet),
-# one contract test per format, and the cluster's own tests (lifecycle, worker loss).
-CLUSTER_CI_TESTS ?= tests/functional/test_connection_methods.py \
-	tests/functional/evolution/test_evolution_matrix.py::TestEvolutionMatrix::test_add_column_with_default \
-	tests/functional/contracts/test_contract_matrix.py::TestContractMatrix::test_columns \
-	tests/functional/cluster
+# CI's share (`make test`): every feature once per format in one project (feature tour), the
+# table formats and schema analysis through the servers, the cluster's own tests (lifecycle,
+# worker loss; thrift pass only), and cancel / retries / connection errors / token
+# (test_connection_resilience.py, against a server of its own).
+CLUSTER_CI_TESTS ?= tests/functional/cluster tests/functional/test_connection_methods.py \
+	tests/functional/test_connection_resilience.py
 
 cluster: install jars
 	$(CLUSTER) start --dir $(CLUSTER_DIR)
@@ -111,13 +113,25 @@ cluster-test: install jars
 cluster-ci: install jars
 	$(call on_cluster,$(CLUSTER_CI_TESTS))
 
-test: lint unit functional suites faults-ci servers
+test: lint unit functional suites faults-ci cluster-ci
 
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py
 	$(BIN)/python benchmarks/bench_delta_evolution.py
 	$(BIN)/python benchmarks/bench_contract_load.py
 	$(BIN)/python benchmarks/bench_run_path.py
+
+# What each connection method costs on the integration project (session / thrift / connect), on
+# the local cluster (started and stopped here unless one runs already). Not part of `make bench`.
+bench-methods: install jars
+	@started=0; \
+	if ! $(CLUSTER) status --dir $(CLUSTER_DIR) >/dev/null 2>&1; then \
+	  $(CLUSTER) stop --dir $(CLUSTER_DIR) >/dev/null; \
+	  $(CLUSTER) start --dir $(CLUSTER_DIR) || exit 1; started=1; \
+	fi; \
+	$(BIN)/python benchmarks/bench_methods.py --cluster $(CLUSTER_DIR); status=$$?; \
+	if [ $$started = 1 ]; then $(CLUSTER) stop --dir $(CLUSTER_DIR); fi; \
+	exit $$status
 
 clean:
 	rm -rf $(VENV) $(JARS) reports integration_tests/target integration_tests/spark-warehouse logs .cluster
