@@ -1,6 +1,6 @@
 """A failed statement as dbt's typed error, by the exception's class, for every connection method.
 
-What Spark (or its Thrift / ODBC server) rejected becomes dbt's `DbtDatabaseError`; dbt's own
+What Spark (or its Thrift server) rejected becomes dbt's `DbtDatabaseError`; dbt's own
 errors pass through unchanged; anything else stays a `DbtRuntimeError`. The message is the
 error's own, never a Java stack trace.
 """
@@ -32,7 +32,7 @@ def _database_error_classes() -> Tuple[Type[BaseException], ...]:
 
     Embedded session: pyspark's captured JVM exceptions, and Py4J's wrapper of JVM exceptions
     pyspark does not convert (Delta raises some: `DeltaIllegalStateException`). Spark Connect:
-    the server's errors. Thrift/http: PyHive's DB-API `DatabaseError`. ODBC: pyodbc's."""
+    the server's errors. Thrift/http: PyHive's DB-API `DatabaseError` (odbc is refused when the profile loads)."""
     classes: list[Type[BaseException]] = []
     try:
         from pyspark.errors.exceptions.captured import CapturedException
@@ -56,12 +56,6 @@ def _database_error_classes() -> Tuple[Type[BaseException], ...]:
         from pyhive.exc import DatabaseError as PyHiveDatabaseError
 
         classes.append(PyHiveDatabaseError)
-    except ImportError:
-        pass
-    try:
-        from pyodbc import DatabaseError as OdbcDatabaseError  # type: ignore[import-not-found]
-
-        classes.append(OdbcDatabaseError)
     except ImportError:
         pass
     return tuple(classes)
