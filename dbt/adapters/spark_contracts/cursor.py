@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 
-from dbt.adapters.spark_contracts.errors import is_spark_error, to_dbt_error
+from dbt.adapters.spark_contracts.errors import spark_errors_as_dbt_errors
 
 SessionFactory = Callable[[], Any]
 logger = AdapterLogger("SparkContracts")
@@ -38,20 +38,12 @@ class SparkSessionCursor(Cursor):
         if parameters:
             sql = sql % parameters
         self._rows = None
-        try:
+        with spark_errors_as_dbt_errors():
             self._df = self.session.sql(sql)
-        except Exception as exc:
-            if is_spark_error(exc):  # typed by to_dbt_error
-                raise to_dbt_error(exc) from exc
-            raise
 
     def fetchall(self) -> Optional[List[Any]]:
-        try:
+        with spark_errors_as_dbt_errors():
             return super().fetchall()
-        except Exception as exc:
-            if is_spark_error(exc):  # typed by to_dbt_error
-                raise to_dbt_error(exc) from exc
-            raise
 
     @property
     def description(self) -> Sequence[Tuple[str, Any, None, None, None, None, bool]]:
@@ -64,22 +56,14 @@ class SparkSessionCursor(Cursor):
 
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """The output schema of `sql` as Spark's JSON schema; the query is analysed, not run."""
-        try:
+        with spark_errors_as_dbt_errors():
             return json.loads(self.session.sql(sql).schema.json())
-        except Exception as exc:
-            if is_spark_error(exc):  # typed by to_dbt_error
-                raise to_dbt_error(exc) from exc
-            raise
 
     def relation_schema(self, relation: str) -> Dict[str, Any]:
         """The schema of a table or view, from `spark.table(name)`: nothing is parsed as SQL
         (over Spark Connect one AnalyzePlan request)."""
-        try:
+        with spark_errors_as_dbt_errors():
             return json.loads(self.session.table(relation).schema.json())
-        except Exception as exc:
-            if is_spark_error(exc):  # typed by to_dbt_error
-                raise to_dbt_error(exc) from exc
-            raise
 
 
 class SparkSessionHandle(Connection):

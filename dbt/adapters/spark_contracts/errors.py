@@ -248,6 +248,18 @@ def to_dbt_error(exc: BaseException) -> DbtRuntimeError:
 
 
 @contextmanager
+def spark_errors_as_dbt_errors() -> Iterator[None]:
+    """Spark's own errors (pyspark, Spark Connect, Py4J) raised inside become dbt's typed errors
+    (`to_dbt_error`); anything else passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        if is_spark_error(exc):
+            raise to_dbt_error(exc) from exc
+        raise
+
+
+@contextmanager
 def config_errors_as_compilation_errors() -> Iterator[None]:
     """A configuration the core refuses (`ConfigError`) reaches dbt as its CompilationError."""
     try:
