@@ -95,7 +95,7 @@ define on_cluster
 	if ! $(CLUSTER) status --dir $(CLUSTER_DIR) >/dev/null 2>&1; then \
 	  $(CLUSTER) stop --dir $(CLUSTER_DIR) >/dev/null; \
 	  $(CLUSTER) start --dir $(CLUSTER_DIR) || exit 1; started=1; \
-	  trap '$(CLUSTER) stop --dir $(CLUSTER_DIR)' INT TERM; \
+	  trap '$(CLUSTER) stop --dir $(CLUSTER_DIR); exit 130' INT TERM; \
 	fi; \
 	status=0; \
 	for profile in thrift connect; do \

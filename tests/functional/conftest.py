@@ -45,7 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     profile = config.getoption("--profile")
     skip = pytest.mark.skip(
-        reason=f"runs under another --profile than {profile} (make servers runs thrift and connect)"
+        reason=f"runs under another --profile than {profile} (make cluster-ci / cluster-test run thrift and connect)"
     )
     for item in items:
         marker = item.get_closest_marker("profile")

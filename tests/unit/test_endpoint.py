@@ -158,3 +158,13 @@ def test_connect_failure_names_the_endpoint_and_the_cause() -> None:
         "spark_contracts method thrift, localhost:1: could not connect: "
         "ConnectionRefusedError: [Errno 111] Connection refused"
     )
+
+
+@pytest.mark.parametrize("method", ["thrift", "http"])
+def test_thrift_does_not_resend_a_statement_unless_asked(method: str) -> None:
+    """dbt-spark re-sends a statement whose connection broke while polled (query_retries 1); the
+    server may still run the first, so a load could run twice: 0 unless the profile says."""
+    extra = {"token": "t", "cluster": "c"} if method == "http" else {"user": "u"}
+    assert _creds(method=method, host="h", port=1, **extra).query_retries == 0
+    asked = _creds(method=method, host="h", port=1, query_retries=2, **extra)
+    assert asked.query_retries == 2

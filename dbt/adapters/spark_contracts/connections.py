@@ -1,4 +1,4 @@
-"""Connection manager: dbt-spark's for thrift/http/odbc; the embedded session and Spark Connect here."""
+"""Connection manager: dbt-spark's for thrift/http; the embedded session and Spark Connect here."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dbt.adapters.spark.connections import (
     PyhiveConnectionWrapper,
     SparkConnectionManager,
 )
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts import session as embedded
 from dbt.adapters.spark_contracts.credentials import (
@@ -140,7 +140,9 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         try:
             try:
                 return self._schema_by_view(sql)
-            except DbtRuntimeError as exc:
+            except Exception as exc:
+                if not isinstance(to_dbt_error(exc), DbtDatabaseError):
+                    raise  # a lost connection, not a refused view: no second statement
                 logger.debug(f"schema_json: no JSON description ({exc}); using DESCRIBE QUERY")
             return describe_rows_to_json(self._fetch(f"describe query {sql}"))
         finally:
@@ -159,7 +161,11 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
             if describable:
                 try:
                     return self._described(relation)
-                except DbtRuntimeError as exc:  # not what the caller thought: a v2 table
+                except Exception as exc:
+                    # the server refused it (a v2 table, not what the caller thought); a lost
+                    # connection or a cancel is not retried with another statement
+                    if not isinstance(to_dbt_error(exc), DbtDatabaseError):
+                        raise
                     logger.debug(f"relation_schema: {relation} not described AS JSON ({exc})")
             return self._schema_by_view(f"select * from {relation}")
         finally:
@@ -206,19 +212,18 @@ class SparkContractsConnectionManager(SparkConnectionManager):
                 connection = super().open(connection)
             except Exception as exc:
                 raise connect_failure(endpoint_of(creds), exc) from exc
-            handle = connection.handle
-            if type(handle) is PyhiveConnectionWrapper:  # thrift, http; not odbc's subclass
-                handle = ContractsPyhiveConnectionWrapper(
-                    handle.handle,
-                    poll_interval=handle.poll_interval,
-                    query_timeout=handle.query_timeout,
-                    query_retries=handle.query_retries,
-                )
-                connection.handle = handle
-                if hasattr(handle.handle, "_client"):  # a PyHive connection
-                    handle.handle._client = SerializedThriftClient(handle.handle._client)
-                if creds.method == ContractsConnectionMethod.THRIFT:
-                    handle.apply_session_parameters(creds.server_side_parameters)
+            # thrift and http (odbc is refused when the profile loads): dbt-spark's PyHive wrapper
+            handle = ContractsPyhiveConnectionWrapper(
+                connection.handle.handle,
+                poll_interval=connection.handle.poll_interval,
+                query_timeout=connection.handle.query_timeout,
+                query_retries=connection.handle.query_retries,
+            )
+            connection.handle = handle
+            if hasattr(handle.handle, "_client"):  # a PyHive connection
+                handle.handle._client = SerializedThriftClient(handle.handle._client)
+            if creds.method == ContractsConnectionMethod.THRIFT:
+                handle.apply_session_parameters(creds.server_side_parameters)
             return connection
         try:
             session = factory()  # fail here, on open, with the real reason (Java, jars, server)
@@ -257,8 +262,14 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         """Interrupt what `connection` runs on the server (dbt's cancel, Ctrl-C): a session's
         operations by `interruptAll` of that connection's own session; thrift's statement by
         dbt-spark's cursor cancel."""
-        logger.debug(f"Cancelling {connection.name} ({endpoint_of(connection.credentials).label})")  # type: ignore[arg-type]
-        connection.handle.cancel()
+        label = endpoint_of(connection.credentials).label  # type: ignore[arg-type]
+        logger.debug(f"Cancelling {connection.name} ({label})")
+        try:
+            connection.handle.cancel()
+        except Exception as exc:  # dbt cancels the other connections after this one
+            logger.debug(
+                f"Cancelling {connection.name} ({label}) failed: {type(exc).__name__}: {exc}"
+            )
 
     @classmethod
     def get_response(cls, cursor: Any) -> AdapterResponse:

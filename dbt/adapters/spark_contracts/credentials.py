@@ -105,6 +105,14 @@ class SparkContractsCredentials(SparkCredentials):
             data["method"] = ContractsConnectionMethod.SESSION.value
         if data["method"] == ContractsConnectionMethod.ODBC.value:
             raise DbtRuntimeError(ODBC_REFUSED)
+        if data["method"] in (
+            ContractsConnectionMethod.THRIFT.value,
+            ContractsConnectionMethod.HTTP.value,
+        ):
+            # dbt-spark re-sends a statement whose connection broke while it was polled (default
+            # 1 retry): the server may still be running the first one, so a load could run twice.
+            # Off unless the profile asks for it.
+            data.setdefault("query_retries", 0)
         if data["method"] == ContractsConnectionMethod.CONNECT.value:
             # dbt-spark's default (no retry) would fail a run on the first dropped stream
             data.setdefault("connect_retries", CONNECT_DEFAULT_RETRIES)

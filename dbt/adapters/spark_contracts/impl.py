@@ -221,10 +221,6 @@ class SparkContractsAdapter(SparkAdapter):
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """A query's output schema as Spark JSON, by analysis only (the query does not run)."""
         handle = self.connections.get_thread_connection().handle
-        if not hasattr(handle, "schema_json"):
-            raise DbtRuntimeError(
-                f"connection method {self.config.credentials.method} cannot analyse a query's schema"
-            )
         with self.connections.exception_handler(sql):
             return handle.schema_json(sql)
 
@@ -232,11 +228,8 @@ class SparkContractsAdapter(SparkAdapter):
         """A table's or view's schema as Spark JSON, in one read where the method allows:
         `describable` says the relation is a temporary view or a v1 table (not Delta, Iceberg)."""
         handle = self.connections.get_thread_connection().handle
-        if not hasattr(handle, "relation_schema"):
-            raise DbtRuntimeError(
-                f"connection method {self.config.credentials.method} cannot read a typed schema"
-            )
-        return handle.relation_schema(str(relation), describable)
+        with self.connections.exception_handler(f"-- schema of {relation}"):
+            return handle.relation_schema(str(relation), describable)
 
     def _fetch_rows(self, sql: str) -> List[Tuple[Any, ...]]:
         _, table = self.execute(sql, fetch=True)

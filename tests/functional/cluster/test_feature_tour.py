@@ -1,4 +1,4 @@
-"""Every feature once per table format, in one project and three `dbt run`s: CI's share of the
+"""Every feature once per table format, in one project and two `dbt run`s: CI's share of the
 suites over the wire (`make cluster-ci` runs it over thrift and over connect on the cluster; the
 whole evolution/contract suites run in `make cluster-test`).
 

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,9 @@ class Project:
         """`target`: the profile's output (conftest's `dbt_profile_target`); `warehouse`: where
         the tables' files are (the embedded session's or the local server's warehouse)."""
         self.root, self.fmt, self.warehouse = root, fmt, warehouse
-        self.schema = f"kills_{fmt}"  # a server's warehouse is shared by the whole test session
+        # a cluster's metastore and warehouse outlive the test session (and serve both methods'
+        # passes and every xdist worker): a schema of this project's own
+        self.schema = f"kills_{fmt}_{uuid.uuid4().hex[:8]}"
         (root / "models").mkdir(parents=True)
         (root / "macros").mkdir()
         (root / "macros" / "foreign_write.sql").write_text(FOREIGN_WRITE)
