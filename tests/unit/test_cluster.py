@@ -250,6 +250,7 @@ def test_a_real_process_is_itself_until_it_ends(tmp_path):
     process = subprocess.Popen(["sleep", "30"], cwd=tmp_path)
     try:
         record = record_of("thrift", process.pid, "sleep", tmp_path / "log")
+        # right after the start the child may still exec `sleep` (an empty command line)
         assert is_same_process(record, read_process(process.pid))
         assert read_process(process.pid).cwd == str(tmp_path)
         assert not is_same_process(
@@ -261,6 +262,14 @@ def test_a_real_process_is_itself_until_it_ends(tmp_path):
         process.wait()
     assert read_process(process.pid) is None
     assert not is_same_process(record, read_process(process.pid))
+
+
+def test_a_process_in_the_middle_of_an_exec_is_still_itself():
+    record = ProcessRecord("thrift", 7, 100, "HiveThriftServer2", "")
+    assert is_same_process(record, ProcessInfo(7, 1, 7, 100, "R", "", "/"))
+    assert is_same_process(record, ProcessInfo(7, 1, 7, 100, "S", "java HiveThriftServer2", "/"))
+    assert not is_same_process(record, ProcessInfo(7, 1, 7, 100, "S", "python other.py", "/"))
+    assert not is_same_process(record, ProcessInfo(7, 1, 7, 101, "R", "", "/"))
 
 
 def _info(pid, ppid, pgid, cwd, cmd="java", start=1):
@@ -343,3 +352,50 @@ def test_cli_without_a_cluster(tmp_path, capsys):
     assert local_cluster.main(["status", "--dir", str(tmp_path)]) == 1
     assert local_cluster.main(["stop", "--dir", str(tmp_path)]) == 0
     assert "cluster.json absent" in capsys.readouterr().out
+
+
+@given(st.integers(1024, 64000), st.integers(0, 1500))
+def test_port_candidates_stay_outside_the_ephemeral_range(low, width):
+    from dbt.adapters.spark_contracts.servers import port_candidates
+
+    high = min(low + width, 65535)
+    candidates = port_candidates(low, high)
+    assert len(candidates) > 0
+    assert all(not (low <= port <= high) for port in (candidates[0], candidates[-1]))
+    assert 1024 <= candidates[0] and candidates[-1] <= 65535
+
+
+def test_ephemeral_range_reads_the_kernel_setting_or_falls_back():
+    from dbt.adapters.spark_contracts.servers import ephemeral_range
+
+    assert ephemeral_range("32768\t60999\n") == (32768, 60999)
+    assert ephemeral_range("40000 50000") == (40000, 50000)
+    assert ephemeral_range("garbage") == (32768, 60999)
+
+
+def test_free_port_is_outside_the_ephemeral_range_and_bindable():
+    import socket
+
+    from dbt.adapters.spark_contracts.servers import ephemeral_range, free_port
+
+    low, high = ephemeral_range()
+    for _ in range(20):
+        port = free_port()
+        assert not (low <= port <= high)
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+def test_start_failure_prints_the_tail_of_the_failed_parts_log(tmp_path, monkeypatch, capsys):
+    log = tmp_path / "connect.log"
+    log.write_text("\n".join(f"line {i}" for i in range(100)) + "\nBindException: Address in use\n")
+
+    def failing_start(*args, **kwargs):
+        raise local_cluster.ClusterError(f"connect exited before port 1; see {log}", log)
+
+    monkeypatch.setattr(local_cluster, "start", failing_start)
+    assert local_cluster.main(["start", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "connect exited before port 1" in err
+    assert "BindException: Address in use" in err and "line 99" in err
+    assert "line 10\n" not in err  # the tail, not the whole log

@@ -168,3 +168,48 @@ def test_thrift_does_not_resend_a_statement_unless_asked(method: str) -> None:
     assert _creds(method=method, host="h", port=1, **extra).query_retries == 0
     asked = _creds(method=method, host="h", port=1, query_retries=2, **extra)
     assert asked.query_retries == 2
+
+
+@pytest.mark.parametrize("code", ["UNAUTHENTICATED", "PERMISSION_DENIED"])
+def test_a_refused_client_is_neither_a_lost_connection_nor_a_database_error(code: str) -> None:
+    from dbt.adapters.spark_contracts.errors import ServerRefusedError, is_refusal
+
+    exc = _grpc_error(code, "invalid authentication token\ndebug")
+    assert is_refusal(exc) and not is_connection_error(exc)
+    assert connection_error_detail(exc) == f"{code}: invalid authentication token"
+    error = to_dbt_error(exc)
+    assert type(error) is ServerRefusedError
+    assert error.at("spark_contracts method connect, sc://h:1").msg == (
+        "spark_contracts method connect, sc://h:1: the server refused this client: "
+        f"{code}: invalid authentication token"
+    )
+
+
+def test_deadline_exceeded_is_a_lost_connection() -> None:
+    exc = _grpc_error("DEADLINE_EXCEEDED", "deadline")
+    assert is_connection_error(exc)
+    assert isinstance(to_dbt_error(exc), ConnectionLostError)
+
+
+def test_only_the_connect_clients_retries_warning_is_silenced() -> None:
+    import warnings
+
+    from dbt.adapters.spark_contracts.remote import silence_retries_warning
+
+    text = "[RETRIES_EXCEEDED] The maximum number of retries has been exceeded."
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")  # what pytest's own capture does
+        silence_retries_warning()  # what importing remote.py does
+        warnings.warn_explicit(
+            text, UserWarning, "retries.py", 281, module="pyspark.sql.connect.client.retries"
+        )
+        assert seen == []
+        warnings.warn_explicit(text, UserWarning, "x.py", 1, module="some.other.module")
+        warnings.warn_explicit(
+            "another warning",
+            UserWarning,
+            "retries.py",
+            9,
+            module="pyspark.sql.connect.client.retries",
+        )
+    assert [str(w.message) for w in seen] == [text, "another warning"]

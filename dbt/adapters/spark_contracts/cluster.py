@@ -52,7 +52,20 @@ STOP_PHASES = (("thrift", "connect"), ("worker",), ("master",), ("derby",))
 
 
 class ClusterError(RuntimeError):
-    pass
+    def __init__(self, message: str, log: Optional[Path] = None) -> None:
+        super().__init__(message)
+        self.log = log  # the failed part's log, whose tail `start` prints
+
+
+def log_tail(log: Path, lines: int = 40) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError as error:
+        return f"(log unreadable: {error})"
+    return "\n".join(text.splitlines()[-lines:])
 
 
 @dataclass(frozen=True)
@@ -254,6 +267,11 @@ class _Starter:
     env: Dict[str, str]
     timeout: float
     records: list[ProcessRecord] = field(default_factory=list)
+    # the children themselves: whether one ended is `poll()`'s answer. /proc is no witness while
+    # the launcher scripts exec (spark-submit -> spark-class -> java), when a read of the pid's
+    # command line can fail or come back empty (seen: a start failed naming a "exited" server
+    # whose log was empty; the server would have logged its own exit).
+    children: Dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def launch(self, name: str, command: list[str], marker: str) -> ProcessRecord:
         log = self.directory / "logs" / f"{name}.log"
@@ -268,12 +286,13 @@ class _Starter:
                 start_new_session=True,  # outlives `make cluster`; leads its own process group
             )
         deadline = time.monotonic() + 10
-        while True:  # the launcher scripts exec java: wait until the pid runs it
+        while process.poll() is None:  # the launcher scripts exec java: until the pid runs it
             info = read_process(process.pid)
-            if info is None or marker in info.cmdline or time.monotonic() > deadline:
+            if (info is not None and marker in info.cmdline) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
         record = record_of(name, process.pid, marker, log)
+        self.children[name] = process
         self.records.append(record)
         self.save()
         return record
@@ -289,8 +308,11 @@ class _Starter:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             for started in self.records:
-                if not is_same_process(started, read_process(started.pid)):
-                    raise ClusterError(f"{started.name} exited before {what}; see {started.log}")
+                if self.children[started.name].poll() is not None:
+                    raise ClusterError(
+                        f"{started.name} exited before {what}; see {started.log}",
+                        Path(started.log),
+                    )
             try:
                 if ready():
                     return
@@ -298,7 +320,8 @@ class _Starter:
                 pass
             time.sleep(0.5)
         raise ClusterError(
-            f"{record.name} did not reach {what} in {self.timeout:.0f}s; see {record.log}"
+            f"{record.name} did not reach {what} in {self.timeout:.0f}s; see {record.log}",
+            Path(record.log),
         )
 
 
@@ -414,8 +437,9 @@ def start(
         starter.cluster.stop()
         if isinstance(error, ClusterError):
             raise
-        log = starter.records[-1].log if starter.records else str(directory / "logs")
-        raise ClusterError(f"starting {part} failed: {error}; see {log}") from error
+        log = Path(starter.records[-1].log) if starter.records else None
+        where = log or directory / "logs"
+        raise ClusterError(f"starting {part} failed: {error}; see {where}", log) from error
     return starter.cluster
 
 
@@ -447,6 +471,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             cluster = start(args.dir, args.jars_dir)
         except (ClusterError, jar_resolution.JarsNotFound) as error:
             print(f"cluster start failed: {error}", file=sys.stderr)
+            log = getattr(error, "log", None)
+            if log is not None:  # CI keeps no files: the cause goes to the output
+                print(f"--- last lines of {log} ---\n{log_tail(log)}", file=sys.stderr)
             return 1
         print(f"cluster up in {time.monotonic() - began:.0f}s; state in {cluster.state_file}")
         print("\n".join(status_lines(cluster)))

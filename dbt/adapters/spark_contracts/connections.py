@@ -28,6 +28,7 @@ from dbt.adapters.spark_contracts.cursor import (
 )
 from dbt.adapters.spark_contracts.errors import (
     ConnectionLostError,
+    ServerRefusedError,
     to_dbt_error,
     transport_error_classes,
 )
@@ -249,7 +250,7 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             yield
         except Exception as exc:
             error = to_dbt_error(exc)
-            if isinstance(error, ConnectionLostError):
+            if isinstance(error, (ConnectionLostError, ServerRefusedError)):
                 connection = self.get_if_exists()
                 if connection is not None:
                     error = error.at(endpoint_of(connection.credentials).label)  # type: ignore[arg-type]

@@ -143,14 +143,25 @@ class ConnectionLostError(DbtRuntimeError):
         return self if self.endpoint else ConnectionLostError(self.detail, endpoint)
 
 
-# gRPC status codes that mean "no (usable) connection to the server", not "the server refused
-# the statement". UNAVAILABLE is what the client raises once its retries are used up.
-_GRPC_CONNECTION_CODES = (
-    "UNAVAILABLE",
-    "UNAUTHENTICATED",
-    "PERMISSION_DENIED",
-    "DEADLINE_EXCEEDED",
-)
+class ServerRefusedError(DbtRuntimeError):
+    """The server answered but refused this client (a wrong or missing token, no permission):
+    not a lost connection (retrying cannot help) and not an error of the statement."""
+
+    def __init__(self, detail: str, endpoint: str = "") -> None:
+        self.detail = detail
+        self.endpoint = endpoint
+        prefix = f"{endpoint}: " if endpoint else ""
+        super().__init__(f"{prefix}the server refused this client: {detail}")
+
+    def at(self, endpoint: str) -> ServerRefusedError:
+        return self if self.endpoint else ServerRefusedError(self.detail, endpoint)
+
+
+# gRPC status codes that mean "the server cannot be reached (any more)": UNAVAILABLE is what the
+# client raises once its retries are used up.
+_GRPC_UNREACHABLE_CODES = ("UNAVAILABLE", "DEADLINE_EXCEEDED")
+# ... and "the server refuses this client": on open a failed connection, later a refusal.
+_GRPC_REFUSED_CODES = ("UNAUTHENTICATED", "PERMISSION_DENIED")
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -194,11 +205,16 @@ def transport_error_classes() -> Tuple[Type[BaseException], ...]:
 def is_connection_error(exc: BaseException) -> bool:
     """`exc` (or what it wraps) says the server cannot be reached or dropped the connection."""
     for seen in _chain(exc):
-        if _grpc_code_name(seen) in _GRPC_CONNECTION_CODES:
+        if _grpc_code_name(seen) in _GRPC_UNREACHABLE_CODES:
             return True
         if isinstance(seen, transport_error_classes()):
             return True
     return False
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """`exc` (or what it wraps) says the server refused this client's credentials."""
+    return any(_grpc_code_name(seen) in _GRPC_REFUSED_CODES for seen in _chain(exc))
 
 
 def connection_error_detail(exc: BaseException) -> str:
@@ -206,7 +222,7 @@ def connection_error_detail(exc: BaseException) -> str:
     error, without the client's debug dump."""
     for seen in _chain(exc):
         name = _grpc_code_name(seen)
-        if name in _GRPC_CONNECTION_CODES:
+        if name in _GRPC_UNREACHABLE_CODES or name in _GRPC_REFUSED_CODES:
             details = getattr(seen, "details", None)
             text = str(details() if callable(details) else "") or _first_line(seen)
             for inner in _chain(seen):  # the raw gRPC error carries the details
@@ -229,7 +245,7 @@ def _first_line(exc: BaseException) -> str:
 def to_dbt_error(exc: BaseException) -> DbtRuntimeError:
     """dbt's error for `exc`, raised while running a statement."""
     if isinstance(exc, DbtRuntimeError) and not isinstance(
-        exc, (ConnectionLostError, FailedToConnectError)
+        exc, (ConnectionLostError, ServerRefusedError, FailedToConnectError)
     ):
         # dbt-spark's thrift wrapper raises DbtRuntimeError from a broken transport
         if exc.__cause__ is not None and is_connection_error(exc.__cause__):
@@ -242,6 +258,8 @@ def to_dbt_error(exc: BaseException) -> DbtRuntimeError:
         return exc
     if is_connection_error(exc):
         return ConnectionLostError(connection_error_detail(exc))
+    if is_refusal(exc):
+        return ServerRefusedError(connection_error_detail(exc))
     if is_database_error(exc):
         return DbtDatabaseError(without_java_frames(spark_error_message(exc)))
     return DbtRuntimeError(str(exc))

@@ -80,12 +80,14 @@ def record_of(name: str, pid: int, marker: str, log: Path) -> ProcessRecord:
 
 def is_same_process(record: ProcessRecord, info: Optional[ProcessInfo]) -> bool:
     """Whether the live `info` is the process `record` names: a pid may have been reused by an
-    unrelated process since, which then has another start time or command line."""
+    unrelated process since, which then has another start time or command line. An empty
+    command line is a process in the middle of an exec (the launcher scripts exec java): its
+    pid and start time still name it."""
     return (
         info is not None
         and info.pid == record.pid
         and info.start_time == record.start_time
-        and record.marker in info.cmdline
+        and (not info.cmdline or record.marker in info.cmdline)
     )
 
 

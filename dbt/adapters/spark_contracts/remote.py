@@ -25,9 +25,21 @@ from dbt.adapters.spark_contracts.errors import connection_error_detail
 
 logger = AdapterLogger("SparkContracts")
 
-# The Connect client warns (on stderr, with its file and line) before raising the error it gave
-# up on; dbt reports that error itself.
-warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+
+def silence_retries_warning() -> None:
+    """The Connect client warns (on stderr, with its file and line) before raising the error it
+    gave up on; dbt reports that error itself. Only that warning of that one module is ignored,
+    by a filter installed once at import: `warnings.catch_warnings` around each call is not
+    thread-safe (dbt's threads share the process's filters)."""
+    warnings.filterwarnings(
+        "ignore",
+        message=r"\[RETRIES_EXCEEDED\]",
+        category=UserWarning,
+        module=r"pyspark\.sql\.connect\.client\.retries",
+    )
+
+
+silence_retries_warning()
 
 
 def endpoint_of(creds: SparkContractsCredentials) -> Endpoint:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -29,10 +30,45 @@ MAIN_CLASSES = {
 CONNECT_TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 
 
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def ephemeral_range(text: Optional[str] = None) -> tuple[int, int]:
+    """The kernel's range for ports it hands out on its own (Linux; 32768-60999 elsewhere)."""
+    try:
+        if text is None:
+            text = EPHEMERAL_RANGE_FILE.read_text()
+        low, high = (int(part) for part in text.split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def port_candidates(low: int, high: int) -> range:
+    """Ports outside the ephemeral range [low, high]: from 20000 up to it when there is room
+    (above the usual fixed ports: 10000 Thrift, 15002 Connect), else above it, else below it."""
+    if low > 21000:
+        return range(20000, low)
+    if high < 64000:
+        return range(high + 1, 65536)
+    return range(1024, max(low, 1025))
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port free now and outside the ephemeral range. A port the kernel picked (bind to 0)
+    is released before the server binds it, and meanwhile any process's outgoing or ephemeral
+    socket (a Spark driver's RPC, an executor's block manager) may get it: on CI the Connect
+    server of the cluster lost its port so."""
+    candidates = port_candidates(*ephemeral_range())
+    for _ in range(200):
+        port = random.choice(candidates)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port in {candidates.start}-{candidates.stop - 1} after 200 tries")
 
 
 @dataclass
