@@ -271,13 +271,6 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             logger.debug(
                 f"Cancelling {connection.name} ({label}) failed: {type(exc).__name__}: {exc}"
             )
-        if isinstance(connection.handle, ContractsPyhiveConnectionWrapper):
-            # seen in CI: after Ctrl-C the Thrift Server still finished and committed the load
-            logger.warning(
-                f"{connection.name} ({label}): the Thrift Server was asked to cancel the running "
-                "statement; it may still complete and commit there (a cancel is not guaranteed "
-                "over thrift). Check the table before re-running."
-            )
 
     @classmethod
     def get_response(cls, cursor: Any) -> AdapterResponse:
