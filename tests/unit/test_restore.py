@@ -94,3 +94,16 @@ def test_a_dead_runs_late_commit_is_undone_by_the_repair(tmp_path: Path):
     done = Runner(spark, RunReport(), tmp_path).restore(intent())
     assert done == "restored to Delta version 1"
     assert spark.statements == ["restore table db.t to version as of 1"]  # not given back
+
+
+def test_the_repair_drops_the_dead_runs_stage(tmp_path: Path):
+    from dbt.adapters.spark_contracts.run import stage_name
+
+    spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
+    message = Runner(spark, RunReport(), tmp_path).repair(intent(), "model.p.m")
+    assert "restored to Delta version 1" in message
+    assert spark.statements == [
+        f"drop table if exists {stage_name('db.t', 'inv')}",
+        "restore table db.t to version as of 1",
+    ]
+    assert stage_name("db.t", "inv") == "db.t__dbt_stage_inv"

@@ -614,11 +614,17 @@ class Runner:
         )
 
     def repair(self, intent: Intent, unique_id: str) -> str:
-        """A dead run's intent found on the table: put it back before anything else."""
+        """A dead run's intent found on the table: put it back before anything else, and drop
+        the dead run's stage table (its name holds that run's invocation id: no live run's)."""
         logger.warning(
             f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
             f"({intent.unique_id}), which did not finish; repairing the table first"
         )
+        dead_stage = stage_name(intent.relation, intent.invocation_id)
+        try:
+            self.spark.run(f"drop table if exists {dead_stage}")
+        except Exception as exc:  # a leftover stage harms nothing; say so
+            logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
         if intent.table_format not in ("delta", "iceberg"):
             self._clear_intent(intent.relation)
             return (
