@@ -88,9 +88,9 @@ cluster: install jars
 cluster-stop: install
 	$(CLUSTER) stop --dir $(CLUSTER_DIR)
 
-# Run $(1) over thrift, then connect, on the cluster in $(CLUSTER_DIR): started (and stopped
-# afterwards) unless one runs there already. Fails if any run failed.
-define on_cluster
+# Run the shell commands $(1) with the cluster in $(CLUSTER_DIR) up: started (and stopped
+# afterwards) unless one runs there already. $(1) sets `status` non-zero to fail.
+define with_cluster
 	@started=0; \
 	if ! $(CLUSTER) status --dir $(CLUSTER_DIR) >/dev/null 2>&1; then \
 	  $(CLUSTER) stop --dir $(CLUSTER_DIR) >/dev/null; \
@@ -98,20 +98,25 @@ define on_cluster
 	  trap '$(CLUSTER) stop --dir $(CLUSTER_DIR); exit 130' INT TERM; \
 	fi; \
 	status=0; \
-	for profile in thrift connect; do \
-	  DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) -q \
-	    -p no:cacheprovider --show-capture=no -n 2 --dist loadgroup --durations=15 \
-	    --profile $$profile $(PYTEST_ARGS) || status=1; \
-	done; \
+	$(1); \
 	if [ $$started = 1 ]; then $(CLUSTER) stop --dir $(CLUSTER_DIR); fi; \
 	exit $$status
 endef
 
+# The tests $(1) over thrift, then connect, on the cluster; fails if any pass failed.
+define passes_on_cluster
+for profile in thrift connect; do \
+	  DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) -q \
+	    -p no:cacheprovider --show-capture=no -n 2 --dist loadgroup --durations=15 \
+	    --profile $$profile $(PYTEST_ARGS) || status=1; \
+	done
+endef
+
 cluster-test: install jars
-	$(call on_cluster,$(CLUSTER_TESTS))
+	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_TESTS)))
 
 cluster-ci: install jars
-	$(call on_cluster,$(CLUSTER_CI_TESTS))
+	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_CI_TESTS)))
 
 test: lint unit functional suites faults-ci cluster-ci
 
@@ -124,14 +129,7 @@ bench: install jars
 # What each connection method costs on the integration project (session / thrift / connect), on
 # the local cluster (started and stopped here unless one runs already). Not part of `make bench`.
 bench-methods: install jars
-	@started=0; \
-	if ! $(CLUSTER) status --dir $(CLUSTER_DIR) >/dev/null 2>&1; then \
-	  $(CLUSTER) stop --dir $(CLUSTER_DIR) >/dev/null; \
-	  $(CLUSTER) start --dir $(CLUSTER_DIR) || exit 1; started=1; \
-	fi; \
-	$(BIN)/python benchmarks/bench_methods.py --cluster $(CLUSTER_DIR); status=$$?; \
-	if [ $$started = 1 ]; then $(CLUSTER) stop --dir $(CLUSTER_DIR); fi; \
-	exit $$status
+	$(call with_cluster,$(BIN)/python benchmarks/bench_methods.py --cluster $(CLUSTER_DIR) || status=1)
 
 clean:
 	rm -rf $(VENV) $(JARS) reports integration_tests/target integration_tests/spark-warehouse logs .cluster
