@@ -15,10 +15,13 @@ which jobs the server runs.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -189,6 +192,70 @@ def proxy(server: Server) -> Iterator[Proxy]:
         p.stop()
 
 
+class TlsProxy:
+    """TLS in front of `localhost:target` (a Spark Connect server speaks plaintext gRPC; TLS
+    ends at a proxy in front of it, as in a real deployment): asyncio's TLS on one event loop
+    thread, HTTP/2 announced by ALPN as gRPC requires."""
+
+    def __init__(self, target: int, cert: Path, key: Path) -> None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(cert), str(key))
+        context.set_alpn_protocols(["h2"])
+        self.handshakes = 0
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except (OSError, ConnectionError):
+                pass
+            finally:
+                writer.close()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.handshakes += 1  # the TLS handshake is done when the handler runs
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
+            except OSError:
+                writer.close()
+                return
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        def serve() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.server = self.loop.run_until_complete(
+                asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
+            )
+            self.port = int(self.server.sockets[0].getsockname()[1])
+            started.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+        assert started.wait(10), "the TLS proxy did not start"
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A certificate for localhost / 127.0.0.1 and its key, made by the openssl command."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"]
+        + ["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
 def target(server: Server, port: Optional[int] = None, **keys: Any) -> Dict[str, Any]:
     out: Dict[str, Any] = {"type": "spark_contracts", "schema": SCHEMA, "threads": 1}
     out.update(method=server.kind, host="localhost", port=port or server.port)
@@ -219,7 +286,11 @@ class Project:
         return [sys.executable, "-c", code, *args, *dirs]
 
     def run(
-        self, profile: Dict[str, Any], *args: str, timeout: float = 300
+        self,
+        profile: Dict[str, Any],
+        *args: str,
+        timeout: float = 300,
+        env: Optional[Dict[str, str]] = None,
     ) -> subprocess.CompletedProcess:
         return subprocess.run(
             self.command(profile, *args),
@@ -227,7 +298,7 @@ class Project:
             text=True,
             timeout=timeout,
             cwd=self.root,
-            env=_env(),
+            env={**_env(), **(env or {})},
         )
 
     def start(self, profile: Dict[str, Any], *args: str) -> subprocess.Popen:
@@ -446,6 +517,32 @@ def test_server_lost_in_the_middle_of_a_run(server: Server, proxy: Proxy, tmp_pa
     text = again.stdout + again.stderr
     assert f"{label(server, proxy.port)}: could not connect" in text, text
     assert_no_traceback(text)
+
+
+@pytest.mark.profile("connect")
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_connect_over_tls(server: Server, tmp_path: Path) -> None:
+    """`use_ssl: true` with the token: the run goes through TLS when the client trusts the
+    server's certificate (gRPC's root file), and fails as one error naming method and server
+    when it does not."""
+    cert, key = self_signed_certificate(tmp_path)
+    proxy = TlsProxy(server.port, cert, key)
+    try:
+        project = Project(tmp_path / "p", {"over_tls.sql": "select 1 as id"})
+        profile = target(server, port=proxy.port, use_ssl=True)
+        trusted = project.run(profile, "run", env={"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(cert)})
+        assert trusted.returncode == 0, trusted.stdout + trusted.stderr
+        assert proxy.handshakes >= 1
+        assert server.query(f"select id from {SCHEMA}.over_tls") == [(1,)]
+
+        untrusted = project.run(profile, "run")  # the default roots do not know the certificate
+        text = untrusted.stdout + untrusted.stderr
+        assert untrusted.returncode != 0, text
+        assert f"{label(server, proxy.port)}: could not connect" in text, text
+        assert TOKEN not in text
+        assert_no_traceback(text)
+    finally:
+        proxy.stop()
 
 
 @pytest.mark.parametrize("command", ["run", "debug"])
