@@ -358,9 +358,12 @@ class SparkContractsAdapter(SparkAdapter):
         )
         write = decide_write_path(plan, table_format, strategy, deployed, written, column_lists)
         in_write = write.evolves_in_write
+        # a dry run shows the DDL the plan amounts to, also when the write would carry it
         statements = (
             ()
-            if plan.is_blocked or in_write or write.path is WritePath.REPLACE
+            if plan.is_blocked
+            or write.path is WritePath.REPLACE
+            or (in_write and not settings.dry_run)
             else render_plan(plan, str(relation), table_format, table_options.strip())
         )
         stage = runs.stage_name(str(relation), invocation_id)
@@ -641,11 +644,17 @@ class SparkContractsAdapter(SparkAdapter):
         deployed table, or on a first build the model's query)."""
         unknown = settings.policy.unknown_columns(compiled)
         if unknown:
-            raise CompilationError(
+            # written ahead of the column (the next run adds it) or left behind: not an error,
+            # and it changes nothing the other entries do
+            logger.warning(
                 f"{unique_id}: `schema_evolution.columns` names {', '.join(unknown)}, which the "
-                f"model does not output; its columns are {', '.join(compiled.names)}"
+                f"model does not output (yet); its columns are {', '.join(compiled.names)}. "
+                "The entry applies on the run that adds the column."
             )
+        lowered = {name.lower() for name in unknown}
         for name, column in settings.policy.columns.items():
+            if name.lower() in lowered:
+                continue  # its expressions are checked on the run that adds the column
             for key in ("default", "backfill"):
                 expr = getattr(column, key)
                 if expr is None:

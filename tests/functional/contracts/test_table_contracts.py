@@ -194,10 +194,8 @@ class TestFirstBuildChecks:
 
     def test_first_build_checks(self, project):
         results = {r.node.name: r for r in run_dbt(["run"], expect_pass=False)}
-        unknown = results["unknown_column"]
-        assert str(unknown.status) == "error"
-        assert "`schema_evolution.columns` names nope" in unknown.message, unknown.message
-        assert "its columns are id" in unknown.message
+        # an entry ahead of its column warns and builds (test_column_settings_timing.py)
+        assert str(results["unknown_column"].status) == "success", results["unknown_column"].message
         bad = results["bad_default"]
         assert str(bad.status) == "error"
         assert "schema_evolution.columns.status.default" in bad.message, bad.message
@@ -206,6 +204,6 @@ class TestFirstBuildChecks:
         assert str(iceberg.status) == "error"
         assert "schema_evolution.columns.status.backfill" in iceberg.message, iceberg.message
         assert str(results["good"].status) == "success"
-        assert not exists(project, "unknown_column")
+        assert exists(project, "unknown_column")
         assert not exists(project, "bad_default")
         assert not exists(project, "bad_backfill_iceberg")

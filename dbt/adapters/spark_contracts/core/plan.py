@@ -84,7 +84,8 @@ class Policy:
         return var is None or bool(getattr(self, var))
 
     def unknown_columns(self, compiled: Struct) -> tuple[str, ...]:
-        """`columns` entries that name no column of the compiled schema (a config error)."""
+        """`columns` entries that name no column of the compiled schema (warned: written ahead of
+        the column, they apply on the run that adds it)."""
         return tuple(name for name in self.columns if compiled.field(name) is None)
 
 
