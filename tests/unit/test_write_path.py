@@ -176,6 +176,13 @@ def test_the_output_is_staged_only_when_read_twice(
     assert staged == (multi_step or read_twice)
 
 
+@given(st.sampled_from(["delta", "iceberg", "parquet"]), st.sampled_from(["merge", "append"]))
+def test_a_load_that_reads_its_source_twice_is_staged(table_format, strategy):
+    write = WriteDecision(WritePath.NO_CHANGE)
+    staged = needs_stage(write, None, True, table_format, strategy)
+    assert staged == (table_format == "iceberg" and strategy == "merge")
+
+
 def test_the_count_query_is_built_from_the_same_metrics():
     load = _load(counts=True)
     assert load.discard_count_sql == "SELECT count_if(x IS NULL) AS rows_discarded FROM v"

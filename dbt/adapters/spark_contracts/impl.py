@@ -379,7 +379,7 @@ class SparkContractsAdapter(SparkAdapter):
             and strategy != REBUILD
         )
         observed = suffixed(str(view), "__observed") if observe else None
-        staged = needs_stage(write, load, observe) and not (plan.full_refresh or settings.dry_run)
+        staged = needs_stage(write, load, observe, table_format, strategy) and not (plan.full_refresh or settings.dry_run)
         if staged and load is not None and load.discard_metrics and not spark.can_observe():
             method = str(self.config.credentials.method)
             logger.info(runs.counts_not_observed_note(unique_id, method))

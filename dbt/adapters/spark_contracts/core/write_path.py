@@ -136,12 +136,27 @@ def decide_write_path(
     return WriteDecision(WritePath.IN_WRITE)
 
 
-def needs_stage(write: WriteDecision, load: LoadSql | None, observable: bool) -> bool:
+# Loads whose one statement reads its source twice. Iceberg's (copy-on-write) MERGE first runs a
+# runtime group filter, a join of the source with the table that finds the files to rewrite
+# (Spark's RowLevelOperationRuntimeGroupFiltering), then reads the source again to rewrite them:
+# measured on Spark 4.1.1 + Iceberg 1.12, 2 evaluations of the model per row
+# (tests/functional/evolution/test_one_evaluation.py). Delta's MERGE materializes its source.
+SOURCE_READ_TWICE: frozenset[tuple[str, str]] = frozenset({("iceberg", "merge")})
+
+
+def needs_stage(
+    write: WriteDecision,
+    load: LoadSql | None,
+    observable: bool,
+    table_format: str = "",
+    strategy: str = "",
+) -> bool:
     """Stage the model's output once when more than one statement reads it (freeze check,
     quarantine, and the discard counts where the connection cannot observe them in the load),
-    or when changes precede the load (a query failing at run time then changes nothing).
+    when the load statement itself reads it twice (`SOURCE_READ_TWICE`), or when changes
+    precede the load (a query failing at run time then changes nothing).
     `observable`: the connection reports metrics observed while a statement runs."""
-    if write.multi_step:
+    if write.multi_step or (table_format, strategy) in SOURCE_READ_TWICE:
         return True
     if load is None:
         return False
