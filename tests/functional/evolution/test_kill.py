@@ -309,3 +309,51 @@ def test_repair_while_the_dead_runs_statement_still_runs(tmp_path, kill_target):
     assert project.state("dead") == after, history
     rows = project.rows(["control", "dead"])
     assert rows["dead"] == rows["control"], (rows, history)
+
+
+# A backfill on each format (iceberg: ADD COLUMNS, then UPDATE; delta: the column defaults feature,
+# ADD COLUMNS, SET DEFAULT, then UPDATE), slow enough to be killed while the UPDATE runs.
+# The entries are in place from v1 on, before their columns exist (as users write them).
+AHEAD = SLOW_BACKFILL.replace("schema_evolution=(", "schema_evolution=").replace(
+    " if var('v', 1) != 1 else {})", ""
+)
+SLOW_BACKFILL_MODELS = {
+    "delta": AHEAD,
+    "iceberg": AHEAD.replace("file_format='delta'", "file_format='iceberg'"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_kill_during_the_backfill_update_is_repaired(tmp_path, kill_target, fmt):
+    """SIGKILL while the backfill's UPDATE runs (the new columns are on the table, the backfill
+    is not): the intent covers every step of the plan, so the table carries it, and the next run
+    puts the table back and runs the whole plan again: it ends like a run never killed."""
+    target, warehouse = kill_target
+    names = ["control", "dead"]
+    project = Project(tmp_path / "project", fmt, target, warehouse, SLOW_BACKFILL_MODELS[fmt], names)
+    assert project.dbt() == 0
+    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+    after = project.state("control")
+    assert after[1] is False
+    argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", "dead", "--vars", "{v: 2}"]
+    process = subprocess.Popen(
+        argv, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline:
+        schema, _ = project.state("dead")
+        if "twice" in [name for name, _ in schema]:  # the ALTERs are done: the UPDATE runs
+            time.sleep(1.0)
+            os.kill(process.pid, signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    process.wait(timeout=600)
+    assert process.returncode == -signal.SIGKILL, "the run ended before the kill"
+    project.settle("dead")
+    schema, intent = project.state("dead")
+    assert intent, "the kill during the UPDATE left no intent on the table"
+    assert project.dbt("--select", "dead", "--vars", "{v: 2}") == 0
+    assert project.results()["dead"]["adapter_response"].get("repairs")
+    assert project.state("dead") == after
+    rows = project.rows(["control", "dead"])
+    assert rows["dead"] == rows["control"], rows
