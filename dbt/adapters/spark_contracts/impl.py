@@ -59,6 +59,14 @@ from dbt.adapters.spark_contracts.core.render import (
     render_plan,
     suffixed,
 )
+from dbt.adapters.spark_contracts.core.run_plan import (
+    TABLE,
+    BuildPlan,
+    Existing,
+    creates_with_replace,
+    plan_build,
+    replaces_atomically,
+)
 from dbt.adapters.spark_contracts.core.snapshot import SnapshotContractError, plan_snapshot
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.core.write_path import (
@@ -270,6 +278,43 @@ class SparkContractsAdapter(SparkAdapter):
         )
 
     @available
+    def plan_build(
+        self,
+        materialization: str,
+        file_format: str,
+        existing: Optional[BaseRelation],
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+        full_refresh: bool,
+        strategy: str = "",
+    ) -> BuildPlan:
+        """What a table or incremental build does (core/run_plan.py), asked once per build."""
+        config = model.get("config") or {}
+        binds = False
+        if materialization == TABLE and existing is not None and not full_refresh:
+            contract, settings, _ = self._resolve_run_settings(model, run_vars)
+            binds = bool(settings.uses_evolution or contract is not None)
+        return plan_build(
+            materialization,
+            file_format,
+            self._existing(existing),
+            bool(full_refresh),
+            strategy,
+            config.get("unique_key"),
+            config.get("predicates") or config.get("incremental_predicates"),
+            binds,
+        )
+
+    def _existing(self, relation: Optional[BaseRelation]) -> Optional[Existing]:
+        if relation is None:
+            return None
+        return Existing(bool(relation.is_view), self.table_format_of(relation))
+
+    @available
+    def creates_with_replace(self, file_format: str) -> bool:
+        return creates_with_replace(file_format)
+
+    @available
     def plan_model_run(
         self,
         relation: BaseRelation,
@@ -379,7 +424,9 @@ class SparkContractsAdapter(SparkAdapter):
             and strategy != REBUILD
         )
         observed = suffixed(str(view), "__observed") if observe else None
-        staged = needs_stage(write, load, observe, table_format, strategy) and not (plan.full_refresh or settings.dry_run)
+        staged = needs_stage(write, load, observe, table_format, strategy) and not (
+            plan.full_refresh or settings.dry_run
+        )
         if staged and load is not None and load.discard_metrics and not spark.can_observe():
             method = str(self.config.credentials.method)
             logger.info(runs.counts_not_observed_note(unique_id, method))
@@ -407,6 +454,10 @@ class SparkContractsAdapter(SparkAdapter):
             contract=decision,
             load_sql=load,
             microbatch=microbatch,
+            drop_first=not replaces_atomically(
+                self._existing(relation),
+                (model.get("config") or {}).get("file_format") or DEFAULT_FILE_FORMAT,
+            ),
         )
         run.outcome.repairs.extend(repairs)
         if (run.has_changes or run.blocked or plan.notes or repairs) and not run.dry_run:
@@ -513,14 +564,6 @@ class SparkContractsAdapter(SparkAdapter):
     def run_vars(self, var: Any) -> Dict[str, Any]:
         """The run vars the adapter reads, as the model's `var()` resolves them."""
         return read_run_vars(var)
-
-    @available
-    def binds_schema_contract(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> bool:
-        """A rebuilt table model is planned like an incremental run when it sets
-        `schema_contract`, `pydantic_contract` or `schema_evolution` (or the run sets the
-        `schema_contract` var)."""
-        contract, settings, _ = self._resolve_run_settings(model, run_vars)
-        return bool(settings.uses_evolution or contract is not None)
 
     @available
     def contract_new_table_action(

@@ -245,6 +245,7 @@ class ModelRun:
     load_sql: Optional[LoadSql] = None
     outcome: RunOutcome = field(default_factory=RunOutcome, compare=False)
     microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
+    drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
 
     # -- what Jinja reads
     @property

@@ -330,7 +330,9 @@ def test_kill_during_the_backfill_update_is_repaired(tmp_path, kill_target, fmt)
     puts the table back and runs the whole plan again: it ends like a run never killed."""
     target, warehouse = kill_target
     names = ["control", "dead"]
-    project = Project(tmp_path / "project", fmt, target, warehouse, SLOW_BACKFILL_MODELS[fmt], names)
+    project = Project(
+        tmp_path / "project", fmt, target, warehouse, SLOW_BACKFILL_MODELS[fmt], names
+    )
     assert project.dbt() == 0
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
     after = project.state("control")

@@ -19,14 +19,14 @@
     {{ log("[dry run] " ~ run.summary(), info=true) }}
     {% do store_result('main', response=adapter.dry_run_response(run)) %}
   {%- elif run.full_refresh -%}
-    {%- if not ((file_format == 'delta' and existing_relation.is_delta) or (file_format == 'iceberg' and existing_relation.is_iceberg)) -%}
+    {%- if run.drop_first -%}
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql', compiled_code), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
   {%- else -%}
     {%- set source = adapter.prepare_model_run(run) -%}
-    {%- if strategy == 'table' and not ((file_format == 'delta' and existing_relation.is_delta) or (file_format == 'iceberg' and existing_relation.is_iceberg)) -%}
+    {%- if strategy == 'table' and run.drop_first -%}
       {#-- no atomic replace for this format: dropped once every check has passed --#}
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}

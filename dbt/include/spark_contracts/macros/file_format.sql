@@ -24,7 +24,7 @@
       {{ exceptions.raise_compiler_error(model['unique_id'] ~ ": NOT NULL constraints on " ~ spark_contracts_file_format() ~ " need an explicit-schema build, which a table model rebuilt under schema_contract / schema_evolution does not take yet; drop the not_null constraint, or rebuild with --full-refresh") }}
     {%- endif -%}
     {%- set file_format = spark_contracts_file_format() -%}
-    {% if file_format in ['delta', 'iceberg'] %}
+    {% if adapter.creates_with_replace(file_format) %}
       create or replace table {{ relation }}
     {% else %}
       create table {{ relation }}

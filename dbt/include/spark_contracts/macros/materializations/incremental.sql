@@ -26,23 +26,18 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
-  {%- if existing_relation is none -%}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
-  {%- elif existing_relation.is_view or should_full_refresh() -%}
-    {%- set replaceable = (file_format == 'delta' and existing_relation.is_delta) or
-                          (file_format == 'iceberg' and existing_relation.is_iceberg) -%}
-    {% if not replaceable or existing_relation.is_view %}
-      {% do adapter.drop_relation(existing_relation) %}
-    {% endif %}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
-  {%- else -%}
+  {#-- one decision (core/run_plan.py): create, replace atomically, drop then create, or evolve --#}
+  {%- set build = adapter.plan_build('incremental', file_format, existing_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy) -%}
+  {%- if build.evolves -%}
     {%- call statement('create_tmp_relation', language=language) -%}
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}
     {%- endcall -%}
-    {#-- a merge without a key only appends: on Delta it is written as an append (a MERGE ON
-         FALSE would scan the whole target) --#}
-    {%- set load_strategy = 'append' if (strategy == 'merge' and not unique_key and not incremental_predicates and file_format == 'delta') else strategy -%}
-    {{ spark_contracts_evolve_and_load(load_strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format, compiled_code) }}
+    {{ spark_contracts_evolve_and_load(build.load_strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format, compiled_code) }}
+  {%- else -%}
+    {% if build.drop_first %}
+      {% do adapter.drop_relation(existing_relation) %}
+    {% endif %}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode) %}
@@ -51,8 +46,5 @@
   {{ run_hooks(post_hooks) }}
   {#-- dbt caches the relation returned here: it carries its table format, which the next batch
        of a microbatch model (same invocation) reads from the cache --#}
-  {%- set kept = existing_relation is not none and not existing_relation.is_view and not should_full_refresh() -%}
-  {{ return({'relations': [target_relation.incorporate(
-      is_delta=(existing_relation.is_delta if kept else file_format == 'delta'),
-      is_iceberg=(existing_relation.is_iceberg if kept else file_format == 'iceberg'))]}) }}
+  {{ return({'relations': [target_relation.incorporate(is_delta=build.is_delta, is_iceberg=build.is_iceberg)]}) }}
 {%- endmaterialization %}

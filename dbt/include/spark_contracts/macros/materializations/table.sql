@@ -13,24 +13,18 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
-  {#-- Delta and Iceberg replace atomically (`create or replace`); anything else is dropped first. --#}
-  {%- set replaceable = old_relation is not none and old_relation.is_table and (
-        (old_relation.is_delta and file_format == 'delta') or
-        (old_relation.is_iceberg and file_format == 'iceberg')) -%}
-
-  {%- if old_relation is not none and old_relation.is_table
-        and not should_full_refresh()
-        and adapter.binds_schema_contract(model, spark_contracts_run_vars()) -%}
-    {#-- The table exists and the model has a schema contract or schema_evolution: the rebuild is
-         planned against it like an incremental run (contract modes, gated drops/narrowing), then
-         written by one replace. --#}
+  {#-- one decision (core/run_plan.py): create, replace atomically, drop then create, or, for a
+       table that exists and binds a schema contract or schema_evolution, a rebuild planned
+       against it like an incremental run (contract modes, gated drops/narrowing) --#}
+  {%- set build = adapter.plan_build('table', file_format, old_relation, model, spark_contracts_run_vars(), should_full_refresh()) -%}
+  {%- if build.evolves -%}
     {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
     {%- call statement('create_tmp_relation') -%}
       {{ create_table_as(True, tmp_relation, compiled_code, 'sql') }}
     {%- endcall -%}
-    {{ spark_contracts_evolve_and_load('table', tmp_relation, target_relation, old_relation, none, none, file_format, compiled_code) }}
+    {{ spark_contracts_evolve_and_load(build.load_strategy, tmp_relation, target_relation, old_relation, none, none, file_format, compiled_code) }}
   {%- else -%}
-    {% if old_relation is not none and not replaceable %}
+    {% if build.drop_first %}
       {{ adapter.drop_relation(old_relation) }}
     {% endif %}
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}

@@ -1,0 +1,74 @@
+"""core/run_plan.py: the one build decision the materializations carry out."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dbt.adapters.spark_contracts.core.capabilities import capabilities_for
+from dbt.adapters.spark_contracts.core.run_plan import (
+    Build,
+    Existing,
+    creates_with_replace,
+    load_strategy,
+    plan_build,
+    replaces_atomically,
+)
+
+FORMATS = st.sampled_from(["delta", "iceberg", "parquet"])
+EXISTING = st.none() | st.builds(Existing, st.booleans(), FORMATS)
+
+
+@given(EXISTING, FORMATS)
+def test_only_a_table_of_the_same_atomic_format_is_replaced_in_place(existing, fmt):
+    expected = (
+        existing is not None
+        and not existing.is_view
+        and existing.table_format == fmt
+        and capabilities_for(fmt).atomic_rewrite
+    )
+    assert replaces_atomically(existing, fmt) == expected
+
+
+@given(st.sampled_from(["table", "incremental"]), FORMATS, EXISTING, st.booleans(), st.booleans())
+def test_every_build_is_one_of_four_actions(materialization, fmt, existing, full_refresh, binds):
+    build = plan_build(materialization, fmt, existing, full_refresh, "merge", "id", None, binds)
+    if existing is None:
+        assert build.action is Build.CREATE
+    elif existing.is_view or full_refresh or (materialization == "table" and not binds):
+        atomic = replaces_atomically(existing, fmt)
+        assert build.action is (Build.REPLACE if atomic else Build.DROP_AND_CREATE)
+        assert build.drop_first == (not atomic)
+    else:
+        assert build.action is Build.EVOLVE and not build.drop_first
+    # the built relation keeps its own format only when the run evolves it in place
+    if build.evolves and materialization == "incremental":
+        assert build.result_format == existing.table_format
+    else:
+        assert build.result_format == fmt
+    assert build.is_delta == (build.result_format == "delta")
+
+
+def test_a_table_rebuild_that_binds_a_contract_evolves_with_the_table_strategy():
+    build = plan_build("table", "delta", Existing(False, "delta"), False, binds_contract=True)
+    assert build.evolves and build.load_strategy == "table"
+
+
+@pytest.mark.parametrize(
+    "strategy,fmt,key,predicates,expected",
+    [
+        ("merge", "delta", None, None, "append"),  # a keyless Delta merge only appends
+        ("merge", "delta", "id", None, "merge"),
+        ("merge", "delta", None, ["x > 1"], "merge"),
+        ("merge", "iceberg", None, None, "merge"),
+        ("append", "delta", None, None, "append"),
+    ],
+)
+def test_load_strategy(strategy, fmt, key, predicates, expected):
+    assert load_strategy(strategy, fmt, key, predicates) == expected
+
+
+def test_create_statement_per_format():
+    assert creates_with_replace("delta") and creates_with_replace("ICEBERG")
+    assert not creates_with_replace("parquet") and not creates_with_replace("hudi")
