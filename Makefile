@@ -10,7 +10,7 @@ WORKERS ?= 3
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
-.PHONY: install jars demo test unit functional suites suites-servers faults faults-ci servers lint bench clean \
+.PHONY: install jars demo test unit functional functional-ci suites suites-servers faults faults-ci servers lint bench clean \
 	cluster cluster-stop cluster-test cluster-ci bench-methods
 
 install: $(VENV)/.installed
@@ -51,6 +51,18 @@ suites-servers: install jars
 	-$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --profile thrift --junitxml=reports/suites-thrift.xml
 	-$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --profile connect --junitxml=reports/suites-connect.xml
 	$(BIN)/python .ci/suite_table.py thrift=reports/suites-thrift.xml connect=reports/suites-connect.xml
+
+# CI's functional share in one pytest run (each xdist worker one JVM, the work balanced across
+# them): the functional tests, dbt's official suites (their table printed from the same XML), and
+# one real SIGKILL per format (test_kill.py's kill during the backfill's UPDATE); the kill at
+# every commit is `make faults`, the statement-by-statement matrix is a unit test
+# (tests/unit/test_fault_matrix.py).
+KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired \
+	--deselect tests/functional/evolution/test_kill.py::test_repair_while_the_dead_runs_statement_still_runs
+functional-ci: install jars
+	mkdir -p reports
+	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=20 $(KILL_EVERY_COMMIT) --junitxml=reports/functional-session.xml $(PYTEST_ARGS); \
+	  status=$$?; $(BIN)/python .ci/suite_table.py session=reports/functional-session.xml; exit $$status
 
 # Fault injection: real `dbt run` processes killed with SIGKILL at every commit (Delta, Iceberg).
 faults: install jars
@@ -118,7 +130,9 @@ cluster-test: install jars
 cluster-ci: install jars
 	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_CI_TESTS)))
 
-test: lint unit functional suites faults-ci cluster-ci
+# CI: each step's minutes printed at the end (.ci/steps.py); stops at the first failing step.
+test: install jars
+	@$(BIN)/python .ci/steps.py lint unit functional-ci cluster-ci
 
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py

@@ -61,7 +61,9 @@ def test_a_table_rebuild_that_binds_a_contract_evolves_with_the_table_strategy()
         ("merge", "delta", None, None, "append"),  # a keyless Delta merge only appends
         ("merge", "delta", "id", None, "merge"),
         ("merge", "delta", None, ["x > 1"], "merge"),
-        ("merge", "iceberg", None, None, "merge"),
+        ("merge", "iceberg", None, None, "append"),
+        ("merge", "iceberg", "id", None, "merge"),
+        ("merge", "parquet", None, None, "merge"),
         ("append", "delta", None, None, "append"),
     ],
 )

@@ -22,6 +22,19 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
+from dbt.adapters.spark_contracts.cluster_commands import (  # noqa: F401 (named here for tests)
+    DERBY_CLASS,
+    DERBY_CLIENT_DRIVER,
+    DERBY_ENGINE_JARS,
+    HOST,
+    MASTER_CLASS,
+    WORKER_CLASS,
+    Sizing,
+    cluster_conf,
+    derby_command,
+    master_command,
+    worker_command,
+)
 from dbt.adapters.spark_contracts.procs import (
     ProcessRecord,
     is_same_process,
@@ -39,14 +52,8 @@ from dbt.adapters.spark_contracts.servers import (
 )
 from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
 
-HOST = "127.0.0.1"
 STATE_FILE = "cluster.json"
-MASTER_CLASS = "org.apache.spark.deploy.master.Master"
-WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-DERBY_CLASS = "org.apache.derby.drda.NetworkServerControl"
-DERBY_CLIENT_DRIVER = "org.apache.derby.jdbc.ClientDriver"
-# pyspark ships Derby's engine; the cluster adds derbynet (server) and derbyclient (JDBC client).
-DERBY_ENGINE_JARS = ("derby-10.16.1.1.jar", "derbyshared-10.16.1.1.jar", "derbytools-10.16.1.1.jar")
+
 # Stop order: the applications first (their executors end with them), the metastore last.
 STOP_PHASES = (("thrift", "connect"), ("worker",), ("master",), ("derby",))
 
@@ -66,20 +73,6 @@ def log_tail(log: Path, lines: int = 40) -> str:
     except OSError as error:
         return f"(log unreadable: {error})"
     return "\n".join(text.splitlines()[-lines:])
-
-
-@dataclass(frozen=True)
-class Sizing:
-    """Resources: sized so both servers get executors at once on a 2-core machine (Spark
-    schedules by declared cores, not by real ones)."""
-
-    workers: int = 2
-    worker_cores: int = 2
-    worker_memory: str = "2g"
-    app_cores_max: int = 2
-    executor_cores: int = 1
-    executor_memory: str = "1g"
-    daemon_memory: str = "512m"
 
 
 @dataclass(frozen=True)
@@ -175,73 +168,6 @@ class Cluster:
 def load(directory: Path) -> Optional[Cluster]:
     path = Path(directory) / STATE_FILE
     return Cluster.from_json(path.read_text()) if path.is_file() else None
-
-
-def cluster_conf(
-    kind: str, master_url: str, derby_port: int, metastore: str, sizing: Sizing
-) -> dict[str, str]:
-    """What a server needs on top of the embedded session's conf to run on the cluster and share
-    its metastore (the warehouse and the Iceberg catalog come from EmbeddedSparkConfig)."""
-    return {
-        "spark.master": master_url,
-        "spark.app.name": f"dbt-spark-contracts-{kind}",
-        "spark.driver.host": HOST,
-        "spark.driver.bindAddress": HOST,
-        "spark.cores.max": str(sizing.app_cores_max),
-        "spark.executor.cores": str(sizing.executor_cores),
-        "spark.executor.memory": sizing.executor_memory,
-        "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby://{HOST}:{derby_port}/{metastore};create=true"
-        ),
-        "spark.hadoop.javax.jdo.option.ConnectionDriverName": DERBY_CLIENT_DRIVER,
-        # the first server creates the metastore's tables in the new Derby database
-        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
-        "spark.hadoop.hive.metastore.schema.verification": "false",
-    }
-
-
-def derby_command(java: str, class_path: Sequence[Path], port: int, home: Path) -> list[str]:
-    return [
-        java,
-        "-Xmx256m",
-        f"-Dderby.system.home={home}",
-        "-cp",
-        os.pathsep.join(str(p) for p in class_path),
-        DERBY_CLASS,
-        "start",
-        "-h",
-        HOST,
-        "-p",
-        str(port),
-        "-noSecurityManager",
-    ]
-
-
-def master_command(port: int, web_ui_port: int) -> list[str]:
-    spark_class = str(spark_home() / "bin" / "spark-class")
-    return [spark_class, MASTER_CLASS, "--host", HOST, "--port", str(port)] + [
-        "--webui-port",
-        str(web_ui_port),
-    ]
-
-
-def worker_command(master_url: str, web_ui_port: int, work_dir: Path, sizing: Sizing) -> list[str]:
-    spark_class = str(spark_home() / "bin" / "spark-class")
-    return [
-        spark_class,
-        WORKER_CLASS,
-        "--host",
-        HOST,
-        "--cores",
-        str(sizing.worker_cores),
-        "--memory",
-        sizing.worker_memory,
-        "--webui-port",
-        str(web_ui_port),
-        "--work-dir",
-        str(work_dir),
-        master_url,
-    ]
 
 
 def _java() -> str:

@@ -11,6 +11,8 @@ from enum import Enum
 
 from .types import Decimal, SparkType, is_widening, type_kind
 
+DEFAULT_FILE_FORMAT = "delta"  # this adapter's default table format (dbt-spark's: parquet)
+
 
 class DefaultStyle(Enum):
     """How a new column gets a default for existing rows."""

@@ -210,6 +210,28 @@ def history_insert(
 ) -> str | None:
     """One INSERT with a row per applied change, one for the discards, one per repair; None when
     the run has nothing to record."""
+    rows = history_rows(
+        model, relation, invocation_id, operations, rows_discarded, values_discarded, repairs
+    )
+    return history_insert_rows(table, rows) if rows else None
+
+
+def history_insert_rows(table: str, rows: Iterable[str]) -> str:
+    """One INSERT of `history_rows` (of one run or of many)."""
+    return f"INSERT INTO {table} VALUES {', '.join(rows)}"
+
+
+def history_rows(
+    model: str,
+    relation: str,
+    invocation_id: str,
+    operations: Iterable[Operation],
+    rows_discarded: int | None,
+    values_discarded: int | None,
+    repairs: Iterable[str],
+) -> tuple[str, ...]:
+    """The VALUES tuples of one run's history: a row per applied change, one for the discards,
+    one per repair (empty when the run has nothing to record)."""
     rows: list[tuple[str, str | None, str | None, str | None, int | None, int | None, str]] = []
     for op in operations:
         if isinstance(op, AddColumns):
@@ -226,8 +248,6 @@ def history_insert(
         counts = (rows_discarded or 0, values_discarded or 0)
         rows.append(("discard", None, None, None, *counts, "schema_contract discards"))
     rows += [("repair", None, None, None, None, None, text) for text in repairs]
-    if not rows:
-        return None
 
     def literal(value: Any) -> str:
         if value is None:
@@ -235,8 +255,7 @@ def history_insert(
         return str(value) if isinstance(value, int) else sql_string(str(value))
 
     head = f"{sql_string(model)}, {sql_string(relation)}, {sql_string(invocation_id)}, now()"
-    values = ", ".join(f"({head}, {', '.join(literal(v) for v in row)})" for row in rows)
-    return f"INSERT INTO {table} VALUES {values}"
+    return tuple(f"({head}, {', '.join(literal(v) for v in row)})" for row in rows)
 
 
 # ------------------------------------------------------------------- dbt docs catalog stats

@@ -1,5 +1,9 @@
 """How one model build goes, decided once before its first statement. Pure.
 
+Two decisions, both frozen values: `plan_build` (what the materialization does with the relation)
+and `plan_run` (an incremental run or planned rebuild: the contract, the schema-change plan, the
+write path, the DDL, whether to stage / observe / quarantine, and the load's SELECT).
+
 The table and incremental materializations ask `plan_build` what to do with the relation dbt
 found (or did not find) and carry out the one `BuildPlan` they are handed: create the table,
 replace it in one atomic statement, drop it first where its format cannot replace, or plan the
@@ -10,11 +14,29 @@ strategy decision of its own: "can this format replace atomically" is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from .capabilities import CAPABILITIES
+from .config import EvolutionSettings
+from .contract import SchemaContract
+from .diff import SchemaDiff, diff_schemas
+from .enforce import ContractDecision, ContractViolation, LoadSql, decide, render_load_select
+from .operations import Plan
+from .render import render_plan, suffixed
+from .types import Struct
+from .write_path import (
+    REBUILD,
+    WriteDecision,
+    WritePath,
+    decide_write_path,
+    needs_stage,
+    plan_change,
+)
+
+STAGE_SUFFIX = "__dbt_stage_"
 
 TABLE = "table"
 INCREMENTAL = "incremental"
@@ -82,9 +104,14 @@ def creates_with_replace(file_format: str) -> bool:
 def load_strategy(
     strategy: str, file_format: str, unique_key: object, predicates: Sequence[str] | None
 ) -> str:
-    """A `merge` without a key or predicates only appends: on Delta it is written as an append
-    (a `MERGE ... ON FALSE` would scan the whole target)."""
-    if strategy == "merge" and not unique_key and not predicates and file_format == "delta":
+    """A `merge` without a key or predicates only appends: on Delta and Iceberg it is written as
+    an append (a `MERGE ... ON FALSE` would scan the whole target; Iceberg's would join it)."""
+    if (
+        strategy == "merge"
+        and not unique_key
+        and not predicates
+        and file_format in ("delta", "iceberg")
+    ):
         return "append"
     return strategy
 
@@ -122,3 +149,100 @@ def plan_build(
         return BuildPlan(Build.EVOLVE, file_format, load, existing.table_format)
     action = Build.REPLACE if replaces_atomically(existing, file_format) else Build.DROP_AND_CREATE
     return BuildPlan(action, file_format, strategy, file_format)
+
+
+def stage_name(relation: str, invocation_id: str) -> str:
+    """The table a run stages the model's output in: named by its invocation, so a later run
+    can drop a dead run's stage (and no live run's)."""
+    return suffixed(relation, STAGE_SUFFIX + invocation_id.replace("-", "")[:12])
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What one incremental run (or planned rebuild) is decided from: read before planning,
+    after any repair of a dead run (`relation`'s `deployed` schema and `properties` are the
+    repaired table's)."""
+
+    relation: str
+    view: str  # the model's query as a temporary view
+    invocation_id: str
+    table_format: str  # the deployed table's format
+    strategy: str  # the load's strategy (`table`: a rebuild)
+    deployed: Struct
+    properties: Mapping[str, str]
+    compiled: Struct
+    settings: EvolutionSettings
+    contract: SchemaContract | None = None
+    declared: Any = None  # the `pydantic_contract`'s declared columns
+    column_lists: bool = False  # merge_update_columns / merge_exclude_columns are set
+    table_options: str = ""  # the model's `partitioned by` clause, for a rewrite
+    observable: bool = False  # the connection reports metrics observed inside a statement
+
+
+@dataclass(frozen=True)
+class RunDecision:
+    """One run's decisions. `violation`: the contract's first broken `freeze` (nothing else
+    is decided then; the run must fail before any change)."""
+
+    diff: SchemaDiff
+    plan: Plan
+    mode: str
+    write: WriteDecision
+    statements: tuple[str, ...] = ()
+    stage: str | None = None  # the run stages the model's output here first
+    observed: str | None = None  # the view whose first reader counts the discards
+    contract: ContractDecision | None = None
+    load: LoadSql | None = None
+    violation: ContractViolation | None = None
+
+
+def plan_run(inputs: RunInputs) -> RunDecision:
+    """The contract (SPEC §3), the schema-change plan (§4), how the write goes, and the SQL
+    around it; the schemas are diffed once."""
+    i = inputs
+    diff = diff_schemas(i.deployed, i.compiled)
+    decision = None
+    if i.contract is not None:
+        decision = decide(i.contract, i.deployed, i.compiled, diff, i.table_format, i.declared)
+        if decision.violations:
+            empty = Plan(i.table_format)
+            write = WriteDecision(WritePath.NO_CHANGE)
+            return RunDecision(
+                diff, empty, "", write, contract=decision, violation=decision.violations[0]
+            )
+    diff, plan, mode = plan_change(
+        i.deployed, i.compiled, i.table_format, i.properties, i.settings, decision, diff
+    )
+    written = (
+        decision.target if decision is not None and decision.target is not None else i.compiled
+    )
+    write = decide_write_path(plan, i.table_format, i.strategy, i.deployed, written, i.column_lists)
+    dry_run = i.settings.dry_run
+    # a dry run shows the DDL the plan amounts to, also when the write would carry it
+    statements: tuple[str, ...] = ()
+    if not (
+        plan.is_blocked
+        or write.path is WritePath.REPLACE
+        or (write.evolves_in_write and not dry_run)
+    ):
+        statements = tuple(render_plan(plan, i.relation, i.table_format, i.table_options.strip()))
+    stage = stage_name(i.relation, i.invocation_id)
+    load = None
+    if decision is not None and not dry_run:
+        load = render_load_select(decision, stage, i.deployed, i.compiled, i.invocation_id)
+    # A table rebuild's `create or replace ... as select` runs its query in a nested execution
+    # whose observed metrics never reach the session (Delta 4.3): it stages.
+    observe = (
+        load is not None and bool(load.discard_metrics) and i.observable and i.strategy != REBUILD
+    )
+    observed = suffixed(i.view, "__observed") if observe else None
+    staged = needs_stage(write, load, observe, i.table_format, i.strategy) and not (
+        plan.full_refresh or dry_run
+    )
+    if decision is not None and load is not None and not staged:
+        load = render_load_select(
+            decision, observed or i.view, i.deployed, i.compiled, i.invocation_id
+        )
+    return RunDecision(
+        diff, plan, mode, write, statements, stage if staged else None, observed, decision, load
+    )

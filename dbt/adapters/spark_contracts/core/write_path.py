@@ -136,7 +136,8 @@ def decide_write_path(
     return WriteDecision(WritePath.IN_WRITE)
 
 
-# Loads whose one statement reads its source twice. Iceberg's (copy-on-write) MERGE first runs a
+# Loads whose one statement reads its source twice. Iceberg's (copy-on-write) MERGE with a key (a
+# keyless merge is written as an append: core/run_plan.load_strategy) first runs a
 # runtime group filter, a join of the source with the table that finds the files to rewrite
 # (Spark's RowLevelOperationRuntimeGroupFiltering), then reads the source again to rewrite them:
 # measured on Spark 4.1.1 + Iceberg 1.12, 2 evaluations of the model per row
@@ -171,10 +172,13 @@ def plan_change(
     properties: Mapping[str, str],
     settings: EvolutionSettings,
     contract: ContractDecision | None,
+    diff: SchemaDiff | None = None,
 ) -> tuple[SchemaDiff, Plan, str]:
     """The plan for this run and how it was chosen: towards the contract's target, or by
-    `schema_evolution`, or by dbt's `on_schema_change`."""
-    diff = diff_schemas(deployed, compiled)
+    `schema_evolution`, or by dbt's `on_schema_change`. `diff`: `diff_schemas(deployed,
+    compiled)` when the caller has it already."""
+    if diff is None:
+        diff = diff_schemas(deployed, compiled)
     if contract is not None and contract.target is not None:
         plan = plan_schema_change(
             contract.evolve_diff,

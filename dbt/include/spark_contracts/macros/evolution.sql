@@ -25,19 +25,15 @@
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql', compiled_code), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
   {%- else -%}
-    {%- set source = adapter.prepare_model_run(run) -%}
-    {%- if strategy == 'table' and run.drop_first -%}
-      {#-- no atomic replace for this format: dropped once every check has passed --#}
-      {% do adapter.drop_relation(existing_relation) %}
-    {%- endif -%}
-    {%- set load_sql = spark_contracts_load_sql(run, strategy, source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
-    {% do store_result('main', response=adapter.load_model_run(run, load_sql)) %}
+    {#-- rendered before anything runs: the run knows the relation its load reads --#}
+    {%- set load_sql = spark_contracts_load_sql(run, strategy, run.source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
+    {% do store_result('main', response=adapter.execute_model_run(run, load_sql, existing_relation)) %}
   {%- endif -%}
 {% endmacro %}
 
-{#-- The load: append, merge and a Delta/Iceberg microbatch (the batch replaces its window) from
-     the run's known columns (no DESCRIBE), evolving the schema inside the write when the run's
-     plan says so; other strategies as dbt-spark renders them. --#}
+{#-- The load, rendered before the run's first statement from the run's known columns (no
+     DESCRIBE): append, merge, a Delta/Iceberg microbatch (the batch replaces its window), insert
+     overwrite; evolving the schema inside the write when the run's plan says so. --#}
 {% macro spark_contracts_load_sql(run, strategy, source, target, existing, unique_key, incremental_predicates) %}
   {%- if strategy == 'table' -%}
     {{ create_table_as(False, target, 'select * from ' ~ source, 'sql') }}
@@ -48,8 +44,12 @@
     {{ spark_contracts__get_merge_sql(target, source, unique_key, none, incremental_predicates, run) }}
   {%- elif strategy == 'microbatch' and run.microbatch.replaces_window -%}
     {{ run.microbatch_sql(target) }}
+  {%- elif strategy == 'microbatch' and not config.get('partition_by') -%}
+    {{ exceptions.raise_compiler_error("dbt-spark 'microbatch' incremental strategy requires a `partition_by` config. Ensure you are using a `partition_by` column that is of grain " ~ config.get('batch_size') ~ ".") }}
   {%- else -%}
-    {{ dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
+    {#-- insert_overwrite, and dbt-spark's partition microbatch: dbt-spark's SQL from the run's
+         known columns (dbt-spark DESCRIBEs the target, which has not changed yet here) --#}
+    {{ run.insert_overwrite_sql(target, partition_cols(label="partition")) }}
   {%- endif -%}
 {% endmacro %}
 

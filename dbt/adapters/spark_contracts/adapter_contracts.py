@@ -1,0 +1,284 @@
+"""The adapter's contract entry points outside the incremental run: first builds, views,
+snapshots, dbt's enforced model contract and the constraints built with a table."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from dbt.adapters.base import available
+from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
+from dbt_common.invocation import get_invocation_id
+
+from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.constraints import (
+    model_table_constraints,
+    run_explicit_build,
+)
+from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
+from dbt.adapters.spark_contracts.core.contract import ContractMode
+from dbt.adapters.spark_contracts.core.diff import SchemaDiff
+from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
+from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
+from dbt.adapters.spark_contracts.core.render import (
+    render_plan,
+    suffixed,
+)
+from dbt.adapters.spark_contracts.core.snapshot import SnapshotContractError, plan_snapshot
+
+if TYPE_CHECKING:
+    pass
+
+from dbt.adapters.base.meta import AdapterMeta
+
+from dbt.adapters.spark_contracts.adapter_run import _declared_not_null
+from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT
+
+logger = AdapterLogger("SparkContracts")
+
+
+class ContractMethods(metaclass=AdapterMeta):
+    """Mixed into `SparkContractsAdapter`."""
+
+    @available
+    def contract_new_table_action(
+        self,
+        relation: BaseRelation,
+        compiled_sql: str,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> str:
+        """A first build, before its first statement: the model's settings checked against its
+        output (`schema_evolution.columns`), then `tables` of the schema contract: create or
+        skip (discard modes, with a warning); freeze fails here, before anything is created."""
+        contract, settings, declared = self._resolve_run_settings(model, run_vars)
+        if not settings.policy.columns and contract is None:
+            return "create"  # nothing to check: no analysis of the query
+        spark = self._spark()
+        compiled = spark.schema(compiled_sql)
+        unique_id = model.get("unique_id", str(relation))
+        self._validate_column_settings(unique_id, settings, compiled, f"({compiled_sql}) AS t")
+        if contract is None:
+            return "create"
+        decision = decide(contract, None, compiled, SchemaDiff(), "delta", declared)
+        if decision.violations:
+            self._raise_violation(spark, unique_id, relation, decision.violations)
+        if decision.table_action == "skip":
+            logger.warning(f"{unique_id}: {decision.warnings[0]} ({relation})")
+            return "skip"
+        return "create"
+
+    @available
+    def evolve_snapshot(
+        self,
+        target: BaseRelation,
+        staging: BaseRelation,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> List[str]:
+        """A snapshot's run, before its merge: the schema contract against the source's columns,
+        then the planner's additions and widenings applied to the snapshot table. Returns the
+        (quoted) staging columns the merge inserts."""
+        contract, settings, _ = self._resolve_run_settings(model, run_vars)
+        unique_id = model.get("unique_id", str(target))
+        spark = self._spark()
+        deployed, properties = self._deployed(spark, target)
+        staged = spark.relation_schema(str(staging), True)  # a temporary view
+        table_format = self.table_format_of(target)
+        try:
+            planned = plan_snapshot(
+                unique_id, deployed, staged, table_format, properties, settings, contract
+            )
+        except SnapshotContractError as exc:
+            raise CompilationError(str(exc)) from exc
+        if planned.violations:
+            self._raise_violation(spark, unique_id, target, planned.violations)
+        if planned.plan.is_blocked:
+            raise CompilationError(
+                runs.blocked_message(unique_id, str(target), table_format, planned.plan)
+            )
+        for statement in render_plan(planned.plan, str(target), table_format, ""):
+            self.execute(statement)
+        if planned.plan.operations:
+            logger.info(f"{unique_id} ({target}): {planned.plan.summary()}")
+        return list(planned.insert_columns)
+
+    @available
+    def check_view_contract(
+        self,
+        relation: BaseRelation,
+        compiled_sql: str,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> str:
+        """A view being replaced: its schema contract's `freeze` modes against the view's
+        current schema, by analysis only; raises the violation before the view changes."""
+        contract, _, _ = self._resolve_run_settings(model, run_vars)
+        if contract is None:
+            return ""
+        spark = self._spark()
+        deployed = spark.relation_schema(str(relation), True)  # a view
+        violations = view_violations(contract, deployed, spark.schema(compiled_sql))
+        if violations:
+            unique_id = model.get("unique_id", str(relation))
+            self._raise_violation(spark, unique_id, relation, violations)
+        return ""
+
+    @available
+    def contract_create_sql(
+        self, relation: BaseRelation, compiled_sql: str, model: Dict[str, Any], run_vars: Any
+    ) -> str:
+        """The SELECT a run that creates the table writes: the model's query itself, or, under a
+        `pydantic_contract`, that query coerced into the declared columns with the declared rules
+        applied (freeze fails the CREATE itself; no counts, no quarantine on this run)."""
+        contract, _, declared = self._resolve_run_settings(model, run_vars)
+        if contract is None or declared is None:
+            return compiled_sql
+        spark = self._spark()
+        compiled = runs.compiled_schema(spark.schema(compiled_sql), _declared_not_null(model))
+        table_format = (model.get("config") or {}).get("file_format") or DEFAULT_FILE_FORMAT
+        # `tables` was decided already (spark_contracts_may_create), or the table exists
+        creating = replace(contract, tables=ContractMode.EVOLVE)
+        decision = decide(creating, None, compiled, SchemaDiff(), table_format, declared)
+        unique_id = model.get("unique_id", str(relation))
+        if decision.violations:
+            self._raise_violation(spark, unique_id, relation, decision.violations)
+        source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
+        return render_load_select(decision, source, None, compiled, "").select
+
+    def _raise_violation(
+        self, spark: runs.Spark, unique_id: str, relation: Any, violations: Any
+    ) -> None:
+        """A contract broken outside an incremental run (first build, view, snapshot): the
+        first violation raised, and recorded in this invocation's report."""
+        runner = self._runner(spark, get_invocation_id())
+        runner.raise_violation(unique_id, str(relation), violations[0].to_dict())
+
+    def _validate_column_settings(
+        self, unique_id: str, settings: Any, compiled: Any, relation: Any
+    ) -> None:
+        """`schema_evolution.columns` against the model's output, by analysis only: each entry
+        names an output column, each default/backfill is valid SQL over `relation` (the
+        deployed table, or on a first build the model's query)."""
+        unknown = settings.policy.unknown_columns(compiled)
+        if unknown:
+            # written ahead of the column (the next run adds it) or left behind: not an error,
+            # and it changes nothing the other entries do
+            logger.warning(
+                f"{unique_id}: `schema_evolution.columns` names {', '.join(unknown)}, which the "
+                f"model does not output (yet); its columns are {', '.join(compiled.names)}. "
+                "The entry applies on the run that adds the column."
+            )
+        lowered = {name.lower() for name in unknown}
+        for name, column in settings.policy.columns.items():
+            if name.lower() in lowered:
+                continue  # its expressions are checked on the run that adds the column
+            for key in ("default", "backfill"):
+                expr = getattr(column, key)
+                if expr is None:
+                    continue
+                try:
+                    # analysed against the deployed table: a backfill may read its columns
+                    self.schema_json(f"select {expr} as v from {relation}")
+                except DbtRuntimeError as exc:
+                    raise CompilationError(
+                        f"{unique_id}: `schema_evolution.columns.{name}.{key}` is not a valid SQL "
+                        f"expression: {expr!r} ({str(exc).splitlines()[0]})"
+                    ) from exc
+
+    @available
+    def skipped_response(self, model: Dict[str, Any]) -> runs.ContractsAdapterResponse:
+        return runs.ContractsAdapterResponse(
+            _message="SKIP (schema_contract tables: the relation does not exist; not created)",
+            schema_changes=[],
+        )
+
+    @property
+    def _target_dir(self) -> Path:
+        return Path(self.config.project_root) / self.config.target_path
+
+    @available
+    def assert_model_contract(self, sql: str, empty_schema_sql: str, model: Dict[str, Any]) -> str:
+        """dbt's enforced contract, on typed schemas: nested types field by field; raises dbt's
+        mismatch table. Runs on every build, incremental runs included."""
+        definition = runs.from_json(self.schema_json(sql))
+        contract = runs.from_json(self.schema_json(empty_schema_sql))
+        mismatches = compare_model_contract(definition, contract)  # type: ignore[arg-type]
+        if mismatches:
+            raise CompilationError(
+                "This model has an enforced contract that failed.\n"
+                "Please ensure the name, data_type, and number of columns in your contract match "
+                "the columns in your model's definition.\n\n" + mismatch_table(mismatches),
+                node=None,
+            )
+        return ""
+
+    # ---- model constraints ----------------------------------------------------------------
+    @available
+    def table_constraints(self, model: Dict[str, Any], file_format: str) -> TableConstraints:
+        """The constraints a build of `model` creates with its table (dbt warns here about the
+        ones `file_format` does not enforce or support)."""
+        return model_table_constraints(model, file_format)
+
+    @available
+    def build_with_schema(
+        self,
+        relation: BaseRelation,
+        select_sql: str,
+        constraints: TableConstraints,
+        clauses: str,
+        exists: bool,
+    ) -> Any:
+        """An Iceberg build with NOT NULL columns, all or nothing (core/constraints.py)."""
+        spark = self._spark()
+        schema = constraints.schema(spark.schema(select_sql))
+        stage = suffixed(str(relation), "__dbt_constraints")
+        build = explicit_build(
+            str(relation), stage, exists, schema, constraints.table_format, clauses, select_sql
+        )
+        snapshot = (
+            runs.Runner(spark, self._report, self._target_dir).current_version(
+                str(relation), "iceberg"
+            )
+            if exists
+            else None
+        )
+
+        def restore() -> None:
+            if snapshot is not None:
+                spark.run(build.restore_sql(snapshot))
+
+        return run_explicit_build(spark.run, build, restore)
+
+    @available
+    def describe_deployed_schema(self, relation_name: str) -> str:
+        """Text for operators: format, typed schema and table properties of a table."""
+        schema = runs.from_json(self.schema_json(f"select * from {relation_name}"))
+        rows = self._fetch_rows(f"describe table extended {relation_name}")
+        provider = next((str(r[1]) for r in rows if str(r[0]).strip() == "Provider"), "unknown")
+        properties = self._fetch_rows(f"show tblproperties {relation_name}")
+        lines = [f"{relation_name} ({provider})"]
+        for column in schema.fields:  # type: ignore[union-attr]
+            null = "" if column.nullable else " NOT NULL"
+            lines.append(f"  {column.name}: {column.type.to_sql()}{null}")
+        lines += [f"  property {key} = {value}" for key, value in properties]
+        return "\n".join(lines)
+
+    @available
+    def merge_columns(
+        self,
+        source: BaseRelation,
+        target: BaseRelation,
+        update_columns: Optional[List[str]] = None,
+        exclude_columns: Optional[List[str]] = None,
+    ) -> Dict[str, List[str]]:
+        """Quoted column lists for MERGE: insert = source ∩ target (target order); update = that,
+        narrowed by `merge_update_columns` or minus `merge_exclude_columns` (case-insensitive)."""
+        source_names = {c.name.lower() for c in self.get_columns_in_relation(source)}
+        shared = [
+            c.name for c in self.get_columns_in_relation(target) if c.name.lower() in source_names
+        ]
+        return runs.merge_column_lists(shared, update_columns, exclude_columns)

@@ -1,0 +1,352 @@
+"""The adapter's run-path entry points: the build decision, the planned incremental run (read,
+repair, decide once), its execution in one call, and the run's responses."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+
+from dbt.adapters.base import available
+from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.core.config import read_run_vars
+from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
+from dbt.adapters.spark_contracts.core.microbatch import (
+    MICROBATCH,
+    Microbatch,
+    check_batch_plan,
+    plan_microbatch,
+)
+from dbt.adapters.spark_contracts.core.outcome import (
+    HISTORY_COLUMNS,
+    history_relation,
+)
+from dbt.adapters.spark_contracts.core.render import (
+    BACKUP_SUFFIX,
+    REWRITE_SUFFIX,
+    suffixed,
+)
+from dbt.adapters.spark_contracts.core.run_plan import (
+    TABLE,
+    BuildPlan,
+    Existing,
+    RunInputs,
+    creates_with_replace,
+    plan_build,
+    plan_run,
+    replaces_atomically,
+)
+from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.errors import config_errors_as_compilation_errors
+from dbt.adapters.spark_contracts.validation import settings_at_run
+
+if TYPE_CHECKING:
+    pass
+
+from dbt.adapters.base.meta import AdapterMeta
+
+from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT
+from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
+
+logger = AdapterLogger("SparkContracts")
+
+
+def _declared_not_null(model: Dict[str, Any]) -> Tuple[str, ...]:
+    """Columns the model declares NOT NULL (column constraints or model-level constraints)."""
+    names = [
+        name
+        for name, column in (model.get("columns") or {}).items()
+        for constraint in column.get("constraints") or []
+        if constraint.get("type") == "not_null"
+    ]
+    for constraint in model.get("constraints") or []:
+        if constraint.get("type") == "not_null":
+            names.extend(constraint.get("columns") or [])
+    return tuple(names)
+
+
+def _plan_batch(
+    unique_id: str, strategy: str, table_format: str, model: Dict[str, Any], compiled: Any
+) -> Optional[Microbatch]:
+    """A microbatch run's window and load (core/microbatch.py), refused before any write."""
+    if strategy != MICROBATCH:
+        return None
+    with config_errors_as_compilation_errors():
+        return plan_microbatch(
+            unique_id, table_format, model.get("config") or {}, model.get("batch"), compiled
+        )
+
+
+class RunPathMethods(metaclass=AdapterMeta):
+    """Mixed into `SparkContractsAdapter`; every method Jinja calls is one step."""
+
+    @available
+    def plan_build(
+        self,
+        materialization: str,
+        file_format: str,
+        existing: Optional[BaseRelation],
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+        full_refresh: bool,
+        strategy: str = "",
+    ) -> BuildPlan:
+        """What a table or incremental build does (core/run_plan.py), asked once per build."""
+        config = model.get("config") or {}
+        binds = False
+        if materialization == TABLE and existing is not None and not full_refresh:
+            contract, settings, _ = self._resolve_run_settings(model, run_vars)
+            binds = bool(settings.uses_evolution or contract is not None)
+        return plan_build(
+            materialization,
+            file_format,
+            self._existing(existing),
+            bool(full_refresh),
+            strategy,
+            config.get("unique_key"),
+            config.get("predicates") or config.get("incremental_predicates"),
+            binds,
+        )
+
+    def _existing(self, relation: Optional[BaseRelation]) -> Optional[Existing]:
+        if relation is None:
+            return None
+        return Existing(bool(relation.is_view), self.table_format_of(relation))
+
+    @available
+    def creates_with_replace(self, file_format: str) -> bool:
+        return creates_with_replace(file_format)
+
+    @available
+    def plan_model_run(
+        self,
+        relation: BaseRelation,
+        view: BaseRelation,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+        table_options: str,
+        strategy: str,
+        invocation_id: str,
+    ) -> runs.ModelRun:
+        """Step 1 of an incremental run: analyse, repair what a dead run left, decide (core/)."""
+        unique_id = model.get("unique_id", str(relation))
+        contract, settings, declared = self._resolve_run_settings(model, run_vars)
+        spark = self._spark()
+        runner = self._runner(spark, invocation_id)
+        tag = commit_tag(invocation_id, unique_id)
+        runner.tag_commits(tag)  # every commit of this run carries it
+        try:
+            run = self._plan_model_run(
+                spark,
+                runner,
+                relation,
+                view,
+                model,
+                contract,
+                declared,
+                settings,
+                strategy,
+                invocation_id,
+                tag,
+                table_options,
+            )
+        except BaseException:
+            runner.untag()  # a later node on this thread must not commit under this tag
+            raise
+        if run.blocked or run.dry_run:
+            runner.untag()  # nothing will be written
+        return run
+
+    def _plan_model_run(
+        self,
+        spark: runs.Spark,
+        runner: runs.Runner,
+        relation: BaseRelation,
+        view: BaseRelation,
+        model: Dict[str, Any],
+        contract: Any,
+        declared: Any,
+        settings: Any,
+        strategy: str,
+        invocation_id: str,
+        tag: str,
+        table_options: str,
+    ) -> runs.ModelRun:
+        """Read, repair (its own step: a dead run's intent is undone before anything is
+        decided), then decide once (core/run_plan.plan_run), writing nothing."""
+        unique_id = model.get("unique_id", str(relation))
+        compiled = runs.compiled_schema(
+            spark.relation_schema(str(view), True), _declared_not_null(model)
+        )
+        self._validate_column_settings(unique_id, settings, compiled, relation)
+        table_format = self.table_format_of(relation)
+        microbatch = _plan_batch(unique_id, strategy, table_format, model, compiled)
+        deployed, properties = self._deployed(spark, relation)
+        repairs: Tuple[str, ...] = ()
+        dead = find_intent(properties)
+        if dead is not None and dead.invocation_id != invocation_id:
+            repairs = (runner.repair(dead, unique_id),)
+            deployed, properties = self._deployed(spark, relation)
+        config = model.get("config") or {}
+        decided = plan_run(
+            RunInputs(
+                relation=str(relation),
+                view=str(view),
+                invocation_id=invocation_id,
+                table_format=table_format,
+                strategy=strategy,
+                deployed=deployed,
+                properties=properties,
+                compiled=compiled,
+                settings=settings,
+                contract=contract,
+                declared=declared,
+                column_lists=bool(
+                    config.get("merge_update_columns") or config.get("merge_exclude_columns")
+                ),
+                table_options=table_options,
+                observable=spark.can_observe(),
+            )
+        )
+        if decided.violation is not None:
+            runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
+        if microbatch is not None:
+            with config_errors_as_compilation_errors():
+                check_batch_plan(microbatch, decided.plan)
+        load = decided.load
+        if decided.stage and load is not None and load.discard_metrics and not spark.can_observe():
+            method = str(self.config.credentials.method)
+            logger.info(runs.counts_not_observed_note(unique_id, method))
+        file_format = config.get("file_format") or DEFAULT_FILE_FORMAT
+        run = runs.ModelRun(
+            unique_id=unique_id,
+            invocation_id=invocation_id,
+            relation=str(relation),
+            table_format=table_format,
+            strategy=strategy,
+            deployed=deployed,
+            compiled=compiled,
+            diff=decided.diff,
+            plan=decided.plan,
+            statements=decided.statements,
+            dry_run=settings.dry_run,
+            mode=decided.mode,
+            write=decided.write,
+            view=str(view),
+            stage=decided.stage,
+            observed=decided.observed,
+            commit_tag=tag,
+            contract=decided.contract,
+            load_sql=load,
+            microbatch=microbatch,
+            drop_first=not replaces_atomically(self._existing(relation), file_format),
+            repairs=repairs,
+        )
+        if (run.has_changes or run.blocked or run.plan.notes or repairs) and not run.dry_run:
+            logger.info(run.summary())  # a dry run logs its own `[dry run]` line
+        runner.record(run)
+        return run
+
+    def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
+        describable = self.table_format_of(relation) not in ("delta", "iceberg")
+        deployed = spark.relation_schema(str(relation), describable)
+        rows = self._fetch_rows(f"show tblproperties {relation}")
+        return deployed, {str(k): str(v) for k, v in rows}
+
+    def _spark(self) -> _ConnectionSpark:
+        return _ConnectionSpark(self)
+
+    def _runner(self, spark: runs.Spark, invocation_id: str) -> runs.Runner:
+        self._report.start(invocation_id)
+        return runs.Runner(spark, self._report, self._target_dir)
+
+    @available
+    def schema_history(self, unique_id: str, relation_name: str) -> Any:
+        """The schema history of one model (`dbt run-operation schema_history`), oldest first."""
+        table = history_relation(relation_name)
+        columns = ", ".join(name for name, _ in HISTORY_COLUMNS if name != "model")
+        sql = (
+            f"select {columns} from {table} where model = {sql_string(unique_id)} "
+            "order by recorded_at"
+        )
+        try:
+            _, rows = self.execute(sql, fetch=True)
+        except DbtRuntimeError as exc:
+            raise DbtRuntimeError(
+                f"No schema history for {unique_id}: reading {table} failed ({exc}). The table "
+                "is created by the first run that changes a schema, discards rows or repairs."
+            ) from exc
+        return rows
+
+    @available
+    def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:
+        """`relation` is missing: if a parquet rewrite died between its two renames, the old
+        table waits under its backup name. Put it back (and drop the half-built copy); the
+        intent it carries then has the run repair it as usual. Found through dbt's relation
+        cache, so a missing table costs no Spark call unless there is something to recover."""
+        backup = self.get_relation(
+            relation.database, relation.schema, suffixed(relation.identifier, BACKUP_SUFFIX)
+        )
+        if backup is None:
+            return None
+        properties = {str(k): str(v) for k, v in self._fetch_rows(f"show tblproperties {backup}")}
+        intent = find_intent(properties)
+        renames = [s for s in (intent.statements if intent else ()) if "RENAME TO" in s]
+        if not any(BACKUP_SUFFIX in s for s in renames):
+            return None  # a leftover of a finished swap, not a rewrite that stopped midway
+        logger.warning(
+            f"{relation} is missing and {backup} holds it: a rewrite stopped between its two "
+            "renames; renaming it back"
+        )
+        beside = self.get_relation(
+            relation.database, relation.schema, suffixed(relation.identifier, REWRITE_SUFFIX)
+        )
+        if beside is not None:
+            self.drop_relation(beside)
+        self.rename_relation(backup, relation)
+        return self.get_relation(relation.database, relation.schema, relation.identifier)
+
+    @available
+    def execute_model_run(
+        self, run: runs.ModelRun, load_sql: str, existing: BaseRelation
+    ) -> runs.ContractsAdapterResponse:
+        """Step 2, every side effect of the planned run in one call (runner.Runner.execute): stage,
+        check, count, quarantine, multi-step changes, the one write; undone on failure. A
+        rebuild whose format cannot replace atomically drops the table once every check passed."""
+        drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None
+        return self._runner(self._spark(), run.invocation_id).execute(run, load_sql, drop)
+
+    @available
+    def full_refresh_response(
+        self, run: runs.ModelRun, response: Any
+    ) -> runs.ContractsAdapterResponse:
+        runner = self._runner(self._spark(), run.invocation_id)
+        runner.untag()  # the rebuild's commits carried the run's tag; later nodes must not
+        runner.record(run)
+        return run.response(str(response), runner.out)
+
+    @available
+    def dry_run_response(self, run: runs.ModelRun) -> runs.ContractsAdapterResponse:
+        return run.response(
+            f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed",
+            runs.RunOutcome(repairs=list(run.repairs)),
+            dry_run=True,
+        )
+
+    def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
+        """(schema contract, evolution settings, declared `pydantic_contract`) of this run."""
+        settings = settings_at_run(self, model, run_vars)
+        config = model.get("config", {})
+        if settings.contract is not None and config.get("on_schema_change") not in (None, "ignore"):
+            logger.warning(
+                f"{model.get('unique_id', 'model')}: schema_contract is set, so on_schema_change "
+                f"({config.get('on_schema_change')}) is ignored"
+            )
+        return settings.contract, settings.evolution, settings.declared
+
+    @available
+    def run_vars(self, var: Any) -> Dict[str, Any]:
+        """The run vars the adapter reads, as the model's `var()` resolves them."""
+        return read_run_vars(var)

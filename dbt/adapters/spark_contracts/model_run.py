@@ -1,0 +1,368 @@
+"""One incremental model run as planned: the typed, immutable `ModelRun` Jinja reads and hands
+back, the connection protocol the runner uses, and the adapter response it returns."""
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
+
+from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.spark_contracts.core import (
+    AddColumns,
+    DropColumns,
+    Plan,
+    Rewrite,
+    Struct,
+    from_spark_json,
+    quote_identifier,
+)
+from dbt.adapters.spark_contracts.core.diff import SchemaDiff
+from dbt.adapters.spark_contracts.core.enforce import ContractDecision, LoadSql
+from dbt.adapters.spark_contracts.core.intent import (
+    Intent,
+)
+from dbt.adapters.spark_contracts.core.microbatch import Microbatch, select_list
+from dbt.adapters.spark_contracts.core.outcome import (
+    outcome_line,
+)
+from dbt.adapters.spark_contracts.core.render import suffixed
+from dbt.adapters.spark_contracts.core.run_plan import STAGE_SUFFIX, stage_name  # noqa: F401
+from dbt.adapters.spark_contracts.core.types import Field, as_nullable
+from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision, merged_by_name
+
+logger = AdapterLogger("SparkContracts")
+
+DELTA_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# Iceberg adds `spark.sql.iceberg.snapshot-property.<key>` to the summary of every snapshot
+ICEBERG_TAG_KEY = "dbt-spark-contracts"
+ICEBERG_SNAPSHOT_TAG = f"spark.sql.iceberg.snapshot-property.{ICEBERG_TAG_KEY}"
+DELTA_AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+
+
+@dataclass
+class ContractsAdapterResponse(AdapterResponse):
+    """dbt's adapter response plus what this adapter did to the table and its rows."""
+
+    schema_changes: List[Dict[str, Any]] = field(default_factory=list)
+    rows_discarded: Optional[int] = None
+    values_discarded: Optional[int] = None
+    contract: Optional[Dict[str, str]] = None
+    dry_run: Optional[bool] = None
+    write_path: Optional[str] = None
+    repairs: List[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------- the connection
+
+
+Observed = Callable[[], Optional[Dict[str, Any]]]  # the observed metrics; None if never seen
+
+
+class Spark(Protocol):
+    """What a run needs from the dbt connection of its thread."""
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]: ...
+
+    def run(self, sql: str) -> Any: ...
+
+    def schema(self, sql: str) -> Struct: ...
+
+    def relation_schema(self, relation: str, describable: bool) -> Struct:
+        """A table's or view's schema; `describable`: a temporary view or v1 table (over
+        thrift one `DESCRIBE ... AS JSON`; a Delta or Iceberg table needs a view first)."""
+        ...
+
+    def set_conf(self, key: str, value: Optional[str]) -> None: ...
+
+    def get_conf(self, key: str) -> Optional[str]: ...
+
+    def can_observe(self) -> bool:
+        """Metrics observed while a statement runs reach this process (classic session)."""
+        ...
+
+    def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Observed:
+        """Define temporary view `view` as `source`, observing `metrics` (name, aggregate) in
+        whichever statement reads it first."""
+        ...
+
+
+def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct:
+    """The model's output schema as a table built from it would store it: nullable, except
+    the columns the model declares `not_null` (Spark marks literals NOT NULL; CTAS does not)."""
+    analysed = as_nullable(schema)
+    assert isinstance(analysed, Struct)
+    declared = {name.lower() for name in not_null_columns}
+    return Struct(
+        tuple(
+            Field(f.name, f.type, nullable=f.name.lower() not in declared, comment=f.comment)
+            for f in analysed.fields
+        )
+    )
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass
+class RunOutcome:
+    """What happened, filled in by the `Runner` as it carries one run out (the `ModelRun`, the
+    plan, never changes and carries none of it)."""
+
+    executed: List[str] = field(default_factory=list)
+    restore_version: Optional[int] = None
+    intent: Optional[Intent] = None  # written to the table; None: no multi-step change began
+    staged: bool = False
+    observation: Optional[Observed] = field(default=None, repr=False)
+    restored: Optional[str] = None
+    rows_discarded: Optional[int] = None
+    values_discarded: Optional[int] = None
+    quarantined: Optional[int] = None
+    loaded: bool = False  # the load committed: the plan's changes are in the table
+    violation: Optional[Dict[str, Any]] = None
+    repairs: List[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """Everything one incremental run decided, once; Jinja reads it and hands it back."""
+
+    unique_id: str
+    invocation_id: str
+    relation: str
+    table_format: str
+    strategy: str
+    deployed: Struct
+    compiled: Struct
+    diff: SchemaDiff
+    plan: Plan
+    statements: Tuple[str, ...]
+    dry_run: bool
+    mode: str
+    write: WriteDecision
+    view: str  # the model's query as a temporary view
+    stage: Optional[str]  # the table the output is staged in, when the run stages
+    observed: Optional[str]  # the view over `view` whose first reader counts the discards
+    commit_tag: str
+    contract: Optional[ContractDecision] = None
+    load_sql: Optional[LoadSql] = None
+    repairs: Tuple[str, ...] = ()  # what the repair step before planning did
+    microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
+    drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
+
+    # -- what Jinja reads
+    @property
+    def blocked(self) -> bool:
+        return self.plan.is_blocked
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.plan.operations)
+
+    @property
+    def full_refresh(self) -> bool:
+        return self.plan.full_refresh is not None
+
+    @property
+    def drops_before_load(self) -> bool:
+        """A table model's rebuild (the `table` strategy) on a format that cannot replace."""
+        return self.strategy == REBUILD and self.drop_first
+
+    @property
+    def evolves_in_write(self) -> bool:
+        return self.write.evolves_in_write
+
+    @property
+    def source(self) -> str:
+        """The relation the load reads: contract view, stage or the model's view."""
+        if self.load_sql is not None:
+            return suffixed(self.view, "__contract")
+        return self.stage or self.view
+
+    @property
+    def quarantine_table(self) -> str:
+        return suffixed(self.relation, "__quarantine")
+
+    def columns_after(self) -> List[str]:
+        """The table's top-level columns once the plan's steps have run (before the load)."""
+        if self.evolves_in_write:
+            return list(self._written().names)
+        names = list(self.deployed.names)
+        for op in self.plan.operations:
+            if isinstance(op, Rewrite):
+                names = list(op.target_schema.names)
+            elif isinstance(op, AddColumns):
+                names += [c.path[0] for c in op.columns if len(c.path) == 1]
+            elif isinstance(op, DropColumns):
+                gone = {p[0].lower() for p in op.paths if len(p) == 1}
+                names = [n for n in names if n.lower() not in gone]
+        return names
+
+    def microbatch_sql(self, target: str) -> str:
+        """A microbatch run's load: the batch replaces its window (core/microbatch.py)."""
+        assert self.microbatch is not None
+        if self.evolves_in_write:  # the evolving write appends new columns, in table order
+            order = list(merged_by_name(self.deployed, self._written()).names)
+        else:
+            order = self.columns_after()
+        columns = select_list(order, self._written())
+        return self.microbatch.load_sql(target, self.source, columns)
+
+    def insert_overwrite_sql(self, target: str, partition_clause: str) -> str:
+        """`insert overwrite` (and dbt-spark's partition microbatch) by name from the run's known
+        columns once the plan's steps have run (no DESCRIBE, so it is rendered before the steps
+        change the table; a column the model no longer outputs is written NULL). Iceberg takes
+        no `table` and no partition clause (as in dbt-spark)."""
+        columns = ", ".join(c.sql for c in select_list(self.columns_after(), self._written()))
+        if self.table_format == "iceberg":
+            head = f"insert overwrite {target}"
+        else:
+            head = f"insert overwrite table {target} {partition_clause}".rstrip()
+        # by name: a file-source table keeps its partition columns last, after added columns
+        return f"{head} by name\nselect {columns} from {self.source}"
+
+    def insert_columns(self) -> List[str]:
+        """Columns the append writes (quoted): everything the source has that the table keeps."""
+        after = {n.lower() for n in self.columns_after()}
+        return [quote_identifier(f.name) for f in self._written().fields if f.name.lower() in after]
+
+    def merge_columns(
+        self,
+        update_columns: Optional[List[str]] = None,
+        exclude_columns: Optional[List[str]] = None,
+    ) -> Dict[str, List[str]]:
+        """Quoted column lists for MERGE: insert = source ∩ target (target order); update = that,
+        narrowed by `merge_update_columns` or minus `merge_exclude_columns` (case-insensitive)."""
+        written = self._written()
+        shared = [n for n in self.columns_after() if written.field(n) is not None]
+        return merge_column_lists(shared, update_columns, exclude_columns)
+
+    def _written(self) -> Struct:
+        if self.contract is not None and self.contract.target is not None:
+            return self.contract.target
+        return self.compiled
+
+    @property
+    def error_message(self) -> str:
+        return blocked_message(self.unique_id, self.relation, self.table_format, self.plan)
+
+    def summary(self) -> str:
+        head = f"{self.unique_id} ({self.relation}): {self.mode}; {self.write.path.value}"
+        if self.write.reason:
+            head += f" ({self.write.reason})"
+        body = self.plan.summary()
+        ddl = "\n".join(f"    {sql.strip()};" for sql in self.statements)
+        return f"{head}\n{body}" + (f"\n  DDL:\n{ddl}" if ddl else "")
+
+    def report(self, out: RunOutcome) -> Dict[str, Any]:
+        return {
+            "relation": self.relation,
+            "table_format": self.table_format,
+            "mode": self.mode,
+            "dry_run": self.dry_run,
+            "write_path": self.write.path.name.lower(),
+            "staged": self.stage is not None,
+            "diff": [
+                {"change": type(c).__name__, "path": c.dotted, "description": c.describe()}
+                for c in self.diff.changes
+            ],
+            "plan": self.plan.to_dict(),
+            "statements": list(self.statements),
+            "executed": list(out.executed),
+            "restored": out.restored,
+            "repairs": list(out.repairs),
+            "contract": self.contract.to_dict() if self.contract is not None else None,
+            "rows_discarded": out.rows_discarded,
+            "values_discarded": out.values_discarded,
+            "quarantined": out.quarantined,
+            "loaded": out.loaded,
+            "applied": self.applied_changes() if out.loaded else [],
+            "violation": out.violation,
+        }
+
+    def outcome_line(self, out: RunOutcome) -> Optional[str]:
+        """What this run did, for the console; None when dbt's own line says it all."""
+        name = self.unique_id.split(".")[-1]
+        operations = self.plan.operations if out.loaded else ()
+        return outcome_line(
+            name,
+            operations,
+            out.rows_discarded,
+            out.values_discarded,
+            out.quarantined,
+            self.quarantine_table,
+            out.repairs,
+        )
+
+    def applied_changes(self) -> List[Dict[str, Any]]:
+        if self.dry_run:
+            return []
+        return [
+            {"op": type(op).__name__, "description": op.describe()} for op in self.plan.operations
+        ]
+
+    def response(self, message: str, out: RunOutcome, **extra: Any) -> ContractsAdapterResponse:
+        return ContractsAdapterResponse(
+            _message=message,
+            schema_changes=self.applied_changes(),
+            rows_discarded=out.rows_discarded,
+            values_discarded=out.values_discarded,
+            contract=self.contract.contract.to_dict() if self.contract else None,
+            write_path=self.write.path.name.lower(),
+            repairs=list(out.repairs),
+            **extra,
+        )
+
+
+def blocked_message(unique_id: str, relation: str, table_format: str, plan: Plan) -> str:
+    """The error of a plan with blocked changes (incremental runs, table rebuilds, snapshots)."""
+    lines = [
+        f"Schema change blocked for {unique_id} ({relation}, {table_format}); nothing was changed:"
+    ]
+    lines += [f"  - {blocked.describe()}" for blocked in plan.blocked]
+    return "\n".join(lines)
+
+
+def counts_not_observed_note(unique_id: str, method: str) -> str:
+    """Said once per model run whose discard counts the connection cannot observe in the load."""
+    return (
+        f"{unique_id}: method {method} does not receive metrics observed in a statement: the "
+        "discard counts come from the model's output staged once and counted by a query of "
+        "their own (one more write and read of the output than method session)"
+    )
+
+
+def merge_column_lists(
+    shared: List[str],
+    update_columns: Optional[List[str]] = None,
+    exclude_columns: Optional[List[str]] = None,
+) -> Dict[str, List[str]]:
+    """MERGE's insert list (`shared`) and update list (narrowed by `merge_update_columns` or
+    minus `merge_exclude_columns`, case-insensitive), quoted."""
+    chosen = shared
+    if update_columns:
+        wanted = {name.lower() for name in update_columns}
+        chosen = [name for name in shared if name.lower() in wanted]
+    elif exclude_columns:
+        excluded = {name.lower() for name in exclude_columns}
+        chosen = [name for name in shared if name.lower() not in excluded]
+    return {
+        "insert": [quote_identifier(n) for n in shared],
+        "update": [quote_identifier(n) for n in chosen],
+    }
+
+
+def _stage_format(run: ModelRun) -> str:
+    """Plain parquet (no transaction log, no statistics) unless the table's catalog is Iceberg's,
+    which only makes Iceberg tables."""
+    return "iceberg" if run.table_format == "iceberg" else "parquet"
+
+
+def _quarantine_format(run: ModelRun) -> str:
+    """The table's own format where rows can be deleted again (a failed run takes its back)."""
+    return run.table_format if run.table_format in ("delta", "iceberg") else "parquet"
+
+
+def from_json(schema_json: Mapping[str, Any]) -> Struct:
+    parsed = from_spark_json(schema_json)
+    assert isinstance(parsed, Struct)
+    return parsed

@@ -1,0 +1,79 @@
+"""`target/schema_changes.json` of one dbt invocation, written atomically."""
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.spark_contracts.core.outcome import (
+    plan_markdown,
+    run_summary,
+)
+
+logger = AdapterLogger("SparkContracts")
+
+
+class RunReport:
+    """`target/schema_changes.json` of one dbt invocation: per model, the diff, the plan, what
+    ran, repairs, any violation. A new invocation id starts a new report; written atomically."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._invocation: Optional[str] = None
+        self._entries: Dict[str, Dict[str, Any]] = {}
+        self._summarized = False
+        self._history: Dict[Tuple[str, str], List[str]] = {}
+
+    def start(self, invocation_id: str) -> None:
+        with self._lock:
+            if invocation_id != self._invocation:
+                self._invocation, self._entries = invocation_id, {}
+                self._summarized = False
+
+    def queue_history(self, table: str, using: str, rows: Tuple[str, ...]) -> None:
+        """A run's schema-history rows, written with every other model's at the end of the
+        invocation (`take_history`): one statement per history table, none on a model's run."""
+        with self._lock:
+            self._history.setdefault((table, using), []).extend(rows)
+
+    def take_history(self) -> List[Tuple[str, str, Tuple[str, ...]]]:
+        """(table, format, rows) queued since the last call, once."""
+        with self._lock:
+            pending, self._history = self._history, {}
+        return [(table, using, tuple(rows)) for (table, using), rows in pending.items()]
+
+    def take_summary(self) -> Optional[str]:
+        """The run's summary line, once per invocation (None when no model had news)."""
+        with self._lock:
+            if self._summarized or not self._entries:
+                return None
+            self._summarized = True
+            return run_summary(self._entries)
+
+    def record(self, target_path: Path, unique_id: str, entry: Dict[str, Any]) -> None:
+        with self._lock:
+            self._entries.setdefault(unique_id, {}).update(entry)
+            body = json.dumps(
+                {"invocation_id": self._invocation, "models": self._entries}, indent=2, default=str
+            )
+            target_path.mkdir(parents=True, exist_ok=True)
+            _write_atomically(target_path, "schema_changes.json", body)
+            planned = {k: e for k, e in self._entries.items() if e.get("dry_run")}
+            if planned:  # a dry run: the plan a pull request can show
+                invocation = self._invocation or ""
+                plan = {"invocation_id": invocation, "models": planned}
+                _write_atomically(
+                    target_path, "schema_plan.json", json.dumps(plan, indent=2, default=str)
+                )
+                _write_atomically(target_path, "schema_plan.md", plan_markdown(invocation, planned))
+
+
+def _write_atomically(directory: Path, name: str, body: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(body)
+    os.replace(tmp, directory / name)

@@ -1,0 +1,310 @@
+"""Carrying a `ModelRun` out on one connection: stage, check, count, quarantine, the multi-step
+changes under a durable intent, the one load; every failure after a change restores."""
+
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.spark_contracts.core import (
+    AddColumns,
+)
+from dbt.adapters.spark_contracts.core.enforce import COERCE_REASON
+from dbt.adapters.spark_contracts.core.intent import (
+    INTENT_PROPERTY,
+    Intent,
+)
+from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH
+from dbt.adapters.spark_contracts.core.outcome import (
+    history_relation,
+    history_rows,
+)
+from dbt.adapters.spark_contracts.model_run import (
+    DELTA_AUTO_MERGE,
+    DELTA_USER_METADATA,
+    ICEBERG_SNAPSHOT_TAG,
+    ContractsAdapterResponse,
+    ModelRun,
+    RunOutcome,
+    Spark,
+    _quarantine_format,
+    _stage_format,
+)
+from dbt.adapters.spark_contracts.report import RunReport
+from dbt.adapters.spark_contracts.restore import Restorer
+from dbt.adapters.spark_contracts.run_errors import (
+    ForeignCommits,
+    RestoreFailed,
+    RunUndone,
+    SchemaContractViolation,
+)
+
+logger = AdapterLogger("SparkContracts")
+
+# --------------------------------------------------------------------------- the runner
+
+
+class Runner(Restorer):
+    """Carries a `ModelRun` out on one connection; every failure after a change restores."""
+
+    def __init__(self, spark: Spark, report: RunReport, target_dir: Path) -> None:
+        self.spark, self.report, self.target_dir = spark, report, target_dir
+        self.out = RunOutcome()  # a runner carries one run out: what happened to it
+
+    def execute(
+        self, run: ModelRun, load_sql: str, before_load: Optional[Callable[[], Any]] = None
+    ) -> ContractsAdapterResponse:
+        """Every side effect of one planned run, in order, in one try/finally: stage, check,
+        count, quarantine, the multi-step changes under the intent, `before_load` (a rebuild
+        that cannot replace atomically drops the table here, once every check has passed),
+        the load, clearing the intent. Any failure after a change puts the table back."""
+        self.out = RunOutcome(repairs=list(run.repairs))
+        try:
+            self._prepare(run)
+            if before_load is not None:
+                before_load()
+        except BaseException:
+            self.drop_stage(run)
+            self.untag()
+            raise
+        return self._load(run, load_sql)  # cleans up after itself, whatever happens
+
+    # -- the commit tag: set for one model's run, in its thread's own session
+    def tag_commits(self, tag: str) -> None:
+        self.spark.set_conf(DELTA_USER_METADATA, tag)
+        self.spark.set_conf(ICEBERG_SNAPSHOT_TAG, tag)
+
+    def untag(self) -> None:
+        self.spark.set_conf(DELTA_USER_METADATA, None)
+        self.spark.set_conf(ICEBERG_SNAPSHOT_TAG, None)
+
+    # -- steps
+    def _prepare(self, run: ModelRun) -> str:
+        out = self.out
+        load = run.load_sql
+        if run.observed is not None and load is not None:
+            out.observation = self.spark.observe(run.observed, run.view, load.discard_metrics)
+        if run.stage:
+            self.spark.run(f"drop table if exists {run.stage}")
+            self.spark.run(
+                f"create table {run.stage} using {_stage_format(run)} "
+                f"as select * from {run.observed or run.view}"
+            )
+            out.staged = True
+            self._take_counts(run)
+        if load is not None:
+            if load.violation_sample_sql:
+                rows = self.spark.fetch(load.violation_sample_sql)
+                if rows:
+                    self.drop_stage(run)
+                    self.raise_value_violation(run, rows)
+            if load.discard_count_sql and run.observed is None:
+                self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
+            self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
+        if run.write.multi_step and run.statements:
+            self._begin_steps(run)
+        if load is not None and load.quarantine_select and out.rows_discarded:
+            self._step(
+                run,
+                "the quarantine insert",
+                lambda: self._quarantine(run, load.quarantine_select or ""),
+            )
+        return run.source
+
+    def _take_counts(self, run: ModelRun) -> None:
+        """The discard counts observed in the pass that just read the model's output."""
+        observation, self.out.observation = self.out.observation, None
+        if observation is None:
+            return
+        counts = observation()
+        load = run.load_sql
+        if counts is None and self.out.staged and load is not None and load.discard_count_sql:
+            counts = self.spark.fetch(load.discard_count_sql)[0]  # from the stage, not the model
+        if counts is None:
+            logger.warning(f"{run.unique_id}: Spark reported no discard counts for this run")
+        else:
+            self._set_counts(run, counts)
+
+    def _set_counts(self, run: ModelRun, counts: Mapping[str, Any]) -> None:
+        self.out.rows_discarded = int(counts["rows_discarded"] or 0)
+        self.out.values_discarded = int(counts["values_discarded"] or 0)
+
+    def _begin_steps(self, run: ModelRun) -> None:
+        out = self.out
+        out.restore_version = self.current_version(run.relation, run.table_format)
+        intent = self.intent_of(run)
+        value = intent.to_json().replace("\\", "\\\\").replace("'", "\\'")
+        self.spark.run(
+            f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
+        )
+        out.intent = intent
+        for statement in run.statements:
+            self._step(run, statement, lambda s=statement: self.spark.run(s))
+            out.executed.append(statement)
+
+    def intent_of(self, run: ModelRun) -> Intent:
+        added = tuple(
+            col.path
+            for op in run.plan.operations
+            if isinstance(op, AddColumns)
+            for col in op.columns
+        )
+        return Intent(
+            run.invocation_id,
+            run.unique_id,
+            run.relation,
+            run.table_format,
+            self.out.restore_version,
+            run.commit_tag,
+            added,
+            run.statements,
+        )
+
+    def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except Exception as exc:
+            self.undo(run, exc, step)
+
+    def _quarantine(self, run: ModelRun, select: str) -> None:
+        table = run.quarantine_table
+        self.spark.run(
+            f"create table if not exists {table} using {_quarantine_format(run)} "
+            f"as select * from ({select}) where false"
+        )
+        self.spark.run(f"insert into {table} by name {select}")
+        self.out.quarantined = self.out.rows_discarded
+
+    def _load(self, run: ModelRun, sql: str) -> ContractsAdapterResponse:
+        """The one write; then the intent is cleared. Any failure after a change is undone."""
+        auto_merge = (
+            run.evolves_in_write
+            and run.table_format == "delta"
+            and run.strategy in ("append", MICROBATCH)
+        )
+        try:
+            if auto_merge:  # this statement only, in this thread's own session
+                previous = self.spark.get_conf(DELTA_AUTO_MERGE)
+                self.spark.set_conf(DELTA_AUTO_MERGE, "true")
+            try:
+                response = self._step(run, "the load", lambda: self.spark.run(sql))
+            finally:
+                if auto_merge:
+                    self.spark.set_conf(DELTA_AUTO_MERGE, previous)
+            self.out.loaded = True
+            try:
+                self._take_counts(run)
+            except Exception as exc:  # the load has committed: counts are a report, not the data
+                logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
+            if self.out.intent is not None:
+                self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
+        finally:
+            self.drop_stage(run)
+            self.untag()
+        self.record(run)
+        self._append_history(run)
+        line = run.outcome_line(self.out)
+        if line:
+            logger.info(line)
+        return run.response(
+            str(response),
+            self.out,
+            code=getattr(response, "code", None),
+            rows_affected=getattr(response, "rows_affected", None),
+        )
+
+    def _append_history(self, run: ModelRun) -> None:
+        """The run's applied changes, discards and repairs, queued for the schema's history
+        table; the adapter writes the invocation's rows once its nodes are done (off every
+        model's run path)."""
+        out = self.out
+        rows = history_rows(
+            run.unique_id,
+            run.relation,
+            run.invocation_id,
+            run.plan.operations,
+            out.rows_discarded,
+            out.values_discarded,
+            out.repairs,
+        )
+        if rows:
+            using = "iceberg" if run.table_format == "iceberg" else "delta"
+            self.report.queue_history(history_relation(run.relation), using, rows)
+
+    def drop_stage(self, run: ModelRun) -> None:
+        if self.out.staged:
+            self.out.staged = False
+            try:
+                self.spark.run(f"drop table if exists {run.stage}")
+            except Exception as exc:  # a leftover stage harms nothing; say so
+                logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
+
+    def undo(self, run: ModelRun, exc: BaseException, step: str) -> None:
+        """Put the table back after `step` failed (if this run changed it), then raise."""
+        out = self.out
+        self.drop_stage(run)
+        if out.quarantined and run.table_format in ("delta", "iceberg"):
+            try:
+                self.spark.run(
+                    f"delete from {run.quarantine_table} where `_dbt_run_id` = '{run.invocation_id}'"
+                )
+                out.quarantined = None
+            except Exception as cleanup:
+                logger.warning(f"{run.unique_id}: quarantine rows of this run stay: {cleanup}")
+        intent = out.intent
+        if intent is None:
+            self.untag()
+            self.record(run)
+            raise exc
+        try:
+            out.restored = self.restore(intent, out.executed)
+        except ForeignCommits as foreign:
+            out.restored = f"NOT RESTORED: {foreign}"
+            self.record(run)
+            raise
+        except Exception as restore_exc:
+            out.restored = f"RESTORE FAILED: {restore_exc}"
+            self.record(run)
+            raise RestoreFailed(
+                run.unique_id, step, exc, restore_exc, self.manual_repair(intent)
+            ) from exc
+        finally:
+            self.untag()
+        self.record(run)
+        raise RunUndone(run.unique_id, step, out.restored, exc) from exc
+
+    def raise_value_violation(self, run: ModelRun, samples: List[Dict[str, Any]]) -> None:
+        decision = run.contract
+        assert decision is not None
+        column = str(samples[0]["column_name"])
+        reason = str(samples[0].get("reason") or COERCE_REASON)
+        check = next((c for c in decision.value_checks if c.dotted.lower() == column.lower()), None)
+        if reason != COERCE_REASON:  # a declared rule (pydantic_contract), not a coercion
+            check = None
+        violation = {
+            "schema_entity": "data_type",
+            "contract_mode": "freeze",
+            "column": column,
+            "deployed_type": check.deployed_type.to_sql() if check else None,
+            "compiled_type": check.compiled_type.to_sql() if check else None,
+            "reason": reason,
+        }
+        values = [
+            row["value"]
+            for row in samples
+            if str(row["column_name"]) == column
+            and str(row.get("reason") or COERCE_REASON) == reason
+        ]
+        self.raise_violation(run.unique_id, run.relation, violation, values)
+
+    def raise_violation(
+        self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
+    ) -> None:
+        self.untag()
+        error = SchemaContractViolation(unique_id, relation, violation, values)
+        entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
+        self.report.record(self.target_dir, unique_id, entry)
+        raise error
+
+    def record(self, run: ModelRun) -> None:
+        self.report.record(self.target_dir, run.unique_id, run.report(self.out))

@@ -1,0 +1,54 @@
+"""The `run.Spark` protocol over the adapter's thread connection (every method alike)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from dbt.adapters.spark_contracts import run as runs
+
+if TYPE_CHECKING:
+    pass
+
+
+class _ConnectionSpark:
+    """The thread's dbt connection as the run needs it (`run.Spark`)."""
+
+    def __init__(self, adapter: Any) -> None:
+        self._adapter = adapter
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        _, table = self._adapter.execute(sql, fetch=True)
+        return [dict(zip(table.column_names, row.values(), strict=True)) for row in table.rows]
+
+    def run(self, sql: str) -> Any:
+        response, _ = self._adapter.execute(sql)
+        return response
+
+    def schema(self, sql: str) -> Any:
+        return runs.from_json(self._adapter.schema_json(sql))
+
+    def relation_schema(self, relation: str, describable: bool) -> Any:
+        return runs.from_json(self._adapter.relation_schema_json(relation, describable))
+
+    def _handle(self) -> Any:
+        return self._adapter.connections.get_thread_connection().handle
+
+    def set_conf(self, key: str, value: Optional[str]) -> None:
+        handle = self._handle()
+        if hasattr(handle, "set_conf"):
+            with self._adapter.connections.exception_handler(f"set {key}"):
+                handle.set_conf(key, value)
+
+    def get_conf(self, key: str) -> Optional[str]:
+        handle = self._handle()
+        if not hasattr(handle, "get_conf"):
+            return None
+        with self._adapter.connections.exception_handler(f"get {key}"):
+            return handle.get_conf(key)
+
+    def can_observe(self) -> bool:
+        handle = self._handle()
+        return bool(getattr(handle, "can_observe", lambda: False)())
+
+    def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Any:
+        return self._handle().observe(view, source, metrics)
