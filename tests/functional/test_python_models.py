@@ -10,6 +10,7 @@ Methods that only carry SQL (thrift, http, odbc) refuse Python models when dbt p
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 import yaml
 from dbt.adapters.factory import reset_adapters
 from dbt.cli.main import dbtRunner
-from dbt.tests.util import run_dbt, write_file
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 from tests.functional.evolution.test_run_path import ROWS, evaluations  # noqa: F401
@@ -97,6 +98,34 @@ class TestPythonTableAndIncremental:
             (i, i * 10, 1 if i < 5 else 2) for i in range(7)
         ]
         assert rows_of(project, f"{schema}.py_table") == [(i, i * 10, i * 20) for i in range(7)]
+
+
+LOGGED_PY = """
+def model(dbt, session):
+    dbt.config(materialized="table")
+    data = [[1, 2]] * 10
+    return session.createDataFrame(data, schema=["test1", "test3"])
+"""
+
+
+@pytest.mark.profile("session", "connect")
+class TestPythonModelCodeLogged:
+    """As dbt-spark (dbt's `log_code_execution`): the model's code on its connection, then
+    `Execution status: OK in <s> seconds`, both at debug level (dbt.log, `--debug`)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"py_logged.py": LOGGED_PY}
+
+    def test_code_and_execution_status_logged(self, project, logs_dir):
+        _, out = run_dbt_and_capture(["--debug", "run"])
+        with open(Path(logs_dir) / "dbt.log") as f:
+            log = f.read()
+        for text in (out, log):
+            # the code as one message on the model's connection (its SQL is logged `On` it too)
+            assert re.search(r"On model\.test\.py_logged: \s*def model\(dbt, session\):", text)
+            assert 'session.createDataFrame(data, schema=["test1", "test3"])' in text
+            assert "Execution status: OK in" in text
 
 
 def py_model(config: str, body: str) -> str:

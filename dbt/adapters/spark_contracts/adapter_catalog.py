@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Tuple, Type
 
@@ -10,9 +11,11 @@ from dbt.adapters.base.impl import catch_as_completed
 from dbt.adapters.base.relation import AdapterTrackingRelationInfo, BaseRelation, InformationSchema
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.events.types import CodeExecution, CodeExecutionStatus
 from dbt.adapters.spark.impl import (
     GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME,
 )
+from dbt_common.events.functions import fire_event
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.utils import executor
 
@@ -38,9 +41,18 @@ class CatalogMethods(metaclass=AdapterMeta):
     def python_model_view(self, compiled_code: str, model: Dict[str, Any]) -> BaseRelation:
         """Run a Python model in this process on the thread's SparkSession; the temporary view
         holding its DataFrame, which the materialization then reads like a SQL model's query."""
-        handle = self.connections.get_thread_connection().handle
+        connection = self.connections.get_thread_connection()
         method = str(self.config.credentials.method)
-        view = python_model.python_model_view(handle, method, compiled_code, model)
+        # dbt's `log_code_execution` (which logs dbt-spark's submit_python_job): the code on the
+        # model's connection, then the status and time of running it. Running model() builds
+        # the DataFrame; the materialization's load evaluates it.
+        fire_event(CodeExecution(conn_name=connection.name, code_content=compiled_code))
+        start = time.time()
+        view = python_model.python_model_view(connection.handle, method, compiled_code, model)
+        response = self.connections.get_response(None)
+        fire_event(
+            CodeExecutionStatus(status=response._message, elapsed=round(time.time() - start, 2))
+        )
         return self.Relation.create(identifier=view, type=RelationType.View)
 
     @property

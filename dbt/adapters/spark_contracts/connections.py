@@ -18,6 +18,7 @@ from dbt.adapters.spark.connections import (
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts import session as embedded
+from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
 from dbt.adapters.spark_contracts.credentials import (
     ContractsConnectionMethod,
     SparkContractsCredentials,
@@ -48,6 +49,21 @@ def _set_sql(key: str, value: Optional[str]) -> str:
     if value is None:
         return f"reset {_quoted(key)}"
     return f"set {_quoted(key)}={_quoted(value)}"
+
+
+_warned_query_timeout = False
+
+
+def _warn_query_timeout_not_applied(creds: SparkContractsCredentials) -> None:
+    """Once per process: `query_timeout` does not bound statements over Spark Connect."""
+    global _warned_query_timeout
+    if creds.query_timeout is None or _warned_query_timeout:
+        return
+    _warned_query_timeout = True
+    logger.warning(
+        f"query_timeout: {creds.query_timeout} is not applied on method connect: statements "
+        "run until they end (it applies on method session, thrift and http)"
+    )
 
 
 class SerializedThriftClient:
@@ -203,11 +219,14 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         creds: SparkContractsCredentials = connection.credentials  # type: ignore[assignment]
         # One Spark session per dbt connection, i.e. per thread: SQL conf and temporary views
         # are per session, so models running at once never see each other's settings.
+        query_timeout = None
         if creds.method == ContractsConnectionMethod.SESSION:
             config = creds.embedded_config()
             factory = lambda: embedded.thread_session(config)  # noqa: E731
+            query_timeout = query_timeout_seconds(creds.query_timeout)
         elif creds.method == ContractsConnectionMethod.CONNECT:
             factory = lambda: new_connect_session(creds)  # noqa: E731
+            _warn_query_timeout_not_applied(creds)
         else:
             try:
                 connection = super().open(connection)
@@ -236,7 +255,9 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             if creds.method == ContractsConnectionMethod.CONNECT:
                 raise connect_failure(endpoint_of(creds), exc) from exc
             raise FailedToConnectError(f"Could not start Spark ({creds.method}): {exc}") from exc
-        handle = SparkSessionHandle(lambda: session, dict(creds.server_side_parameters))
+        handle = SparkSessionHandle(
+            lambda: session, dict(creds.server_side_parameters), query_timeout
+        )
         connection.handle = SparkSessionConnectionWrapper(handle)
         connection.state = ConnectionState.OPEN
         return connection

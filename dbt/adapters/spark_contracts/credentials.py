@@ -13,6 +13,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.core.config import ConfigError
+from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
 from dbt.adapters.spark_contracts.core.endpoint import (
     CONNECT_DEFAULT_RETRIES,
     connect_retry_settings,
@@ -138,6 +139,10 @@ class SparkContractsCredentials(SparkCredentials):
                 if self.method == ContractsConnectionMethod.THRIFT
                 else 5
             )
+        try:
+            query_timeout_seconds(self.query_timeout)  # unset or more than 0, every method
+        except ConfigError as exc:
+            raise DbtRuntimeError(str(exc)) from exc
         if self.method == ContractsConnectionMethod.CONNECT:
             self._post_init_connect()
         else:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+import uuid
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 
-from dbt.adapters.spark_contracts.errors import spark_errors_as_dbt_errors
+from dbt.adapters.spark_contracts.core.deadline import StatementDeadline
+from dbt.adapters.spark_contracts.errors import QueryTimeoutError, spark_errors_as_dbt_errors
 
 SessionFactory = Callable[[], Any]
 logger = AdapterLogger("SparkContracts")
@@ -24,11 +27,22 @@ for _name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
 
 
 class SparkSessionCursor(Cursor):
-    """dbt-spark's session cursor, on a session built once instead of on every statement."""
+    """dbt-spark's session cursor, on a session built once instead of on every statement.
 
-    def __init__(self, session_factory: SessionFactory, server_side_parameters: Dict[str, str]):
+    `query_timeout` (seconds, embedded session only): a statement (its execute and the fetch
+    of its rows) still running then has its Spark jobs cancelled and fails with
+    QueryTimeoutError."""
+
+    def __init__(
+        self,
+        session_factory: SessionFactory,
+        server_side_parameters: Dict[str, str],
+        query_timeout: Optional[float] = None,
+    ):
         super().__init__(server_side_parameters=server_side_parameters)
         self._session_factory = session_factory
+        self._query_timeout = query_timeout
+        self._started: Optional[float] = None
 
     @property
     def session(self) -> Any:
@@ -38,12 +52,49 @@ class SparkSessionCursor(Cursor):
         if parameters:
             sql = sql % parameters
         self._rows = None
-        with spark_errors_as_dbt_errors():
+        self._started = time.monotonic()
+        with self._statement():
             self._df = self.session.sql(sql)
 
     def fetchall(self) -> Optional[List[Any]]:
-        with spark_errors_as_dbt_errors():
+        with self._statement():
             return super().fetchall()
+
+    def fetchone(self) -> Any:
+        with self._statement():
+            return super().fetchone()
+
+    @contextmanager
+    def _statement(self) -> Iterator[None]:
+        """Spark's errors as dbt's; with a `query_timeout`, the statement's Spark jobs carry a
+        tag of their own, cancelled (interrupting their tasks) once the time since `execute`
+        passes it. Job tags and interrupt-on-cancel are local properties of this thread."""
+        if self._query_timeout is None or self._started is None:
+            with spark_errors_as_dbt_errors():
+                yield
+            return
+        context = self.session.sparkContext
+        tag = f"dbt-spark-contracts-timeout-{uuid.uuid4().hex}"
+        interrupt = context.getLocalProperty("spark.job.interruptOnCancel")
+        context.addJobTag(tag)
+        context.setInterruptOnCancel(True)
+        remaining = self._query_timeout - (time.monotonic() - self._started)
+        deadline = StatementDeadline(remaining, lambda: context.cancelJobsWithTag(tag))
+        try:
+            with deadline:
+                with spark_errors_as_dbt_errors():
+                    yield
+        except Exception as exc:
+            if deadline.fired:
+                raise QueryTimeoutError(self._query_timeout, "session") from exc
+            raise
+        finally:
+            context.removeJobTag(tag)
+            context.setLocalProperty("spark.job.interruptOnCancel", interrupt)
+            for error in deadline.cancel_errors:
+                logger.debug(f"query_timeout: cancelling {tag} failed: {error}")
+        if deadline.fired:  # nothing of it was a Spark job to cancel (or it ended just then)
+            logger.debug(f"query_timeout of {self._query_timeout}s passed; the statement ended")
 
     @property
     def description(self) -> Sequence[Tuple[str, Any, None, None, None, None, bool]]:
@@ -67,12 +118,20 @@ class SparkSessionCursor(Cursor):
 
 
 class SparkSessionHandle(Connection):
-    def __init__(self, session_factory: SessionFactory, server_side_parameters: Dict[str, str]):
+    def __init__(
+        self,
+        session_factory: SessionFactory,
+        server_side_parameters: Dict[str, str],
+        query_timeout: Optional[float] = None,
+    ):
         super().__init__(server_side_parameters=server_side_parameters)
         self._session_factory = session_factory
+        self.query_timeout = query_timeout
 
     def cursor(self) -> SparkSessionCursor:  # type: ignore[override]
-        return SparkSessionCursor(self._session_factory, dict(self.server_side_parameters))
+        return SparkSessionCursor(
+            self._session_factory, dict(self.server_side_parameters), self.query_timeout
+        )
 
 
 class SparkSessionConnectionWrapper(SessionConnectionWrapper):

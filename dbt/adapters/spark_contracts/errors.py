@@ -15,6 +15,7 @@ from dbt.adapters.exceptions import FailedToConnectError
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.core.config import ConfigError
+from dbt.adapters.spark_contracts.core.deadline import timeout_message
 
 _LOST = "Cannot find main error class"
 # A Java stack frame (`\tat org.x.Y.m(Y.scala:12)`) or its elision (`\t... 21 more`): the Spark
@@ -284,3 +285,11 @@ def config_errors_as_compilation_errors() -> Iterator[None]:
         yield
     except ConfigError as exc:
         raise CompilationError(str(exc)) from exc
+
+
+class QueryTimeoutError(DbtRuntimeError):
+    """A statement ran longer than the profile's `query_timeout` and Spark cancelled it."""
+
+    def __init__(self, seconds: float, method: str) -> None:
+        self.seconds = seconds
+        super().__init__(timeout_message(seconds, method))
