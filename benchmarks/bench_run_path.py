@@ -378,6 +378,9 @@ class Target:
 
     def env(self) -> Dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+        if self.dbt.parent == Path(sys.executable).parent and "PYTHONPATH" in os.environ:
+            # this adapter from another checkout (a worktree measured while the tree changes)
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         env["PATH"] = f"{self.dbt.parent}{os.pathsep}{env.get('PATH', '')}"
         env["BENCH_WAREHOUSE"] = str(self.warehouse)
         env["BENCH_SPARK_JARS"] = ",".join(str(j) for j in self.jars)
