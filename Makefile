@@ -88,11 +88,14 @@ CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
 	tests/functional/test_schema_reads.py tests/functional/test_connection_resilience.py \
 	tests/functional/cluster
 # CI's share (`make test`): every feature once per format in one project (feature tour), the
-# table formats and schema analysis through the servers, the cluster's own tests (lifecycle,
-# worker loss; thrift pass only), and cancel / retries / connection errors / token
+# table formats and schema analysis through the servers, the cluster's lifecycle and the loss
+# (and restart) of a worker on this shared cluster (thrift pass only), a failed start, and
+# cancel / retries / connection errors / token
 # (test_connection_resilience.py, against a server of its own).
-CLUSTER_CI_TESTS ?= tests/functional/cluster tests/functional/test_connection_methods.py \
-	tests/functional/test_connection_resilience.py
+CLUSTER_CI_TESTS ?= tests/functional/cluster/test_feature_tour.py \
+	tests/functional/cluster/test_cluster.py::TestCluster \
+	tests/functional/cluster/test_cluster.py::test_start_failure_names_the_part_and_stops_what_started \
+	tests/functional/test_connection_methods.py tests/functional/test_connection_resilience.py
 
 cluster: install jars
 	$(CLUSTER) start --dir $(CLUSTER_DIR)

@@ -7,7 +7,6 @@ on it as two applications that share the metastore and the warehouse.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -234,7 +233,8 @@ class _Starter:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             for started in self.records:
-                if self.children[started.name].poll() is not None:
+                child = self.children.get(started.name)  # None: started by an earlier start
+                if child is not None and child.poll() is not None:
                     raise ClusterError(
                         f"{started.name} exited before {what}; see {started.log}",
                         Path(started.log),
@@ -249,6 +249,44 @@ class _Starter:
             f"{record.name} did not reach {what} in {self.timeout:.0f}s; see {record.log}",
             Path(record.log),
         )
+
+
+def _env(directory: Path, sizing: Sizing) -> Dict[str, str]:
+    env = dict(
+        os.environ,
+        SPARK_HOME=str(spark_home()),
+        SPARK_LOCAL_IP=HOST,
+        SPARK_DAEMON_MEMORY=sizing.daemon_memory,
+        SPARK_LOCAL_DIRS=str(directory / "work"),
+        SPARK_LOG_DIR=str(directory / "logs"),
+    )
+    # Python UDFs a Connect client sends (Python models) run in executors' Python workers: the
+    # same Python as dbt's, with the same pyspark.
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    return env
+
+
+def restart_worker(
+    cluster: Cluster, index: int, sizing: Sizing = Sizing(), timeout: float = 120.0
+) -> Cluster:
+    """Start `worker-<index>` again after it was lost (its web UI port and work folder as
+    before) and wait until the master counts every worker ALIVE; cluster.json records the new
+    process. The applications get executors on it again from the master."""
+    name = f"worker-{index}"
+    directory = Path(cluster.dir)
+    starter = _Starter(directory, cluster, _env(directory, sizing), timeout)
+    starter.records = [r for r in cluster.processes if r.name != name]
+    web_port = cluster.worker_web_ui_ports[index - 1]
+    command = worker_command(cluster.master_url, web_port, directory / "work" / name, sizing)
+    record = starter.launch(name, command, WORKER_CLASS)
+    workers = len(cluster.worker_web_ui_ports)
+
+    def registered() -> bool:
+        state = starter.cluster.master_state()
+        return sum(w["state"] == "ALIVE" for w in state["workers"]) == workers
+
+    starter.wait(record, f"{workers} registered workers", registered)
+    return starter.cluster
 
 
 def start(
@@ -298,18 +336,7 @@ def start(
         connect_port=free_port() if "connect" in servers else None,
         worker_web_ui_ports=tuple(free_port() for _ in range(sizing.workers)),
     )
-    env = dict(
-        os.environ,
-        SPARK_HOME=str(spark_home()),
-        SPARK_LOCAL_IP=HOST,
-        SPARK_DAEMON_MEMORY=sizing.daemon_memory,
-        SPARK_LOCAL_DIRS=str(directory / "work"),
-        SPARK_LOG_DIR=str(directory / "logs"),
-    )
-    # Python UDFs a Connect client sends (Python models) run in executors' Python workers: the
-    # same Python as dbt's, with the same pyspark.
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    starter = _Starter(directory, cluster, env, timeout)
+    starter = _Starter(directory, cluster, _env(directory, sizing), timeout)
     part = "derby"
     try:
         engine = [spark_home() / "jars" / name for name in DERBY_ENGINE_JARS]
@@ -369,53 +396,11 @@ def start(
     return starter.cluster
 
 
-def status_lines(cluster: Cluster) -> list[str]:
-    alive = cluster.alive()
-    lines = [f"cluster in {cluster.dir} (master {cluster.master_url})"]
-    for record in cluster.processes:
-        state = "up" if alive[record.name] else "DOWN"
-        lines.append(f"  {record.name:<9} pid {record.pid:<8} {state:<5} log {record.log}")
-    try:
-        master = cluster.master_state()
-        workers = sum(w["state"] == "ALIVE" for w in master["workers"])
-        apps = [f"{a['name']} {a['state']}" for a in master.get("activeapps", [])]
-        lines.append(f"  master: {workers} workers alive; applications: {', '.join(apps) or '-'}")
-    except OSError as error:
-        lines.append(f"  master web UI unreachable: {error}")
-    return lines
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dbt.adapters.spark_contracts.cluster")
-    parser.add_argument("command", choices=("start", "stop", "status"))
-    parser.add_argument("--dir", default=".cluster", type=Path)
-    parser.add_argument("--jars-dir", default=None)
-    args = parser.parse_args(argv)
-    if args.command == "start":
-        began = time.monotonic()
-        try:
-            cluster = start(args.dir, args.jars_dir)
-        except (ClusterError, jar_resolution.JarsNotFound) as error:
-            print(f"cluster start failed: {error}", file=sys.stderr)
-            log = getattr(error, "log", None)
-            if log is not None:  # CI keeps no files: the cause goes to the output
-                print(f"--- last lines of {log} ---\n{log_tail(log)}", file=sys.stderr)
-            return 1
-        print(f"cluster up in {time.monotonic() - began:.0f}s; state in {cluster.state_file}")
-        print("\n".join(status_lines(cluster)))
-        print(f"\nwarehouse: {cluster.warehouse_dir}\nprofiles.yml:\n")
-        print(cluster.profiles_yml())
-        return 0
-    found = load(args.dir)
-    if found is None:
-        print(f"no cluster in {Path(args.dir).resolve()} ({STATE_FILE} absent)")
-        return 0 if args.command == "stop" else 1
-    if args.command == "status":
-        print("\n".join(status_lines(found)))
-        return 0 if all(found.alive().values()) else 1
-    killed = found.stop()
-    print(f"cluster in {found.dir} stopped" + (f" (SIGKILL: {killed})" if killed else ""))
-    return 0
+    """`python -m dbt.adapters.spark_contracts.cluster start|stop|status` (cluster_cli.py)."""
+    from dbt.adapters.spark_contracts.cluster_cli import main as cli
+
+    return cli(argv)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""A real standalone cluster of its own (cluster.start into a temporary folder, stopped at the
-end): its lifecycle, the metastore its Thrift and Connect servers share, and a `dbt run` that
-loses a worker (and its executors, SIGKILL) while it loads.
+"""A real standalone cluster: its lifecycle, the metastore its Thrift and Connect servers share,
+and a `dbt run` that loses a worker (and its executors, SIGKILL) while it loads; the worker is
+started again afterwards (`cluster.restart_worker`), so the cluster serves the tests after it.
 
-It runs once, in the thrift pass of `make cluster-test` / `make cluster-ci` (its servers are its
-own, whatever --profile says); the tests share one cluster, in this order, on one xdist worker
-(`--dist loadgroup`); the last one stops it.
+`TestCluster` runs on the cluster `make cluster-ci` / `make cluster-test` share
+($DBT_SPARK_CONTRACTS_CLUSTER), or on one of its own when none is named; it runs once, in the
+thrift pass (its profile is its own whatever --profile says), its tests in this order on one
+xdist worker (`--dist loadgroup`). `TestOwnClusterStop` starts and stops a cluster of its own
+(make cluster-test only).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 
 from dbt.adapters.spark_contracts import cluster as local_cluster
 from dbt.adapters.spark_contracts.procs import process_table, read_process
+from tests.functional.conftest import running_cluster
 
 pytestmark = [pytest.mark.profile("thrift"), pytest.mark.xdist_group("own_cluster")]
 
@@ -53,18 +56,25 @@ def own_cluster(tmp_path_factory: pytest.TempPathFactory):
     cluster.stop()
 
 
-@pytest.fixture(scope="class")
-def warehouse_dir(own_cluster) -> str:
-    return own_cluster.warehouse_dir
+@pytest.fixture(scope="session")
+def cluster_under_test(request: pytest.FixtureRequest):
+    """The shared cluster when one is named, else a cluster of this module's own."""
+    shared = running_cluster()
+    return shared if shared is not None else request.getfixturevalue("own_cluster")
 
 
 @pytest.fixture(scope="class")
-def dbt_profile_target(own_cluster) -> dict:
+def warehouse_dir(cluster_under_test) -> str:
+    return cluster_under_test.warehouse_dir
+
+
+@pytest.fixture(scope="class")
+def dbt_profile_target(cluster_under_test) -> dict:
     return {
         "type": "spark_contracts",
         "method": "thrift",
         "host": "127.0.0.1",
-        "port": own_cluster.thrift_port,
+        "port": cluster_under_test.thrift_port,
         "user": "dbt",
         "threads": 4,
     }
@@ -97,12 +107,13 @@ def _data_files(table_dir: Path) -> int:
     return sum(1 for _ in table_dir.rglob("*.parquet")) if table_dir.exists() else 0
 
 
-class TestOwnCluster:
+class TestCluster:
     @pytest.fixture(scope="class")
     def models(self):
         return MODELS
 
-    def test_lifecycle_and_shared_metastore(self, project, own_cluster):
+    def test_lifecycle_and_shared_metastore(self, project, cluster_under_test):
+        own_cluster = cluster_under_test
         state_file = Path(own_cluster.dir) / local_cluster.STATE_FILE
         assert local_cluster.Cluster.from_json(state_file.read_text()) == own_cluster
         assert own_cluster.alive() == {p.name: True for p in own_cluster.processes}
@@ -138,9 +149,28 @@ class TestOwnCluster:
         table_dir = Path(own_cluster.warehouse_dir) / f"{schema}.db" / "from_connect"
         assert (table_dir / "_delta_log").is_dir()  # written into the shared warehouse
 
-    def test_worker_loss_during_load(self, project, own_cluster):
+    def test_worker_loss_during_load(self, project, cluster_under_test):
         """SIGKILL a worker and its executors while both models load: the run either succeeds
-        (Spark retried the lost tasks; every new row once) or fails with each table as before."""
+        (Spark retried the lost tasks; every new row once) or fails with each table as before.
+        The worker is started again afterwards, and both applications get executors on it."""
+        try:
+            self._lose_a_worker(project, cluster_under_test)
+        finally:
+            local_cluster.restart_worker(local_cluster.load(Path(cluster_under_test.dir)), 1)
+        restarted = local_cluster.load(Path(cluster_under_test.dir))
+        assert restarted is not None and all(restarted.alive().values()), restarted
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the master gives the applications executors again
+            executors = restarted.worker_state(1)["executors"]
+            if len({e["appdesc"]["name"] for e in executors}) == 2:
+                break
+            time.sleep(1)
+        assert {e["appdesc"]["name"] for e in executors} == {
+            "dbt-spark-contracts-thrift",
+            "dbt-spark-contracts-connect",
+        }
+
+    def _lose_a_worker(self, project, own_cluster) -> None:
         from dbt.tests.util import run_dbt
 
         schema = project.test_schema
@@ -195,8 +225,11 @@ class TestOwnCluster:
                 assert ids == old_ids, (fmt, output[-3000:])
                 assert commits == old_commits, (fmt, commits)
         master = own_cluster.master_state()
-        assert sorted(w["state"] for w in master["workers"]) == ["ALIVE", "DEAD"]
+        alive = sum(w["state"] == "ALIVE" for w in master["workers"])
+        assert alive == len(own_cluster.worker_web_ui_ports) - 1, master["workers"]
 
+
+class TestOwnClusterStop:
     def test_stop_ends_every_process(self, own_cluster):
         groups = {p.pid for p in own_cluster.processes}
         own_cluster.stop()
