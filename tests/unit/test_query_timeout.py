@@ -10,7 +10,6 @@ from typing import Any, Dict, List, Optional
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_contracts import connections
 from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.deadline import (
     StatementDeadline,
@@ -168,13 +167,17 @@ def test_no_timeout_sets_no_tag() -> None:
     assert session.sparkContext.properties == {}
 
 
-def test_connect_warns_once_that_query_timeout_is_not_applied(monkeypatch) -> None:
+def test_connect_warns_when_the_profile_loads_that_query_timeout_is_not_applied(
+    monkeypatch,
+) -> None:
+    from dbt.adapters.spark_contracts import credentials as creds_module
+
     warnings: List[str] = []
-    monkeypatch.setattr(connections, "_warned_query_timeout", False)
-    monkeypatch.setattr(connections.logger, "warning", warnings.append)
-    creds = type("Creds", (), {"query_timeout": 30})()
-    for _ in range(3):
-        connections._warn_query_timeout_not_applied(creds)  # type: ignore[arg-type]
+    monkeypatch.setattr(creds_module.logger, "warning", warnings.append)
+    creds_module.SparkContractsCredentials(
+        method="connect", host="sc://localhost", schema="s", query_timeout=30
+    )
+    creds_module.SparkContractsCredentials(method="connect", host="sc://localhost", schema="s")
     assert warnings == [
         "query_timeout: 30 is not applied on method connect: statements run until they end "
         "(it applies on method session, thrift and http)"

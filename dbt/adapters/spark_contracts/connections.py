@@ -51,21 +51,6 @@ def _set_sql(key: str, value: Optional[str]) -> str:
     return f"set {_quoted(key)}={_quoted(value)}"
 
 
-_warned_query_timeout = False
-
-
-def _warn_query_timeout_not_applied(creds: SparkContractsCredentials) -> None:
-    """Once per process: `query_timeout` does not bound statements over Spark Connect."""
-    global _warned_query_timeout
-    if creds.query_timeout is None or _warned_query_timeout:
-        return
-    _warned_query_timeout = True
-    logger.warning(
-        f"query_timeout: {creds.query_timeout} is not applied on method connect: statements "
-        "run until they end (it applies on method session, thrift and http)"
-    )
-
-
 class SerializedThriftClient:
     """PyHive's thrift client of one connection, one call at a time. dbt's cancel (Ctrl-C)
     sends CancelOperation from the main thread on the socket the running statement's thread
@@ -226,7 +211,6 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             query_timeout = query_timeout_seconds(creds.query_timeout)
         elif creds.method == ContractsConnectionMethod.CONNECT:
             factory = lambda: new_connect_session(creds)  # noqa: E731
-            _warn_query_timeout_not_applied(creds)
         else:
             try:
                 connection = super().open(connection)

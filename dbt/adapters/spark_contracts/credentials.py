@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Optional
 
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
@@ -26,6 +27,8 @@ from dbt.adapters.spark_contracts.session import (
 
 # Keys dbt itself reads from a target; they never reach the credentials class as unknown keys.
 _DBT_TARGET_KEYS = {"type", "threads", "profile_name", "target_name"}
+
+logger = AdapterLogger("SparkContracts")
 
 
 DEFAULT_THRIFT_POLL_INTERVAL = 0.1
@@ -157,6 +160,11 @@ class SparkContractsCredentials(SparkCredentials):
             ]
 
     def _post_init_connect(self) -> None:
+        if self.query_timeout is not None:  # once, when the profile loads
+            logger.warning(
+                f"query_timeout: {self.query_timeout} is not applied on method connect: "
+                "statements run until they end (it applies on method session, thrift and http)"
+            )
         if self.host is None:
             raise DbtRuntimeError(
                 "`method: connect` needs `host`, e.g. `host: sc://localhost` with `port: 15002`."

@@ -198,24 +198,6 @@ def history_ddl(table: str, using: str) -> str:
     return f"CREATE TABLE IF NOT EXISTS {table} ({columns}) USING {using}"
 
 
-def history_insert(
-    table: str,
-    model: str,
-    relation: str,
-    invocation_id: str,
-    operations: Iterable[Operation],
-    rows_discarded: int | None,
-    values_discarded: int | None,
-    repairs: Iterable[str],
-) -> str | None:
-    """One INSERT with a row per applied change, one for the discards, one per repair; None when
-    the run has nothing to record."""
-    rows = history_rows(
-        model, relation, invocation_id, operations, rows_discarded, values_discarded, repairs
-    )
-    return history_insert_rows(table, rows) if rows else None
-
-
 def history_insert_rows(table: str, rows: Iterable[str]) -> str:
     """One INSERT of `history_rows` (of one run or of many)."""
     return f"INSERT INTO {table} VALUES {', '.join(rows)}"
