@@ -19,7 +19,8 @@ from dbt.adapters.spark_contracts.core.diff import (
     diff_schemas,
     same_type,
 )
-from dbt.adapters.spark_contracts.core.types import Field, Struct, parse_type
+from dbt.adapters.spark_contracts.core.parse import parse_type
+from dbt.adapters.spark_contracts.core.types import Field, Struct
 
 INT, BIGINT, STRING, DOUBLE = (parse_type(t) for t in ("int", "bigint", "string", "double"))
 

@@ -32,8 +32,9 @@ from dbt.adapters.spark_contracts.core.enforce import (
     type_tag,
     variant_name,
 )
+from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
-from dbt.adapters.spark_contracts.core.types import Field, Struct, parse_type, quote_identifier
+from dbt.adapters.spark_contracts.core.types import Field, Struct, quote_identifier
 
 FORMATS = ("delta", "iceberg", "parquet")
 INT, BIGINT, STRING = (parse_type(t) for t in ("int", "bigint", "string"))

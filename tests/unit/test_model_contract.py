@@ -7,7 +7,7 @@ from dbt.adapters.spark_contracts.core.model_contract import (
     compare_model_contract,
     mismatch_table,
 )
-from dbt.adapters.spark_contracts.core.types import parse_columns
+from dbt.adapters.spark_contracts.core.parse import parse_columns
 
 
 def schema(**columns: str):

@@ -29,13 +29,14 @@ from dbt.adapters.spark_contracts.core.operations import (
     Rewrite,
     SetColumnDefault,
 )
+from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.plan import (
     ColumnEvolution,
     Policy,
     plan_on_schema_change,
     plan_schema_change,
 )
-from dbt.adapters.spark_contracts.core.types import Struct, parse_type
+from dbt.adapters.spark_contracts.core.types import Struct
 
 INT, BIGINT, STRING = (parse_type(t) for t in ("int", "bigint", "string"))
 FORMATS = ("delta", "iceberg", "parquet")

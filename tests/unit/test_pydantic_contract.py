@@ -36,6 +36,7 @@ from dbt.adapters.spark_contracts.core.enforce import (
     decide,
     render_load_select,
 )
+from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.pydantic_contract import (
     as_declared,
     contract_from_class,
@@ -49,7 +50,6 @@ from dbt.adapters.spark_contracts.core.types import (
     Primitive,
     SparkType,
     Struct,
-    parse_type,
 )
 from dbt.adapters.spark_contracts.core.types import (
     Field as SField,

@@ -18,6 +18,7 @@ from dbt.adapters.spark_contracts.core.operations import (
     Plan,
     SetColumnDefault,
 )
+from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.plan import (
     ColumnEvolution,
     Policy,
@@ -30,7 +31,7 @@ from dbt.adapters.spark_contracts.core.render import (
     suffixed,
     undo_swap,
 )
-from dbt.adapters.spark_contracts.core.types import Struct, parse_type
+from dbt.adapters.spark_contracts.core.types import Struct
 
 T = "`db`.`t`"
 

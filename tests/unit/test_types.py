@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from spark_type_strategies import simple_names, spark_types
 
+from dbt.adapters.spark_contracts.core.parse import from_spark_json, parse_columns, parse_type
 from dbt.adapters.spark_contracts.core.types import (
     PRIMITIVE_NAMES,
     Array,
@@ -19,10 +20,7 @@ from dbt.adapters.spark_contracts.core.types import (
     Struct,
     Varchar,
     as_nullable,
-    from_spark_json,
     is_widening,
-    parse_columns,
-    parse_type,
     quote_identifier,
 )
 from dbt.adapters.spark_contracts.schema_io import type_to_json

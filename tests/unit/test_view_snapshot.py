@@ -11,12 +11,13 @@ from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContr
 from dbt.adapters.spark_contracts.core.diff import diff_schemas
 from dbt.adapters.spark_contracts.core.enforce import view_violations
 from dbt.adapters.spark_contracts.core.operations import AddColumns, AlterColumnType
+from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.snapshot import (
     SnapshotContractError,
     plan_snapshot,
     source_columns,
 )
-from dbt.adapters.spark_contracts.core.types import Field, Struct, parse_type
+from dbt.adapters.spark_contracts.core.types import Field, Struct
 
 INT, BIGINT, STRING = (parse_type(t) for t in ("int", "bigint", "string"))
 SETTINGS = resolve_settings("m", None, None, None, {})

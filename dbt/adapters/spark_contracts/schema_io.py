@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Tuple
 
-from dbt.adapters.spark_contracts.core.parse import CHAR_VARCHAR_METADATA_KEY
+from dbt.adapters.spark_contracts.core.parse import (
+    CHAR_VARCHAR_METADATA_KEY,
+    parse_columns,
+    parse_type,
+)
 from dbt.adapters.spark_contracts.core.types import (
     Array,
     Char,
@@ -20,8 +24,6 @@ from dbt.adapters.spark_contracts.core.types import (
     SparkType,
     Struct,
     Varchar,
-    parse_columns,
-    parse_type,
 )
 
 # Catalog names whose JSON name differs (pyspark's `DataType.json()` spells these out).

@@ -57,6 +57,7 @@ from .operations import (
     Rewrite,
     SetColumnDefault,
 )
+from .parse import from_spark_json, parse_columns, parse_type
 from .plan import ColumnEvolution, Policy, plan_on_schema_change, plan_schema_change
 from .render import cast_expression, render_operation, render_plan, select_list
 from .types import (
@@ -70,10 +71,7 @@ from .types import (
     Struct,
     Varchar,
     as_nullable,
-    from_spark_json,
     is_widening,
-    parse_columns,
-    parse_type,
     quote_identifier,
 )
 

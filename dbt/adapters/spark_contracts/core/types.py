@@ -229,9 +229,6 @@ def is_widening(from_type: SparkType, to_type: SparkType) -> bool:
     return (src, dst) in pairs or (src in ("char", "varchar") and dst == "string")
 
 
-# Parsing lives in parse.py (it builds the classes above); re-exported so callers find it here.
-from .parse import from_spark_json, parse_columns, parse_type  # noqa: E402
-
 __all__ = [
     "Array",
     "Char",
@@ -243,10 +240,7 @@ __all__ = [
     "Struct",
     "Varchar",
     "as_nullable",
-    "from_spark_json",
     "is_widening",
-    "parse_columns",
-    "parse_type",
     "quote_identifier",
     "sql_string",
     "type_kind",
