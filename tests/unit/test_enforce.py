@@ -13,6 +13,14 @@ from dbt.adapters.spark_contracts.core.contract import (
     SchemaContract,
     resolve_contract,
 )
+from dbt.adapters.spark_contracts.core.decision import (
+    CREATE,
+    FAIL,
+    LOAD,
+    SKIP,
+    ContractDecision,
+    ContractViolation,
+)
 from dbt.adapters.spark_contracts.core.diff import (
     ColumnAdded,
     FieldAdded,
@@ -20,17 +28,13 @@ from dbt.adapters.spark_contracts.core.diff import (
     diff_schemas,
 )
 from dbt.adapters.spark_contracts.core.enforce import (
-    CREATE,
-    FAIL,
-    LOAD,
-    SKIP,
-    ContractDecision,
-    ContractViolation,
-    LoadSql,
     decide,
-    render_load_select,
     type_tag,
     variant_name,
+)
+from dbt.adapters.spark_contracts.core.load_select import (
+    LoadSql,
+    render_load_select,
 )
 from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change

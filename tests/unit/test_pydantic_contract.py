@@ -28,12 +28,16 @@ from dbt.adapters.spark_contracts.core.checks import (
 )
 from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.contract import ContractMode, resolve_contract
-from dbt.adapters.spark_contracts.core.diff import SchemaDiff, diff_schemas
-from dbt.adapters.spark_contracts.core.enforce import (
+from dbt.adapters.spark_contracts.core.decision import (
     CREATE,
     FAIL,
     LOAD,
+)
+from dbt.adapters.spark_contracts.core.diff import SchemaDiff, diff_schemas
+from dbt.adapters.spark_contracts.core.enforce import (
     decide,
+)
+from dbt.adapters.spark_contracts.core.load_select import (
     render_load_select,
 )
 from dbt.adapters.spark_contracts.core.parse import parse_type

@@ -11,13 +11,15 @@ from spark_type_strategies import table_schemas
 
 from dbt.adapters.spark_contracts.core.config import resolve_settings
 from dbt.adapters.spark_contracts.core.diff import FieldsReordered, diff_schemas
-from dbt.adapters.spark_contracts.core.enforce import LoadSql
 from dbt.adapters.spark_contracts.core.intent import (
     Commit,
     Intent,
     commit_tag,
     find_intent,
     foreign_commits,
+)
+from dbt.adapters.spark_contracts.core.load_select import (
+    LoadSql,
 )
 from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
 from dbt.adapters.spark_contracts.core.types import Array, Field, Primitive, Struct

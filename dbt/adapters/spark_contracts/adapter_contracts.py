@@ -21,7 +21,13 @@ from dbt.adapters.spark_contracts.constraints import (
 from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
 from dbt.adapters.spark_contracts.core.contract import ContractMode
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
-from dbt.adapters.spark_contracts.core.enforce import decide, render_load_select, view_violations
+from dbt.adapters.spark_contracts.core.enforce import (
+    decide,
+    view_violations,
+)
+from dbt.adapters.spark_contracts.core.load_select import (
+    render_load_select,
+)
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.core.render import (
     render_plan,

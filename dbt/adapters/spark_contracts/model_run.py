@@ -16,10 +16,15 @@ from dbt.adapters.spark_contracts.core import (
     from_spark_json,
     quote_identifier,
 )
+from dbt.adapters.spark_contracts.core.decision import (
+    ContractDecision,
+)
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
-from dbt.adapters.spark_contracts.core.enforce import ContractDecision, LoadSql
 from dbt.adapters.spark_contracts.core.intent import (
     Intent,
+)
+from dbt.adapters.spark_contracts.core.load_select import (
+    LoadSql,
 )
 from dbt.adapters.spark_contracts.core.microbatch import Microbatch, select_list
 from dbt.adapters.spark_contracts.core.outcome import (

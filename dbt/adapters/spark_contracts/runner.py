@@ -9,10 +9,12 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
 )
-from dbt.adapters.spark_contracts.core.enforce import COERCE_REASON
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
+)
+from dbt.adapters.spark_contracts.core.load_select import (
+    COERCE_REASON,
 )
 from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.outcome import (

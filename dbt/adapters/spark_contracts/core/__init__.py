@@ -15,6 +15,11 @@ from .contract import (
     for_new_table,
     resolve_contract,
 )
+from .decision import (
+    ContractDecision,
+    ContractViolation,
+    ValueCheck,
+)
 from .diff import (
     Change,
     ColumnAdded,
@@ -33,11 +38,10 @@ from .diff import (
     same_type,
 )
 from .enforce import (
-    ContractDecision,
-    ContractViolation,
-    LoadSql,
-    ValueCheck,
     decide,
+)
+from .load_select import (
+    LoadSql,
     render_load_select,
 )
 from .operations import (

@@ -51,7 +51,9 @@ from .checks import (
 )
 from .config import ConfigError
 from .contract import ContractMode, SchemaContract
-from .enforce import Declared
+from .decision import (
+    Declared,
+)
 from .types import Array, Decimal, Field, Map, Primitive, SparkType, Struct, sql_string
 
 CONFIG_KEY = "pydantic_contract"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .capabilities import capabilities_for
+from .coerce import coerce, plain_cast
 from .diff import same_type
 from .operations import (
     AddColumns,
@@ -27,7 +28,7 @@ from .operations import (
     Rewrite,
     SetColumnDefault,
 )
-from .types import Array, Map, SparkType, Struct, quote_identifier, sql_string
+from .types import SparkType, quote_identifier, sql_string
 
 REWRITE_SUFFIX = "__dbt_rewrite"
 BACKUP_SUFFIX = "__dbt_backup"
@@ -58,35 +59,10 @@ def tblproperties_clause(
     return f" TBLPROPERTIES ({rendered})" if rendered else ""
 
 
-def cast_expression(expr: str, source: SparkType, target: SparkType, depth: int = 0) -> str:
-    """SQL turning `expr` of type `source` into `target`: structs by field name, new fields NULL."""
-    if same_type(source, target):
-        return expr
-    if isinstance(source, Struct) and isinstance(target, Struct):
-        parts: list[str] = []
-        for field in target.fields:
-            old = source.field(field.name)
-            if old is None:
-                value = f"CAST(NULL AS {field.type.to_sql()})"
-            else:
-                access = f"{expr}.{quote_identifier(old.name)}"
-                value = cast_expression(access, old.type, field.type, depth)
-            parts += [sql_string(field.name), value]
-        return f"IF({expr} IS NULL, NULL, named_struct({', '.join(parts)}))"
-    if isinstance(source, Array) and isinstance(target, Array):
-        var = f"x{depth}"
-        inner = cast_expression(var, source.element, target.element, depth + 1)
-        return f"transform({expr}, {var} -> {inner})"
-    if isinstance(source, Map) and isinstance(target, Map):
-        key, value, out = f"k{depth}", f"v{depth}", expr
-        if not same_type(source.key, target.key):
-            new_key = cast_expression(key, source.key, target.key, depth + 1)
-            out = f"transform_keys({out}, ({key}, {value}) -> {new_key})"
-        if not same_type(source.value, target.value):
-            new_value = cast_expression(value, source.value, target.value, depth + 1)
-            out = f"transform_values({out}, ({key}, {value}) -> {new_value})"
-        return out
-    return f"CAST({expr} AS {target.to_sql()})"
+def cast_expression(expr: str, source: SparkType, target: SparkType) -> str:
+    """SQL turning `expr` of type `source` into `target`: structs by field name, new fields NULL
+    (core/coerce.py with a plain CAST at each leaf)."""
+    return coerce(expr, source, target, plain_cast, same_type).value
 
 
 def select_list(rewrite: Rewrite) -> list[str]:

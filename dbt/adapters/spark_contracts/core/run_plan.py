@@ -22,8 +22,18 @@ from typing import Any
 from .capabilities import CAPABILITIES
 from .config import EvolutionSettings
 from .contract import SchemaContract
+from .decision import (
+    ContractDecision,
+    ContractViolation,
+)
 from .diff import SchemaDiff, diff_schemas
-from .enforce import ContractDecision, ContractViolation, LoadSql, decide, render_load_select
+from .enforce import (
+    decide,
+)
+from .load_select import (
+    LoadSql,
+    render_load_select,
+)
 from .operations import Plan
 from .render import render_plan, suffixed
 from .types import Struct

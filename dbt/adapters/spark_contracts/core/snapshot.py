@@ -15,8 +15,15 @@ from dataclasses import dataclass
 
 from .config import EvolutionSettings
 from .contract import ContractMode, SchemaContract
+from .decision import (
+    WIDEN,
+    ContractViolation,
+)
 from .diff import diff_schemas
-from .enforce import WIDEN, ContractViolation, decide, type_freeze_violations
+from .enforce import (
+    decide,
+    type_freeze_violations,
+)
 from .operations import Plan
 from .plan import plan_schema_change
 from .types import Struct, quote_identifier

@@ -10,7 +10,9 @@ from typing import Any, Protocol
 from .config import ConfigError, EvolutionSettings, resolve_settings
 from .constraint_checks import check_constraints
 from .contract import SchemaContract, resolve_contract
-from .enforce import Declared
+from .decision import (
+    Declared,
+)
 from .microbatch import check_microbatch_config
 from .pydantic_contract import declared_contract
 from .python_model import check_python_model

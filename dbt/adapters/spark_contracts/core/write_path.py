@@ -17,8 +17,13 @@ from enum import Enum
 
 from .capabilities import INTEGRAL_UP
 from .config import EvolutionSettings
+from .decision import (
+    ContractDecision,
+)
 from .diff import FieldsReordered, SchemaDiff, diff_schemas
-from .enforce import ContractDecision, LoadSql
+from .load_select import (
+    LoadSql,
+)
 from .operations import AddColumns, AlterColumnType, Plan
 from .plan import plan_on_schema_change, plan_schema_change
 from .types import Array, Field, Map, SparkType, Struct, type_kind

@@ -1,0 +1,279 @@
+"""A contract's load as one SELECT (SPEC §3): the model's output coerced into the deployed
+types, discarded rows and values filtered or nulled, variant columns filled, freeze checks and
+the quarantine's rows, all from one reading of the source. Pure: rendering, no execution."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .coerce import Built, coerce
+from .contract import ContractMode
+from .decision import (
+    ContractDecision,
+    ValueCheck,
+    _key,
+)
+from .enforce import (
+    safe_cast,
+)
+from .types import (
+    Field,
+    Primitive,
+    SparkType,
+    Struct,
+    as_nullable,
+    quote_identifier,
+    sql_string,
+)
+
+CREATE, FAIL, SKIP, LOAD = "create", "fail", "skip", "load"
+# How a data_type change is handled; CAST (a safe widening into the deployed type) is not listed.
+WIDEN, VARIANT = "widen", "variant"
+
+_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
+_TEXT = ("string", "char", "varchar")
+_CASTS = {  # try_cast pairs Spark 4 accepts (probed); anything casts to string
+    **{k: {*_NUMERIC, "boolean", "timestamp"} for k in _NUMERIC},
+    "boolean": {*_NUMERIC, "boolean"},
+    "date": {"date", "timestamp", "timestamp_ntz"},
+    "timestamp": {*_NUMERIC, "date", "timestamp", "timestamp_ntz"},
+    "timestamp_ntz": {"date", "timestamp", "timestamp_ntz"},
+    "binary": {"binary"},
+    **{k: {*_NUMERIC, "boolean", "date", "timestamp", "timestamp_ntz", "binary"} for k in _TEXT},
+}
+
+
+def _kind(t: SparkType) -> str:
+    return t.name if isinstance(t, Primitive) else type(t).__name__.lower()
+
+
+def _castable(source: SparkType, target: SparkType) -> bool:
+    if _kind(target) in _TEXT:
+        return True
+    return _kind(target) in _CASTS.get(_kind(source), set())
+
+
+def _lossy(source: SparkType, target: SparkType) -> bool:
+    """Fractional into integral/decimal: try_cast truncates, so compare the result as well."""
+    fractional = _kind(source) in ("float", "double", "decimal")
+    return fractional and _kind(target) in (*_NUMERIC[:4], "decimal")
+
+
+def _same(source: SparkType, target: SparkType) -> bool:
+    """Equal up to nullability and comments (field names compared as spelled)."""
+    return as_nullable(source).simple_string() == as_nullable(target).simple_string()
+
+
+def _coerce(expr: str, source: SparkType, target: SparkType) -> Built:
+    """`expr` (compiled type `source`) as the deployed/target type, recursing by field name."""
+    return coerce(expr, source, target, _coerce_leaf, _same)
+
+
+def _coerce_leaf(expr: str, source: SparkType, target: SparkType) -> Built:
+    target_sql = target.to_sql()
+    if safe_cast(source, target):
+        return Built(f"CAST({expr} AS {target_sql})")
+    if not _castable(source, target):
+        return Built(f"CAST(NULL AS {target_sql})", (f"{expr} IS NOT NULL",))
+    attempt = f"try_cast({expr} AS {target_sql})"
+    if _lossy(source, target):
+        bad = f"({expr} IS NOT NULL AND ({attempt} IS NULL OR {attempt} <> {expr}))"
+        return Built(f"IF({attempt} = {expr}, {attempt}, NULL)", (bad,))
+    return Built(attempt, (f"({expr} IS NOT NULL AND {attempt} IS NULL)",))
+
+
+@dataclass(frozen=True)
+class LoadSql:
+    """The load query and its companions; `columns` are the written columns, in order.
+
+    `violation_sample_sql` (after a freeze failure only): `column_name`, `value` rows, up to 5
+    per column. `discard_metrics`: (name, aggregate) pairs over the source, `rows_discarded` and
+    `values_discarded`, observed in a pass that reads the source anyway where the connection can;
+    `discard_count_sql` is the same aggregates as a query of their own where it cannot.
+    `quarantine_select`: the discarded rows plus `_contract_reason` and `_dbt_run_id`.
+    """
+
+    select: str
+    columns: tuple[str, ...]
+    violation_sample_sql: str | None = None
+    discard_metrics: tuple[tuple[str, str], ...] = ()
+    quarantine_select: str | None = None
+    source: str = ""
+
+    @property
+    def discard_count_sql(self) -> str | None:
+        if not self.discard_metrics:
+            return None
+        aggregates = ", ".join(f"{expr} AS {name}" for name, expr in self.discard_metrics)
+        return f"SELECT {aggregates} FROM {self.source}"
+
+
+@dataclass
+class _Load:
+    items: list[str]
+    columns: list[str]
+    row_filters: list[tuple[str, str]]  # (reason, predicate): drop the row
+    value_drops: list[str]  # predicates: a value discarded
+    frozen: list[tuple[str, str, str]]  # (column, predicate, reason): freeze check
+
+
+def _item(value: str, name: str) -> str:
+    column = quote_identifier(name)
+    return column if value == column else f"{value} AS {column}"
+
+
+COERCE_REASON = "values do not coerce into the deployed column's type"
+
+
+def _freeze(value: str, predicate: str, column: str, before: str, shown: str, after: str) -> str:
+    """Fail the writing query itself on the first value that breaks the contract."""
+    message = (
+        f"concat('schema_contract data_type freeze: column ', {sql_string(column)}, "
+        f"{sql_string(before + ' value ')}, {shown}, {sql_string(after)})"
+    )
+    return f"CASE WHEN {predicate} THEN raise_error({message}) ELSE {value} END"
+
+
+def _freeze_coercion(value: str, ref: str, predicate: str, check: ValueCheck) -> str:
+    types = f" (deployed {check.deployed_type.to_sql()}, compiled {check.compiled_type.to_sql()})"
+    shown = f"cast({ref} AS STRING)"
+    return _freeze(value, predicate, check.dotted, types, shown, " does not coerce")
+
+
+def _apply_rules(
+    load: _Load, decision: ContractDecision, field: Field, ref: str, checked: str, value: str
+) -> str:
+    """The declared rules of `field` on its coerced value `checked`, under the data_type mode."""
+    rules = decision.rules_of(field.name)
+    predicate = rules.violated(checked) if rules is not None else None
+    if rules is None or predicate is None:
+        return value
+    mode = decision.contract.data_type
+    broken = f"breaks {rules.describe()}"
+    if mode is ContractMode.FREEZE:
+        load.frozen.append(
+            (field.name, predicate, f"values break the contract: {rules.describe()}")
+        )
+        shown = f"coalesce(cast({ref} AS STRING), 'NULL')"
+        return _freeze(value, predicate, field.name, "", shown, f" {broken}")
+    if mode is ContractMode.DISCARD_VALUE and rules.nulling_repairs:
+        load.value_drops.append(predicate)
+        return f"CASE WHEN {predicate} THEN NULL ELSE {value} END"
+    # discard_row; or discard_value on a required field, where NULL is no valid value either
+    load.row_filters.append((f"data_type {mode.value}: `{field.name}` {broken}", predicate))
+    return value
+
+
+def _render_column(
+    load: _Load, decision: ContractDecision, field: Field, source: Field | None
+) -> None:
+    load.columns.append(field.name)
+    if source is None:  # a variant column of an earlier run
+        load.items.append(f"CAST(NULL AS {field.type.to_sql()}) AS {quote_identifier(field.name)}")
+        return
+    ref = quote_identifier(source.name)
+    built = _coerce(ref, source.type, field.type)
+    value, columns_mode = built.value, decision.contract.columns
+    value = _apply_rules(load, decision, field, ref, built.value, value)
+    if built.new:
+        what = f"new struct field in `{field.name}`"
+        _discard(load, "columns", columns_mode, what, " OR ".join(built.new))
+    if built.bad:
+        bad = " OR ".join(built.bad)
+        check = _value_check(decision, field.name)
+        if check.handling == ContractMode.FREEZE.value:
+            load.frozen.append((field.name, bad, COERCE_REASON))
+            value = _freeze_coercion(value, ref, bad, check)
+        elif check.handling == VARIANT and check.variant_column:
+            load.items.append(_item(value, field.name))
+            load.items.append(
+                f"CASE WHEN {bad} THEN {ref} END AS {quote_identifier(check.variant_column)}"
+            )
+            load.columns.append(check.variant_column)
+            return
+        else:
+            what = f"`{field.name}` value does not coerce into {field.type.to_sql()}"
+            _discard(load, "data_type", ContractMode(check.handling), what, bad)
+    load.items.append(_item(value, field.name))
+
+
+def _value_check(decision: ContractDecision, column: str) -> ValueCheck:
+    """The per-value handling of a column (widened leaves need none)."""
+    return next(
+        c
+        for c in decision.value_checks
+        if _key(c.path)[0] == column.lower() and c.handling != WIDEN
+    )
+
+
+def _discard(load: _Load, entity: str, mode: ContractMode, what: str, predicate: str) -> None:
+    if mode is ContractMode.DISCARD_ROW:
+        load.row_filters.append((f"{entity} discard_row: {what}", predicate))
+    else:
+        load.value_drops.append(predicate)
+
+
+def render_load_select(
+    decision: ContractDecision, source: str, deployed: Struct | None, compiled: Struct, run_id: str
+) -> LoadSql:
+    """The one SELECT that loads `source` (a rendered relation or view) under the decision.
+
+    `deployed` is the schema the decision was made against (its `target` already carries it).
+    """
+    if decision.table_action not in (CREATE, LOAD) or decision.target is None:
+        raise ValueError(f"nothing to load: the contract decided {decision.table_action!r}")
+    load = _Load([], [], [], [], [])
+    variants = {v.lower() for v in decision.variant_columns}
+    for field in decision.target.fields:
+        if field.name.lower() not in variants:
+            _render_column(load, decision, field, compiled.field(field.name))
+    for field in compiled.fields:
+        if decision.target.field(field.name) is None:
+            what = f"new column `{field.name}`"
+            predicate = f"{quote_identifier(field.name)} IS NOT NULL"
+            _discard(load, "columns", decision.contract.columns, what, predicate)
+    select = f"SELECT {', '.join(load.items)} FROM {source}"
+    if load.row_filters:
+        select += " WHERE " + " AND ".join(f"NOT ({p})" for _, p in load.row_filters)
+    return LoadSql(
+        select,
+        tuple(load.columns),
+        _violation_samples(load, source),
+        _discard_metrics(load),
+        _quarantine(load, decision, source, compiled, run_id),
+        source,
+    )
+
+
+def _violation_samples(load: _Load, source: str) -> str | None:
+    parts = [
+        f"SELECT {sql_string(column)} AS column_name, value, {sql_string(reason)} AS reason "
+        f"FROM (SELECT DISTINCT CAST({quote_identifier(column)} AS STRING) AS value "
+        f"FROM {source} WHERE {predicate} LIMIT 5) AS s{i}"
+        for i, (column, predicate, reason) in enumerate(load.frozen)
+    ]
+    return " UNION ALL ".join(parts) or None
+
+
+def _discard_metrics(load: _Load) -> tuple[tuple[str, str], ...]:
+    if not load.row_filters and not load.value_drops:
+        return ()
+    dropped = " OR ".join(f"({p})" for _, p in load.row_filters)
+    kept = f"NOT ({dropped}) AND " if dropped else ""
+    rows = f"count_if({dropped})" if dropped else "0"
+    values = " + ".join(f"count_if({kept}({p}))" for p in load.value_drops) or "0"
+    return (("rows_discarded", rows), ("values_discarded", values))
+
+
+def _quarantine(
+    load: _Load, decision: ContractDecision, source: str, compiled: Struct, run_id: str
+) -> str | None:
+    if not decision.contract.quarantine or not load.row_filters:
+        return None
+    reasons = ", ".join(f"CASE WHEN {p} THEN {sql_string(r)} END" for r, p in load.row_filters)
+    columns = ", ".join(quote_identifier(f.name) for f in compiled.fields)
+    where = " OR ".join(f"({p})" for _, p in load.row_filters)
+    return (
+        f"SELECT {columns}, concat_ws('; ', {reasons}) AS `_contract_reason`, "
+        f"{sql_string(run_id)} AS `_dbt_run_id` FROM {source} WHERE {where}"
+    )
