@@ -44,6 +44,7 @@ from .diff import (
     TypeWidened,
     diff_schemas,
 )
+from .merge import MergeRules, Order, merge_structs
 from .types import (
     Array,
     Field,
@@ -112,7 +113,7 @@ def _decide_existing(
     action = FAIL if violations else LOAD
     accepted = {_key(n.path) for n in new_columns if n.mode is ContractMode.EVOLVE}
     widened = {_key(c.path) for c in checks if c.handling == WIDEN}
-    target = _merge_struct((), deployed, compiled, accepted, widened)
+    target = merge_structs(deployed, compiled, _accepted(accepted, widened))
     target = _with_variants(target, deployed, compiled, checks)
     return ContractDecision(
         contract,
@@ -245,34 +246,16 @@ def _decide_value(
     return ValueCheck(path, old, new, VARIANT, variant_name(path[0], column.type))
 
 
-def _merge(
-    path: _Key, old: SparkType, new: SparkType, add: set[_Key], widen: set[_Key]
-) -> SparkType:
-    """The deployed type after the accepted changes (compiled struct order, as the planner sees)."""
-    if isinstance(old, Struct) and isinstance(new, Struct):
-        return _merge_struct(path, old, new, add, widen)
-    if isinstance(old, Array) and isinstance(new, Array):
-        element = _merge((*path, "element"), old.element, new.element, add, widen)
-        return Array(element, old.contains_null or new.contains_null)
-    if isinstance(old, Map) and isinstance(new, Map):
-        key = old.key if safe_cast(new.key, old.key) else new.key  # else the planner decides
-        value = _merge((*path, "value"), old.value, new.value, add, widen)
-        return Map(key, value, old.value_contains_null or new.value_contains_null)
-    return new if path in widen else old
-
-
-def _merge_struct(path: _Key, old: Struct, new: Struct, add: set[_Key], widen: set[_Key]) -> Struct:
-    fields: list[Field] = []
-    for field in new.fields:
-        existing = old.field(field.name)
-        here = (*path, field.name.lower())
-        if existing is None:
-            if here in add:
-                fields.append(Field(field.name, as_nullable(field.type), True, field.comment))
-            continue
-        merged = _merge(here, existing.type, field.type, add, widen)
-        fields.append(replace(existing, type=merged, nullable=existing.nullable or field.nullable))
-    return Struct(tuple(fields))
+def _accepted(add: set[_Key], widen: set[_Key]) -> MergeRules:
+    """The deployed schema after the accepted changes (compiled struct order, as the planner
+    sees): the added fields in `add`, the widened leaves in `widen`, safe map key casts."""
+    return MergeRules(
+        top=Order.NEW,
+        nested=Order.NEW,
+        leaf=lambda path, old, new: new if path in widen else old,
+        map_key=lambda old, new: old if safe_cast(new, old) else new,  # else the planner decides
+        adds=lambda path: path in add,
+    )
 
 
 def _with_variants(

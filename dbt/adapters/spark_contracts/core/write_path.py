@@ -24,9 +24,10 @@ from .diff import FieldsReordered, SchemaDiff, diff_schemas
 from .load_select import (
     LoadSql,
 )
+from .merge import MergeRules, Order, merge_structs
 from .operations import AddColumns, AlterColumnType, Plan
 from .plan import plan_on_schema_change, plan_schema_change
-from .types import Array, Field, Map, SparkType, Struct, type_kind
+from .types import SparkType, Struct, type_kind
 
 # Widenings the evolving write performs itself (probed on Spark 4.1.1, Delta 4.3.1, Iceberg 1.12).
 IN_WRITE_WIDENINGS = frozenset(INTEGRAL_UP | {("float", "double")})
@@ -63,40 +64,25 @@ class WriteDecision:
         return self.path is WritePath.MULTI_STEP
 
 
+def _in_write_leaf(path: tuple[str, ...], old: SparkType, new: SparkType) -> SparkType:
+    return new if (type_kind(old), type_kind(new)) in IN_WRITE_WIDENINGS else old
+
+
+# What an evolving write does to a schema (merge.py): deployed fields in place (widened where
+# the write widens), new fields appended at the end of their struct.
+EVOLVING_WRITE = MergeRules(
+    top=Order.DEPLOYED_NEW_LAST,
+    nested=Order.DEPLOYED_NEW_LAST,
+    leaf=_in_write_leaf,
+    map_key=lambda old, new: old,
+    deep_nullable=False,
+)
+
+
 def merged_by_name(deployed: Struct, source: Struct) -> Struct:
     """The schema an evolving write leaves: deployed fields in place (widened where the source
     is wider), fields new in the source appended at the end of their struct."""
-    fields = []
-    for old in deployed.fields:
-        new = source.field(old.name)
-        fields.append(
-            old
-            if new is None
-            else Field(
-                old.name, _merge(old.type, new.type), old.nullable or new.nullable, old.comment
-            )
-        )
-    known = {f.name.lower() for f in deployed.fields}
-    fields += [
-        Field(f.name, f.type, True, f.comment) for f in source.fields if f.name.lower() not in known
-    ]
-    return Struct(tuple(fields))
-
-
-def _merge(old: SparkType, new: SparkType) -> SparkType:
-    if isinstance(old, Struct) and isinstance(new, Struct):
-        return merged_by_name(old, new)
-    if isinstance(old, Array) and isinstance(new, Array):
-        return Array(_merge(old.element, new.element), old.contains_null or new.contains_null)
-    if isinstance(old, Map) and isinstance(new, Map):
-        return Map(
-            old.key,
-            _merge(old.value, new.value),
-            old.value_contains_null or new.value_contains_null,
-        )
-    if (type_kind(old), type_kind(new)) in IN_WRITE_WIDENINGS:
-        return new
-    return old
+    return merge_structs(deployed, source, EVOLVING_WRITE)
 
 
 def decide_write_path(
