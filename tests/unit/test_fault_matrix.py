@@ -1,0 +1,261 @@
+"""A scripted fault matrix (no Spark): the `Runner` carries a multi-step Delta run out (the
+column-defaults feature, ADD COLUMNS, SET DEFAULT, one UPDATE per backfill, the load, the intent
+cleared) against an in-memory Delta table that dies at each statement in turn, as a process
+killed by SIGKILL would: the statement and everything after it never run, no cleanup runs. Then:
+
+- the table is as before, as after, or carries the dead run's intent (never a half-applied plan
+  without it);
+- the next run repairs it first (RESTORE to the intent's version) and carries the plan out again:
+  the table ends exactly like a run that was never killed;
+- with another writer's commit after the kill, the repair refuses (`ForeignCommits`) and that
+  commit stays.
+
+CI's real SIGKILLs (tests/functional/evolution/test_kill.py) cover one kill per format on Spark.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+from dbt.adapters.spark_contracts.core.config import EvolutionSettings
+from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, commit_tag, find_intent
+from dbt.adapters.spark_contracts.core.parse import parse_type
+from dbt.adapters.spark_contracts.core.plan import ColumnEvolution, Policy
+from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+from dbt.adapters.spark_contracts.run import (
+    DELTA_USER_METADATA,
+    ForeignCommits,
+    ModelRun,
+    Runner,
+    RunReport,
+)
+
+TABLE = "db.t"
+MODEL = "model.p.t"
+DEPLOYED = parse_type("struct<id:bigint>")
+COMPILED = parse_type("struct<id:bigint,note:string,twice:bigint>")
+POLICY = Policy(
+    columns={"note": ColumnEvolution(default="'n'"), "twice": ColumnEvolution(backfill="id * 10")}
+)
+SETTINGS = EvolutionSettings(POLICY, "ignore", True, False)
+
+
+class Killed(BaseException):
+    """The process died (SIGKILL): nothing after this runs, not even `finally` blocks' SQL."""
+
+
+@dataclass(frozen=True)
+class Version:
+    columns: Tuple[str, ...]
+    properties: Tuple[Tuple[str, str], ...]
+    rows: str  # the data, as the sequence of data commits that made it
+    operation: str
+    tag: Optional[str]
+
+    def state(self) -> Tuple[Any, ...]:
+        """What a reader sees: columns, properties, rows (not who committed)."""
+        return self.columns, self.properties, self.rows
+
+
+@dataclass
+class FakeDelta:
+    """One Delta table's log, spoken to in the SQL the Runner sends; any other statement fails
+    the test (nothing is accepted silently). `kill_at`: the statement (1-based) that never runs."""
+
+    versions: List[Version]
+    conf: Dict[str, Optional[str]] = field(default_factory=dict)
+    kill_at: int = 0
+    sent: int = 0
+    dead: bool = False
+    stages: set = field(default_factory=set)
+
+    @property
+    def current(self) -> Version:
+        return self.versions[-1]
+
+    def _commit(self, operation: str, **changes: Any) -> None:
+        tag = self.conf.get(DELTA_USER_METADATA)
+        self.versions.append(replace(self.current, operation=operation, tag=tag, **changes))
+
+    def _properties(self, update: Dict[str, Optional[str]]) -> Tuple[Tuple[str, str], ...]:
+        props = dict(self.current.properties)
+        for key, value in update.items():
+            if value is None:
+                props.pop(key, None)
+            else:
+                props[key] = value
+        return tuple(sorted(props.items()))
+
+    def _statement(self) -> None:
+        if self.dead:
+            raise Killed()
+        self.sent += 1
+        if self.sent == self.kill_at:
+            self.dead = True
+            raise Killed()
+
+    # -- runs.Spark
+    def run(self, sql: str) -> Any:
+        self._statement()
+        text = " ".join(sql.split())
+        low = text.lower()
+        if m := re.match(
+            r"alter table db\.t set tblproperties \('([^']+)' = '(.*)'\)$", text, re.I
+        ):
+            value = m.group(2).replace("\\'", "'").replace("\\\\", "\\")
+            return self._commit(
+                "SET TBLPROPERTIES", properties=self._properties({m.group(1): value})
+            )
+        if low.startswith("alter table db.t unset tblproperties if exists"):
+            key = re.search(r"\('([^']+)'\)", text).group(1)  # type: ignore[union-attr]
+            return self._commit("UNSET TBLPROPERTIES", properties=self._properties({key: None}))
+        if m := re.match(r"alter table db\.t add columns \((.*)\)$", text, re.I):
+            names = tuple(c.strip().split()[0].strip("`") for c in m.group(1).split(","))
+            return self._commit("ADD COLUMNS", columns=self.current.columns + names)
+        if re.match(r"alter table db\.t alter column `\w+` set default", low):
+            return self._commit("CHANGE COLUMN")
+        if m := re.match(r"update db\.t set `(\w+)` = (.*)$", text, re.I):
+            return self._commit("UPDATE", rows=f"{self.current.rows}|update {m.group(1)}")
+        if low.startswith("merge into db.t"):
+            return self._commit("MERGE", rows=f"{self.current.rows}|merge")
+        if low.startswith("insert into db.t "):
+            return self._commit("WRITE", rows=f"{self.current.rows}|insert {text}")
+        if m := re.match(r"restore table db\.t to version as of (\d+)$", low):
+            old = self.versions[int(m.group(1))]
+            return self._commit(
+                "RESTORE", columns=old.columns, properties=old.properties, rows=old.rows
+            )
+        if m := re.match(r"drop table if exists (\S+)$", low):
+            self.stages.discard(m.group(1))
+            return None
+        if m := re.match(r"create table (db\.t__dbt_stage_\w+) using parquet as select", low):
+            self.stages.add(m.group(1))
+            return None
+        raise AssertionError(f"the fake Delta table does not know: {sql}")
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        self._statement()
+        low = " ".join(sql.split()).lower()
+        if low.startswith("describe history db.t"):
+            rows = [
+                {"version": i, "operation": v.operation, "userMetadata": v.tag}
+                for i, v in enumerate(self.versions)
+            ][::-1]
+            return rows[:1] if low.endswith("limit 1") else rows
+        raise AssertionError(f"the fake Delta table cannot answer: {sql}")
+
+    def set_conf(self, key: str, value: Optional[str]) -> None:
+        if self.dead:
+            raise Killed()
+        self.conf[key] = value
+
+    def get_conf(self, key: str) -> Optional[str]:
+        return self.conf.get(key)
+
+    def can_observe(self) -> bool:
+        return False
+
+
+def model_run(table: FakeDelta, invocation: str) -> ModelRun:
+    """What plan_model_run builds for this run (core/run_plan.plan_run, no Spark)."""
+    deployed = parse_type("struct<" + ",".join(f"{c}:bigint" for c in table.current.columns) + ">")
+    decided = plan_run(
+        RunInputs(
+            TABLE, "t__dbt_tmp", invocation, "delta", "merge", deployed, {}, COMPILED, SETTINGS
+        )
+    )
+    return ModelRun(
+        unique_id=MODEL,
+        invocation_id=invocation,
+        relation=TABLE,
+        table_format="delta",
+        strategy="merge",
+        deployed=deployed,
+        compiled=COMPILED,
+        diff=decided.diff,
+        plan=decided.plan,
+        statements=decided.statements,
+        dry_run=False,
+        mode=decided.mode,
+        write=decided.write,
+        view="t__dbt_tmp",
+        stage=decided.stage,
+        observed=decided.observed,
+        commit_tag=commit_tag(invocation, MODEL),
+    )
+
+
+def a_run(table: FakeDelta, invocation: str, tmp_path: Path) -> None:
+    """One dbt run of the model: repair a dead run's intent first, then plan and execute."""
+    runner = Runner(table, RunReport(), tmp_path)
+    dead = find_intent(dict(table.current.properties))
+    if dead is not None and dead.invocation_id != invocation:
+        runner.repair(dead, MODEL)
+    run = model_run(table, invocation)
+    runner.tag_commits(run.commit_tag)
+    runner.execute(run, f"merge into {TABLE} using {run.source} on false")
+
+
+def new_table() -> FakeDelta:
+    return FakeDelta([Version(("id",), (), "v1", "CREATE TABLE AS SELECT", None)])
+
+
+def control(tmp_path: Path) -> Tuple[Any, ...]:
+    table = new_table()
+    a_run(table, "inv-control", tmp_path)
+    return table.current.state()
+
+
+def statements_of_a_run(tmp_path: Path) -> int:
+    table = new_table()
+    a_run(table, "inv-count", tmp_path)
+    return table.sent
+
+
+BEFORE = new_table().current.state()
+KILL_POINTS = range(1, 13)  # every statement of the run (checked below)
+
+
+@pytest.mark.parametrize("kill_at", KILL_POINTS)
+def test_a_run_killed_at_any_statement_is_repaired_by_the_next(kill_at: int, tmp_path: Path):
+    table = new_table()
+    table.kill_at = kill_at
+    with pytest.raises(Killed):
+        a_run(table, "inv-dead", tmp_path)
+    intent = INTENT_PROPERTY in dict(table.current.properties)
+    after = control(tmp_path)
+    assert table.current.state() in (BEFORE, after) or intent, (kill_at, table.versions)
+    if table.current.state() == after:
+        return  # the run had finished its work (the kill stopped its cleanup): nothing to repair
+    table.dead, table.kill_at = False, 0  # the next dbt process
+    a_run(table, "inv-next", tmp_path)
+    assert table.current.state() == after, (kill_at, table.versions)
+    if intent:  # the repair drops the dead run's stage (a kill before the intent leaves it)
+        assert not table.stages, table.stages
+
+
+def test_the_matrix_covers_every_statement(tmp_path: Path):
+    """Stage (drop, create), restore point, intent, feature, ADD COLUMNS, SET DEFAULT, two
+    UPDATEs, MERGE, intent cleared, stage dropped: a kill point per statement."""
+    assert statements_of_a_run(tmp_path) == max(KILL_POINTS)
+
+
+@pytest.mark.parametrize("kill_at", [5, 8, 11])  # the feature, the first UPDATE, clearing
+def test_another_writers_commit_after_the_kill_is_never_undone(kill_at: int, tmp_path: Path):
+    table = new_table()
+    table.kill_at = kill_at
+    with pytest.raises(Killed):
+        a_run(table, "inv-dead", tmp_path)
+    assert INTENT_PROPERTY in dict(table.current.properties), table.versions
+    table.dead, table.kill_at = False, 0
+    table.conf[DELTA_USER_METADATA] = "streaming-job"
+    table.run("insert into db.t values (99)")  # the other writer
+    table.conf.clear()
+    with pytest.raises(ForeignCommits):
+        a_run(table, "inv-next", tmp_path)
+    assert table.current.operation == "WRITE" and table.current.tag == "streaming-job"
