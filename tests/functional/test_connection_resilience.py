@@ -311,6 +311,9 @@ class Project:
             cwd=self.root,
             env=_env(),
             start_new_session=True,
+            # dbt as a terminal starts it: a test run in the background (`make ... &`) has
+            # SIGINT ignored, which a child inherits and Python then leaves ignored
+            preexec_fn=_default_sigint,
         )
 
     @contextmanager
@@ -338,6 +341,10 @@ def _env() -> Dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env.pop("SPARK_CONNECT_LOG_LEVEL", None)
     return env
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _vars(**values: Any) -> str:

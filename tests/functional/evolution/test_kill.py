@@ -334,9 +334,6 @@ def test_kill_during_the_backfill_update_is_repaired(tmp_path, kill_target, fmt)
         tmp_path / "project", fmt, target, warehouse, SLOW_BACKFILL_MODELS[fmt], names
     )
     assert project.dbt() == 0
-    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
-    after = project.state("control")
-    assert after[1] is False
     argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", "dead", "--vars", "{v: 2}"]
     process = subprocess.Popen(
         argv, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -351,11 +348,16 @@ def test_kill_during_the_backfill_update_is_repaired(tmp_path, kill_target, fmt)
         time.sleep(0.05)
     process.wait(timeout=600)
     assert process.returncode == -signal.SIGKILL, "the run ended before the kill"
-    project.settle("dead")
+    if target.get("method") not in (None, "session"):  # a server may finish the dead statement
+        project.settle("dead")
     schema, intent = project.state("dead")
     assert intent, "the kill during the UPDATE left no intent on the table"
-    assert project.dbt("--select", "dead", "--vars", "{v: 2}") == 0
+    # the next run: the control's first v2 run, and the dead run's table repaired and loaded
+    assert project.dbt("--vars", "{v: 2}") == 0
     assert project.results()["dead"]["adapter_response"].get("repairs")
+    assert not project.results()["control"]["adapter_response"].get("repairs")
+    after = project.state("control")
+    assert after[1] is False
     assert project.state("dead") == after
     rows = project.rows(["control", "dead"])
     assert rows["dead"] == rows["control"], rows
