@@ -246,6 +246,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         )
         if (run.has_changes or run.blocked or run.plan.notes or repairs) and not run.dry_run:
             logger.info(run.summary())  # a dry run logs its own `[dry run]` line
+        runner.out = runs.RunOutcome(repairs=list(repairs))
         runner.record(run)
         return run
 
@@ -324,6 +325,7 @@ class RunPathMethods(metaclass=AdapterMeta):
     ) -> runs.ContractsAdapterResponse:
         runner = self._runner(self._spark(), run.invocation_id)
         runner.untag()  # the rebuild's commits carried the run's tag; later nodes must not
+        runner.out = runs.RunOutcome(repairs=list(run.repairs))
         runner.record(run)
         return run.response(str(response), runner.out)
 
