@@ -196,6 +196,19 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
         names = [name for name, _ in metrics]
         return lambda: _observed(observation, names)
 
+    def rows_view(self, view: str, rows: Any) -> int:
+        """Temporary view `view` over `rows`, an observed `collect_list` of structs (a Scala
+        sequence of rows that carry their schema): built in the JVM, the rows never pass
+        through Python. Every column nullable, as a table built from the view stores them."""
+        count = int(rows.size()) if rows is not None else 0
+        if count:
+            session = self.handle.cursor().session
+            schema = rows.head().schema().asNullable()
+            java_rows = session._jvm.scala.jdk.javaapi.CollectionConverters.asJava(rows)
+            frame = session._jsparkSession.createDataFrame(java_rows, schema)
+            frame.createOrReplaceTempView(view)
+        return count
+
     @classmethod
     def _fix_binding(cls, value: Any) -> Any:
         """dbt-spark renders None as the string 'None' and leaves quotes unescaped; fix both."""

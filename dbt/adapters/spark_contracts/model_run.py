@@ -90,6 +90,11 @@ class Spark(Protocol):
         whichever statement reads it first."""
         ...
 
+    def rows_view(self, view: str, rows: Any) -> int:
+        """Temporary view `view` over `rows`, an observed `collect_list` of structs (kept in
+        Spark: they never pass through Python); returns how many rows it holds."""
+        ...
+
 
 def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct:
     """The model's output schema as a table built from it would store it: nullable, except
@@ -118,6 +123,7 @@ class RunOutcome:
     intent: Optional[Intent] = None  # written to the table; None: no multi-step change began
     staged: bool = False
     observation: Optional[Observed] = field(default=None, repr=False)
+    rejected: Any = field(default=None, repr=False)  # the discarded rows the load collected
     restored: Optional[str] = None
     rows_discarded: Optional[int] = None
     values_discarded: Optional[int] = None
@@ -153,6 +159,8 @@ class ModelRun:
     repairs: Tuple[str, ...] = ()  # what the repair step before planning did
     microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
     drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
+    observed_metrics: Tuple[Tuple[str, str], ...] = ()  # (name, aggregate) `observed` reports
+    quarantine_in_load: bool = False  # the load collects the discarded rows: quarantined after
 
     # -- what Jinja reads
     @property

@@ -39,6 +39,7 @@ from dbt.adapters.spark_contracts.restore import Restorer
 from dbt.adapters.spark_contracts.run_errors import (
     ABSENT,
     ForeignCommits,
+    QuarantineLost,
     RestoreFailed,
     RunUndone,
     SchemaContractViolation,
@@ -55,6 +56,7 @@ __all__ = [
     "ContractsAdapterResponse",
     "ForeignCommits",
     "ModelRun",
+    "QuarantineLost",
     "Observed",
     "RestoreFailed",
     "Restorer",

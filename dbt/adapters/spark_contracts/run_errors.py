@@ -56,6 +56,18 @@ class RunUndone(DbtRuntimeError):
         )
 
 
+class QuarantineLost(DbtRuntimeError):
+    """The load collects the rows it discards, and Spark did not report them: the load must
+    not stay (its discarded rows would be lost), so the run takes it back."""
+
+    def __init__(self, unique_id: str, quarantine: str):
+        self.unique_id, self.quarantine = unique_id, quarantine
+        super().__init__(
+            f"{unique_id}: Spark reported no discarded rows for the load, so they cannot be "
+            f"written to {quarantine}; the load is taken back rather than losing them"
+        )
+
+
 class ForeignCommits(DbtRuntimeError):
     """A restore would undo commits another writer made after the restore point: not done."""
 

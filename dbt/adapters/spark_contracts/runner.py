@@ -15,12 +15,16 @@ from dbt.adapters.spark_contracts.core.intent import (
 )
 from dbt.adapters.spark_contracts.core.load_select import (
     COERCE_REASON,
+    QUARANTINE_METRIC,
+    RUN_ID_COLUMN,
 )
 from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.outcome import (
     history_relation,
     history_rows,
 )
+from dbt.adapters.spark_contracts.core.render import suffixed
+from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_AUTO_MERGE,
     DELTA_USER_METADATA,
@@ -36,6 +40,7 @@ from dbt.adapters.spark_contracts.report import RunReport
 from dbt.adapters.spark_contracts.restore import Restorer
 from dbt.adapters.spark_contracts.run_errors import (
     ForeignCommits,
+    QuarantineLost,
     RestoreFailed,
     RunUndone,
     SchemaContractViolation,
@@ -85,7 +90,7 @@ class Runner(Restorer):
         out = self.out
         load = run.load_sql
         if run.observed is not None and load is not None:
-            out.observation = self.spark.observe(run.observed, run.view, load.discard_metrics)
+            out.observation = self.spark.observe(run.observed, run.view, run.observed_metrics)
         if run.stage:
             self.spark.run(f"drop table if exists {run.stage}")
             self.spark.run(
@@ -103,8 +108,8 @@ class Runner(Restorer):
             if load.discard_count_sql and run.observed is None:
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
-        if run.write.multi_step and run.statements:
-            self._begin_steps(run)
+        if (run.write.multi_step and run.statements) or run.quarantine_in_load:
+            self._begin_steps(run)  # the quarantine after the load is a step of the run too
         if load is not None and load.quarantine_select and out.rows_discarded:
             self._step(
                 run,
@@ -114,11 +119,16 @@ class Runner(Restorer):
         return run.source
 
     def _take_counts(self, run: ModelRun) -> None:
-        """The discard counts observed in the pass that just read the model's output."""
+        """The discard counts observed in the pass that just read the model's output (and the
+        discarded rows, where the load collects them)."""
         observation, self.out.observation = self.out.observation, None
         if observation is None:
             return
         counts = observation()
+        if run.quarantine_in_load:
+            if counts is None:  # the rows are nowhere else: the load must not stay
+                raise QuarantineLost(run.unique_id, run.quarantine_table)
+            self.out.rejected = counts.get(QUARANTINE_METRIC)
         load = run.load_sql
         if counts is None and self.out.staged and load is not None and load.discard_count_sql:
             counts = self.spark.fetch(load.discard_count_sql)[0]  # from the stage, not the model
@@ -168,14 +178,24 @@ class Runner(Restorer):
         except Exception as exc:
             self.undo(run, exc, step)
 
-    def _quarantine(self, run: ModelRun, select: str) -> None:
+    def _quarantine(self, run: ModelRun, select: str, count: Optional[int] = None) -> None:
         table = run.quarantine_table
         self.spark.run(
             f"create table if not exists {table} using {_quarantine_format(run)} "
             f"as select * from ({select}) where false"
         )
         self.spark.run(f"insert into {table} by name {select}")
-        self.out.quarantined = self.out.rows_discarded
+        self.out.quarantined = self.out.rows_discarded if count is None else count
+
+    def _quarantine_collected(self, run: ModelRun) -> None:
+        """The discarded rows the load collected, into the quarantine (after the load, under
+        the run's intent: a failure or a kill before this ends takes the load back)."""
+        rows, self.out.rejected = self.out.rejected, None
+        view = suffixed(run.view, "__rejected")
+        count = self.spark.rows_view(view, rows)
+        if count:
+            run_id = sql_string(run.invocation_id)
+            self._quarantine(run, f"SELECT *, {run_id} AS `{RUN_ID_COLUMN}` FROM {view}", count)
 
     def _load(self, run: ModelRun, sql: str) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
@@ -194,10 +214,17 @@ class Runner(Restorer):
                 if auto_merge:
                     self.spark.set_conf(DELTA_AUTO_MERGE, previous)
             self.out.loaded = True
-            try:
-                self._take_counts(run)
-            except Exception as exc:  # the load has committed: counts are a report, not the data
-                logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
+            if run.quarantine_in_load:  # the discarded rows are data: failing here undoes
+                self._step(run, "reading the discarded rows", lambda: self._take_counts(run))
+                if self.out.rows_discarded:
+                    self._step(
+                        run, "the quarantine insert", lambda: self._quarantine_collected(run)
+                    )
+            else:
+                try:
+                    self._take_counts(run)
+                except Exception as exc:  # the load has committed: counts are a report
+                    logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
             if self.out.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
         finally:

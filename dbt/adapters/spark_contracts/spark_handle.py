@@ -52,3 +52,7 @@ class _ConnectionSpark:
 
     def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Any:
         return self._handle().observe(view, source, metrics)
+
+    def rows_view(self, view: str, rows: Any) -> int:
+        with self._adapter.connections.exception_handler(f"create view {view}"):
+            return int(self._handle().rows_view(view, rows))

@@ -48,7 +48,8 @@ EVAL_MODELS = {
         "select id from range(1)",
         f"select cast(probe_eval(id) as bigint) as id, 'x' as note from range({ROWS})",
     ),
-    # data_type discard_row + quarantine: counts, quarantine and load from one staged output
+    # data_type discard_row + quarantine: the load collects the discarded rows (observed in the
+    # same pass as the counts), the quarantine insert follows it under the run's intent
     "eval_discard_row.sql": probe_model(
         "file_format='delta', schema_contract={'data_type': 'discard_row', 'quarantine': true}",
         "select id, cast(id as bigint) as n from range(1)",
@@ -130,8 +131,8 @@ class TestOneEvaluation:
             assert len(project.run_sql(f"select * from {quarantine}", fetch="all")) == ROWS // 10
         if name.startswith("eval_discard_value"):
             assert response["values_discarded"] == ROWS // 10
-        # only quarantine needs the output twice; the session method observes the counts
-        assert entry["staged"] is (name == "eval_discard_row"), entry
+        # the session method observes the counts and collects the quarantined rows: no stage
+        assert entry["staged"] is False, entry
 
 
 PARALLEL = {

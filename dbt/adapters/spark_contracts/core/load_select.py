@@ -90,7 +90,9 @@ class LoadSql:
     per column. `discard_metrics`: (name, aggregate) pairs over the source, `rows_discarded` and
     `values_discarded`, observed in a pass that reads the source anyway where the connection can;
     `discard_count_sql` is the same aggregates as a query of their own where it cannot.
-    `quarantine_select`: the discarded rows plus `_contract_reason` and `_dbt_run_id`.
+    `quarantine_select`: the discarded rows plus `_contract_reason` and `_dbt_run_id`, read
+    from a stage; `quarantine_metric`: the same rows (without the run id) as one aggregate
+    (name, `collect_list`) observed in the load itself, where the connection can observe.
     """
 
     select: str
@@ -99,6 +101,7 @@ class LoadSql:
     discard_metrics: tuple[tuple[str, str], ...] = ()
     quarantine_select: str | None = None
     source: str = ""
+    quarantine_metric: tuple[str, str] | None = None
 
     @property
     def discard_count_sql(self) -> str | None:
@@ -242,6 +245,7 @@ def render_load_select(
         _discard_metrics(load),
         _quarantine(load, decision, source, compiled, run_id),
         source,
+        _quarantine_metric(load, decision, compiled),
     )
 
 
@@ -265,15 +269,36 @@ def _discard_metrics(load: _Load) -> tuple[tuple[str, str], ...]:
     return (("rows_discarded", rows), ("values_discarded", values))
 
 
+QUARANTINE_METRIC = "rejected_rows"
+REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
+
+
+def _rejected(load: _Load, compiled: Struct) -> tuple[str, str]:
+    """A discarded row's columns plus its reasons, and the predicate that discards it."""
+    reasons = ", ".join(f"CASE WHEN {p} THEN {sql_string(r)} END" for r, p in load.row_filters)
+    columns = ", ".join(quote_identifier(f.name) for f in compiled.fields)
+    where = " OR ".join(f"({p})" for _, p in load.row_filters)
+    return f"{columns}, concat_ws('; ', {reasons}) AS {quote_identifier(REASON_COLUMN)}", where
+
+
 def _quarantine(
     load: _Load, decision: ContractDecision, source: str, compiled: Struct, run_id: str
 ) -> str | None:
     if not decision.contract.quarantine or not load.row_filters:
         return None
-    reasons = ", ".join(f"CASE WHEN {p} THEN {sql_string(r)} END" for r, p in load.row_filters)
-    columns = ", ".join(quote_identifier(f.name) for f in compiled.fields)
-    where = " OR ".join(f"({p})" for _, p in load.row_filters)
+    row, where = _rejected(load, compiled)
     return (
-        f"SELECT {columns}, concat_ws('; ', {reasons}) AS `_contract_reason`, "
-        f"{sql_string(run_id)} AS `_dbt_run_id` FROM {source} WHERE {where}"
+        f"SELECT {row}, {sql_string(run_id)} AS {quote_identifier(RUN_ID_COLUMN)} "
+        f"FROM {source} WHERE {where}"
     )
+
+
+def _quarantine_metric(
+    load: _Load, decision: ContractDecision, compiled: Struct
+) -> tuple[str, str] | None:
+    """The discarded rows collected while the load reads its source (Spark allows no FILTER
+    clause in observed metrics; `collect_list` skips the NULLs of the rows kept)."""
+    if not decision.contract.quarantine or not load.row_filters:
+        return None
+    row, where = _rejected(load, compiled)
+    return QUARANTINE_METRIC, f"collect_list(IF({where}, struct({row}), NULL))"

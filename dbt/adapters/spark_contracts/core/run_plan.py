@@ -44,6 +44,7 @@ from .write_path import (
     decide_write_path,
     needs_stage,
     plan_change,
+    quarantines_in_load,
 )
 
 STAGE_SUFFIX = "__dbt_stage_"
@@ -204,6 +205,17 @@ class RunDecision:
     contract: ContractDecision | None = None
     load: LoadSql | None = None
     violation: ContractViolation | None = None
+    quarantine_in_load: bool = False  # the load collects the discarded rows (no stage)
+
+    @property
+    def observed_metrics(self) -> tuple[tuple[str, str], ...]:
+        """What the `observed` view's reader observes: the discard counts, and the discarded
+        rows where the load collects them."""
+        if self.observed is None or self.load is None:
+            return ()
+        metric = self.load.quarantine_metric
+        extra = (metric,) if self.quarantine_in_load and metric is not None else ()
+        return self.load.discard_metrics + extra
 
 
 def plan_run(inputs: RunInputs) -> RunDecision:
@@ -253,6 +265,16 @@ def plan_run(inputs: RunInputs) -> RunDecision:
         load = render_load_select(
             decision, observed or i.view, i.deployed, i.compiled, i.invocation_id
         )
+    in_load = not staged and observe and quarantines_in_load(load, observe, i.table_format)
     return RunDecision(
-        diff, plan, mode, write, statements, stage if staged else None, observed, decision, load
+        diff,
+        plan,
+        mode,
+        write,
+        statements,
+        stage if staged else None,
+        observed,
+        decision,
+        load,
+        quarantine_in_load=in_load,
     )

@@ -136,6 +136,23 @@ def decide_write_path(
 SOURCE_READ_TWICE: frozenset[tuple[str, str]] = frozenset({("iceberg", "merge")})
 
 
+# Formats whose load a run can take back (RESTORE / rollback) if the quarantine insert after it
+# fails or never happens: only there are the discarded rows collected in the load itself.
+QUARANTINE_AFTER_LOAD = frozenset({"delta", "iceberg"})
+
+
+def quarantines_in_load(load: LoadSql | None, observable: bool, table_format: str) -> bool:
+    """The discarded rows are collected by the load itself (observed, one reading of the
+    model) and written to the quarantine after it, under the run's intent: the connection
+    observes and the table's format can take the load back."""
+    return (
+        load is not None
+        and load.quarantine_metric is not None
+        and observable
+        and table_format in QUARANTINE_AFTER_LOAD
+    )
+
+
 def needs_stage(
     write: WriteDecision,
     load: LoadSql | None,
@@ -144,16 +161,20 @@ def needs_stage(
     strategy: str = "",
 ) -> bool:
     """Stage the model's output once when more than one statement reads it (freeze check,
-    quarantine, and the discard counts where the connection cannot observe them in the load),
-    when the load statement itself reads it twice (`SOURCE_READ_TWICE`), or when changes
-    precede the load (a query failing at run time then changes nothing).
-    `observable`: the connection reports metrics observed while a statement runs."""
+    quarantine not collected in the load, and the discard counts where the connection cannot
+    observe them in the load), when the load statement itself reads it twice
+    (`SOURCE_READ_TWICE`), or when changes precede the load (a query failing at run time then
+    changes nothing). `observable`: the connection reports metrics observed while a statement
+    runs."""
     if write.multi_step or (table_format, strategy) in SOURCE_READ_TWICE:
         return True
     if load is None:
         return False
     counted_apart = bool(load.discard_metrics) and not observable
-    return bool(load.violation_sample_sql or load.quarantine_select or counted_apart)
+    quarantine_apart = bool(load.quarantine_select) and not quarantines_in_load(
+        load, observable, table_format
+    )
+    return bool(load.violation_sample_sql or quarantine_apart or counted_apart)
 
 
 def plan_change(
