@@ -74,3 +74,46 @@ def test_load_strategy(strategy, fmt, key, predicates, expected):
 def test_create_statement_per_format():
     assert creates_with_replace("delta") and creates_with_replace("ICEBERG")
     assert not creates_with_replace("parquet") and not creates_with_replace("hudi")
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
+@pytest.mark.parametrize("observable", [True, False])
+@pytest.mark.parametrize("strategy", ["append", "merge", "table"])
+def test_quarantined_rows_are_collected_by_the_load_where_it_can_be_taken_back(
+    fmt, observable, strategy
+):
+    """discard_row + quarantine: the load collects the discarded rows (no stage) where the
+    connection observes, the format can take the load back, and the load reads its source once;
+    otherwise the output is staged and quarantined before the load."""
+    from dbt.adapters.spark_contracts.core.config import EvolutionSettings
+    from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
+    from dbt.adapters.spark_contracts.core.parse import parse_type
+    from dbt.adapters.spark_contracts.core.plan import Policy
+    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+
+    decided = plan_run(
+        RunInputs(
+            "db.t",
+            "t__tmp",
+            "inv",
+            fmt,
+            strategy,
+            parse_type("struct<id:bigint,n:bigint>"),
+            {},
+            parse_type("struct<id:bigint,n:string>"),
+            EvolutionSettings(Policy(), "ignore", False, False),
+            contract=SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=True),
+            observable=observable,
+        )
+    )
+    in_load = (
+        observable
+        and fmt in ("delta", "iceberg")
+        and strategy != "table"  # a rebuild's CTAS never reports observed metrics
+        and (fmt, strategy) != ("iceberg", "merge")  # its MERGE reads the source twice
+    )
+    assert decided.quarantine_in_load is in_load
+    assert (decided.stage is None) is in_load
+    names = [name for name, _ in decided.observed_metrics]
+    assert ("rejected_rows" in names) is in_load
+    assert decided.load is not None and decided.load.quarantine_select is not None

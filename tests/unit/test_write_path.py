@@ -30,6 +30,7 @@ from dbt.adapters.spark_contracts.core.write_path import (
     merged_by_name,
     needs_stage,
     plan_change,
+    quarantines_in_load,
 )
 
 INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
@@ -162,20 +163,53 @@ def _load(samples: bool = False, counts: bool = False, quarantine: bool = False)
         ("x",),
         violation_sample_sql="SELECT 1" if samples else None,
         discard_metrics=metrics,
-        quarantine_select="SELECT x FROM v WHERE x IS NULL" if quarantine else None,
         source="v",
+        quarantine_row="x, 'why' AS `_contract_reason`" if quarantine else None,
+        quarantine_where="x IS NULL" if quarantine else None,
+        run_id="r1",
     )
 
 
-@given(st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans())
+@given(
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from(["delta", "iceberg", "parquet"]),
+)
 def test_the_output_is_staged_only_when_read_twice(
-    multi_step, contract, samples, counts, quarantine, observable
+    multi_step, contract, samples, counts, quarantine, observable, table_format
 ):
+    """Quarantined rows are collected by the load itself where the connection observes and
+    the format can take the load back (the insert after it may fail): else they are staged."""
     write = WriteDecision(WritePath.MULTI_STEP if multi_step else WritePath.IN_WRITE)
     load = _load(samples, counts, quarantine) if contract else None
-    staged = needs_stage(write, load, observable)
-    read_twice = contract and (samples or quarantine or (counts and not observable))
+    staged = needs_stage(write, load, observable, table_format)
+    in_load = observable and table_format in ("delta", "iceberg")
+    assert quarantines_in_load(load, observable, table_format) == (
+        contract and quarantine and in_load
+    )
+    read_twice = contract and (
+        samples or (quarantine and not in_load) or (counts and not observable)
+    )
     assert staged == (multi_step or read_twice)
+
+
+def test_the_quarantine_select_and_its_observed_metric_read_the_same_rows():
+    load = _load(quarantine=True)
+    assert load.quarantine_select == (
+        "SELECT x, 'why' AS `_contract_reason`, 'r1' AS `_dbt_run_id` FROM v WHERE x IS NULL"
+    )
+    assert load.quarantine_from("m") == (
+        "SELECT x, 'why' AS `_contract_reason`, 'r1' AS `_dbt_run_id` FROM m WHERE x IS NULL"
+    )
+    assert load.quarantine_metric == (
+        "rejected_rows",
+        "collect_list(IF(x IS NULL, struct(x, 'why' AS `_contract_reason`), NULL))",
+    )
+    assert _load().quarantine_select is None and _load().quarantine_metric is None
 
 
 @given(st.sampled_from(["delta", "iceberg", "parquet"]), st.sampled_from(["merge", "append"]))

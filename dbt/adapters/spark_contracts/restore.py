@@ -17,7 +17,9 @@ from dbt.adapters.spark_contracts.core.intent import (
     describe_commits,
     foreign_commits,
 )
+from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.render import undo_swap
+from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_USER_METADATA,
     ICEBERG_TAG_KEY,
@@ -143,8 +145,11 @@ class Restorer:
                 "The run's own changes were left in place.",
             )
         done: List[str] = []
+        if intent.quarantine:  # first: a kill after it leaves the intent, and this is repeatable
+            self.unquarantine(intent.quarantine, intent.invocation_id)
+            done.append(f"took the run's rows out of {intent.quarantine}")
         if intent.table_format == "delta" and intent.restore_version is not None:
-            return self._restore_delta(intent, after)
+            return "; ".join([*done, self._restore_delta(intent, after)])
         if intent.table_format == "iceberg":
             if intent.added_columns:
                 schema = self.spark.relation_schema(relation, False)
@@ -171,6 +176,12 @@ class Restorer:
         self._clear_intent(relation)
         done.append("cleared the run's intent")
         return "; ".join(done)
+
+    def unquarantine(self, quarantine: str, invocation_id: str) -> None:
+        """Delete one run's rows from a quarantine (a Delta or Iceberg table)."""
+        self.spark.run(
+            f"delete from {quarantine} where `{RUN_ID_COLUMN}` = {sql_string(invocation_id)}"
+        )
 
     def manual_repair(self, intent: Intent) -> str:
         if intent.table_format == "delta":

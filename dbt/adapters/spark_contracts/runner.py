@@ -108,6 +108,8 @@ class Runner(Restorer):
             if load.discard_count_sql and run.observed is None:
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
+        if run.quarantine_in_load and load is not None:  # before the intent names it
+            self._create_quarantine(run, load.quarantine_from(run.view) or "")
         if (run.write.multi_step and run.statements) or run.quarantine_in_load:
             self._begin_steps(run)  # the quarantine after the load is a step of the run too
         if load is not None and load.quarantine_select and out.rows_discarded:
@@ -170,6 +172,7 @@ class Runner(Restorer):
             run.commit_tag,
             added,
             run.statements,
+            run.quarantine_table if run.quarantine_in_load else "",
         )
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
@@ -178,14 +181,17 @@ class Runner(Restorer):
         except Exception as exc:
             self.undo(run, exc, step)
 
-    def _quarantine(self, run: ModelRun, select: str, count: Optional[int] = None) -> None:
-        table = run.quarantine_table
+    def _create_quarantine(self, run: ModelRun, select: str) -> None:
+        """The quarantine table, shaped like `select` (nothing is read: `where false`)."""
         self.spark.run(
-            f"create table if not exists {table} using {_quarantine_format(run)} "
+            f"create table if not exists {run.quarantine_table} using {_quarantine_format(run)} "
             f"as select * from ({select}) where false"
         )
-        self.spark.run(f"insert into {table} by name {select}")
-        self.out.quarantined = self.out.rows_discarded if count is None else count
+
+    def _quarantine(self, run: ModelRun, select: str) -> None:
+        self._create_quarantine(run, select)
+        self.spark.run(f"insert into {run.quarantine_table} by name {select}")
+        self.out.quarantined = self.out.rows_discarded
 
     def _quarantine_collected(self, run: ModelRun) -> None:
         """The discarded rows the load collected, into the quarantine (after the load, under
@@ -194,8 +200,11 @@ class Runner(Restorer):
         view = suffixed(run.view, "__rejected")
         count = self.spark.rows_view(view, rows)
         if count:
-            run_id = sql_string(run.invocation_id)
-            self._quarantine(run, f"SELECT *, {run_id} AS `{RUN_ID_COLUMN}` FROM {view}", count)
+            run_id = f"{sql_string(run.invocation_id)} AS `{RUN_ID_COLUMN}`"
+            self.spark.run(
+                f"insert into {run.quarantine_table} by name SELECT *, {run_id} FROM {view}"
+            )
+            self.out.quarantined = count
 
     def _load(self, run: ModelRun, sql: str) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
@@ -274,9 +283,7 @@ class Runner(Restorer):
         self.drop_stage(run)
         if out.quarantined and run.table_format in ("delta", "iceberg"):
             try:
-                self.spark.run(
-                    f"delete from {run.quarantine_table} where `_dbt_run_id` = '{run.invocation_id}'"
-                )
+                self.unquarantine(run.quarantine_table, run.invocation_id)
                 out.quarantined = None
             except Exception as cleanup:
                 logger.warning(f"{run.unique_id}: quarantine rows of this run stay: {cleanup}")

@@ -35,6 +35,9 @@ class Intent:
     commit_tag: str
     added_columns: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
     statements: tuple[str, ...] = field(default_factory=tuple)
+    # the quarantine the run writes after its load: a repair that takes the load back takes
+    # the run's quarantined rows (`_dbt_run_id`) back too
+    quarantine: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

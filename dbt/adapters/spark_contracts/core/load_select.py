@@ -29,6 +29,9 @@ from .types import (
 CREATE, FAIL, SKIP, LOAD = "create", "fail", "skip", "load"
 # How a data_type change is handled; CAST (a safe widening into the deployed type) is not listed.
 WIDEN, VARIANT = "widen", "variant"
+# the observed metric of the discarded rows; the quarantine's own columns
+QUARANTINE_METRIC = "rejected_rows"
+REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
 
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
 _TEXT = ("string", "char", "varchar")
@@ -99,9 +102,31 @@ class LoadSql:
     columns: tuple[str, ...]
     violation_sample_sql: str | None = None
     discard_metrics: tuple[tuple[str, str], ...] = ()
-    quarantine_select: str | None = None
     source: str = ""
-    quarantine_metric: tuple[str, str] | None = None
+    # the quarantine: a discarded row's columns plus its reasons, and what discards a row
+    quarantine_row: str | None = None
+    quarantine_where: str | None = None
+    run_id: str = ""
+
+    def quarantine_from(self, source: str) -> str | None:
+        """The discarded rows of `source` with `_contract_reason` and `_dbt_run_id`."""
+        if self.quarantine_row is None:
+            return None
+        run_id = f"{sql_string(self.run_id)} AS {quote_identifier(RUN_ID_COLUMN)}"
+        return f"SELECT {self.quarantine_row}, {run_id} FROM {source} WHERE {self.quarantine_where}"
+
+    @property
+    def quarantine_select(self) -> str | None:
+        return self.quarantine_from(self.source)
+
+    @property
+    def quarantine_metric(self) -> tuple[str, str] | None:
+        """The discarded rows (without the run id) as one aggregate observed in the load
+        (Spark allows no FILTER clause there; `collect_list` skips the kept rows' NULLs)."""
+        if self.quarantine_row is None:
+            return None
+        row, where = self.quarantine_row, self.quarantine_where
+        return QUARANTINE_METRIC, f"collect_list(IF({where}, struct({row}), NULL))"
 
     @property
     def discard_count_sql(self) -> str | None:
@@ -243,9 +268,9 @@ def render_load_select(
         tuple(load.columns),
         _violation_samples(load, source),
         _discard_metrics(load),
-        _quarantine(load, decision, source, compiled, run_id),
         source,
-        _quarantine_metric(load, decision, compiled),
+        *_quarantine(load, decision, compiled),
+        run_id,
     )
 
 
@@ -269,36 +294,13 @@ def _discard_metrics(load: _Load) -> tuple[tuple[str, str], ...]:
     return (("rows_discarded", rows), ("values_discarded", values))
 
 
-QUARANTINE_METRIC = "rejected_rows"
-REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
-
-
-def _rejected(load: _Load, compiled: Struct) -> tuple[str, str]:
-    """A discarded row's columns plus its reasons, and the predicate that discards it."""
+def _quarantine(
+    load: _Load, decision: ContractDecision, compiled: Struct
+) -> tuple[str | None, str | None]:
+    """A discarded row's columns plus its reasons, and the predicate that discards a row."""
+    if not decision.contract.quarantine or not load.row_filters:
+        return None, None
     reasons = ", ".join(f"CASE WHEN {p} THEN {sql_string(r)} END" for r, p in load.row_filters)
     columns = ", ".join(quote_identifier(f.name) for f in compiled.fields)
     where = " OR ".join(f"({p})" for _, p in load.row_filters)
     return f"{columns}, concat_ws('; ', {reasons}) AS {quote_identifier(REASON_COLUMN)}", where
-
-
-def _quarantine(
-    load: _Load, decision: ContractDecision, source: str, compiled: Struct, run_id: str
-) -> str | None:
-    if not decision.contract.quarantine or not load.row_filters:
-        return None
-    row, where = _rejected(load, compiled)
-    return (
-        f"SELECT {row}, {sql_string(run_id)} AS {quote_identifier(RUN_ID_COLUMN)} "
-        f"FROM {source} WHERE {where}"
-    )
-
-
-def _quarantine_metric(
-    load: _Load, decision: ContractDecision, compiled: Struct
-) -> tuple[str, str] | None:
-    """The discarded rows collected while the load reads its source (Spark allows no FILTER
-    clause in observed metrics; `collect_list` skips the NULLs of the rows kept)."""
-    if not decision.contract.quarantine or not load.row_filters:
-        return None
-    row, where = _rejected(load, compiled)
-    return QUARANTINE_METRIC, f"collect_list(IF({where}, struct({row}), NULL))"
