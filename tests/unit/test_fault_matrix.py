@@ -33,6 +33,7 @@ from dbt.adapters.spark_contracts.run import (
     ModelRun,
     Runner,
     RunReport,
+    RunUndone,
 )
 
 TABLE = "db.t"
@@ -193,11 +194,11 @@ def model_run(table: FakeDelta, invocation: str) -> ModelRun:
 def a_run(table: FakeDelta, invocation: str, tmp_path: Path) -> None:
     """One dbt run of the model: repair a dead run's intent first, then plan and execute."""
     runner = Runner(table, RunReport(), tmp_path)
+    runner.tag_commits(commit_tag(invocation, MODEL))  # before the repair, as adapter_run does
     dead = find_intent(dict(table.current.properties))
     if dead is not None and dead.invocation_id != invocation:
         runner.repair(dead, MODEL)
     run = model_run(table, invocation)
-    runner.tag_commits(run.commit_tag)
     runner.execute(run, f"merge into {TABLE} using {run.source} on false")
 
 
@@ -218,7 +219,7 @@ def statements_of_a_run(tmp_path: Path) -> int:
 
 
 BEFORE = new_table().current.state()
-KILL_POINTS = range(1, 13)  # every statement of the run (checked below)
+KILL_POINTS = range(1, 12)  # every statement of the run (checked below)
 
 
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
@@ -240,12 +241,13 @@ def test_a_run_killed_at_any_statement_is_repaired_by_the_next(kill_at: int, tmp
 
 
 def test_the_matrix_covers_every_statement(tmp_path: Path):
-    """Stage (drop, create), restore point, intent, feature, ADD COLUMNS, SET DEFAULT, two
-    UPDATEs, MERGE, intent cleared, stage dropped: a kill point per statement."""
+    """Stage (drop, create), intent, feature, ADD COLUMNS, SET DEFAULT, two UPDATEs, MERGE,
+    intent cleared, stage dropped: a kill point per statement (no history read: a restore finds
+    the version before the run's first tagged commit when it needs it)."""
     assert statements_of_a_run(tmp_path) == max(KILL_POINTS)
 
 
-@pytest.mark.parametrize("kill_at", [5, 8, 11])  # the feature, the first UPDATE, clearing
+@pytest.mark.parametrize("kill_at", [4, 7, 10])  # the feature, the first UPDATE, clearing
 def test_another_writers_commit_after_the_kill_is_never_undone(kill_at: int, tmp_path: Path):
     table = new_table()
     table.kill_at = kill_at
@@ -259,3 +261,27 @@ def test_another_writers_commit_after_the_kill_is_never_undone(kill_at: int, tmp
     with pytest.raises(ForeignCommits):
         a_run(table, "inv-next", tmp_path)
     assert table.current.operation == "WRITE" and table.current.tag == "streaming-job"
+
+
+def test_a_run_that_repaired_first_and_then_fails_keeps_the_repair(tmp_path: Path):
+    """The repair's RESTORE carries the repairing run's tag; when that run then fails, its undo
+    goes back to the version before its own intent (the repaired table), not before the
+    repair (the dead run's half-done table)."""
+    table = new_table()
+    table.kill_at = 6  # the dead run: intent, feature, ADD COLUMNS on the table
+    with pytest.raises(Killed):
+        a_run(table, "inv-dead", tmp_path)
+    assert INTENT_PROPERTY in dict(table.current.properties)
+    table.dead, table.kill_at = False, 0
+    original = table.run
+
+    def failing_load(sql: str) -> Any:
+        if sql.lower().startswith("merge into"):
+            table._statement()
+            raise RuntimeError("the load failed")
+        return original(sql)
+
+    table.run = failing_load  # type: ignore[method-assign]
+    with pytest.raises(RunUndone):
+        a_run(table, "inv-next", tmp_path)
+    assert table.current.state() == BEFORE, table.versions

@@ -1,6 +1,7 @@
 """Putting a table back: the versions and commits a restore reads, the restore itself (never over
 another writer's commit), and the repair of a table a dead run left with its intent."""
 
+from dataclasses import replace
 from typing import Any, List, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -49,6 +50,24 @@ class Restorer:
             )
             return int(rows[0]["snapshot_id"]) if rows else None
         return None
+
+    def restore_point(self, intent: Intent) -> Intent:
+        """The intent with its restore point: on Delta a run records none (no history read on
+        its path); it is the version before the commit that wrote the intent, the run's first
+        SET TBLPROPERTIES carrying its tag (a repair the run made before it is a RESTORE and
+        stays). Without that commit the run changed nothing: the current version."""
+        if intent.table_format != "delta" or intent.restore_version is not None:
+            return intent
+        rows = self.spark.fetch(f"describe history {intent.relation}")
+        written = [
+            int(r["version"])
+            for r in rows
+            if r.get("userMetadata") == intent.commit_tag
+            and str(r.get("operation")) == "SET TBLPROPERTIES"
+        ]
+        if written:
+            return replace(intent, restore_version=min(written) - 1)
+        return replace(intent, restore_version=max(int(r["version"]) for r in rows))
 
     def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
         """The table's commits after the intent's restore point, with who made each."""
@@ -134,6 +153,7 @@ class Restorer:
         """Put the table back to the intent's restore point, unless another writer committed
         after it (then `ForeignCommits`, and nothing is undone). `executed`: the statements this
         process saw complete (a parquet rewrite stopped midway is taken back from them)."""
+        intent = self.restore_point(intent)
         relation = intent.relation
         after = self.commits_after(intent)
         foreign = foreign_commits(after, intent.commit_tag)
@@ -184,6 +204,13 @@ class Restorer:
         )
 
     def manual_repair(self, intent: Intent) -> str:
+        if intent.table_format == "delta" and intent.restore_version is None:
+            return (
+                f"RESTORE TABLE {intent.relation} TO VERSION AS OF the version before the first "
+                f"commit whose userMetadata is '{intent.commit_tag}' (DESCRIBE HISTORY "
+                f"{intent.relation}), then ALTER TABLE {intent.relation} UNSET TBLPROPERTIES "
+                f"('{INTENT_PROPERTY}') if it is still set"
+            )
         if intent.table_format == "delta":
             return (
                 f"dbt run-operation restore_table --args '{{relation: {intent.relation}, "
@@ -223,6 +250,7 @@ class Restorer:
                 "was put back first); intent cleared"
             )
         try:
+            intent = self.restore_point(intent)
             done = self.restore(intent)
         except ForeignCommits:
             raise
