@@ -44,6 +44,30 @@ FORMATS = ("delta", "iceberg", "parquet")
 INT, BIGINT, STRING = (parse_type(t) for t in ("int", "bigint", "string"))
 
 
+def expanded(text, sql):
+    """`text` with the load's coerced columns written out (what it computes over the model's
+    view: the load reads them from `coerced_select`, computed once per row)."""
+    if text is None:
+        return None
+    for alias, expr in sql.coerced:
+        text = text.replace(f"`{alias}`", expr)
+    return text
+
+
+def test_a_cast_read_more_than_once_is_computed_once_below_its_readers():
+    sql = render_load_select(
+        run("discard_row", "id int, n int", "id int, n string", "delta"),
+        "src",
+        S("id int, n int"),
+        S("id int, n string"),
+        "r",
+    )
+    assert sql.coerced == (("__dbt_coerced_0", "try_cast(`n` AS INT)"),)
+    assert sql.coerced_select("m") == "SELECT *, try_cast(`n` AS INT) AS `__dbt_coerced_0` FROM m"
+    assert "try_cast" not in sql.select
+    assert sql.discard_count_sql is not None and "try_cast" not in sql.discard_count_sql
+
+
 def S(columns: str) -> Struct:
     schema = parse_type(f"struct<{columns}>")
     assert isinstance(schema, Struct)
@@ -110,7 +134,7 @@ def test_new_table_rule_columns_and_data_type_evolve_on_create():
     assert decision.contract == SchemaContract(columns=ContractMode.EVOLVE)
     assert decision.target == S("a int, `B` string")
     sql = render_load_select(decision, "src", None, S("a int, `B` string"), "r")
-    assert sql.select == "SELECT `a`, `B` FROM src"
+    assert expanded(sql.select, sql) == "SELECT `a`, `B` FROM src"
     assert sql.columns == ("a", "B")
     assert (sql.violation_sample_sql, sql.discard_count_sql, sql.quarantine_select) == (None,) * 3
 
@@ -142,7 +166,7 @@ def test_columns_evolve_hands_new_column_and_field_to_planner():
     assert changes(decision) == ["field added `s.b` STRING", "column added `c` INT"]
     assert decision.target == S("id int, s struct<a:int, b:string>, c int")
     sql = render_load_select(decision, "src", S("id int, s struct<a:int>"), decision.target, "r")
-    assert sql.select == "SELECT `id`, `s`, `c` FROM src"
+    assert expanded(sql.select, sql) == "SELECT `id`, `s`, `c` FROM src"
 
 
 @pytest.mark.parametrize(
@@ -172,9 +196,9 @@ def test_columns_freeze_fails_before_anything(compiled, column, what):
 
 def test_columns_discard_row_top_level():
     sql = load({"columns": "discard_row"}, "id int", "id int, c string")
-    assert sql.select == "SELECT `id` FROM src WHERE NOT (`c` IS NOT NULL)"
+    assert expanded(sql.select, sql) == "SELECT `id` FROM src WHERE NOT (`c` IS NOT NULL)"
     assert sql.columns == ("id",)
-    assert sql.discard_count_sql == (
+    assert expanded(sql.discard_count_sql, sql) == (
         "SELECT count_if((`c` IS NOT NULL)) AS rows_discarded, 0 AS values_discarded FROM src"
     )
 
@@ -184,8 +208,8 @@ def test_columns_discard_value_top_level():
     assert decision.evolve_diff.is_empty
     assert decision.target == S("id int")
     sql = render_load_select(decision, "src", S("id int"), S("id int, c string"), "r")
-    assert sql.select == "SELECT `id` FROM src"
-    assert sql.discard_count_sql == (
+    assert expanded(sql.select, sql) == "SELECT `id` FROM src"
+    assert expanded(sql.discard_count_sql, sql) == (
         "SELECT 0 AS rows_discarded, count_if((`c` IS NOT NULL)) AS values_discarded FROM src"
     )
 
@@ -196,7 +220,7 @@ def test_columns_discard_value_rebuilds_struct_without_new_field():
         "id int, s struct<a:int, z:int>",
         "id int, s struct<a:int, b:string, z:int>",
     )
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT `id`, IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'z', `s`.`z`)) AS `s` "
         "FROM src"
     )
@@ -204,7 +228,7 @@ def test_columns_discard_value_rebuilds_struct_without_new_field():
 
 def test_columns_discard_row_nested_field_filters_rows():
     sql = load("discard_row", "id int, s struct<a:int>", "id int, s struct<a:int, b:string>")
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT `id`, IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`)) AS `s` FROM src "
         "WHERE NOT (`s`.`b` IS NOT NULL)"
     )
@@ -212,7 +236,7 @@ def test_columns_discard_row_nested_field_filters_rows():
 
 def test_columns_discard_row_in_array_of_struct_uses_exists():
     sql = load("discard_row", "arr array<struct<a:int>>", "arr array<struct<a:int, b:int>>")
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT transform(`arr`, x0 -> IF(x0 IS NULL, NULL, named_struct('a', x0.`a`))) AS `arr` "
         "FROM src WHERE NOT (coalesce(exists(`arr`, x0 -> x0.`b` IS NOT NULL), false))"
     )
@@ -220,7 +244,7 @@ def test_columns_discard_row_in_array_of_struct_uses_exists():
 
 def test_columns_discard_row_in_map_value_struct():
     sql = load("discard_row", "m map<string,struct<a:int>>", "m map<string,struct<a:int,b:int>>")
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT transform_values(`m`, (k0, v0) -> IF(v0 IS NULL, NULL, named_struct('a', v0.`a`)))"
         " AS `m` FROM src WHERE NOT (coalesce(exists(map_values(`m`), v0 -> v0.`b` IS NOT NULL),"
         " false))"
@@ -317,7 +341,7 @@ def test_data_type_evolve_incompatible_goes_to_variant_column(fmt):
     sql = render_load_select(
         decision, "src", S("id int, score int"), S("id int, score string"), "r"
     )
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT `id`, try_cast(`score` AS INT) AS `score`, CASE WHEN (`score` IS NOT NULL AND "
         "try_cast(`score` AS INT) IS NULL) THEN `score` END AS `score__v_string` FROM src"
     )
@@ -337,18 +361,21 @@ def test_variant_column_of_an_earlier_run_is_reused_or_kept():
     sql = render_load_select(
         kept, "src", S("score int, score__v_string string"), S("score int"), "r"
     )
-    assert sql.select == "SELECT `score`, CAST(NULL AS STRING) AS `score__v_string` FROM src"
+    assert (
+        expanded(sql.select, sql)
+        == "SELECT `score`, CAST(NULL AS STRING) AS `score__v_string` FROM src"
+    )
 
 
 def test_data_type_freeze_raises_inside_the_load():
     sql = load("freeze", "id int, score int", "id int, score string")
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT `id`, CASE WHEN (`score` IS NOT NULL AND try_cast(`score` AS INT) IS NULL) THEN "
         "raise_error(concat('schema_contract data_type freeze: column ', 'score', ' (deployed "
         "INT, compiled STRING) value ', cast(`score` AS STRING), ' does not coerce')) ELSE "
         "try_cast(`score` AS INT) END AS `score` FROM src"
     )
-    assert sql.violation_sample_sql == (
+    assert expanded(sql.violation_sample_sql, sql) == (
         "SELECT 'score' AS column_name, value, 'values do not coerce into the deployed column\\'s "
         "type' AS reason FROM (SELECT DISTINCT CAST(`score` AS STRING) AS "
         "value FROM src WHERE (`score` IS NOT NULL AND try_cast(`score` AS INT) IS NULL) LIMIT 5)"
@@ -371,13 +398,16 @@ def test_data_type_discard_row_filters_and_quarantines():
         run_id="run-7",
     )
     bad = "(`n` IS NOT NULL AND try_cast(`n` AS INT) IS NULL)"
-    assert sql.select == f"SELECT `id`, try_cast(`n` AS INT) AS `n` FROM src WHERE NOT ({bad})"
-    assert sql.quarantine_select == (
+    assert (
+        expanded(sql.select, sql)
+        == f"SELECT `id`, try_cast(`n` AS INT) AS `n` FROM src WHERE NOT ({bad})"
+    )
+    assert expanded(sql.quarantine_select, sql) == (
         f"SELECT `id`, `n`, concat_ws('; ', CASE WHEN {bad} THEN 'data_type discard_row: `n` "
         f"value does not coerce into INT' END) AS `_contract_reason`, 'run-7' AS `_dbt_run_id` "
         f"FROM src WHERE ({bad})"
     )
-    assert sql.discard_count_sql == (
+    assert expanded(sql.discard_count_sql, sql) == (
         f"SELECT count_if(({bad})) AS rows_discarded, 0 AS values_discarded FROM src"
     )
 
@@ -390,8 +420,8 @@ def test_no_quarantine_without_the_flag_or_without_discarded_rows():
 
 def test_data_type_discard_value_nulls_the_value():
     sql = load("discard_value", "id int, score int", "id int, score string")
-    assert sql.select == "SELECT `id`, try_cast(`score` AS INT) AS `score` FROM src"
-    assert sql.discard_count_sql == (
+    assert expanded(sql.select, sql) == "SELECT `id`, try_cast(`score` AS INT) AS `score` FROM src"
+    assert expanded(sql.discard_count_sql, sql) == (
         "SELECT 0 AS rows_discarded, count_if(((`score` IS NOT NULL AND try_cast(`score` AS INT) "
         "IS NULL))) AS values_discarded FROM src"
     )
@@ -400,14 +430,14 @@ def test_data_type_discard_value_nulls_the_value():
 def test_fractional_into_integral_checks_the_value_round_trips():
     sql = load("discard_value", "v int", "v double")
     assert (
-        sql.select
+        expanded(sql.select, sql)
         == "SELECT IF(try_cast(`v` AS INT) = `v`, try_cast(`v` AS INT), NULL) AS `v` FROM src"
     )
 
 
 def test_uncastable_type_rejects_every_non_null_value():
     sql = load("discard_row", "s struct<a:int>", "s string")
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT CAST(NULL AS STRUCT<`a`: INT>) AS `s` FROM src WHERE NOT (`s` IS NOT NULL)"
     )
 
@@ -422,7 +452,7 @@ def test_nested_leaf_change_per_value_and_variant_of_whole_column():
     sql = render_load_select(
         decision, "src", S("s struct<a:int, b:int>"), S("s struct<a:bigint, b:string>"), "r"
     )
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'b', try_cast(`s`.`b` AS INT))) "
         "AS `s`, CASE WHEN (`s`.`b` IS NOT NULL AND try_cast(`s`.`b` AS INT) IS NULL) THEN `s` "
         "END AS `s__v_struct` FROM src"
@@ -431,7 +461,7 @@ def test_nested_leaf_change_per_value_and_variant_of_whole_column():
 
 def test_map_value_discard_row():
     sql = load("discard_row", "m map<string,int>", "m map<string,string>")
-    assert sql.select == (
+    assert expanded(sql.select, sql) == (
         "SELECT transform_values(`m`, (k0, v0) -> try_cast(v0 AS INT)) AS `m` FROM src WHERE NOT "
         "(coalesce(exists(map_values(`m`), v0 -> (v0 IS NOT NULL AND try_cast(v0 AS INT) IS "
         "NULL)), false))"
@@ -442,7 +472,7 @@ def test_mixed_modes_count_values_only_in_kept_rows():
     value = {"columns": "discard_row", "data_type": "discard_value"}
     sql = load(value, "n int", "n string, c int")
     bad = "(`n` IS NOT NULL AND try_cast(`n` AS INT) IS NULL)"
-    assert sql.discard_count_sql == (
+    assert expanded(sql.discard_count_sql, sql) == (
         "SELECT count_if((`c` IS NOT NULL)) AS rows_discarded, "
         f"count_if(NOT ((`c` IS NOT NULL)) AND ({bad})) AS values_discarded FROM src"
     )
@@ -457,7 +487,7 @@ def test_case_insensitive_names():
     sql = render_load_select(
         decision, "src", S("id int, Name string"), S("ID int, NAME string"), "r"
     )
-    assert sql.select == "SELECT `ID` AS `id`, `NAME` AS `Name` FROM src"
+    assert expanded(sql.select, sql) == "SELECT `ID` AS `id`, `NAME` AS `Name` FROM src"
     assert sql.columns == ("id", "Name")
 
 
@@ -542,7 +572,7 @@ def test_identical_schemas_load_a_plain_projection(schema, mode, fmt):
     assert decision.evolve_diff.is_empty
     sql = render_load_select(decision, "src", schema, schema, "r")
     projection = ", ".join(quote_identifier(name) for name in schema.names)
-    assert sql.select == f"SELECT {projection} FROM src"
+    assert expanded(sql.select, sql) == f"SELECT {projection} FROM src"
     assert (sql.violation_sample_sql, sql.discard_count_sql, sql.quarantine_select) == (None,) * 3
 
 

@@ -176,7 +176,7 @@ def control(tmp_path: Path) -> Tuple[Any, ...]:
 
 
 BEFORE = (new_table().current.state(), [])
-KILL_POINTS = range(1, 9)
+KILL_POINTS = range(1, 10)
 
 
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
@@ -199,8 +199,8 @@ def test_a_quarantining_run_killed_at_any_statement_is_repaired(kill_at: int, tm
 
 
 def test_the_matrix_covers_every_statement(tmp_path: Path):
-    """The observed view, the contract's view, the quarantine's table, the intent, the load,
-    the rows' view, the quarantine insert, the intent cleared."""
+    """The coerced view, the observed view, the contract's view, the quarantine's table, the
+    intent, the load, the rows' view, the quarantine insert, the intent cleared."""
     table = new_table()
     a_run(table, "inv-count", tmp_path)
     assert table.sent == max(KILL_POINTS)

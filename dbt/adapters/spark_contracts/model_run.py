@@ -161,6 +161,7 @@ class ModelRun:
     drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
     observed_metrics: Tuple[Tuple[str, str], ...] = ()  # (name, aggregate) `observed` reports
     quarantine_in_load: bool = False  # the load collects the discarded rows: quarantined after
+    model_source: str = ""  # `view` plus the load's coerced columns (`view` when it has none)
 
     # -- what Jinja reads
     @property

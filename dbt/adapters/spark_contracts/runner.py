@@ -89,13 +89,17 @@ class Runner(Restorer):
     def _prepare(self, run: ModelRun) -> str:
         out = self.out
         load = run.load_sql
+        base = run.model_source or run.view
+        coerced = load.coerced_select(run.view) if load is not None else None
+        if coerced:
+            self.spark.run(f"create or replace temporary view {base} as {coerced}")
         if run.observed is not None and load is not None:
-            out.observation = self.spark.observe(run.observed, run.view, run.observed_metrics)
+            out.observation = self.spark.observe(run.observed, base, run.observed_metrics)
         if run.stage:
             self.spark.run(f"drop table if exists {run.stage}")
             self.spark.run(
                 f"create table {run.stage} using {_stage_format(run)} "
-                f"as select * from {run.observed or run.view}"
+                f"as select * from {run.observed or base}"
             )
             out.staged = True
             self._take_counts(run)
@@ -109,7 +113,7 @@ class Runner(Restorer):
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if run.quarantine_in_load and load is not None:  # before the intent names it
-            self._create_quarantine(run, load.quarantine_from(run.view) or "")
+            self._create_quarantine(run, load.quarantine_from(base) or "")
         if (run.write.multi_step and run.statements) or run.quarantine_in_load:
             self._begin_steps(run)  # the quarantine after the load is a step of the run too
         if load is not None and load.quarantine_select and out.rows_discarded:

@@ -5,6 +5,7 @@ the quarantine's rows, all from one reading of the source. Pure: rendering, no e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from .coerce import Built, coerce
 from .contract import ContractMode
@@ -107,6 +108,17 @@ class LoadSql:
     quarantine_row: str | None = None
     quarantine_where: str | None = None
     run_id: str = ""
+    # (alias, expression): a coercion computed once per row, below every reader of its value
+    coerced: tuple[tuple[str, str], ...] = ()
+
+    def coerced_select(self, view: str) -> str | None:
+        """The model's view plus its coerced columns (the load, the discard predicates, the
+        observed metrics and the quarantine read them instead of repeating the cast: Spark
+        shares no expression between a filter, a projection and an observation)."""
+        if not self.coerced:
+            return None
+        extra = ", ".join(f"{expr} AS {quote_identifier(alias)}" for alias, expr in self.coerced)
+        return f"SELECT *, {extra} FROM {view}"
 
     def quarantine_from(self, source: str) -> str | None:
         """The discarded rows of `source` with `_contract_reason` and `_dbt_run_id`."""
@@ -136,6 +148,9 @@ class LoadSql:
         return f"SELECT {aggregates} FROM {self.source}"
 
 
+COERCED_PREFIX = "__dbt_coerced_"
+
+
 @dataclass
 class _Load:
     items: list[str]
@@ -143,6 +158,22 @@ class _Load:
     row_filters: list[tuple[str, str]]  # (reason, predicate): drop the row
     value_drops: list[str]  # predicates: a value discarded
     frozen: list[tuple[str, str, str]]  # (column, predicate, reason): freeze check
+    coerced: list[tuple[str, str]] = dataclass_field(default_factory=list)  # (alias, expr)
+
+    def hoist(self, built: Built, expr: str) -> Built:
+        """`expr` (a cast of a top-level column) computed once, as a column of the source,
+        where `built` uses it more than once."""
+        uses = built.value.count(expr) + sum(p.count(expr) for p in built.bad)
+        if uses < 2:
+            return built
+        alias = f"{COERCED_PREFIX}{len(self.coerced)}"
+        self.coerced.append((alias, expr))
+        ref = quote_identifier(alias)
+        return Built(
+            built.value.replace(expr, ref),
+            tuple(p.replace(expr, ref) for p in built.bad),
+            built.new,
+        )
 
 
 def _item(value: str, name: str) -> str:
@@ -201,6 +232,8 @@ def _render_column(
         return
     ref = quote_identifier(source.name)
     built = _coerce(ref, source.type, field.type)
+    if isinstance(source.type, Primitive) and isinstance(field.type, Primitive):
+        built = load.hoist(built, f"try_cast({ref} AS {field.type.to_sql()})")
     value, columns_mode = built.value, decision.contract.columns
     value = _apply_rules(load, decision, field, ref, built.value, value)
     if built.new:
@@ -271,6 +304,7 @@ def render_load_select(
         source,
         *_quarantine(load, decision, compiled),
         run_id,
+        tuple(load.coerced),
     )
 
 

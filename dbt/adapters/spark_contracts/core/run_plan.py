@@ -206,6 +206,7 @@ class RunDecision:
     load: LoadSql | None = None
     violation: ContractViolation | None = None
     quarantine_in_load: bool = False  # the load collects the discarded rows (no stage)
+    model_source: str = ""  # the model's view, plus its coerced columns where the load has any
 
     @property
     def observed_metrics(self) -> tuple[tuple[str, str], ...]:
@@ -258,12 +259,13 @@ def plan_run(inputs: RunInputs) -> RunDecision:
         load is not None and bool(load.discard_metrics) and i.observable and i.strategy != REBUILD
     )
     observed = suffixed(i.view, "__observed") if observe else None
+    model_source = suffixed(i.view, "__coerced") if load is not None and load.coerced else i.view
     staged = needs_stage(write, load, observe, i.table_format, i.strategy) and not (
         plan.full_refresh or dry_run
     )
     if decision is not None and load is not None and not staged:
         load = render_load_select(
-            decision, observed or i.view, i.deployed, i.compiled, i.invocation_id
+            decision, observed or model_source, i.deployed, i.compiled, i.invocation_id
         )
     in_load = not staged and observe and quarantines_in_load(load, observe, i.table_format)
     return RunDecision(
@@ -277,4 +279,5 @@ def plan_run(inputs: RunInputs) -> RunDecision:
         decision,
         load,
         quarantine_in_load=in_load,
+        model_source=model_source,
     )
