@@ -655,10 +655,15 @@ class P3:
         def setup() -> str:
             self.target.warehouse.mkdir(parents=True)
             result = self.target.run([], {"phase": "v1", "rows": P3_DEPLOYED_ROWS})
+            # the quarantining model has quarantined before (its quarantine table exists): the
+            # measured runs are a model's later runs, not the one that creates that table
+            first = self.target.run(["p3_quarantine"], {"phase": "v2", "rows": P3_DEPLOYED_ROWS})
             self.target.take_snapshot()
             return (
                 f"p3: first run, {len(result.models)} tables with n bigint, "
-                f"{P3_DEPLOYED_ROWS:,} rows, wall {result.wall:.1f} s"
+                f"{P3_DEPLOYED_ROWS:,} rows, wall {result.wall:.1f} s; p3_quarantine's first "
+                f"quarantining run ({P3_DEPLOYED_ROWS:,} rows), which creates its quarantine "
+                f"table: model {first.models['p3_quarantine']:.1f} s"
             )
 
         return [setup]
