@@ -66,6 +66,17 @@ def test_a_cast_read_more_than_once_is_computed_once_below_its_readers():
     assert sql.coerced_select("m") == "SELECT *, try_cast(`n` AS INT) AS `__dbt_coerced_0` FROM m"
     assert "try_cast" not in sql.select
     assert sql.discard_count_sql is not None and "try_cast" not in sql.discard_count_sql
+    # a SELECT that must read its source alone (a first build's CREATE) hoists nothing
+    alone = render_load_select(
+        run("discard_row", "id int, n int", "id int, n string", "delta"),
+        "src",
+        S("id int, n int"),
+        S("id int, n string"),
+        "r",
+        hoist=False,
+    )
+    assert alone.coerced == () and "__dbt_coerced" not in alone.select
+    assert alone.select == expanded(sql.select, sql)
 
 
 def S(columns: str) -> Struct:

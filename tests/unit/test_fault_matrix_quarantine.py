@@ -60,6 +60,8 @@ class FakeObservingDelta(FakeDelta):
         low = text.lower()
         if low.startswith("create or replace temporary view"):
             self._statement()
+            name, body = re.match(r"create or replace temporary view (\S+) as (.*)$", low).groups()  # type: ignore[union-attr]
+            assert not re.search(rf"\bfrom {re.escape(name)}\b", body), f"{name} reads itself"
             return None
         if low.startswith(f"insert into {TABLE} "):  # the load: the observation fills
             response = super().run(sql)
@@ -146,6 +148,7 @@ def model_run(table: FakeObservingDelta, invocation: str) -> ModelRun:
         load_sql=decided.load,
         observed_metrics=decided.observed_metrics,
         quarantine_in_load=decided.quarantine_in_load,
+        model_source=decided.model_source,
     )
 
 

@@ -153,7 +153,7 @@ class ContractMethods(metaclass=AdapterMeta):
         if decision.violations:
             self._raise_violation(spark, unique_id, relation, decision.violations)
         source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
-        return render_load_select(decision, source, None, compiled, "").select
+        return render_load_select(decision, source, None, compiled, "", hoist=False).select
 
     def _raise_violation(
         self, spark: runs.Spark, unique_id: str, relation: Any, violations: Any

@@ -3,6 +3,7 @@ repair, decide once), its execution in one call, and the run's responses."""
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from dbt.adapters.base import available
@@ -135,7 +136,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         contract, settings, declared = self._resolve_run_settings(model, run_vars)
         spark = self._spark()
         runner = self._runner(spark, invocation_id)
-        tag = commit_tag(invocation_id, unique_id)
+        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
         runner.tag_commits(tag)  # every commit of this run carries it
         try:
             run = self._plan_model_run(

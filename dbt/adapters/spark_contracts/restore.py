@@ -65,9 +65,12 @@ class Restorer:
             if r.get("userMetadata") == intent.commit_tag
             and str(r.get("operation")) == "SET TBLPROPERTIES"
         ]
-        if written:
-            return replace(intent, restore_version=min(written) - 1)
-        return replace(intent, restore_version=max(int(r["version"]) for r in rows))
+        if not written:  # past the log's retention, or written by hand: no safe version
+            raise DbtRuntimeError(
+                f"{intent.relation}: the commit that wrote run {intent.invocation_id}'s intent "
+                f"(tag {intent.commit_tag}) is not in the table's history"
+            )
+        return replace(intent, restore_version=min(written) - 1)
 
     def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
         """The table's commits after the intent's restore point, with who made each."""

@@ -91,6 +91,8 @@ class Runner(Restorer):
         load = run.load_sql
         base = run.model_source or run.view
         coerced = load.coerced_select(run.view) if load is not None else None
+        if coerced and base == run.view:  # a view over itself: planning went wrong
+            raise ValueError(f"{run.unique_id}: the load's coerced columns have no view")
         if coerced:
             self.spark.run(f"create or replace temporary view {base} as {coerced}")
         if run.observed is not None and load is not None:
@@ -288,7 +290,8 @@ class Runner(Restorer):
         """Put the table back after `step` failed (if this run changed it), then raise."""
         out = self.out
         self.drop_stage(run)
-        if out.quarantined and run.table_format in ("delta", "iceberg"):
+        covered = out.intent is not None and bool(out.intent.quarantine)
+        if out.quarantined and run.table_format in ("delta", "iceberg") and not covered:
             try:
                 self.unquarantine(run.quarantine_table, run.invocation_id)
                 out.quarantined = None

@@ -18,9 +18,11 @@ INTENT_PROPERTY = "dbt_spark_contracts.intent"
 TAG_PREFIX = "dbt-spark-contracts"
 
 
-def commit_tag(invocation_id: str, unique_id: str) -> str:
-    """The tag of every commit one model makes in one invocation."""
-    return f"{TAG_PREFIX}:{invocation_id}:{unique_id}"
+def commit_tag(invocation_id: str, unique_id: str, run: str = "") -> str:
+    """The tag of every commit one run of a model makes; `run` tells apart the runs of one
+    model in one invocation (a microbatch model's batches), whose restore points differ."""
+    tag = f"{TAG_PREFIX}:{invocation_id}:{unique_id}"
+    return f"{tag}:{run}" if run else tag
 
 
 @dataclass(frozen=True)

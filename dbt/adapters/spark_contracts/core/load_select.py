@@ -159,12 +159,13 @@ class _Load:
     value_drops: list[str]  # predicates: a value discarded
     frozen: list[tuple[str, str, str]]  # (column, predicate, reason): freeze check
     coerced: list[tuple[str, str]] = dataclass_field(default_factory=list)  # (alias, expr)
+    hoisting: bool = True
 
     def hoist(self, built: Built, expr: str) -> Built:
         """`expr` (a cast of a top-level column) computed once, as a column of the source,
         where `built` uses it more than once."""
         uses = built.value.count(expr) + sum(p.count(expr) for p in built.bad)
-        if uses < 2:
+        if not self.hoisting or uses < 2:
             return built
         alias = f"{COERCED_PREFIX}{len(self.coerced)}"
         self.coerced.append((alias, expr))
@@ -275,15 +276,22 @@ def _discard(load: _Load, entity: str, mode: ContractMode, what: str, predicate:
 
 
 def render_load_select(
-    decision: ContractDecision, source: str, deployed: Struct | None, compiled: Struct, run_id: str
+    decision: ContractDecision,
+    source: str,
+    deployed: Struct | None,
+    compiled: Struct,
+    run_id: str,
+    hoist: bool = True,
 ) -> LoadSql:
     """The one SELECT that loads `source` (a rendered relation or view) under the decision.
 
     `deployed` is the schema the decision was made against (its `target` already carries it).
+    `hoist`: casts read more than once become columns of `coerced_select` (the caller reads
+    `source` through that view); off where the SELECT must read `source` alone.
     """
     if decision.table_action not in (CREATE, LOAD) or decision.target is None:
         raise ValueError(f"nothing to load: the contract decided {decision.table_action!r}")
-    load = _Load([], [], [], [], [])
+    load = _Load([], [], [], [], [], hoisting=hoist)
     variants = {v.lower() for v in decision.variant_columns}
     for field in decision.target.fields:
         if field.name.lower() not in variants:

@@ -267,7 +267,9 @@ def plan_run(inputs: RunInputs) -> RunDecision:
         load = render_load_select(
             decision, observed or model_source, i.deployed, i.compiled, i.invocation_id
         )
-    in_load = not staged and observe and quarantines_in_load(load, observe, i.table_format)
+    in_load = (
+        not staged and observe and quarantines_in_load(load, observe, i.table_format, i.strategy)
+    )
     return RunDecision(
         diff,
         plan,

@@ -25,6 +25,7 @@ from .load_select import (
     LoadSql,
 )
 from .merge import MergeRules, Order, merge_structs
+from .microbatch import MICROBATCH
 from .operations import AddColumns, AlterColumnType, Plan
 from .plan import plan_on_schema_change, plan_schema_change
 from .types import SparkType, Struct, type_kind
@@ -141,15 +142,20 @@ SOURCE_READ_TWICE: frozenset[tuple[str, str]] = frozenset({("iceberg", "merge")}
 QUARANTINE_AFTER_LOAD = frozenset({"delta", "iceberg"})
 
 
-def quarantines_in_load(load: LoadSql | None, observable: bool, table_format: str) -> bool:
+def quarantines_in_load(
+    load: LoadSql | None, observable: bool, table_format: str, strategy: str = ""
+) -> bool:
     """The discarded rows are collected by the load itself (observed, one reading of the
     model) and written to the quarantine after it, under the run's intent: the connection
-    observes and the table's format can take the load back."""
+    observes and the table's format can take the load back. Not a microbatch batch: the
+    batches of one invocation share the run id the quarantine's rows carry, so a batch's
+    repair could not take back only its own rows."""
     return (
         load is not None
         and load.quarantine_metric is not None
         and observable
         and table_format in QUARANTINE_AFTER_LOAD
+        and strategy != MICROBATCH
     )
 
 
@@ -172,7 +178,7 @@ def needs_stage(
         return False
     counted_apart = bool(load.discard_metrics) and not observable
     quarantine_apart = bool(load.quarantine_select) and not quarantines_in_load(
-        load, observable, table_format
+        load, observable, table_format, strategy
     )
     return bool(load.violation_sample_sql or quarantine_apart or counted_apart)
 
