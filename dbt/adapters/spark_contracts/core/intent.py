@@ -21,8 +21,8 @@ TAG_PREFIX = "dbt-spark-contracts"
 def commit_tag(invocation_id: str, unique_id: str, run: str = "") -> str:
     """The tag of every commit one run of a model makes; `run` tells apart the runs of one
     model in one invocation (a microbatch model's batches), whose restore points differ."""
-    tag = f"{TAG_PREFIX}:{invocation_id}:{unique_id}"
-    return f"{tag}:{run}" if run else tag
+    middle = f"{invocation_id}:{run}" if run else invocation_id
+    return f"{TAG_PREFIX}:{middle}:{unique_id}"
 
 
 @dataclass(frozen=True)
