@@ -165,29 +165,38 @@ class FakeDelta:
 def model_run(table: FakeDelta, invocation: str) -> ModelRun:
     """What plan_model_run builds for this run (core/run_plan.plan_run, no Spark)."""
     deployed = parse_type("struct<" + ",".join(f"{c}:bigint" for c in table.current.columns) + ">")
-    decided = plan_run(
-        RunInputs(
-            TABLE, "t__dbt_tmp", invocation, "delta", "merge", deployed, {}, COMPILED, SETTINGS
-        )
+    inputs = RunInputs(
+        TABLE, "t__dbt_tmp", invocation, "delta", "merge", deployed, {}, COMPILED, SETTINGS
     )
+    return planned_run(inputs, MODEL)
+
+
+def planned_run(inputs: RunInputs, unique_id: str) -> ModelRun:
+    """The `ModelRun` plan_model_run builds from `inputs` (core/run_plan.plan_run, no Spark)."""
+    decided = plan_run(inputs)
     return ModelRun(
-        unique_id=MODEL,
-        invocation_id=invocation,
-        relation=TABLE,
-        table_format="delta",
-        strategy="merge",
-        deployed=deployed,
-        compiled=COMPILED,
+        unique_id=unique_id,
+        invocation_id=inputs.invocation_id,
+        relation=inputs.relation,
+        table_format=inputs.table_format,
+        strategy=inputs.strategy,
+        deployed=inputs.deployed,
+        compiled=inputs.compiled,
         diff=decided.diff,
         plan=decided.plan,
         statements=decided.statements,
         dry_run=False,
         mode=decided.mode,
         write=decided.write,
-        view="t__dbt_tmp",
+        view=inputs.view,
         stage=decided.stage,
         observed=decided.observed,
-        commit_tag=commit_tag(invocation, MODEL),
+        commit_tag=commit_tag(inputs.invocation_id, unique_id),
+        contract=decided.contract,
+        load_sql=decided.load,
+        observed_metrics=decided.observed_metrics,
+        quarantine_in_load=decided.quarantine_in_load,
+        model_source=decided.model_source,
     )
 
 

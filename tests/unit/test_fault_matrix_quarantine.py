@@ -27,9 +27,9 @@ from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, commit_tag
 from dbt.adapters.spark_contracts.core.load_select import QUARANTINE_METRIC
 from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.plan import Policy
-from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+from dbt.adapters.spark_contracts.core.run_plan import RunInputs
 from dbt.adapters.spark_contracts.run import ModelRun, QuarantineLost, Runner, RunReport, RunUndone
-from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version
+from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version, planned_run
 
 DEPLOYED = parse_type("struct<id:bigint,n:bigint>")
 COMPILED = parse_type("struct<id:bigint,n:string>")
@@ -110,46 +110,22 @@ class FakeObservingDelta(FakeDelta):
 
 def model_run(table: FakeObservingDelta, invocation: str) -> ModelRun:
     """What plan_model_run builds for this run (core/run_plan.plan_run, no Spark)."""
-    decided = plan_run(
-        RunInputs(
-            TABLE,
-            "t__dbt_tmp",
-            invocation,
-            "delta",
-            "append",
-            DEPLOYED,
-            {},
-            COMPILED,
-            SETTINGS,
-            contract=CONTRACT,
-            observable=True,
-        )
+    inputs = RunInputs(
+        TABLE,
+        "t__dbt_tmp",
+        invocation,
+        "delta",
+        "append",
+        DEPLOYED,
+        {},
+        COMPILED,
+        SETTINGS,
+        contract=CONTRACT,
+        observable=True,
     )
-    assert decided.quarantine_in_load and decided.stage is None, decided
-    return ModelRun(
-        unique_id=MODEL,
-        invocation_id=invocation,
-        relation=TABLE,
-        table_format="delta",
-        strategy="append",
-        deployed=DEPLOYED,
-        compiled=COMPILED,
-        diff=decided.diff,
-        plan=decided.plan,
-        statements=decided.statements,
-        dry_run=False,
-        mode=decided.mode,
-        write=decided.write,
-        view="t__dbt_tmp",
-        stage=decided.stage,
-        observed=decided.observed,
-        commit_tag=commit_tag(invocation, MODEL),
-        contract=decided.contract,
-        load_sql=decided.load,
-        observed_metrics=decided.observed_metrics,
-        quarantine_in_load=decided.quarantine_in_load,
-        model_source=decided.model_source,
-    )
+    run = planned_run(inputs, MODEL)
+    assert run.quarantine_in_load and run.stage is None, run
+    return run
 
 
 def a_run(table: FakeObservingDelta, invocation: str, tmp_path: Path) -> None:
