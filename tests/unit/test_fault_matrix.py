@@ -194,9 +194,7 @@ def planned_run(inputs: RunInputs, unique_id: str) -> ModelRun:
         commit_tag=commit_tag(inputs.invocation_id, unique_id),
         contract=decided.contract,
         load_sql=decided.load,
-        observed_metrics=decided.observed_metrics,
         quarantine_in_load=decided.quarantine_in_load,
-        model_source=decided.model_source,
     )
 
 

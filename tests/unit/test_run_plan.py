@@ -115,6 +115,8 @@ def test_quarantined_rows_are_collected_by_the_load_where_it_can_be_taken_back(
     )
     assert decided.quarantine_in_load is in_load
     assert (decided.stage is None) is in_load
-    names = [name for name, _ in decided.observed_metrics]
+    assert decided.load is not None
+    observed = decided.load.observed_metrics(decided.quarantine_in_load) if decided.observed else ()
+    names = [name for name, _ in observed]
     assert ("rejected_rows" in names) is in_load
     assert decided.load is not None and decided.load.quarantine_select is not None

@@ -244,9 +244,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             microbatch=microbatch,
             drop_first=not replaces_atomically(self._existing(relation), file_format),
             repairs=repairs,
-            observed_metrics=decided.observed_metrics,
             quarantine_in_load=decided.quarantine_in_load,
-            model_source=decided.model_source,
         )
         if (run.has_changes or run.blocked or run.plan.notes or repairs) and not run.dry_run:
             logger.info(run.summary())  # a dry run logs its own `[dry run]` line

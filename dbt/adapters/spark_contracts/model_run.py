@@ -159,9 +159,7 @@ class ModelRun:
     repairs: Tuple[str, ...] = ()  # what the repair step before planning did
     microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
     drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
-    observed_metrics: Tuple[Tuple[str, str], ...] = ()  # (name, aggregate) `observed` reports
     quarantine_in_load: bool = False  # the load collects the discarded rows: quarantined after
-    model_source: str = ""  # `view` plus the load's coerced columns (`view` when it has none)
 
     # -- what Jinja reads
     @property
@@ -191,6 +189,18 @@ class ModelRun:
         if self.load_sql is not None:
             return suffixed(self.view, "__contract")
         return self.stage or self.view
+
+    @property
+    def model_source(self) -> str:
+        """`view`, or the view over it adding the load's coerced columns."""
+        return self.load_sql.coerced_view(self.view) if self.load_sql is not None else self.view
+
+    @property
+    def observed_metrics(self) -> Tuple[Tuple[str, str], ...]:
+        """(name, aggregate) pairs the reader of `observed` reports."""
+        if self.observed is None or self.load_sql is None:
+            return ()
+        return self.load_sql.observed_metrics(self.quarantine_in_load)
 
     @property
     def quarantine_table(self) -> str:

@@ -55,7 +55,7 @@ class Restorer:
         """The intent with its restore point: on Delta a run records none (no history read on
         its path); it is the version before the commit that wrote the intent, the run's first
         SET TBLPROPERTIES carrying its tag (a repair the run made before it is a RESTORE and
-        stays). Without that commit the run changed nothing: the current version."""
+        stays). Without that commit in the history no version is safe: it fails."""
         if intent.table_format != "delta" or intent.restore_version is not None:
             return intent
         rows = self.spark.fetch(f"describe history {intent.relation}")
@@ -253,7 +253,6 @@ class Restorer:
                 "was put back first); intent cleared"
             )
         try:
-            intent = self.restore_point(intent)
             done = self.restore(intent)
         except ForeignCommits:
             raise

@@ -89,10 +89,8 @@ class Runner(Restorer):
     def _prepare(self, run: ModelRun) -> str:
         out = self.out
         load = run.load_sql
-        base = run.model_source or run.view
+        base = run.model_source
         coerced = load.coerced_select(run.view) if load is not None else None
-        if coerced and base == run.view:  # a view over itself: planning went wrong
-            raise ValueError(f"{run.unique_id}: the load's coerced columns have no view")
         if coerced:
             self.spark.run(f"create or replace temporary view {base} as {coerced}")
         if run.observed is not None and load is not None:
@@ -151,8 +149,8 @@ class Runner(Restorer):
 
     def _begin_steps(self, run: ModelRun) -> None:
         out = self.out
-        # Delta: the version before the run's first tagged commit (the intent's own), found
-        # when a restore needs it, not read here (a history read costs ~2 s on the run path)
+        # Delta: the version before the commit that writes the intent, found by a restore
+        # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
         if run.table_format != "delta":
             out.restore_version = self.current_version(run.relation, run.table_format)
         intent = self.intent_of(run)

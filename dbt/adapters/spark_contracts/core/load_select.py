@@ -111,6 +111,18 @@ class LoadSql:
     # (alias, expression): a coercion computed once per row, below every reader of its value
     coerced: tuple[tuple[str, str], ...] = ()
 
+    def coerced_view(self, view: str) -> str:
+        """The relation the model's output is read from: `view`, or the view over it that adds
+        the coerced columns (`coerced_select`)."""
+        return f"{view}__coerced" if self.coerced else view
+
+    def observed_metrics(self, quarantine_in_load: bool) -> tuple[tuple[str, str], ...]:
+        """What the reader of the observed view observes: the discard counts, and the
+        discarded rows where the load collects them."""
+        metric = self.quarantine_metric
+        extra = (metric,) if quarantine_in_load and metric is not None else ()
+        return self.discard_metrics + extra
+
     def coerced_select(self, view: str) -> str | None:
         """The model's view plus its coerced columns (the load, the discard predicates, the
         observed metrics and the quarantine read them instead of repeating the cast: Spark

@@ -206,17 +206,6 @@ class RunDecision:
     load: LoadSql | None = None
     violation: ContractViolation | None = None
     quarantine_in_load: bool = False  # the load collects the discarded rows (no stage)
-    model_source: str = ""  # the model's view, plus its coerced columns where the load has any
-
-    @property
-    def observed_metrics(self) -> tuple[tuple[str, str], ...]:
-        """What the `observed` view's reader observes: the discard counts, and the discarded
-        rows where the load collects them."""
-        if self.observed is None or self.load is None:
-            return ()
-        metric = self.load.quarantine_metric
-        extra = (metric,) if self.quarantine_in_load and metric is not None else ()
-        return self.load.discard_metrics + extra
 
 
 def plan_run(inputs: RunInputs) -> RunDecision:
@@ -259,7 +248,7 @@ def plan_run(inputs: RunInputs) -> RunDecision:
         load is not None and bool(load.discard_metrics) and i.observable and i.strategy != REBUILD
     )
     observed = suffixed(i.view, "__observed") if observe else None
-    model_source = suffixed(i.view, "__coerced") if load is not None and load.coerced else i.view
+    model_source = load.coerced_view(i.view) if load is not None else i.view
     staged = needs_stage(write, load, observe, i.table_format, i.strategy) and not (
         plan.full_refresh or dry_run
     )
@@ -281,5 +270,4 @@ def plan_run(inputs: RunInputs) -> RunDecision:
         decision,
         load,
         quarantine_in_load=in_load,
-        model_source=model_source,
     )
