@@ -173,28 +173,8 @@ def model_run(table: FakeDelta, invocation: str) -> ModelRun:
 
 def planned_run(inputs: RunInputs, unique_id: str) -> ModelRun:
     """The `ModelRun` plan_model_run builds from `inputs` (core/run_plan.plan_run, no Spark)."""
-    decided = plan_run(inputs)
-    return ModelRun(
-        unique_id=unique_id,
-        invocation_id=inputs.invocation_id,
-        relation=inputs.relation,
-        table_format=inputs.table_format,
-        strategy=inputs.strategy,
-        deployed=inputs.deployed,
-        compiled=inputs.compiled,
-        diff=decided.diff,
-        plan=decided.plan,
-        statements=decided.statements,
-        dry_run=False,
-        mode=decided.mode,
-        write=decided.write,
-        view=inputs.view,
-        stage=decided.stage,
-        observed=decided.observed,
-        commit_tag=commit_tag(inputs.invocation_id, unique_id),
-        contract=decided.contract,
-        load_sql=decided.load,
-        quarantine_in_load=decided.quarantine_in_load,
+    return ModelRun.planned(
+        inputs, plan_run(inputs), unique_id, commit_tag(inputs.invocation_id, unique_id)
     )
 
 

@@ -24,6 +24,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
     HISTORY_COLUMNS,
     history_relation,
 )
+from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import (
     BACKUP_SUFFIX,
     REWRITE_SUFFIX,
@@ -191,26 +192,25 @@ class RunPathMethods(metaclass=AdapterMeta):
             repairs = (runner.repair(dead, unique_id),)
             deployed, properties = self._deployed(spark, relation)
         config = model.get("config") or {}
-        decided = plan_run(
-            RunInputs(
-                relation=str(relation),
-                view=str(view),
-                invocation_id=invocation_id,
-                table_format=table_format,
-                strategy=strategy,
-                deployed=deployed,
-                properties=properties,
-                compiled=compiled,
-                settings=settings,
-                contract=contract,
-                declared=declared,
-                column_lists=bool(
-                    config.get("merge_update_columns") or config.get("merge_exclude_columns")
-                ),
-                table_options=table_options,
-                observable=spark.can_observe(),
-            )
+        inputs = RunInputs(
+            relation=str(relation),
+            view=str(view),
+            invocation_id=invocation_id,
+            table_format=table_format,
+            strategy=strategy,
+            deployed=deployed,
+            properties=properties,
+            compiled=compiled,
+            settings=settings,
+            contract=contract,
+            declared=declared,
+            column_lists=bool(
+                config.get("merge_update_columns") or config.get("merge_exclude_columns")
+            ),
+            table_options=table_options,
+            observable=spark.can_observe(),
         )
+        decided = plan_run(inputs)
         if decided.violation is not None:
             runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
         if microbatch is not None:
@@ -221,36 +221,29 @@ class RunPathMethods(metaclass=AdapterMeta):
             method = str(self.config.credentials.method)
             logger.info(runs.counts_not_observed_note(unique_id, method))
         file_format = config.get("file_format") or DEFAULT_FILE_FORMAT
-        run = runs.ModelRun(
-            unique_id=unique_id,
-            invocation_id=invocation_id,
-            relation=str(relation),
-            table_format=table_format,
-            strategy=strategy,
-            deployed=deployed,
-            compiled=compiled,
-            diff=decided.diff,
-            plan=decided.plan,
-            statements=decided.statements,
-            dry_run=settings.dry_run,
-            mode=decided.mode,
-            write=decided.write,
-            view=str(view),
-            stage=decided.stage,
-            observed=decided.observed,
-            commit_tag=tag,
-            contract=decided.contract,
-            load_sql=load,
+        run = runs.ModelRun.planned(
+            inputs,
+            decided,
+            unique_id,
+            tag,
             microbatch=microbatch,
             drop_first=not replaces_atomically(self._existing(relation), file_format),
             repairs=repairs,
-            quarantine_in_load=decided.quarantine_in_load,
+            quarantine_exists=load is not None
+            and load.quarantine_row is not None
+            and self._cached(relation, QUARANTINE_SUFFIX),
         )
         if (run.has_changes or run.blocked or run.plan.notes or repairs) and not run.dry_run:
             logger.info(run.summary())  # a dry run logs its own `[dry run]` line
         runner.out = runs.RunOutcome(repairs=list(repairs))
         runner.record(run)
         return run
+
+    def _cached(self, relation: BaseRelation, suffix: str) -> bool:
+        """dbt's relation cache holds the sibling `<relation><suffix>` (no Spark call where the
+        cache knows the schema, as it does in `dbt run`)."""
+        sibling = suffixed(relation.identifier, suffix)
+        return self.get_relation(relation.database, relation.schema, sibling) is not None
 
     def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
         describable = self.table_format_of(relation) not in ("delta", "iceberg")

@@ -1,8 +1,8 @@
 """One incremental model run as planned: the typed, immutable `ModelRun` Jinja reads and hands
-back, the connection protocol the runner uses, and the adapter response it returns."""
+back, and the adapter response it returns (the connection protocol: spark_handle.py)."""
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
@@ -13,7 +13,6 @@ from dbt.adapters.spark_contracts.core import (
     Plan,
     Rewrite,
     Struct,
-    from_spark_json,
     quote_identifier,
 )
 from dbt.adapters.spark_contracts.core.decision import (
@@ -30,10 +29,17 @@ from dbt.adapters.spark_contracts.core.microbatch import Microbatch, select_list
 from dbt.adapters.spark_contracts.core.outcome import (
     outcome_line,
 )
+from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import suffixed
-from dbt.adapters.spark_contracts.core.run_plan import STAGE_SUFFIX, stage_name  # noqa: F401
+from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
+    STAGE_SUFFIX,
+    RunDecision,
+    RunInputs,
+    stage_name,
+)
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
 from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision, merged_by_name
+from dbt.adapters.spark_contracts.spark_handle import Observed
 
 logger = AdapterLogger("SparkContracts")
 
@@ -55,45 +61,6 @@ class ContractsAdapterResponse(AdapterResponse):
     dry_run: Optional[bool] = None
     write_path: Optional[str] = None
     repairs: List[str] = field(default_factory=list)
-
-
-# ------------------------------------------------------------------------- the connection
-
-
-Observed = Callable[[], Optional[Dict[str, Any]]]  # the observed metrics; None if never seen
-
-
-class Spark(Protocol):
-    """What a run needs from the dbt connection of its thread."""
-
-    def fetch(self, sql: str) -> List[Dict[str, Any]]: ...
-
-    def run(self, sql: str) -> Any: ...
-
-    def schema(self, sql: str) -> Struct: ...
-
-    def relation_schema(self, relation: str, describable: bool) -> Struct:
-        """A table's or view's schema; `describable`: a temporary view or v1 table (over
-        thrift one `DESCRIBE ... AS JSON`; a Delta or Iceberg table needs a view first)."""
-        ...
-
-    def set_conf(self, key: str, value: Optional[str]) -> None: ...
-
-    def get_conf(self, key: str) -> Optional[str]: ...
-
-    def can_observe(self) -> bool:
-        """Metrics observed while a statement runs reach this process (classic session)."""
-        ...
-
-    def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Observed:
-        """Define temporary view `view` as `source`, observing `metrics` (name, aggregate) in
-        whichever statement reads it first."""
-        ...
-
-    def rows_view(self, view: str, rows: Any) -> int:
-        """Temporary view `view` over `rows`, an observed `collect_list` of structs (kept in
-        Spark: they never pass through Python); returns how many rows it holds."""
-        ...
 
 
 def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct:
@@ -160,6 +127,37 @@ class ModelRun:
     microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
     drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
     quarantine_in_load: bool = False  # the load collects the discarded rows: quarantined after
+    quarantine_exists: bool = False  # dbt's relation cache holds <relation>__quarantine
+
+    @classmethod
+    def planned(
+        cls, inputs: RunInputs, decided: RunDecision, unique_id: str, commit_tag: str, **facts: Any
+    ) -> "ModelRun":
+        """The run `plan_run(inputs)` decided (`decided`); `facts`: what the adapter knows
+        beside it (dry_run, microbatch, drop_first, repairs, quarantine_exists)."""
+        return cls(
+            unique_id=unique_id,
+            invocation_id=inputs.invocation_id,
+            relation=inputs.relation,
+            table_format=inputs.table_format,
+            strategy=inputs.strategy,
+            deployed=inputs.deployed,
+            compiled=inputs.compiled,
+            diff=decided.diff,
+            plan=decided.plan,
+            statements=decided.statements,
+            dry_run=inputs.settings.dry_run,
+            mode=decided.mode,
+            write=decided.write,
+            view=inputs.view,
+            stage=decided.stage,
+            observed=decided.observed,
+            commit_tag=commit_tag,
+            contract=decided.contract,
+            load_sql=decided.load,
+            quarantine_in_load=decided.quarantine_in_load,
+            **facts,
+        )
 
     # -- what Jinja reads
     @property
@@ -204,7 +202,7 @@ class ModelRun:
 
     @property
     def quarantine_table(self) -> str:
-        return suffixed(self.relation, "__quarantine")
+        return suffixed(self.relation, QUARANTINE_SUFFIX)
 
     def columns_after(self) -> List[str]:
         """The table's top-level columns once the plan's steps have run (before the load)."""
@@ -384,9 +382,3 @@ def _stage_format(run: ModelRun) -> str:
 def _quarantine_format(run: ModelRun) -> str:
     """The table's own format where rows can be deleted again (a failed run takes its back)."""
     return run.table_format if run.table_format in ("delta", "iceberg") else "parquet"
-
-
-def from_json(schema_json: Mapping[str, Any]) -> Struct:
-    parsed = from_spark_json(schema_json)
-    assert isinstance(parsed, Struct)
-    return parsed

@@ -24,10 +24,10 @@ from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_USER_METADATA,
     ICEBERG_TAG_KEY,
-    Spark,
     stage_name,
 )
 from dbt.adapters.spark_contracts.run_errors import ForeignCommits, RestoreFailed
+from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
 

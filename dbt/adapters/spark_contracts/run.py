@@ -24,13 +24,10 @@ from dbt.adapters.spark_contracts.model_run import (
     STAGE_SUFFIX,
     ContractsAdapterResponse,
     ModelRun,
-    Observed,
     RunOutcome,
-    Spark,
     blocked_message,
     compiled_schema,
     counts_not_observed_note,
-    from_json,
     merge_column_lists,
     stage_name,
 )
@@ -45,6 +42,7 @@ from dbt.adapters.spark_contracts.run_errors import (
     SchemaContractViolation,
 )
 from dbt.adapters.spark_contracts.runner import Runner
+from dbt.adapters.spark_contracts.spark_handle import Observed, Spark, from_json
 
 __all__ = [
     "ABSENT",

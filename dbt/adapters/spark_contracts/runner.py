@@ -23,6 +23,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
     history_relation,
     history_rows,
 )
+from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine
 from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.model_run import (
@@ -32,7 +33,6 @@ from dbt.adapters.spark_contracts.model_run import (
     ContractsAdapterResponse,
     ModelRun,
     RunOutcome,
-    Spark,
     _quarantine_format,
     _stage_format,
 )
@@ -45,6 +45,7 @@ from dbt.adapters.spark_contracts.run_errors import (
     RunUndone,
     SchemaContractViolation,
 )
+from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
 
@@ -113,7 +114,7 @@ class Runner(Restorer):
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if run.quarantine_in_load and load is not None:  # before the intent names it
-            self._create_quarantine(run, load.quarantine_from(base) or "")
+            self._ready_quarantine(run, load.quarantine_from(base) or "")
         if (run.write.multi_step and run.statements) or run.quarantine_in_load:
             self._begin_steps(run)  # the quarantine after the load is a step of the run too
         if load is not None and load.quarantine_select and out.rows_discarded:
@@ -188,15 +189,23 @@ class Runner(Restorer):
         except Exception as exc:
             self.undo(run, exc, step)
 
-    def _create_quarantine(self, run: ModelRun, select: str) -> None:
-        """The quarantine table, shaped like `select` (nothing is read: `where false`)."""
-        self.spark.run(
-            f"create table if not exists {run.quarantine_table} using {_quarantine_format(run)} "
-            f"as select * from ({select}) where false"
-        )
+    def _ready_quarantine(self, run: ModelRun, select: str) -> None:
+        """The quarantine table, able to take `select`'s rows: created shaped like them
+        (nothing is read: `where false`), or, where dbt's cache knows it, given the model's
+        columns and nested fields it lacks (core/quarantine.py)."""
+        table, table_format = run.quarantine_table, _quarantine_format(run)
+        if not run.quarantine_exists:
+            self.spark.run(
+                f"create table if not exists {table} using {table_format} "
+                f"as select * from ({select}) where false"
+            )
+            return
+        existing = self.spark.relation_schema(table, table_format == "parquet")
+        for statement in evolve_quarantine(existing, run.compiled, table, table_format):
+            self.spark.run(statement)
 
     def _quarantine(self, run: ModelRun, select: str) -> None:
-        self._create_quarantine(run, select)
+        self._ready_quarantine(run, select)
         self.spark.run(f"insert into {run.quarantine_table} by name {select}")
         self.out.quarantined = self.out.rows_discarded
 

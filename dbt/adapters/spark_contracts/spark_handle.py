@@ -1,13 +1,52 @@
-"""The `run.Spark` protocol over the adapter's thread connection (every method alike)."""
+"""What a run needs from a connection (the `Spark` protocol), and that protocol over the
+adapter's thread connection (every method alike)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
-from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.core import Struct, from_spark_json
 
-if TYPE_CHECKING:
-    pass
+Observed = Callable[[], Optional[Dict[str, Any]]]  # the observed metrics; None if never seen
+
+
+class Spark(Protocol):
+    """What a run needs from the dbt connection of its thread."""
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]: ...
+
+    def run(self, sql: str) -> Any: ...
+
+    def schema(self, sql: str) -> Struct: ...
+
+    def relation_schema(self, relation: str, describable: bool) -> Struct:
+        """A table's or view's schema; `describable`: a temporary view or v1 table (over
+        thrift one `DESCRIBE ... AS JSON`; a Delta or Iceberg table needs a view first)."""
+        ...
+
+    def set_conf(self, key: str, value: Optional[str]) -> None: ...
+
+    def get_conf(self, key: str) -> Optional[str]: ...
+
+    def can_observe(self) -> bool:
+        """Metrics observed while a statement runs reach this process (classic session)."""
+        ...
+
+    def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Observed:
+        """Define temporary view `view` as `source`, observing `metrics` (name, aggregate) in
+        whichever statement reads it first."""
+        ...
+
+    def rows_view(self, view: str, rows: Any) -> int:
+        """Temporary view `view` over `rows`, an observed `collect_list` of structs (kept in
+        Spark: they never pass through Python); returns how many rows it holds."""
+        ...
+
+
+def from_json(schema_json: Mapping[str, Any]) -> Struct:
+    parsed = from_spark_json(dict(schema_json))
+    assert isinstance(parsed, Struct)
+    return parsed
 
 
 class _ConnectionSpark:
@@ -25,10 +64,10 @@ class _ConnectionSpark:
         return response
 
     def schema(self, sql: str) -> Any:
-        return runs.from_json(self._adapter.schema_json(sql))
+        return from_json(self._adapter.schema_json(sql))
 
     def relation_schema(self, relation: str, describable: bool) -> Any:
-        return runs.from_json(self._adapter.relation_schema_json(relation, describable))
+        return from_json(self._adapter.relation_schema_json(relation, describable))
 
     def _handle(self) -> Any:
         return self._adapter.connections.get_thread_connection().handle

@@ -1,0 +1,60 @@
+"""The quarantine table follows the model: a run that discards rows after the model gained a
+column (or a nested field) quarantines them with it, on delta, iceberg and parquet, instead of
+failing on the quarantine insert and taking its load back.
+
+One model per format, three bodies (`--vars '{v: N}'`): v1 builds the table, v2 quarantines a
+row whose `n` does not cast into the deployed bigint, v3 adds `note` (columns: evolve) and
+quarantines again."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.functional.contracts.test_contract_matrix import rel
+
+FORMATS = ("delta", "iceberg", "parquet")
+CONTRACT = "{'columns': 'evolve', 'data_type': 'discard_row', 'quarantine': true}"
+BODIES = (
+    "select 1 as id, cast(1 as bigint) as n",
+    "select 2 as id, 'bad' as n union all select 3 as id, '3' as n",
+    "select 4 as id, 'worse' as n, 'x' as note union all select 5 as id, '5' as n, 'y' as note",
+)
+
+
+def model(fmt: str) -> str:
+    head = (
+        "{{ config(materialized='incremental', incremental_strategy='append', "
+        f"file_format='{fmt}', schema_contract={CONTRACT}) }}}}\n"
+    )
+    branches = "".join(
+        ("{% if " if i == 0 else "{% elif ") + f"var('v', 1) == {i + 1} %}}\n{body}\n"
+        for i, body in enumerate(BODIES)
+    )
+    return head + branches + "{% endif %}\n"
+
+
+class TestQuarantineFollowsTheModel:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {f"q_{fmt}.sql": model(fmt) for fmt in FORMATS}
+
+    @pytest.fixture(scope="class")
+    def runs(self, project):
+        return [
+            {r.node.name: r for r in run_dbt(["run", "--vars", f"{{v: {v}}}"], expect_pass=None)}
+            for v in (1, 2, 3)
+        ]
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_a_new_column_reaches_the_quarantine(self, project, runs, fmt):
+        name = f"q_{fmt}"
+        for v, results in enumerate(runs, start=1):
+            assert str(results[name].status) == "success", (v, results[name].message)
+        table = rel(project, name)
+        kept = project.run_sql(f"select id, n, note from {table} order by id", fetch="all")
+        assert [tuple(r) for r in kept] == [(1, 1, None), (3, 3, None), (5, 5, "y")]
+        quarantined = project.run_sql(
+            f"select id, n, note from {table}__quarantine order by id", fetch="all"
+        )
+        assert [tuple(r) for r in quarantined] == [(2, "bad", None), (4, "worse", "x")]
