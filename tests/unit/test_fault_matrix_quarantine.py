@@ -15,7 +15,7 @@ tests/functional/evolution/test_kill_quarantine.py::test_kill_between_the_load_a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -28,7 +28,14 @@ from dbt.adapters.spark_contracts.core.load_select import QUARANTINE_METRIC
 from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.plan import Policy
 from dbt.adapters.spark_contracts.core.run_plan import RunInputs
-from dbt.adapters.spark_contracts.run import ModelRun, QuarantineLost, Runner, RunReport, RunUndone
+from dbt.adapters.spark_contracts.run import (
+    ModelRun,
+    QuarantineLost,
+    QuarantineMismatch,
+    Runner,
+    RunReport,
+    RunUndone,
+)
 from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version, planned_run
 
 DEPLOYED = parse_type("struct<id:bigint,n:bigint>")
@@ -37,6 +44,7 @@ CONTRACT = SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=True)
 SETTINGS = EvolutionSettings(Policy(), "ignore", False, False)
 QUARANTINE = f"{TABLE}__quarantine"
 DISCARDED = 3  # rows the load discards, and the rows it collects for the quarantine
+META = ("_contract_reason", "_dbt_run_id")
 
 
 class Rows:
@@ -52,6 +60,9 @@ class FakeObservingDelta(FakeDelta):
     (a Delta table: each insert one atomic commit)."""
 
     quarantine: Optional[List[str]] = None  # run ids, a row each; None: no table yet
+    # the quarantine's columns: it lacks the model's `n` until the run adds it
+    quarantine_columns: Tuple[str, ...] = ("id", "_contract_reason", "_dbt_run_id")
+    n_type: str = "string"  # the quarantine's `n`, once it has one
     views: Dict[str, int] = field(default_factory=dict)
     observed: Dict[str, Any] = field(default_factory=dict)
 
@@ -81,13 +92,19 @@ class FakeObservingDelta(FakeDelta):
         if low.startswith(f"create table if not exists {QUARANTINE} using delta"):
             self._statement()
             if self.quarantine is None:
-                self.quarantine = []
+                self.quarantine, self.quarantine_columns = [], ("id", "n", *META)
+            return None
+        if m := re.match(rf"alter table {re.escape(QUARANTINE)} add columns \((.*)\)$", low):
+            self._statement()
+            added = tuple(c.strip().split()[0].strip("`") for c in m.group(1).split(","))
+            self.quarantine_columns += added
             return None
         if m := re.match(
             rf"insert into {re.escape(QUARANTINE)} by name select \*, '([^']+)' as", low
         ):
             self._statement()
             assert self.quarantine is not None, "the quarantine insert before its table"
+            assert "n" in self.quarantine_columns, "the quarantine insert before its column"
             view = re.search(r"from (\S+)$", low).group(1)  # type: ignore[union-attr]
             self.quarantine += [m.group(1)] * self.views[view]
             return None
@@ -95,6 +112,14 @@ class FakeObservingDelta(FakeDelta):
 
     def can_observe(self) -> bool:
         return True
+
+    def relation_schema(self, relation: str, describable: bool) -> Any:
+        assert relation == QUARANTINE and self.quarantine is not None, relation
+        fields = ", ".join(
+            f"{c}:{'bigint' if c == 'id' else self.n_type if c == 'n' else 'string'}"
+            for c in self.quarantine_columns
+        )
+        return parse_type(f"struct<{fields}>")
 
     def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Any:
         self._statement()
@@ -125,7 +150,8 @@ def model_run(table: FakeObservingDelta, invocation: str) -> ModelRun:
     )
     run = planned_run(inputs, MODEL)
     assert run.quarantine_in_load and run.stage is None, run
-    return run
+    # dbt's relation cache, as adapter_run reads it: the quarantine's format once it exists
+    return replace(run, quarantine_format="delta" if table.quarantine is not None else None)
 
 
 def a_run(table: FakeObservingDelta, invocation: str, tmp_path: Path) -> None:
@@ -138,18 +164,22 @@ def a_run(table: FakeObservingDelta, invocation: str, tmp_path: Path) -> None:
     runner.execute(run, f"insert into {TABLE} select * from {run.source}")
 
 
-def new_table() -> FakeObservingDelta:
-    return FakeObservingDelta([Version(("id", "n"), (), "v1", "CREATE TABLE AS SELECT", None)])
+def new_table(quarantined_before: bool = False) -> FakeObservingDelta:
+    """The table; `quarantined_before`: its quarantine exists, from before the model had `n`."""
+    table = FakeObservingDelta([Version(("id", "n"), (), "v1", "CREATE TABLE AS SELECT", None)])
+    if quarantined_before:
+        table.quarantine = ["inv-old"]
+    return table
 
 
 def finished(table: FakeObservingDelta) -> Tuple[Any, ...]:
     """The table as a reader sees it, and how many rows each run quarantined."""
-    runs = table.quarantine or []
+    runs = [r for r in table.quarantine or [] if r != "inv-old"]
     return table.current.state(), sorted(runs.count(r) for r in set(runs))
 
 
-def control(tmp_path: Path) -> Tuple[Any, ...]:
-    table = new_table()
+def control(tmp_path: Path, quarantined_before: bool = False) -> Tuple[Any, ...]:
+    table = new_table(quarantined_before)
     a_run(table, "inv-control", tmp_path)
     return finished(table)
 
@@ -158,14 +188,19 @@ BEFORE = (new_table().current.state(), [])
 KILL_POINTS = range(1, 10)
 
 
+@pytest.mark.parametrize("quarantined_before", [False, True], ids=["created", "evolved"])
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
-def test_a_quarantining_run_killed_at_any_statement_is_repaired(kill_at: int, tmp_path: Path):
-    table = new_table()
+def test_a_quarantining_run_killed_at_any_statement_is_repaired(
+    kill_at: int, quarantined_before: bool, tmp_path: Path
+):
+    """`created`: the run creates the quarantine; `evolved`: it adds the model's `n` to a
+    quarantine table that predates it (before its intent)."""
+    table = new_table(quarantined_before)
     table.kill_at = kill_at
     with pytest.raises(Killed):
         a_run(table, "inv-dead", tmp_path)
     intent = INTENT_PROPERTY in dict(table.current.properties)
-    after = control(tmp_path)
+    after = control(tmp_path, quarantined_before)
     assert after[1] == [DISCARDED]
     seen = finished(table)
     # a load without its quarantined rows is never left without the intent
@@ -175,15 +210,20 @@ def test_a_quarantining_run_killed_at_any_statement_is_repaired(kill_at: int, tm
     table.dead, table.kill_at = False, 0  # the next dbt process
     a_run(table, "inv-next", tmp_path)
     assert finished(table) == after, (kill_at, table.versions, table.quarantine)
+    assert "n" in table.quarantine_columns
 
 
-def test_the_matrix_covers_every_statement(tmp_path: Path):
-    """The coerced view, the observed view, the contract's view, the quarantine's table, the
-    intent, the load, the rows' view, the quarantine insert, the intent cleared."""
-    table = new_table()
+@pytest.mark.parametrize("quarantined_before", [False, True], ids=["created", "evolved"])
+def test_the_matrix_covers_every_statement(quarantined_before: bool, tmp_path: Path):
+    """The coerced view, the observed view, the contract's view, the quarantine's table (or
+    its missing column), the intent, the load, the rows' view, the quarantine insert, the
+    intent cleared."""
+    table = new_table(quarantined_before)
     a_run(table, "inv-count", tmp_path)
     assert table.sent == max(KILL_POINTS)
-    assert table.quarantine == ["inv-count"] * DISCARDED
+    old = ["inv-old"] if quarantined_before else []
+    assert table.quarantine == old + ["inv-count"] * DISCARDED
+    assert "n" in table.quarantine_columns
 
 
 def test_a_load_whose_discarded_rows_went_unreported_is_taken_back(tmp_path: Path):
@@ -204,3 +244,15 @@ def test_a_load_whose_discarded_rows_went_unreported_is_taken_back(tmp_path: Pat
     assert isinstance(raised.value.cause, QuarantineLost)
     assert table.current.state()[:2] == BEFORE[0][:2] and table.current.rows == "v1"
     assert table.current.operation == "RESTORE" and not table.quarantine
+
+
+def test_a_quarantine_that_cannot_hold_the_rows_stops_the_run_before_any_change(tmp_path: Path):
+    """The quarantine holds `n` as bigint (an older model's); the model now outputs strings
+    there, which it could not store: the run fails naming both types, before its intent."""
+    table = new_table(quarantined_before=True)
+    table.quarantine_columns += ("n",)
+    table.n_type = "bigint"
+    with pytest.raises(QuarantineMismatch) as raised:
+        a_run(table, "inv-mismatch", tmp_path)
+    assert "`n` is BIGINT there, the model outputs STRING" in str(raised.value)
+    assert table.current.state() == BEFORE[0] and table.quarantine == ["inv-old"]

@@ -229,9 +229,9 @@ class RunPathMethods(metaclass=AdapterMeta):
             microbatch=microbatch,
             drop_first=not replaces_atomically(self._existing(relation), file_format),
             repairs=repairs,
-            quarantine_exists=load is not None
-            and load.quarantine_row is not None
-            and self._cached(relation, QUARANTINE_SUFFIX),
+            quarantine_format=self._sibling_format(relation, QUARANTINE_SUFFIX)
+            if load is not None and load.quarantine_row is not None
+            else None,
         )
         if (run.has_changes or run.blocked or run.plan.notes or repairs) and not run.dry_run:
             logger.info(run.summary())  # a dry run logs its own `[dry run]` line
@@ -239,11 +239,12 @@ class RunPathMethods(metaclass=AdapterMeta):
         runner.record(run)
         return run
 
-    def _cached(self, relation: BaseRelation, suffix: str) -> bool:
-        """dbt's relation cache holds the sibling `<relation><suffix>` (no Spark call where the
-        cache knows the schema, as it does in `dbt run`)."""
+    def _sibling_format(self, relation: BaseRelation, suffix: str) -> Optional[str]:
+        """The format of the sibling table `<relation><suffix>` in dbt's relation cache, None
+        when it is not there (no Spark call where the cache knows the schema, as in `dbt run`)."""
         sibling = suffixed(relation.identifier, suffix)
-        return self.get_relation(relation.database, relation.schema, sibling) is not None
+        cached = self.get_relation(relation.database, relation.schema, sibling)
+        return self.table_format_of(cached) if cached is not None else None
 
     def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
         describable = self.table_format_of(relation) not in ("delta", "iceberg")

@@ -141,9 +141,13 @@ class SparkContractsAdapter(RunPathMethods, ContractMethods, CatalogMethods, Spa
             rows = self.execute_macro(
                 "spark_contracts__list_catalog_tables", kwargs={"schema_relation": schema_relation}
             )
-        except DbtRuntimeError:
+        except DbtRuntimeError as listing_failed:
             # a schema not created yet lists nothing; asked, not read from the error's text
-            if not self.check_schema_exists(schema_relation.database, schema_relation.schema):
+            try:
+                exists = self.check_schema_exists(schema_relation.database, schema_relation.schema)
+            except DbtRuntimeError:
+                raise listing_failed from None
+            if not exists:
                 return []
             raise
         return [

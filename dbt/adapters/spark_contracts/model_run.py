@@ -127,14 +127,14 @@ class ModelRun:
     microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
     drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
     quarantine_in_load: bool = False  # the load collects the discarded rows: quarantined after
-    quarantine_exists: bool = False  # dbt's relation cache holds <relation>__quarantine
+    quarantine_format: Optional[str] = None  # of <relation>__quarantine in dbt's cache, if there
 
     @classmethod
     def planned(
         cls, inputs: RunInputs, decided: RunDecision, unique_id: str, commit_tag: str, **facts: Any
     ) -> "ModelRun":
         """The run `plan_run(inputs)` decided (`decided`); `facts`: what the adapter knows
-        beside it (dry_run, microbatch, drop_first, repairs, quarantine_exists)."""
+        beside it (microbatch, drop_first, repairs, quarantine_format)."""
         return cls(
             unique_id=unique_id,
             invocation_id=inputs.invocation_id,

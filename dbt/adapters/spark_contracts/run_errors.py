@@ -68,6 +68,19 @@ class QuarantineLost(DbtRuntimeError):
         )
 
 
+class QuarantineMismatch(DbtRuntimeError):
+    """The quarantine table cannot take the model's discarded rows (core/quarantine.py): the
+    run stops before its load."""
+
+    def __init__(self, unique_id: str, quarantine: str, conflicts: Tuple[str, ...]):
+        self.unique_id, self.quarantine, self.conflicts = unique_id, quarantine, conflicts
+        super().__init__(
+            f"{unique_id}: {quarantine} cannot hold this run's discarded rows: "
+            f"{'; '.join(conflicts)}. Nothing was written. Rename {quarantine} (its rows stay "
+            "in it) or drop it; the next run creates it with the model's columns."
+        )
+
+
 class ForeignCommits(DbtRuntimeError):
     """A restore would undo commits another writer made after the restore point: not done."""
 

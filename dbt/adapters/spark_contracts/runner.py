@@ -23,7 +23,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
     history_relation,
     history_rows,
 )
-from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine
+from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
 from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.model_run import (
@@ -41,6 +41,7 @@ from dbt.adapters.spark_contracts.restore import Restorer
 from dbt.adapters.spark_contracts.run_errors import (
     ForeignCommits,
     QuarantineLost,
+    QuarantineMismatch,
     RestoreFailed,
     RunUndone,
     SchemaContractViolation,
@@ -193,15 +194,18 @@ class Runner(Restorer):
         """The quarantine table, able to take `select`'s rows: created shaped like them
         (nothing is read: `where false`), or, where dbt's cache knows it, given the model's
         columns and nested fields it lacks (core/quarantine.py)."""
-        table, table_format = run.quarantine_table, _quarantine_format(run)
-        if not run.quarantine_exists:
+        table, table_format = run.quarantine_table, run.quarantine_format
+        if table_format is None:
             self.spark.run(
-                f"create table if not exists {table} using {table_format} "
+                f"create table if not exists {table} using {_quarantine_format(run)} "
                 f"as select * from ({select}) where false"
             )
             return
         existing = self.spark.relation_schema(table, table_format == "parquet")
-        for statement in evolve_quarantine(existing, run.compiled, table, table_format):
+        evolution = plan_quarantine(existing, run.compiled, table_format)
+        if evolution.conflicts:
+            raise QuarantineMismatch(run.unique_id, table, evolution.conflicts)
+        for statement in evolve_quarantine(evolution, table, table_format):
             self.spark.run(statement)
 
     def _quarantine(self, run: ModelRun, select: str) -> None:

@@ -1,10 +1,11 @@
 """The quarantine table follows the model: a run that discards rows after the model gained a
-column (or a nested field) quarantines them with it, on delta, iceberg and parquet, instead of
+column quarantines them with it (delta, iceberg and parquet), and so after it gained a nested
+field (delta, iceberg: parquet cannot add one to the model's table in place either), instead of
 failing on the quarantine insert and taking its load back.
 
-One model per format, three bodies (`--vars '{v: N}'`): v1 builds the table, v2 quarantines a
-row whose `n` does not cast into the deployed bigint, v3 adds `note` (columns: evolve) and
-quarantines again."""
+One model per case, three bodies (`--vars '{v: N}'`): v1 builds the table, v2 quarantines a
+row whose `n` does not cast into the deployed bigint, v3 adds `note` (columns: evolve), or the
+field `s.b`, and quarantines again."""
 
 from __future__ import annotations
 
@@ -22,14 +23,23 @@ BODIES = (
 )
 
 
-def model(fmt: str) -> str:
+NESTED = (
+    "select 1 as id, cast(1 as bigint) as n, named_struct('a', 1) as s",
+    "select 2 as id, 'bad' as n, named_struct('a', 2) as s"
+    " union all select 3 as id, '3' as n, named_struct('a', 3) as s",
+    "select 4 as id, 'worse' as n, named_struct('a', 4, 'b', 'x') as s"
+    " union all select 5 as id, '5' as n, named_struct('a', 5, 'b', 'y') as s",
+)
+
+
+def model(fmt: str, bodies: tuple[str, ...] = BODIES) -> str:
     head = (
         "{{ config(materialized='incremental', incremental_strategy='append', "
         f"file_format='{fmt}', schema_contract={CONTRACT}) }}}}\n"
     )
     branches = "".join(
         ("{% if " if i == 0 else "{% elif ") + f"var('v', 1) == {i + 1} %}}\n{body}\n"
-        for i, body in enumerate(BODIES)
+        for i, body in enumerate(bodies)
     )
     return head + branches + "{% endif %}\n"
 
@@ -37,7 +47,10 @@ def model(fmt: str) -> str:
 class TestQuarantineFollowsTheModel:
     @pytest.fixture(scope="class")
     def models(self):
-        return {f"q_{fmt}.sql": model(fmt) for fmt in FORMATS}
+        return {
+            **{f"q_{fmt}.sql": model(fmt) for fmt in FORMATS},
+            **{f"qn_{fmt}.sql": model(fmt, NESTED) for fmt in ("delta", "iceberg")},
+        }
 
     @pytest.fixture(scope="class")
     def runs(self, project):
@@ -58,3 +71,16 @@ class TestQuarantineFollowsTheModel:
             f"select id, n, note from {table}__quarantine order by id", fetch="all"
         )
         assert [tuple(r) for r in quarantined] == [(2, "bad", None), (4, "worse", "x")]
+
+    @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
+    def test_a_new_nested_field_reaches_the_quarantine(self, project, runs, fmt):
+        name = f"qn_{fmt}"
+        for v, results in enumerate(runs, start=1):
+            assert str(results[name].status) == "success", (v, results[name].message)
+        table = rel(project, name)
+        kept = project.run_sql(f"select id, s.a, s.b from {table} order by id", fetch="all")
+        assert [tuple(r) for r in kept] == [(1, 1, None), (3, 3, None), (5, 5, "y")]
+        quarantined = project.run_sql(
+            f"select id, n, s.a, s.b from {table}__quarantine order by id", fetch="all"
+        )
+        assert [tuple(r) for r in quarantined] == [(2, "bad", 2, None), (4, "worse", 4, "x")]
