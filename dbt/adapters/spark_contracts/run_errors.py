@@ -70,14 +70,14 @@ class QuarantineLost(DbtRuntimeError):
 
 class QuarantineMismatch(DbtRuntimeError):
     """The quarantine table cannot take the model's discarded rows (core/quarantine.py): the
-    run stops before its load."""
+    run does not keep its load (it is taken back with the rest of the run)."""
 
     def __init__(self, unique_id: str, quarantine: str, conflicts: Tuple[str, ...]):
         self.unique_id, self.quarantine, self.conflicts = unique_id, quarantine, conflicts
         super().__init__(
             f"{unique_id}: {quarantine} cannot hold this run's discarded rows: "
-            f"{'; '.join(conflicts)}. Nothing was written. Rename {quarantine} (its rows stay "
-            "in it) or drop it; the next run creates it with the model's columns."
+            f"{'; '.join(conflicts)}. Rename {quarantine} (its rows stay in it) or drop it; "
+            "the next run creates it with the model's columns."
         )
 
 

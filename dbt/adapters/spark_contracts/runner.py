@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
@@ -191,26 +192,39 @@ class Runner(Restorer):
             self.undo(run, exc, step)
 
     def _ready_quarantine(self, run: ModelRun, select: str) -> None:
-        """The quarantine table, able to take `select`'s rows: created shaped like them
-        (nothing is read: `where false`), or, where dbt's cache knows it, given the model's
-        columns and nested fields it lacks (core/quarantine.py)."""
-        table, table_format = run.quarantine_table, run.quarantine_format
-        if table_format is None:
+        """The quarantine table, created shaped like `select`'s rows (nothing is read: `where
+        false`) unless dbt's cache holds it; an existing one is evolved only when an insert
+        into it fails (`_insert_quarantined`): nothing is read on the usual run."""
+        if run.quarantine_format is None:
             self.spark.run(
-                f"create table if not exists {table} using {_quarantine_format(run)} "
-                f"as select * from ({select}) where false"
+                f"create table if not exists {run.quarantine_table} using "
+                f"{_quarantine_format(run)} as select * from ({select}) where false"
             )
+
+    def _insert_quarantined(self, run: ModelRun, sql: str) -> None:
+        """`sql`, an insert into the quarantine. If Spark refuses it and the table lacks
+        what the model now outputs, the table is given it (core/quarantine.py) and the insert
+        runs again; a type it could not store raises `QuarantineMismatch`."""
+        try:
+            self.spark.run(sql)
             return
-        existing = self.spark.relation_schema(table, table_format == "parquet")
-        evolution = plan_quarantine(existing, run.compiled, table_format)
-        if evolution.conflicts:
-            raise QuarantineMismatch(run.unique_id, table, evolution.conflicts)
+        except DbtDatabaseError:
+            table, table_format = run.quarantine_table, run.quarantine_format
+            if table_format is None:
+                raise
+            existing = self.spark.relation_schema(table, table_format == "parquet")
+            evolution = plan_quarantine(existing, run.compiled, table_format)
+            if evolution.conflicts:
+                raise QuarantineMismatch(run.unique_id, table, evolution.conflicts) from None
+            if not evolution.operations:
+                raise  # the table fits: the failure is another one
         for statement in evolve_quarantine(evolution, table, table_format):
             self.spark.run(statement)
+        self.spark.run(sql)
 
     def _quarantine(self, run: ModelRun, select: str) -> None:
         self._ready_quarantine(run, select)
-        self.spark.run(f"insert into {run.quarantine_table} by name {select}")
+        self._insert_quarantined(run, f"insert into {run.quarantine_table} by name {select}")
         self.out.quarantined = self.out.rows_discarded
 
     def _quarantine_collected(self, run: ModelRun) -> None:
@@ -221,8 +235,8 @@ class Runner(Restorer):
         count = self.spark.rows_view(view, rows)
         if count:
             run_id = f"{sql_string(run.invocation_id)} AS `{RUN_ID_COLUMN}`"
-            self.spark.run(
-                f"insert into {run.quarantine_table} by name SELECT *, {run_id} FROM {view}"
+            self._insert_quarantined(
+                run, f"insert into {run.quarantine_table} by name SELECT *, {run_id} FROM {view}"
             )
             self.out.quarantined = count
 
