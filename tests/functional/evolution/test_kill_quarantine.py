@@ -25,10 +25,22 @@ AFTER_LOAD = 2  # the intent, then the load: the quarantine insert has not run y
 
 
 # Only where Spark reports observed metrics does the load collect the discarded rows: thrift and
-# connect stage them and quarantine before the load (no window between the two).
+# connect stage them and quarantine before the load (no window between the two). One class per
+# format: pytest-xdist's loadscope gives each class to a worker of its own (the Delta kill alone
+# takes about 5 minutes in CI).
 @pytest.mark.profile("session")
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_kill_between_the_load_and_the_quarantine_is_repaired(tmp_path, kill_target, fmt):  # noqa: F811
+class TestKillBetweenTheLoadAndTheQuarantineDelta:
+    def test_kill_between_the_load_and_the_quarantine_is_repaired(self, tmp_path, kill_target):  # noqa: F811
+        kill_between_the_load_and_the_quarantine(tmp_path, kill_target, "delta")
+
+
+@pytest.mark.profile("session")
+class TestKillBetweenTheLoadAndTheQuarantineIceberg:
+    def test_kill_between_the_load_and_the_quarantine_is_repaired(self, tmp_path, kill_target):  # noqa: F811
+        kill_between_the_load_and_the_quarantine(tmp_path, kill_target, "iceberg")
+
+
+def kill_between_the_load_and_the_quarantine(tmp_path, kill_target, fmt: str) -> None:  # noqa: F811
     """SIGKILL right after the load commits, before its discarded rows reach the quarantine:
     the rows lived only in the dead process, so the intent on the table makes the next run take
     the load back and run again: the table and its quarantine end like a run never killed."""
