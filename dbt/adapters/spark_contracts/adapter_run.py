@@ -239,11 +239,14 @@ class RunPathMethods(metaclass=AdapterMeta):
         runner.record(run)
         return run
 
-    def _sibling_format(self, relation: BaseRelation, suffix: str) -> Optional[str]:
-        """The format of the sibling table `<relation><suffix>` in dbt's relation cache, None
-        when it is not there (no Spark call where the cache knows the schema, as in `dbt run`)."""
+    def _sibling(self, relation: BaseRelation, suffix: str) -> Optional[BaseRelation]:
+        """The sibling table `<relation><suffix>` as dbt's relation cache holds it, None when
+        it is not there (no Spark call where the cache knows the schema, as in `dbt run`)."""
         sibling = suffixed(relation.identifier, suffix)
-        cached = self.get_relation(relation.database, relation.schema, sibling)
+        return self.get_relation(relation.database, relation.schema, sibling)
+
+    def _sibling_format(self, relation: BaseRelation, suffix: str) -> Optional[str]:
+        cached = self._sibling(relation, suffix)
         return self.table_format_of(cached) if cached is not None else None
 
     def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
@@ -283,9 +286,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         table waits under its backup name. Put it back (and drop the half-built copy); the
         intent it carries then has the run repair it as usual. Found through dbt's relation
         cache, so a missing table costs no Spark call unless there is something to recover."""
-        backup = self.get_relation(
-            relation.database, relation.schema, suffixed(relation.identifier, BACKUP_SUFFIX)
-        )
+        backup = self._sibling(relation, BACKUP_SUFFIX)
         if backup is None:
             return None
         properties = {str(k): str(v) for k, v in self._fetch_rows(f"show tblproperties {backup}")}
@@ -297,9 +298,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             f"{relation} is missing and {backup} holds it: a rewrite stopped between its two "
             "renames; renaming it back"
         )
-        beside = self.get_relation(
-            relation.database, relation.schema, suffixed(relation.identifier, REWRITE_SUFFIX)
-        )
+        beside = self._sibling(relation, REWRITE_SUFFIX)
         if beside is not None:
             self.drop_relation(beside)
         self.rename_relation(backup, relation)

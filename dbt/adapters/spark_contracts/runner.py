@@ -209,18 +209,24 @@ class Runner(Restorer):
             self.spark.run(sql)
             return
         except DbtDatabaseError:
-            table, table_format = run.quarantine_table, run.quarantine_format
-            if table_format is None:
-                raise
-            existing = self.spark.relation_schema(table, table_format == "parquet")
-            evolution = plan_quarantine(existing, run.compiled, table_format)
-            if evolution.conflicts:
-                raise QuarantineMismatch(run.unique_id, table, evolution.conflicts) from None
-            if not evolution.operations:
-                raise  # the table fits: the failure is another one
-        for statement in evolve_quarantine(evolution, table, table_format):
+            statements = self._quarantine_evolution(run)
+            if not statements:
+                raise  # the table fits (or was created from these rows): another failure
+        for statement in statements:
             self.spark.run(statement)
         self.spark.run(sql)
+
+    def _quarantine_evolution(self, run: ModelRun) -> List[str]:
+        """The statements that make an existing quarantine take the model's rows, read from
+        its schema; `QuarantineMismatch` where it could not."""
+        table, table_format = run.quarantine_table, run.quarantine_format
+        if table_format is None:
+            return []
+        existing = self.spark.relation_schema(table, table_format == "parquet")
+        evolution = plan_quarantine(existing, run.compiled, table_format)
+        if evolution.conflicts:
+            raise QuarantineMismatch(run.unique_id, table, evolution.conflicts) from None
+        return evolve_quarantine(evolution, table, table_format)
 
     def _quarantine(self, run: ModelRun, select: str) -> None:
         self._ready_quarantine(run, select)

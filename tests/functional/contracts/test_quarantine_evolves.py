@@ -61,26 +61,23 @@ class TestQuarantineFollowsTheModel:
 
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_a_new_column_reaches_the_quarantine(self, project, runs, fmt):
-        name = f"q_{fmt}"
-        for v, results in enumerate(runs, start=1):
-            assert str(results[name].status) == "success", (v, results[name].message)
-        table = rel(project, name)
-        kept = project.run_sql(f"select id, n, note from {table} order by id", fetch="all")
-        assert [tuple(r) for r in kept] == [(1, 1, None), (3, 3, None), (5, 5, "y")]
-        quarantined = project.run_sql(
-            f"select id, n, note from {table}__quarantine order by id", fetch="all"
-        )
-        assert [tuple(r) for r in quarantined] == [(2, "bad", None), (4, "worse", "x")]
+        kept, quarantined = tables_after(project, runs, f"q_{fmt}", "id, n, note")
+        assert kept == [(1, 1, None), (3, 3, None), (5, 5, "y")]
+        assert quarantined == [(2, "bad", None), (4, "worse", "x")]
 
     @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
     def test_a_new_nested_field_reaches_the_quarantine(self, project, runs, fmt):
-        name = f"qn_{fmt}"
-        for v, results in enumerate(runs, start=1):
-            assert str(results[name].status) == "success", (v, results[name].message)
-        table = rel(project, name)
-        kept = project.run_sql(f"select id, s.a, s.b from {table} order by id", fetch="all")
-        assert [tuple(r) for r in kept] == [(1, 1, None), (3, 3, None), (5, 5, "y")]
-        quarantined = project.run_sql(
-            f"select id, n, s.a, s.b from {table}__quarantine order by id", fetch="all"
-        )
-        assert [tuple(r) for r in quarantined] == [(2, "bad", 2, None), (4, "worse", 4, "x")]
+        kept, quarantined = tables_after(project, runs, f"qn_{fmt}", "id, n, s.a, s.b")
+        assert kept == [(1, 1, 1, None), (3, 3, 3, None), (5, 5, 5, "y")]
+        assert quarantined == [(2, "bad", 2, None), (4, "worse", 4, "x")]
+
+
+def tables_after(project, runs, name: str, columns: str) -> tuple[list, list]:
+    """`columns` of the model's table and of its quarantine once every run succeeded."""
+    for v, results in enumerate(runs, start=1):
+        assert str(results[name].status) == "success", (v, results[name].message)
+    table = rel(project, name)
+    read = lambda t: [  # noqa: E731
+        tuple(r) for r in project.run_sql(f"select {columns} from {t} order by id", fetch="all")
+    ]
+    return read(table), read(f"{table}__quarantine")

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from .operations import EnableTableFeature
 from .types import Decimal, SparkType, is_widening, type_kind
 
 DEFAULT_FILE_FORMAT = "delta"  # this adapter's default table format (dbt-spark's: parquet)
@@ -42,6 +43,10 @@ class TableFeature:
         lowered = {k.lower(): str(v).lower() for k, v in properties.items()}
         actual = lowered.get(self.property.lower())
         return actual is not None and actual in {self.value.lower(), *self.accepted}
+
+    def enabling(self) -> EnableTableFeature:
+        """The operation that sets the feature's property."""
+        return EnableTableFeature(self.property, self.value, self.irreversible, self.note)
 
 
 TYPE_WIDENING = TableFeature(

@@ -116,9 +116,7 @@ class _Context:
     def feature(self, feature: TableFeature | None) -> tuple[Operation, ...]:
         if feature is None or feature.enabled_in(self.properties):
             return ()
-        return (
-            EnableTableFeature(feature.property, feature.value, feature.irreversible, feature.note),
-        )
+        return (feature.enabling(),)
 
     def rewrite(self, reason: str, gate: str | None = None) -> _Treatment:
         """A row-keeping rewrite: free where atomic, else it needs `allow_full_refresh`."""

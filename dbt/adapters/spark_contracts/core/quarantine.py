@@ -1,6 +1,7 @@
-"""The quarantine table follows the model: before a discarded row is written, the table gets
-the columns and nested fields it lacks and the widenings its format does in metadata; a column
-whose new type it could not store stops the run before anything changes. Pure: no execution."""
+"""The quarantine table follows the model: when an insert of discarded rows is refused, the
+table gets the columns and nested fields it lacks and the widenings its format does in
+metadata; a column whose new type it could not store is a conflict (the run is taken back).
+Pure: no execution."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .diff import (
     TypeWidened,
     diff_schemas,
 )
-from .operations import AddColumns, AlterColumnType, EnableTableFeature, NewColumn, Operation
+from .operations import AddColumns, AlterColumnType, NewColumn, Operation
 from .render import render_operation
 from .types import Primitive, SparkType, Struct, type_kind
 
@@ -68,11 +69,7 @@ def plan_quarantine(quarantine: Struct, rows: Struct, table_format: str) -> Quar
             nested = len(change.path) > 1
             if caps.can_widen(change.deployed, change.compiled, nested):
                 if (feature := caps.widening_feature) is not None:  # set again if set: harmless
-                    operations.append(
-                        EnableTableFeature(
-                            feature.property, feature.value, feature.irreversible, feature.note
-                        )
-                    )
+                    operations.append(feature.enabling())
                 operations.append(AlterColumnType(change.path, change.compiled, change.deployed))
         elif isinstance(change, (TypeChanged, TypeNarrowed)):
             if not _storable(change.compiled, change.deployed):
