@@ -3,9 +3,10 @@
 The adapter's calls are recorded where they leave the process, nothing is replaced: over thrift
 every SQL statement the connection executes, over connect every ExecutePlan / AnalyzePlan /
 Config RPC of the Spark Connect client, for the embedded session every `SparkSession.sql` /
-`SparkSession.table` call. A call made while the adapter reads a schema (the connection's
-`schema_json` / `relation_schema`) counts as schema analysis; the others by their statement:
-`show tblproperties` (properties), SET / RESET / Config (conf), everything else (other).
+`SparkSession.table` call and every table loaded from its catalog in the JVM (`load_table`). A call
+made while the adapter reads a schema (the connection's `schema_json` / `relation_schema` /
+`table_with_properties`) counts as schema analysis; the others by their statement: `show
+tblproperties` (properties), SET / RESET / Config (conf), everything else (other).
 
 The asserted figures are the schema analysis of one model's run: a read added back fails here.
 """
@@ -45,8 +46,11 @@ MODELS = {
 #            temporary view described AS JSON (2: Spark refuses DESCRIBE ... AS JSON for v2
 #            tables, Delta's and Iceberg's) = 3
 #   connect: one AnalyzePlan each for the view and the table (`spark.table(name).schema`) = 2
-#   session: one `spark.table(name)` each = 2
+#   session: `spark.table(name)` for the view, one catalog lookup (schema and properties) for
+#            the table = 2
 EXPECTED_SCHEMA_ANALYSIS = {"thrift": 3, "connect": 2, "session": 2}
+# SHOW TBLPROPERTIES statements (requests over connect: the command and its rows) of the run
+EXPECTED_PROPERTIES = {"thrift": 1, "connect": 2, "session": 0}
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ class Recorder:
         return str(connection.name) if connection is not None else ""
 
     def _record(self, kind: str, text: str) -> None:
-        if getattr(self._state, "reading", 0):
+        if getattr(self._state, "reading", 0) and kind != "properties":
             kind = "schema"
         with self._lock:
             self.sent.append(Sent(self._node(), kind, _statement(text)[:160]))
@@ -133,7 +137,7 @@ class Recorder:
             spark_connections.ContractsPyhiveConnectionWrapper,
             spark_cursor.SparkSessionConnectionWrapper,
         ):
-            for name in ("schema_json", "relation_schema"):
+            for name in ("schema_json", "relation_schema", "table_with_properties"):
                 if hasattr(wrapper, name):
                     self._patch.setattr(wrapper, name, self._reading(getattr(wrapper, name)))
         if self.profile == "thrift":
@@ -157,6 +161,7 @@ class Recorder:
 
             self._spy(SparkSession, "sql", lambda _self, sql, *a, **k: (_kind_of_sql(sql), sql))
             self._spy(SparkSession, "table", lambda _self, name: ("other", f"table {name}"))
+            self._spy(spark_cursor, "load_table", lambda _s, name: ("other", f"load {name}"))
 
     def of(self, unique_id: str) -> List[Sent]:
         return [s for s in self.sent if s.node == unique_id]
@@ -194,7 +199,7 @@ class TestSchemaReadsPerIncrementalRun:
         schema = [s for s in sent if s.kind == "schema"]
         assert len(schema) == EXPECTED_SCHEMA_ANALYSIS[profile], report
         properties = [s for s in sent if s.kind == "properties"]
-        assert len(properties) <= (2 if profile == "connect" else 1), report
+        assert len(properties) == EXPECTED_PROPERTIES[profile], report
 
 
 DDL = "(a int not null, s struct<b: string not null, c: array<int>>, m map<string, int>)"
@@ -261,3 +266,33 @@ class TestRelationSchemaIsTyped:
         assert fields["s"]["type"]["fields"][0]["nullable"] is False
         assert fields["s"]["type"]["fields"][1]["type"]["containsNull"] is True
         assert fields["m"]["type"]["valueContainsNull"] is False
+
+
+class TestDeployedTableRead:
+    """A deployed table's schema and properties in one read (one catalog lookup on the embedded
+    session): the same schema as the schema read and the same properties as SHOW TBLPROPERTIES,
+    for every format, under every profile, whatever the name's catalog."""
+
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
+    def test_schema_and_properties(self, project: Any, fmt: str) -> None:
+        from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark, from_json
+
+        catalog = "iceberg." if fmt == "iceberg" else ""
+        relation = f"{catalog}{project.test_schema}.deployed_{fmt}"
+        if fmt == "iceberg":
+            project.run_sql(f"create namespace if not exists iceberg.{project.test_schema}")
+        note = "[a, b=c], d"  # a value with the separators a listing could split on
+        project.run_sql(
+            f"create table {relation} {DDL} using {fmt} tblproperties ('x.note'='{note}')"
+        )
+        listed = dict(project.run_sql(f"show tblproperties {relation}", fetch="all"))
+        with get_connection(project.adapter):
+            schema, properties = _ConnectionSpark(project.adapter).deployed(
+                relation, fmt == "parquet"
+            )
+            expected = from_json(project.adapter.relation_schema_json(relation, fmt == "parquet"))
+        assert schema == expected
+        if fmt != "parquet":  # a file-source table keeps no NOT NULL
+            assert schema == from_json({"type": "struct", "fields": EXPECTED_FIELDS})
+        assert properties == {str(k): str(v) for k, v in listed.items()}
+        assert properties["x.note"] == note

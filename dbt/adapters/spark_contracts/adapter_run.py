@@ -251,9 +251,7 @@ class RunPathMethods(metaclass=AdapterMeta):
 
     def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
         describable = self.table_format_of(relation) not in ("delta", "iceberg")
-        deployed = spark.relation_schema(str(relation), describable)
-        rows = self._fetch_rows(f"show tblproperties {relation}")
-        return deployed, {str(k): str(v) for k, v in rows}
+        return spark.deployed(str(relation), describable)
 
     def _spark(self) -> _ConnectionSpark:
         return _ConnectionSpark(self)

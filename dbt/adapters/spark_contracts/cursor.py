@@ -116,6 +116,65 @@ class SparkSessionCursor(Cursor):
         with spark_errors_as_dbt_errors():
             return json.loads(self.session.table(relation).schema.json())
 
+    def table_with_properties(self, table: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
+        """A table's schema and its properties as SHOW TBLPROPERTIES lists them. The embedded
+        session asks the table's catalog once (`TableCatalog.loadTable`, what every statement
+        on the table does first); over Spark Connect, which has no catalog handle, the schema
+        and SHOW TBLPROPERTIES are two requests."""
+        session = self.session
+        with spark_errors_as_dbt_errors():
+            if not hasattr(session, "_jsparkSession"):  # Spark Connect
+                schema = json.loads(session.table(table).schema.json())
+                rows = session.sql(f"show tblproperties {table}").collect()
+                return schema, {str(r[0]): str(r[1]) for r in rows}
+            return load_table(session, table)
+
+
+def load_table(session: Any, table: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
+    """(schema JSON, properties) of `table` from its catalog in the embedded session's JVM.
+
+    The name resolves as Spark resolves a multi-part table name: a first part that names a
+    configured catalog (`spark.sql.catalog.<name>`, or the session catalog) picks it, otherwise
+    the current catalog; a one-part name is in the current namespace. The session is made the
+    thread's active one meanwhile (a catalog reads its settings from the active session). The
+    properties leave out the reserved ones (provider, location, owner, ...) as SHOW TBLPROPERTIES
+    does."""
+    jvm, jsession = session._jvm, session._jsparkSession
+    sessions = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
+    previous = sessions.getActiveSession()
+    sessions.setActiveSession(jsession)
+    try:
+        state = jsession.sessionState()
+        parts = state.sqlParser().parseMultipartIdentifier(table).mkString(_SEP).split(_SEP)
+        manager = state.catalogManager()
+        if len(parts) == 1:
+            catalog, namespace = manager.currentCatalog(), list(manager.currentNamespace())
+        elif parts[0].lower() == "spark_catalog" or session.conf.get(
+            f"spark.sql.catalog.{parts[0]}", None
+        ):
+            catalog, namespace = manager.catalog(parts[0]), parts[1:-1]
+        else:
+            catalog, namespace = manager.currentCatalog(), parts[:-1]
+        names = session.sparkContext._gateway.new_array(jvm.java.lang.String, len(namespace))
+        for i, part in enumerate(namespace):
+            names[i] = part
+        connector = jvm.org.apache.spark.sql.connector.catalog
+        loaded = catalog.loadTable(connector.Identifier.of(names, parts[-1]))
+        mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+        properties = json.loads(mapper.writeValueAsString(loaded.properties()))
+        reserved = connector.CatalogV2Util.TABLE_RESERVED_PROPERTIES().mkString(_SEP)
+        schema = json.loads(loaded.schema().json())
+    finally:
+        if previous.isDefined():
+            sessions.setActiveSession(previous.get())
+        else:
+            sessions.clearActiveSession()
+    kept = {str(k): str(v) for k, v in properties.items() if k not in reserved.split(_SEP)}
+    return schema, kept
+
+
+_SEP = "\u0000"  # joins a Scala sequence of names into one py4j string (names hold no NUL)
+
 
 class SparkSessionHandle(Connection):
     def __init__(
@@ -148,6 +207,10 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
         """The schema of a table or view (`describable` matters over thrift only)."""
         cursor = self._cursor or self.handle.cursor()
         return cursor.relation_schema(relation)
+
+    def table_with_properties(self, table: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
+        """A deployed table's schema and properties, in one catalog lookup where it can."""
+        return self.handle.cursor().table_with_properties(table)
 
     def set_conf(self, key: str, value: Optional[str]) -> None:
         """Set (None: unset) a SQL conf in this connection's own session."""

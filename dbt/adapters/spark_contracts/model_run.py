@@ -183,8 +183,11 @@ class ModelRun:
 
     @property
     def source(self) -> str:
-        """The relation the load reads: contract view, stage or the model's view."""
+        """The relation the load reads: the contract's view (none where the contract's SELECT
+        passes its source through unchanged), the stage or the model's view."""
         if self.load_sql is not None:
+            if self.load_sql.passes_through:
+                return self.load_sql.source
             return suffixed(self.view, "__contract")
         return self.stage or self.view
 

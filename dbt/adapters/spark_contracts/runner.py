@@ -114,7 +114,8 @@ class Runner(Restorer):
                     self.raise_value_violation(run, rows)
             if load.discard_count_sql and run.observed is None:
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
-            self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
+            if not load.passes_through:
+                self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if run.quarantine_in_load and load is not None:  # before the intent names it
             self._ready_quarantine(run, load.quarantine_from(base) or "")
         if (run.write.multi_step and run.statements) or run.quarantine_in_load:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
+from dbt.adapters.events.logging import AdapterLogger
+
 from dbt.adapters.spark_contracts.core import Struct, from_spark_json
+
+logger = AdapterLogger("SparkContracts")
 
 Observed = Callable[[], Optional[Dict[str, Any]]]  # the observed metrics; None if never seen
 
@@ -22,6 +26,10 @@ class Spark(Protocol):
     def relation_schema(self, relation: str, describable: bool) -> Struct:
         """A table's or view's schema; `describable`: a temporary view or v1 table (over
         thrift one `DESCRIBE ... AS JSON`; a Delta or Iceberg table needs a view first)."""
+        ...
+
+    def deployed(self, table: str, describable: bool) -> Tuple[Struct, Dict[str, str]]:
+        """A table's schema and its properties (as SHOW TBLPROPERTIES lists them)."""
         ...
 
     def set_conf(self, key: str, value: Optional[str]) -> None: ...
@@ -68,6 +76,19 @@ class _ConnectionSpark:
 
     def relation_schema(self, relation: str, describable: bool) -> Any:
         return from_json(self._adapter.relation_schema_json(relation, describable))
+
+    def deployed(self, table: str, describable: bool) -> Tuple[Struct, Dict[str, str]]:
+        """One catalog lookup on the embedded session; the schema read and SHOW TBLPROPERTIES
+        elsewhere."""
+        handle = self._handle()
+        if hasattr(handle, "table_with_properties"):
+            logger.debug(f"Reading the schema and properties of {table} from its catalog")
+            with self._adapter.connections.exception_handler(f"-- load table {table}"):
+                schema, properties = handle.table_with_properties(table)
+            return from_json(schema), properties
+        rows = self.fetch(f"show tblproperties {table}")
+        listed = {str(k): str(v) for k, v in (tuple(row.values()) for row in rows)}
+        return self.relation_schema(table, describable), listed
 
     def _handle(self) -> Any:
         return self._adapter.connections.get_thread_connection().handle

@@ -110,6 +110,8 @@ class LoadSql:
     run_id: str = ""
     # (alias, expression): a coercion computed once per row, below every reader of its value
     coerced: tuple[tuple[str, str], ...] = ()
+    # the SELECT is `source` as it is: every column, unchanged, in order, no row left out
+    passes_through: bool = False
 
     def coerced_view(self, view: str) -> str:
         """The relation the model's output is read from: `view`, or the view over it that adds
@@ -325,6 +327,7 @@ def render_load_select(
         *_quarantine(load, decision, compiled),
         run_id,
         tuple(load.coerced),
+        not load.row_filters and load.items == [quote_identifier(f.name) for f in compiled.fields],
     )
 
 
