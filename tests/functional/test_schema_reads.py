@@ -49,8 +49,9 @@ MODELS = {
 #   session: `spark.table(name)` for the view, one catalog lookup (schema and properties) for
 #            the table = 2
 EXPECTED_SCHEMA_ANALYSIS = {"thrift": 3, "connect": 2, "session": 2}
-# SHOW TBLPROPERTIES statements (requests over connect: the command and its rows) of the run
-EXPECTED_PROPERTIES = {"thrift": 1, "connect": 2, "session": 0}
+# SHOW TBLPROPERTIES statements of the run: the embedded session reads the properties with the
+# schema, in the table's catalog
+EXPECTED_PROPERTIES = {"thrift": 1, "connect": 1, "session": 0}
 
 
 @dataclass(frozen=True)

@@ -151,27 +151,6 @@ def test_new_table_rule_columns_and_data_type_evolve_on_create():
     assert sql.passes_through  # the load reads `src` itself: no view of it is made
 
 
-@pytest.mark.parametrize(
-    "value, deployed, compiled, through",
-    [
-        ("evolve", "a int, b string", "a int, b string", True),
-        ("evolve", "a int, b string", "b string, a int", True),  # columns load by name
-        ("freeze", "s struct<a:int>", "s struct<A:int>", False),  # renames a field
-        ("discard_row", "n bigint", "n string", False),  # casts and filters
-        ("discard_value", "id int", "id int, c string", False),  # leaves a column out
-        ("evolve", "n int", "n bigint", True),  # the table widens, the value is as it is
-        ("freeze", "n bigint", "n int", False),  # cast up to the table's type
-    ],
-)
-def test_the_load_passes_its_source_through_only_when_it_changes_nothing(
-    value, deployed, compiled, through
-):
-    sql = load(value, deployed, compiled)
-    assert sql.passes_through == through, sql.select
-    names = ", ".join(quote_identifier(n) for n in S(compiled).names)
-    assert (sql.select == f"SELECT {names} FROM src") == through
-
-
 def test_new_table_rule_binds_from_the_next_run():
     assert run("freeze", "a int", "a int, b int").table_action == FAIL
 

@@ -116,17 +116,15 @@ class SparkSessionCursor(Cursor):
         with spark_errors_as_dbt_errors():
             return json.loads(self.session.table(relation).schema.json())
 
-    def table_with_properties(self, table: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
-        """A table's schema and its properties as SHOW TBLPROPERTIES lists them. The embedded
-        session asks the table's catalog once (`TableCatalog.loadTable`, what every statement
-        on the table does first); over Spark Connect, which has no catalog handle, the schema
-        and SHOW TBLPROPERTIES are two requests."""
+    def table_with_properties(self, table: str) -> Optional[Tuple[Dict[str, Any], Dict[str, str]]]:
+        """A table's schema and its properties as SHOW TBLPROPERTIES lists them, from one lookup
+        in the table's catalog (`TableCatalog.loadTable`, what every statement on the table does
+        first) on the embedded session; None over Spark Connect, which has no catalog handle
+        (the caller reads the schema and SHOW TBLPROPERTIES)."""
         session = self.session
+        if not hasattr(session, "_jsparkSession"):
+            return None
         with spark_errors_as_dbt_errors():
-            if not hasattr(session, "_jsparkSession"):  # Spark Connect
-                schema = json.loads(session.table(table).schema.json())
-                rows = session.sql(f"show tblproperties {table}").collect()
-                return schema, {str(r[0]): str(r[1]) for r in rows}
             return load_table(session, table)
 
 
@@ -208,8 +206,8 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
         cursor = self._cursor or self.handle.cursor()
         return cursor.relation_schema(relation)
 
-    def table_with_properties(self, table: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
-        """A deployed table's schema and properties, in one catalog lookup where it can."""
+    def table_with_properties(self, table: str) -> Optional[Tuple[Dict[str, Any], Dict[str, str]]]:
+        """A deployed table's schema and properties in one catalog lookup (None: not here)."""
         return self.handle.cursor().table_with_properties(table)
 
     def set_conf(self, key: str, value: Optional[str]) -> None:

@@ -79,13 +79,14 @@ class _ConnectionSpark:
 
     def deployed(self, table: str, describable: bool) -> Tuple[Struct, Dict[str, str]]:
         """One catalog lookup on the embedded session; the schema read and SHOW TBLPROPERTIES
-        elsewhere."""
+        over thrift and Spark Connect."""
         handle = self._handle()
         if hasattr(handle, "table_with_properties"):
-            logger.debug(f"Reading the schema and properties of {table} from its catalog")
             with self._adapter.connections.exception_handler(f"-- load table {table}"):
-                schema, properties = handle.table_with_properties(table)
-            return from_json(schema), properties
+                loaded = handle.table_with_properties(table)
+            if loaded is not None:
+                logger.debug(f"Read the schema and properties of {table} from its catalog")
+                return from_json(loaded[0]), loaded[1]
         rows = self.fetch(f"show tblproperties {table}")
         listed = {str(k): str(v) for k, v in (tuple(row.values()) for row in rows)}
         return self.relation_schema(table, describable), listed

@@ -191,10 +191,11 @@ class Project:
         return schema, INTENT in meta.get("properties", {})
 
     def rows(self, tables: list[str]) -> dict:
-        """Every row of each table (all of one schema), read through the same connection method
-        by one `dbt show`."""
+        """Every row of each table (of any schema: a row travels as its JSON), read through the
+        same connection method by one `dbt show`."""
         union = " union all ".join(
-            f"select '{t}' as _table, * from {self.relation(t)}" for t in tables
+            f"select '{t}' as _table, id, to_json(struct(*)) as _row from {self.relation(t)}"
+            for t in tables
         )
         shown = subprocess.run(
             [DBT, "show", "--profiles-dir", str(self.root), "--quiet", "--output", "json"]
@@ -207,7 +208,7 @@ class Project:
         assert shown.returncode == 0, shown.stdout + shown.stderr
         out: dict = {t: [] for t in tables}
         for row in json.loads(shown.stdout)["show"]:
-            out[row.pop("_table")].append(row)
+            out[row["_table"]].append(json.loads(row["_row"]))
         return out
 
     def results(self) -> dict:
@@ -269,13 +270,16 @@ def test_kill_9_at_every_commit_is_repaired(tmp_path, kill_target, fmt):
     assert 99 in [row["id"] for row in project.rows(["foreign"])["foreign"]]
 
 
-# The backfill is slow (a nested loop per row, not foldable): the UPDATE is still running on the
-# server when its client is killed right after the commit before it.
+# The backfill is slow in the run that is killed (a nested loop per row, not foldable, of
+# `--vars {loop: N}` steps): the UPDATE is still running when its client is killed right after
+# the commit before it. Its value is id * 10 whatever the loop; the other runs loop once.
 SLOW_BACKFILL = MODELS["delta"].replace(
     "'id * 10'",
-    "'id * 10 + aggregate(sequence(1, 3000 + cast(id * 0 as int)), 0L, (a, x) -> "
-    "a + aggregate(sequence(1, 3000 + cast(id * 0 as int)), 0L, (b, y) -> b))'",
+    "'id * 10 + aggregate(sequence(1, ' ~ var('loop', 1) ~ ' + cast(id * 0 as int)), 0L, "
+    "(a, x) -> a + aggregate(sequence(1, ' ~ var('loop', 1) ~ ' + cast(id * 0 as int)), 0L, "
+    "(b, y) -> b))'",
 )
+SLOW = "{v: 2, loop: 3000}"
 BEFORE_UPDATE = 4  # intent, column defaults feature, ADD COLUMNS, SET DEFAULT; then the UPDATE
 
 
@@ -293,7 +297,7 @@ def test_repair_while_the_dead_runs_statement_still_runs(tmp_path, kill_target):
     after = project.state("control")
     assert after[1] is False
     project.dbt(
-        *("--select", "dead", "--vars", "{v: 2}"),
+        *("--select", "dead", "--vars", SLOW),
         kill_at=BEFORE_UPDATE,
         kill_delay=1.0,
         table="dead",
@@ -323,8 +327,18 @@ SLOW_BACKFILL_MODELS = {
 }
 
 
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_kill_during_the_backfill_update_is_repaired(tmp_path, kill_target, fmt):
+# One class per format: pytest-xdist's loadscope gives each class to a worker of its own.
+class TestKillDuringTheBackfillUpdateDelta:
+    def test_kill_during_the_backfill_update_is_repaired(self, tmp_path, kill_target):
+        kill_during_the_backfill_update(tmp_path, kill_target, "delta")
+
+
+class TestKillDuringTheBackfillUpdateIceberg:
+    def test_kill_during_the_backfill_update_is_repaired(self, tmp_path, kill_target):
+        kill_during_the_backfill_update(tmp_path, kill_target, "iceberg")
+
+
+def kill_during_the_backfill_update(tmp_path, kill_target, fmt: str) -> None:
     """SIGKILL while the backfill's UPDATE runs (the new columns are on the table, the backfill
     is not): the intent covers every step of the plan, so the table carries it, and the next run
     puts the table back and runs the whole plan again: it ends like a run never killed."""
@@ -334,7 +348,7 @@ def test_kill_during_the_backfill_update_is_repaired(tmp_path, kill_target, fmt)
         tmp_path / "project", fmt, target, warehouse, SLOW_BACKFILL_MODELS[fmt], names
     )
     assert project.dbt() == 0
-    argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", "dead", "--vars", "{v: 2}"]
+    argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", "dead", "--vars", SLOW]
     process = subprocess.Popen(
         argv, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
