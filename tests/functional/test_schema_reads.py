@@ -297,3 +297,9 @@ class TestDeployedTableRead:
             assert schema == from_json({"type": "struct", "fields": EXPECTED_FIELDS})
         assert properties == {str(k): str(v) for k, v in listed.items()}
         assert properties["x.note"] == note
+        if fmt != "iceberg":  # the session catalog named: the same table
+            with get_connection(project.adapter):
+                named = _ConnectionSpark(project.adapter).deployed(
+                    f"spark_catalog.{relation}", fmt == "parquet"
+                )
+            assert named == (schema, properties)
