@@ -9,7 +9,7 @@ each statement in turn, as a process killed by SIGKILL would. Then:
   exactly like a run never killed, every discarded row quarantined once.
 
 CI's real SIGKILL between the load and the quarantine insert:
-tests/functional/evolution/test_kill_quarantine.py (one class per format).
+tests/functional/evolution/test_kill.py::TestKillMidRun{Delta,Iceberg}.
 """
 
 from __future__ import annotations

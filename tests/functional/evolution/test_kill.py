@@ -327,26 +327,54 @@ SLOW_BACKFILL_MODELS = {
 }
 
 
+# discard_row with quarantine: on the embedded session the load collects the discarded rows and
+# the quarantine insert follows it under the run's intent (commits: the intent, the load, ...).
+# Thrift and Connect stage the rows and quarantine them before the load: no window there.
+QUARANTINE_MODEL = """
+{{{{ config(materialized='incremental', file_format='{fmt}', incremental_strategy='append',
+          schema_contract={{'data_type': 'discard_row', 'quarantine': true}}) }}}}
+{{% if var('v', 1) == 1 %}}
+select id, cast(id as bigint) as n from range(3)
+{{% else %}}
+select id, if(id % 2 = 0, concat('bad-', cast(id as string)), cast(id as string)) as n
+from range(3, 9)
+{{% endif %}}
+"""
+AFTER_LOAD = 2  # the intent, then the load: the quarantine insert has not run yet
+
+
 # One class per format: pytest-xdist's loadscope gives each class to a worker of its own.
-class TestKillDuringTheBackfillUpdateDelta:
-    def test_kill_during_the_backfill_update_is_repaired(self, tmp_path, kill_target):
-        kill_during_the_backfill_update(tmp_path, kill_target, "delta")
+class TestKillMidRunDelta:
+    def test_kills_mid_run_are_repaired(self, tmp_path, kill_target):
+        kills_mid_run(tmp_path, kill_target, "delta")
 
 
-class TestKillDuringTheBackfillUpdateIceberg:
-    def test_kill_during_the_backfill_update_is_repaired(self, tmp_path, kill_target):
-        kill_during_the_backfill_update(tmp_path, kill_target, "iceberg")
+class TestKillMidRunIceberg:
+    def test_kills_mid_run_are_repaired(self, tmp_path, kill_target):
+        kills_mid_run(tmp_path, kill_target, "iceberg")
 
 
-def kill_during_the_backfill_update(tmp_path, kill_target, fmt: str) -> None:
-    """SIGKILL while the backfill's UPDATE runs (the new columns are on the table, the backfill
-    is not): the intent covers every step of the plan, so the table carries it, and the next run
-    puts the table back and runs the whole plan again: it ends like a run never killed."""
+def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
+    """Two real SIGKILLs in one project (one set of dbt processes: each starts its own JVM).
+
+    `dead`: killed while the backfill's UPDATE runs (the new columns are on the table, the
+    backfill is not). The intent covers every step of the plan, so the table carries it, and the
+    next run puts the table back and runs the whole plan again.
+
+    `q_dead` (the embedded session): killed right after its load commits, before its discarded
+    rows reach the quarantine. The rows lived only in the dead process, so the intent makes the
+    next run take the load back and run again.
+
+    Both end, table and quarantine, like their controls that were never killed."""
     target, warehouse = kill_target
+    quarantines = target.get("method") in (None, "session")
     names = ["control", "dead"]
     project = Project(
         tmp_path / "project", fmt, target, warehouse, SLOW_BACKFILL_MODELS[fmt], names
     )
+    if quarantines:
+        for name in ("q_control", "q_dead"):
+            (project.root / "models" / f"{name}.sql").write_text(QUARANTINE_MODEL.format(fmt=fmt))
     assert project.dbt() == 0
     argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", "dead", "--vars", SLOW]
     process = subprocess.Popen(
@@ -362,16 +390,35 @@ def kill_during_the_backfill_update(tmp_path, kill_target, fmt: str) -> None:
         time.sleep(0.05)
     process.wait(timeout=600)
     assert process.returncode == -signal.SIGKILL, "the run ended before the kill"
-    if target.get("method") not in (None, "session"):  # a server may finish the dead statement
+    if not quarantines:  # a server may finish the dead statement
         project.settle("dead")
     schema, intent = project.state("dead")
     assert intent, "the kill during the UPDATE left no intent on the table"
-    # the next run: the control's first v2 run, and the dead run's table repaired and loaded
+    if quarantines:  # the embedded Spark dies with its dbt: nothing goes on to settle
+        project.dbt(
+            *("--select", "q_dead", "--vars", "{v: 2}"),
+            kill_at=AFTER_LOAD,
+            table="q_dead",
+            settle=False,
+        )
+        assert project.state("q_dead")[1], "the kill after the load left no intent on the table"
+
+    # the next run: the controls' first v2 runs, and the dead runs' tables repaired and loaded
     assert project.dbt("--vars", "{v: 2}") == 0
-    assert project.results()["dead"]["adapter_response"].get("repairs")
-    assert not project.results()["control"]["adapter_response"].get("repairs")
+    results = {name: r["adapter_response"] for name, r in project.results().items()}
+    assert results["dead"].get("repairs") and not results["control"].get("repairs"), results
     after = project.state("control")
     assert after[1] is False
     assert project.state("dead") == after
-    rows = project.rows(["control", "dead"])
+    tables = ["control", "dead"]
+    if quarantines:
+        assert results["q_dead"].get("repairs") and results["q_dead"]["rows_discarded"] == 3
+        assert project.state("q_dead") == project.state("q_control")
+        tables += ["q_control", "q_dead", "q_control__quarantine", "q_dead__quarantine"]
+    rows = project.rows(tables)  # one `dbt show`
     assert rows["dead"] == rows["control"], rows
+    if quarantines:
+        assert rows["q_dead"] == rows["q_control"], rows
+        assert [r["id"] for r in rows["q_dead"]] == [0, 1, 2, 3, 5, 7]
+        quarantined = {t: [r["id"] for r in rows[t]] for t in tables[-2:]}
+        assert quarantined == {"q_control__quarantine": [4, 6, 8], "q_dead__quarantine": [4, 6, 8]}
