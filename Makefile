@@ -54,7 +54,8 @@ suites-servers: install jars
 
 # CI's functional share in one pytest run (each xdist worker one JVM, the work balanced across
 # them): the functional tests, dbt's official suites (their table printed from the same XML), and
-# one real SIGKILL per format (test_kill.py's kill during the backfill's UPDATE); the kill at
+# the real SIGKILLs of test_kill.py::TestKillMidRun* (per format: during the backfill's UPDATE,
+# and between a load and its quarantine insert); the kill at
 # every commit is `make faults`, the statement-by-statement matrix is a unit test
 # (tests/unit/test_fault_matrix.py).
 KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired \

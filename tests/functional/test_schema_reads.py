@@ -303,3 +303,36 @@ class TestDeployedTableRead:
                     f"spark_catalog.{relation}", fmt == "parquet"
                 )
             assert named == (schema, properties)
+
+    def test_an_intent_naming_a_url_survives_show_tblproperties(self, project: Any) -> None:
+        """SHOW TBLPROPERTIES redacts a value that matches Spark's redaction patterns (`url`,
+        `token`, ...): the intent of a model or column so named is stored hex-encoded and reads
+        back whole by either read."""
+        from dbt.adapters.spark_contracts.core.intent import (
+            INTENT_PROPERTY,
+            Intent,
+            commit_tag,
+            find_intent,
+        )
+        from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
+
+        relation = f"{project.test_schema}.page_urls"
+        project.run_sql(f"create table {relation} (id int) using delta")
+        unique_id = "model.test.page_urls"
+        intent = Intent(
+            "inv", unique_id, relation, "delta", None, commit_tag("inv", unique_id),
+            (("api_token",),), ("ALTER TABLE t ADD COLUMNS (api_token STRING)",),
+        )  # fmt: skip
+        # run_sql formats its text with str.format: the JSON's braces doubled
+        plain = intent.to_json().replace("'", "\\'").replace("{", "{{").replace("}", "}}")
+        project.run_sql(f"alter table {relation} set tblproperties ('x.plain' = '{plain}')")
+        project.run_sql(
+            f"alter table {relation} set tblproperties "
+            f"('{INTENT_PROPERTY}' = '{intent.to_property()}')"
+        )
+        listed = dict(project.run_sql(f"show tblproperties {relation}", fetch="all"))
+        assert listed["x.plain"] != intent.to_json()  # why it is encoded: redacted
+        assert find_intent(listed) == intent
+        with get_connection(project.adapter):
+            _, properties = _ConnectionSpark(project.adapter).deployed(relation, False)
+        assert find_intent(properties) == intent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from dbt.adapters.spark_contracts.core.diff import FieldsReordered, diff_schemas
 from dbt.adapters.spark_contracts.core.intent import (
     Commit,
     Intent,
+    IntentUnreadable,
     commit_tag,
     find_intent,
     foreign_commits,
@@ -143,6 +145,39 @@ def test_intent_round_trip_and_lookup():
     assert find_intent({"other": "x"}) is None
     older = json.loads(intent.to_json()) | {"writer": "local-123"}  # 0.x runs recorded it
     assert Intent.from_json(json.dumps(older)) == intent
+
+
+# Spark's default redaction patterns (spark.redaction.regex, spark.sql.redaction.options.regex):
+# SHOW TBLPROPERTIES hides a property whose key or value matches one
+SPARK_REDACTION = re.compile(r"(?i)secret|password|token|access[.]?key|url")
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.text(min_size=1, max_size=12).map(lambda s: f"model.p.{s}_url"),
+    st.lists(st.sampled_from(["api_token", "avatar_url", "secret", "passwords", "ok"]), max_size=3),
+)
+def test_intent_property_is_never_redacted_and_round_trips(unique_id, columns):
+    intent = Intent(
+        "inv",
+        unique_id,
+        f"s.{unique_id.rsplit('.', 1)[-1]}",
+        "delta",
+        None,
+        commit_tag("inv", unique_id),
+        tuple((c,) for c in columns),
+        tuple(f"ALTER TABLE t ADD COLUMNS ({c} STRING)" for c in columns),
+    )
+    assert SPARK_REDACTION.search(intent.to_json())  # the plain JSON would be redacted
+    value = intent.to_property()
+    assert SPARK_REDACTION.search(value) is None and "'" not in value and "\\" not in value
+    assert find_intent({"dbt_spark_contracts.intent": value}) == intent
+    assert find_intent({"dbt_spark_contracts.intent": intent.to_json()}) == intent  # older runs
+
+
+def test_a_redacted_intent_is_a_typed_error_naming_the_repair():
+    with pytest.raises(IntentUnreadable, match="UNSET TBLPROPERTIES"):
+        find_intent({"dbt_spark_contracts.intent": "*********(redacted)"})
 
 
 def test_foreign_commits_are_the_ones_not_tagged_by_the_run():

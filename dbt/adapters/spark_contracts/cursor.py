@@ -117,26 +117,32 @@ class SparkSessionCursor(Cursor):
             return json.loads(self.session.table(relation).schema.json())
 
     def table_with_properties(self, table: str) -> Optional[Tuple[Dict[str, Any], Dict[str, str]]]:
-        """A table's schema and its properties as SHOW TBLPROPERTIES lists them, from one lookup
+        """A table's schema and the properties SHOW TBLPROPERTIES lists (unredacted), from one lookup
         in the table's catalog (`TableCatalog.loadTable`, what every statement on the table does
         first) on the embedded session; None over Spark Connect, which has no catalog handle
         (the caller reads the schema and SHOW TBLPROPERTIES)."""
         session = self.session
-        if not hasattr(session, "_jsparkSession"):
+        if is_connect(session):
             return None
         with spark_errors_as_dbt_errors():
             return load_table(session, table)
+
+
+def is_connect(session: Any) -> bool:
+    """A Spark Connect session (no JVM in this process), not the embedded one."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
 
 
 def load_table(session: Any, table: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
     """(schema JSON, properties) of `table` from its catalog in the embedded session's JVM.
 
     The name resolves as Spark resolves a multi-part table name: a first part that names a
-    configured catalog (`spark.sql.catalog.<name>`, or the session catalog) picks it, otherwise
-    the current catalog; a one-part name is in the current namespace. The session is made the
-    thread's active one meanwhile (a catalog reads its settings from the active session). The
-    properties leave out the reserved ones (provider, location, owner, ...) as SHOW TBLPROPERTIES
-    does."""
+    registered catalog (or the session catalog) picks it, otherwise the current catalog; a
+    one-part name is in the current namespace. The session is made the thread's active one
+    meanwhile (a catalog reads its settings from the active session). The properties leave out
+    the reserved ones (provider, location, owner, ...) and a file-source table's `option.*`, as
+    SHOW TBLPROPERTIES does, but are not redacted (SHOW TBLPROPERTIES hides values matching
+    Spark's redaction patterns)."""
     jvm, jsession = session._jvm, session._jsparkSession
     sessions = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
     previous = sessions.getActiveSession()
@@ -147,9 +153,7 @@ def load_table(session: Any, table: str) -> Tuple[Dict[str, Any], Dict[str, str]
         manager = state.catalogManager()
         if len(parts) == 1:
             catalog, namespace = manager.currentCatalog(), list(manager.currentNamespace())
-        elif parts[0].lower() == "spark_catalog" or session.conf.get(
-            f"spark.sql.catalog.{parts[0]}", None
-        ):
+        elif parts[0].lower() == "spark_catalog" or manager.isCatalogRegistered(parts[0]):
             catalog, namespace = manager.catalog(parts[0]), parts[1:-1]
         else:
             catalog, namespace = manager.currentCatalog(), parts[:-1]
@@ -160,14 +164,16 @@ def load_table(session: Any, table: str) -> Tuple[Dict[str, Any], Dict[str, str]
         loaded = catalog.loadTable(connector.Identifier.of(names, parts[-1]))
         mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
         properties = json.loads(mapper.writeValueAsString(loaded.properties()))
-        reserved = connector.CatalogV2Util.TABLE_RESERVED_PROPERTIES().mkString(_SEP)
+        reserved = connector.CatalogV2Util.TABLE_RESERVED_PROPERTIES().mkString(_SEP).split(_SEP)
+        if loaded.getClass().getSimpleName() == "V1Table":  # its storage options, as `option.*`
+            reserved += [k for k in properties if k.startswith("option.")]
         schema = json.loads(loaded.schema().json())
     finally:
         if previous.isDefined():
             sessions.setActiveSession(previous.get())
         else:
             sessions.clearActiveSession()
-    kept = {str(k): str(v) for k, v in properties.items() if k not in reserved.split(_SEP)}
+    kept = {str(k): str(v) for k, v in properties.items() if k not in reserved}
     return schema, kept
 
 
@@ -227,7 +233,7 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
         embedded session stays, shared by the process."""
         super().close()
         session = self.handle.cursor().session
-        if type(session).__module__.startswith("pyspark.sql.connect"):
+        if is_connect(session):
             session.stop()
 
     def cancel(self) -> None:
@@ -239,7 +245,7 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
 
     def can_observe(self) -> bool:
         """A Connect client does not receive metrics observed in a statement it sends as SQL."""
-        return not type(self.handle.cursor().session).__module__.startswith("pyspark.sql.connect")
+        return not is_connect(self.handle.cursor().session)
 
     def observe(
         self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]

@@ -158,7 +158,7 @@ class Runner(Restorer):
         if run.table_format != "delta":
             out.restore_version = self.current_version(run.relation, run.table_format)
         intent = self.intent_of(run)
-        value = intent.to_json().replace("\\", "\\\\").replace("'", "\\'")
+        value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
             f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
         )

@@ -16,6 +16,23 @@ from typing import Any
 
 INTENT_PROPERTY = "dbt_spark_contracts.intent"
 TAG_PREFIX = "dbt-spark-contracts"
+# The intent's JSON is stored hex-encoded: SHOW TBLPROPERTIES redacts a property whose value
+# matches Spark's redaction patterns (`url`, `token`, `secret`, `password`, `access key`), which
+# a model's or a column's name in the intent can; hex digits never match them.
+HEX_PREFIX = "hex:"
+
+
+class IntentUnreadable(ValueError):
+    """A table carries an intent this version cannot read (e.g. redacted by an older run)."""
+
+    def __init__(self, value: str, reason: str) -> None:
+        self.value = value
+        super().__init__(
+            f"the table property {INTENT_PROPERTY} cannot be read ({reason}): {value[:80]!r}. "
+            "A run died half way through a change and left it. Check the table's history "
+            "(DESCRIBE HISTORY / the Iceberg snapshots), put the table back by hand if needed, "
+            f"then ALTER TABLE ... UNSET TBLPROPERTIES ('{INTENT_PROPERTY}')"
+        )
 
 
 def commit_tag(invocation_id: str, unique_id: str, run: str = "") -> str:
@@ -44,6 +61,20 @@ class Intent:
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
+    def to_property(self) -> str:
+        """The table property's value: the JSON hex-encoded (never redacted, never quoted)."""
+        return HEX_PREFIX + self.to_json().encode().hex()
+
+    @classmethod
+    def from_property(cls, value: str) -> Intent:
+        """An intent from its property: hex-encoded, or plain JSON as earlier runs wrote it."""
+        try:
+            if value.startswith(HEX_PREFIX):
+                return cls.from_json(bytes.fromhex(value[len(HEX_PREFIX) :]).decode())
+            return cls.from_json(value)
+        except (ValueError, TypeError, KeyError) as exc:  # JSONDecodeError is a ValueError
+            raise IntentUnreadable(value, type(exc).__name__) from exc
+
     @classmethod
     def from_json(cls, text: str) -> Intent:
         data = json.loads(text)
@@ -57,7 +88,7 @@ def find_intent(properties: Mapping[str, str]) -> Intent | None:
     """The intent recorded in a table's properties (keys compared case-insensitively)."""
     for key, value in properties.items():
         if key.lower() == INTENT_PROPERTY:
-            return Intent.from_json(value)
+            return Intent.from_property(value)
     return None
 
 

@@ -327,7 +327,8 @@ def render_load_select(
         *_quarantine(load, decision, compiled),
         run_id,
         tuple(load.coerced),
-        not load.row_filters and load.items == [quote_identifier(f.name) for f in compiled.fields],
+        not (load.row_filters or load.coerced)
+        and load.items == [quote_identifier(f.name) for f in compiled.fields],
     )
 
 
