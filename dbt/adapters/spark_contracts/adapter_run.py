@@ -287,7 +287,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         backup = self._sibling(relation, BACKUP_SUFFIX)
         if backup is None:
             return None
-        properties = {str(k): str(v) for k, v in self._fetch_rows(f"show tblproperties {backup}")}
+        properties = self._listed_properties(backup)
         intent = find_intent(properties)
         renames = [s for s in (intent.statements if intent else ()) if "RENAME TO" in s]
         if not any(BACKUP_SUFFIX in s for s in renames):

@@ -186,6 +186,10 @@ class SparkContractsAdapter(RunPathMethods, ContractMethods, CatalogMethods, Spa
         _, table = self.execute(sql, fetch=True)
         return [tuple(row.values()) for row in table.rows]
 
+    def _listed_properties(self, relation: Any) -> Dict[str, str]:
+        """A table's properties as SHOW TBLPROPERTIES lists them."""
+        return {str(k): str(v) for k, v in self._fetch_rows(f"show tblproperties {relation}")}
+
     @staticmethod
     def table_format_of(relation: BaseRelation) -> str:
         if getattr(relation, "is_delta", False):

@@ -87,8 +87,7 @@ class _ConnectionSpark:
             if loaded is not None:
                 logger.debug(f"Read the schema and properties of {table} from its catalog")
                 return from_json(loaded[0]), loaded[1]
-        rows = self.fetch(f"show tblproperties {table}")
-        listed = {str(k): str(v) for k, v in (tuple(row.values()) for row in rows)}
+        listed = self._adapter._listed_properties(table)
         return self.relation_schema(table, describable), listed
 
     def _handle(self) -> Any:
