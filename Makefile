@@ -36,7 +36,7 @@ unit: install
 	$(BIN)/pytest tests/unit -q -p no:cacheprovider
 
 functional: install jars
-	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=15 --ignore=tests/functional/evolution/test_kill.py --ignore=tests/functional/adapter $(PYTEST_ARGS)
+	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=15 --ignore=tests/functional/evolution/test_kill.py --ignore=tests/functional/adapter $(PYTEST_ARGS)
 
 # dbt's official dbt-tests-adapter suites (tests/functional/adapter) on the session method, Delta
 # by default; prints the per-suite table the README quotes.
@@ -62,7 +62,7 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 	--deselect tests/functional/evolution/test_kill.py::test_repair_while_the_dead_runs_statement_still_runs
 functional-ci: install jars
 	mkdir -p reports
-	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=20 $(KILL_EVERY_COMMIT) --junitxml=reports/functional-session.xml $(PYTEST_ARGS); \
+	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 $(KILL_EVERY_COMMIT) --junitxml=reports/functional-session.xml $(PYTEST_ARGS); \
 	  status=$$?; $(BIN)/python .ci/suite_table.py session=reports/functional-session.xml; exit $$status
 
 # Fault injection: real `dbt run` processes killed with SIGKILL at every commit (Delta, Iceberg).

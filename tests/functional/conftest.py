@@ -6,16 +6,29 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import pytest
 
+from dbt.adapters.spark_contracts import jars as jar_resolution
+from dbt.adapters.spark_contracts import session as embedded
 from dbt.adapters.spark_contracts.cluster import Cluster
 from tests.functional.servers import start_local_server
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 CLUSTER_ENV_VAR = "DBT_SPARK_CONTRACTS_CLUSTER"  # set by `make cluster-test` / `make cluster-ci`
+# The embedded session's JVM in the tests (each xdist worker's, and each `dbt` process a test
+# starts): C1-only JIT and the serial collector. Measured on 2 cores, the C2 compiler and G1's
+# threads took about 40% of a test JVM's CPU: every query's generated code is new code to
+# compile, and a test runs a few queries of each. Spark's semantics do not change; the benchmarks
+# keep the JVM defaults. $DBT_SPARK_CONTRACTS_TEST_JAVA_OPTIONS replaces them ("" for none).
+TEST_JAVA_OPTIONS = os.environ.get(
+    "DBT_SPARK_CONTRACTS_TEST_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+)
+# A session profile's server_side_parameters carrying them (the driver JVM's options before
+# Spark's own extraJavaOptions: the adapter's Derby home and log4j configuration still apply).
+JVM_PARAMETERS = {"spark.driver.defaultJavaOptions": TEST_JAVA_OPTIONS}
 
 
 def running_cluster() -> Optional[Cluster]:
@@ -42,7 +55,32 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "profile(name): run only under this --profile")
 
 
+# The scopes (a class, or a module of test functions) that took longest in CI, in seconds of
+# test time (2026-11-25, session profile), scheduled first: xdist hands a worker the next scope
+# as it finishes one, so a long scope started last becomes the run's tail. The Makefile passes
+# `--no-loadscope-reorder` to keep this order (xdist's own puts the scopes with most tests first).
+LONGEST_FIRST = (
+    "tests/functional/evolution/test_one_evaluation.py::TestOneEvaluationEveryShape",  # 274
+    "tests/functional/evolution/test_kill.py::TestKillMidRunDelta",  # 229
+    "tests/functional/evolution/test_evolution_matrix.py::TestEvolutionMatrix",  # 213
+    "tests/functional/test_connection_resilience.py",  # 207
+    "tests/functional/test_embedded_spark.py",  # 192
+    "tests/functional/adapter/test_basic.py::TestIncrementalUniqueKey",  # 167
+    "tests/functional/evolution/test_column_settings_timing.py",  # 153
+    "tests/functional/adapter/test_snapshots.py::TestSimpleSnapshot",  # 130
+    "tests/functional/adapter/test_on_schema_change.py",  # 102
+)
+
+
+def _longest_first(item: pytest.Item) -> int:
+    for rank, scope in enumerate(LONGEST_FIRST):
+        if item.nodeid == scope or item.nodeid.startswith(scope + "::"):
+            return rank
+    return len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_longest_first)  # stable: each module's tests stay in order, together
     profile = config.getoption("--profile")
     skip = pytest.mark.skip(
         reason=f"runs under another --profile than {profile} (make cluster-ci / cluster-test run thrift and connect)"
@@ -75,6 +113,7 @@ def dbt_profile_target(request: pytest.FixtureRequest, warehouse_dir: str) -> di
             "method": "session",
             "warehouse_dir": warehouse_dir,
             "threads": 4,
+            "server_side_parameters": dict(JVM_PARAMETERS),
         }
     cluster = _cluster_for(request.config)
     if cluster is not None:
@@ -101,3 +140,18 @@ def dbt_profile_target(request: pytest.FixtureRequest, warehouse_dir: str) -> di
         "host": f"sc://{host}:{port}",
         "threads": 4,
     }
+
+
+@pytest.fixture(scope="session")
+def worker_spark(request: pytest.FixtureRequest, dbt_profile_target: dict) -> Any:
+    """This test process's embedded Spark, the one the session profile's adapter uses (started
+    here if no test has yet): reads by path what a `dbt` subprocess wrote, where another `dbt`
+    process would start a JVM of its own."""
+    if request.config.getoption("--profile") != "session":
+        raise pytest.UsageError("worker_spark: the session profile's Spark only")
+    config = embedded.EmbeddedSparkConfig(
+        warehouse_dir=Path(dbt_profile_target["warehouse_dir"]).expanduser().resolve(),
+        jars_dir=jar_resolution.configured_jars_dir(None),
+        server_side_parameters=dbt_profile_target.get("server_side_parameters", {}),
+    )
+    return embedded.get_session(config)

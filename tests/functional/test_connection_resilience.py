@@ -36,6 +36,7 @@ import pytest
 import yaml
 
 from dbt.adapters.spark_contracts.servers import LocalServer, free_port, start
+from tests.functional.conftest import JVM_PARAMETERS
 
 pytestmark = pytest.mark.profile("thrift", "connect")
 
@@ -429,11 +430,12 @@ def test_ctrl_c_cancels_the_load_on_the_server(server: Server, tmp_path: Path) -
 
 
 @pytest.mark.profile("session")
-def test_ctrl_c_cancels_the_load_in_the_embedded_session(tmp_path: Path) -> None:
+def test_ctrl_c_cancels_the_load_in_the_embedded_session(tmp_path: Path, worker_spark: Any) -> None:
     """The session method, Spark inside the dbt process: on Ctrl-C dbt interrupts the
     connection's own session (`interruptAll`) and exits, which also ends its Spark; dbt stops
     within seconds, the Delta table gets no commit and the next run loads its rows once. The
-    load is watched through that Spark's UI."""
+    load is watched through that Spark's UI; the rows are read by path by the test process's
+    Spark."""
     spark = Server("session", 0, free_port(), None)
     warehouse = tmp_path / "warehouse"
     profile = {
@@ -442,7 +444,11 @@ def test_ctrl_c_cancels_the_load_in_the_embedded_session(tmp_path: Path) -> None
         "schema": SCHEMA,
         "threads": 1,
         "warehouse_dir": str(warehouse),
-        "server_side_parameters": {"spark.ui.enabled": "true", "spark.ui.port": str(spark.ui_port)},
+        "server_side_parameters": {
+            **JVM_PARAMETERS,
+            "spark.ui.enabled": "true",
+            "spark.ui.port": str(spark.ui_port),
+        },
     }
     project = Project(tmp_path / "p", {"slow_inc.sql": INCREMENTAL})
     first = project.run(profile, "run")
@@ -467,17 +473,8 @@ def test_ctrl_c_cancels_the_load_in_the_embedded_session(tmp_path: Path) -> None
     again = project.run(profile, "run", "--vars", _vars(rows=2))
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(sorted(log.glob("*.json"))) == len(before) + 1
-    shown = project.run(
-        profile,
-        "show",
-        "--quiet",
-        "--output",
-        "json",
-        "--inline",
-        "select id from {{ ref('slow_inc') }} order by id",
-    )
-    assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert [r["id"] for r in json.loads(shown.stdout)["show"]] == [0, 1, 2, 1000, 1001]
+    table = worker_spark.read.format("delta").load(str(log.parent))
+    assert [r.id for r in table.orderBy("id").collect()] == [0, 1, 2, 1000, 1001]
 
 
 @pytest.mark.profile("connect")

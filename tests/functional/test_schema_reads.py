@@ -201,6 +201,8 @@ class TestSchemaReadsPerIncrementalRun:
         assert len(schema) == EXPECTED_SCHEMA_ANALYSIS[profile], report
         properties = [s for s in sent if s.kind == "properties"]
         assert len(properties) == EXPECTED_PROPERTIES[profile], report
+        # no contract: its SELECT passes the model's output through, so no view of its own
+        assert not [s for s in sent if "__contract" in s.text], report
 
 
 DDL = "(a int not null, s struct<b: string not null, c: array<int>>, m map<string, int>)"
@@ -304,7 +306,10 @@ class TestDeployedTableRead:
                 )
             assert named == (schema, properties)
 
-    def test_an_intent_naming_a_url_survives_show_tblproperties(self, project: Any) -> None:
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_an_intent_naming_a_url_survives_show_tblproperties(
+        self, project: Any, fmt: str
+    ) -> None:
         """SHOW TBLPROPERTIES redacts a value that matches Spark's redaction patterns (`url`,
         `token`, ...): the intent of a model or column so named is stored hex-encoded and reads
         back whole by either read."""
@@ -316,11 +321,14 @@ class TestDeployedTableRead:
         )
         from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
 
-        relation = f"{project.test_schema}.page_urls"
-        project.run_sql(f"create table {relation} (id int) using delta")
+        catalog = "iceberg." if fmt == "iceberg" else ""
+        relation = f"{catalog}{project.test_schema}.page_urls"
+        if fmt == "iceberg":
+            project.run_sql(f"create namespace if not exists iceberg.{project.test_schema}")
+        project.run_sql(f"create table {relation} (id int) using {fmt}")
         unique_id = "model.test.page_urls"
         intent = Intent(
-            "inv", unique_id, relation, "delta", None, commit_tag("inv", unique_id),
+            "inv", unique_id, relation, fmt, None, commit_tag("inv", unique_id),
             (("api_token",),), ("ALTER TABLE t ADD COLUMNS (api_token STRING)",),
         )  # fmt: skip
         # run_sql formats its text with str.format: the JSON's braces doubled

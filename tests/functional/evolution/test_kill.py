@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from dbt.adapters.spark_contracts import run as runs
+from tests.functional.conftest import JVM_PARAMETERS
 
 DBT = str(Path(sys.executable).with_name("dbt"))
 INTENT = "dbt_spark_contracts.intent"
@@ -79,10 +80,17 @@ def kill_points(fmt: str) -> list[int]:
 
 class Project:
     def __init__(
-        self, root: Path, fmt: str, target: dict, warehouse: Path, body: str = "", names=()
+        self,
+        root: Path,
+        fmt: str,
+        kill_target: tuple,
+        body: str = "",
+        names=(),
     ):
-        """`target`: the profile's output (conftest's `dbt_profile_target`); `warehouse`: where
-        the tables' files are (the embedded session's or the local server's warehouse)."""
+        """`kill_target`: the profile's output (conftest's `dbt_profile_target`), where the
+        tables' files are (the embedded session's or the local server's warehouse), and the
+        Spark that reads them by path (the session method's) or None."""
+        target, warehouse, self.reader = kill_target
         self.root, self.fmt, self.warehouse = root, fmt, warehouse
         # a cluster's metastore and warehouse outlive the test session (and serve both methods'
         # passes and every xdist worker): a schema of this project's own
@@ -191,8 +199,23 @@ class Project:
         return schema, INTENT in meta.get("properties", {})
 
     def rows(self, tables: list[str]) -> dict:
-        """Every row of each table (of any schema: a row travels as its JSON), read through the
-        same connection method by one `dbt show`."""
+        """Every row of each table (of any schema: a row travels as its JSON): read by path
+        through this process's Spark for the session method (no JVM of a `dbt show`), else
+        through the same connection method by one `dbt show`."""
+        if self.reader is not None:
+            from pyspark.sql import functions as F
+
+            return {
+                t: [
+                    json.loads(r[0])
+                    for r in self.reader.read.format(self.fmt)
+                    .load(str(self.table_dir(t)))
+                    .select(F.to_json(F.struct("*")), "id")
+                    .orderBy("id")
+                    .collect()
+                ]
+                for t in tables
+            }
         union = " union all ".join(
             f"select '{t}' as _table, id, to_json(struct(*)) as _row from {self.relation(t)}"
             for t in tables
@@ -217,20 +240,25 @@ class Project:
 
 
 @pytest.fixture
-def kill_target(request, tmp_path) -> tuple[dict, Path]:
-    """The profile output and warehouse of the `--profile` under test; the session method gets
-    a warehouse of its own (each dbt process is then its own embedded Spark)."""
+def kill_target(request, tmp_path) -> tuple:
+    """The profile output, warehouse and reader (see Project) of the `--profile` under test; the
+    session method gets a warehouse of its own (each dbt process is then its own embedded
+    Spark), read by path by the test process's."""
     if request.config.getoption("--profile") == "session":
         warehouse = tmp_path / "warehouse"
-        return {"type": "spark_contracts", "warehouse_dir": str(warehouse)}, warehouse
+        target = {
+            "type": "spark_contracts",
+            "warehouse_dir": str(warehouse),
+            "server_side_parameters": dict(JVM_PARAMETERS),
+        }
+        return target, warehouse, request.getfixturevalue("worker_spark")
     target = request.getfixturevalue("dbt_profile_target")
-    return target, Path(request.getfixturevalue("warehouse_dir")).resolve()
+    return target, Path(request.getfixturevalue("warehouse_dir")).resolve(), None
 
 
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
 def test_kill_9_at_every_commit_is_repaired(tmp_path, kill_target, fmt):
-    target, warehouse = kill_target
-    project = Project(tmp_path / "project", fmt, target, warehouse)
+    project = Project(tmp_path / "project", fmt, kill_target)
     assert project.dbt() == 0  # v1 of every model
     before, _ = project.state("control")
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
@@ -289,9 +317,8 @@ def test_repair_while_the_dead_runs_statement_still_runs(tmp_path, kill_target):
     settling): the dead statement commits before the repair's RESTORE (undone with the dead
     run's changes) or after it (Delta's optimistic concurrency rejects it: the RESTORE changed
     the table's metadata), and the table ends like the control."""
-    target, warehouse = kill_target
     names = ["control", "dead"]
-    project = Project(tmp_path / "project", "delta", target, warehouse, SLOW_BACKFILL, names)
+    project = Project(tmp_path / "project", "delta", kill_target, SLOW_BACKFILL, names)
     assert project.dbt() == 0
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
     after = project.state("control")
@@ -366,12 +393,10 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
     next run take the load back and run again.
 
     Both end, table and quarantine, like their controls that were never killed."""
-    target, warehouse = kill_target
+    target = kill_target[0]
     quarantines = target.get("method") in (None, "session")
     names = ["control", "dead"]
-    project = Project(
-        tmp_path / "project", fmt, target, warehouse, SLOW_BACKFILL_MODELS[fmt], names
-    )
+    project = Project(tmp_path / "project", fmt, kill_target, SLOW_BACKFILL_MODELS[fmt], names)
     if quarantines:
         for name in ("q_control", "q_dead"):
             (project.root / "models" / f"{name}.sql").write_text(QUARANTINE_MODEL.format(fmt=fmt))
@@ -415,7 +440,7 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
         assert results["q_dead"].get("repairs") and results["q_dead"]["rows_discarded"] == 3
         assert project.state("q_dead") == project.state("q_control")
         tables += ["q_control", "q_dead", "q_control__quarantine", "q_dead__quarantine"]
-    rows = project.rows(tables)  # one `dbt show`
+    rows = project.rows(tables)
     assert rows["dead"] == rows["control"], rows
     if quarantines:
         assert rows["q_dead"] == rows["q_control"], rows

@@ -1,15 +1,19 @@
 """The model's query runs once per run, for every run shape that adds a column or discards
-values, on every format (a Python UDF counts its calls: tests/functional/evolution/test_run_path.py
-`evaluations`). Complements test_run_path.TestOneEvaluation (Delta merge/append, discard_row)."""
+values, on every format: a Python UDF counts its calls per model, all the models built in one
+`dbt run` and changed in a second (threads: 4 from conftest). Complements
+test_run_path.TestOneEvaluation (Delta merge/append, discard_row, one model per run)."""
 
 from __future__ import annotations
+
+from typing import Any, Dict, Iterator
 
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.evolution.test_run_path import ROWS, evaluations, probe_model  # noqa: F401
+from dbt.adapters.spark_contracts import session as embedded
+from tests.functional.evolution.test_run_path import ROWS, probe_model
 
-PROBED = "cast(probe_eval(id) as bigint) as id"
+PROBED = "cast(probe_named(id, '{name}') as bigint) as id"
 BAD_N = "if(id % 10 = 0, 'bad', cast(id as string)) as n"
 
 
@@ -65,11 +69,44 @@ MODELS = {
 class TestOneEvaluationEveryShape:
     @pytest.fixture(scope="class")
     def models(self):
-        return {f"{name}.sql": sql for name, sql in MODELS.items()}
+        return {f"{name}.sql": sql.replace("{name}", name) for name, sql in MODELS.items()}
+
+    @pytest.fixture(scope="class")
+    def runs(self, project: Any) -> Iterator[Dict[str, Any]]:
+        """Every dbt thread's session gets `probe_named(x, model)`, which counts its calls per
+        model and returns x; yields each model's status and evaluations in the changing run."""
+        counters: Dict[str, Any] = {}  # an accumulator per model, of the shared SparkContext
+        original = embedded.thread_session
+
+        def with_probe(config: Any) -> Any:
+            session = original(config)
+            if not counters:
+                counters.update({n: session.sparkContext.accumulator(0) for n in MODELS})
+            accumulators = dict(counters)
+
+            def probe(x: int, name: str) -> int:
+                accumulators[name].add(1)
+                return x
+
+            session.udf.register("probe_named", probe, "bigint")
+            return session
+
+        def counted() -> Dict[str, int]:
+            return {n: counters[n].value if counters else 0 for n in MODELS}
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(embedded, "thread_session", with_probe)
+            first = run_dbt(["run"], expect_pass=None)  # type: ignore[arg-type]
+            before = counted()
+            changed = run_dbt(["run", "--vars", "{v: 2}"], expect_pass=None)  # type: ignore[arg-type]
+            after = counted()
+        yield {
+            "first": {r.node.name: str(r.status) for r in first},
+            "changed": {r.node.name: str(r.status) for r in changed},
+            "evaluations": {n: after[n] - before[n] for n in MODELS},
+        }
 
     @pytest.mark.parametrize("name", list(MODELS))
-    def test_model_query_runs_once(self, project, evaluations, name):  # noqa: F811
-        run_dbt(["run", "--select", name])
-        before = evaluations()
-        run_dbt(["run", "--select", name, "--vars", "{v: 2}"])
-        assert evaluations() - before == ROWS, (name, evaluations() - before)
+    def test_model_query_runs_once(self, runs: Dict[str, Any], name: str) -> None:
+        assert (runs["first"][name], runs["changed"][name]) == ("success", "success"), name
+        assert runs["evaluations"][name] == ROWS, (name, runs["evaluations"])
