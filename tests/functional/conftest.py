@@ -21,10 +21,13 @@ CLUSTER_ENV_VAR = "DBT_SPARK_CONTRACTS_CLUSTER"  # set by `make cluster-test` / 
 # The embedded session's JVM in the tests (each xdist worker's, and each `dbt` process a test
 # starts): C1-only JIT and the serial collector. Measured on 2 cores, the C2 compiler and G1's
 # threads took about 40% of a test JVM's CPU: every query's generated code is new code to
-# compile, and a test runs a few queries of each. Spark's semantics do not change; the benchmarks
-# keep the JVM defaults. $DBT_SPARK_CONTRACTS_TEST_JAVA_OPTIONS replaces them ("" for none).
+# compile, and a test runs a few queries of each. C1-only alone shrinks the code cache to 48 MB,
+# which a 20-minute test JVM fills: its sweeper then took a third of the JVM's CPU, hence the
+# tiered default of 240 MB. Spark's semantics do not change; the benchmarks keep the JVM
+# defaults. $DBT_SPARK_CONTRACTS_TEST_JAVA_OPTIONS replaces them ("" for none).
 TEST_JAVA_OPTIONS = os.environ.get(
-    "DBT_SPARK_CONTRACTS_TEST_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    "DBT_SPARK_CONTRACTS_TEST_JAVA_OPTIONS",
+    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC",
 )
 # A session profile's server_side_parameters carrying them (the driver JVM's options before
 # Spark's own extraJavaOptions: the adapter's Derby home and log4j configuration still apply).
