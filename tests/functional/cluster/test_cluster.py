@@ -122,7 +122,11 @@ class TestCluster:
         )
 
         master = own_cluster.master_state()
-        assert [w["state"] for w in master["workers"]] == ["ALIVE", "ALIVE"]
+        # a worker lost and started again (test_worker_loss_during_load) stays listed as DEAD
+        assert [w["state"] for w in master["workers"] if w["state"] != "DEAD"] == [
+            "ALIVE",
+            "ALIVE",
+        ]
         apps = {a["name"]: a for a in master["activeapps"]}
         assert set(apps) == {"dbt-spark-contracts-thrift", "dbt-spark-contracts-connect"}
         assert {a["state"] for a in apps.values()} == {"RUNNING"}
