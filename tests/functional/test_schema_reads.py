@@ -201,8 +201,40 @@ class TestSchemaReadsPerIncrementalRun:
         assert len(schema) == EXPECTED_SCHEMA_ANALYSIS[profile], report
         properties = [s for s in sent if s.kind == "properties"]
         assert len(properties) == EXPECTED_PROPERTIES[profile], report
-        # no contract: its SELECT passes the model's output through, so no view of its own
-        assert not [s for s in sent if "__contract" in s.text], report
+
+
+CONTRACT_MODEL = """
+{{ config(materialized='incremental', file_format='delta', unique_key='id',
+          schema_contract=CONTRACT) }}
+select id, cast(id as {{ 'bigint' if var('v', 1) == 1 else 'string' }}) as n from range(3)
+"""
+
+
+class TestContractViewOnlyWhereItFilters:
+    """A contract whose SELECT passes the model's output through (`evolve`, the output as
+    deployed: no row filter, no coerced column) loads from the model's view; one that
+    filters (`data_type: discard_row`: a STRING that does not coerce into the deployed BIGINT)
+    gets a view of its own (`..__contract`) for the load to read."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> Dict[str, str]:
+        return {
+            "passes.sql": CONTRACT_MODEL.replace("CONTRACT", "'evolve'").replace(
+                "{{ 'bigint' if var('v', 1) == 1 else 'string' }}", "bigint"
+            ),
+            "filters.sql": CONTRACT_MODEL.replace("CONTRACT", "{'data_type': 'discard_row'}"),
+        }
+
+    def test_contract_view(self, project: Any, request: pytest.FixtureRequest) -> None:
+        profile = request.config.getoption("--profile")
+        run_dbt(["run"])
+        recorder = Recorder(profile, request.getfixturevalue("monkeypatch"))
+        run_dbt(["run", "--vars", "{v: 2}"])
+        views = {
+            name: [s.text for s in recorder.of(f"model.test.{name}") if "__contract" in s.text]
+            for name in ("passes", "filters")
+        }
+        assert views["passes"] == [] and views["filters"] != [], views
 
 
 DDL = "(a int not null, s struct<b: string not null, c: array<int>>, m map<string, int>)"
