@@ -393,10 +393,9 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
     next run take the load back and run again.
 
     Both end, table and quarantine, like their controls that were never killed."""
-    target = kill_target[0]
-    quarantines = target.get("method") in (None, "session")
     names = ["control", "dead"]
     project = Project(tmp_path / "project", fmt, kill_target, SLOW_BACKFILL_MODELS[fmt], names)
+    quarantines = project.reader is not None  # the embedded session: kill_target gives a reader
     if quarantines:
         for name in ("q_control", "q_dead"):
             (project.root / "models" / f"{name}.sql").write_text(QUARANTINE_MODEL.format(fmt=fmt))
