@@ -10,9 +10,10 @@ from typing import Any, Optional
 
 import pytest
 
-from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts import session as embedded
 from dbt.adapters.spark_contracts.cluster import Cluster
+from dbt.adapters.spark_contracts.credentials import SparkContractsCredentials
+from tests.functional.probes import Count, evaluation_probes
 from tests.functional.servers import start_local_server
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
@@ -146,6 +147,15 @@ def dbt_profile_target(request: pytest.FixtureRequest, warehouse_dir: str) -> di
     }
 
 
+@pytest.fixture
+def evaluations() -> Any:
+    """`probe_eval(x)` in every dbt thread's session while the test runs; calls `evaluations()`
+    to read how many times Spark evaluated it (session profile: this process's SparkContext)."""
+    count: Count
+    with evaluation_probes() as count:
+        yield count
+
+
 @pytest.fixture(scope="session")
 def worker_spark(request: pytest.FixtureRequest, dbt_profile_target: dict) -> Any:
     """This test process's embedded Spark, the one the session profile's adapter uses (started
@@ -153,9 +163,9 @@ def worker_spark(request: pytest.FixtureRequest, dbt_profile_target: dict) -> An
     process would start a JVM of its own."""
     if request.config.getoption("--profile") != "session":
         raise pytest.UsageError("worker_spark: the session profile's Spark only")
-    config = embedded.EmbeddedSparkConfig(
-        warehouse_dir=Path(dbt_profile_target["warehouse_dir"]).expanduser().resolve(),
-        jars_dir=jar_resolution.configured_jars_dir(None),
-        server_side_parameters=dbt_profile_target.get("server_side_parameters", {}),
+    fields = {k: v for k, v in dbt_profile_target.items() if k not in ("type", "threads")}
+    fields.setdefault("schema", "worker_spark")  # required by the credentials, unused here
+    credentials = SparkContractsCredentials.from_dict(
+        SparkContractsCredentials.translate_aliases(fields)
     )
-    return embedded.get_session(config)
+    return embedded.get_session(credentials.embedded_config())

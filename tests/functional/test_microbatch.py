@@ -12,7 +12,6 @@ from dbt.exceptions import ParsingError
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.functional.evolution.test_evolution_matrix import schema_of
-from tests.functional.evolution.test_run_path import evaluations  # noqa: F401 (fixture)
 
 EVENTS = """
 {{ config(materialized='table', event_time='event_time') }}
@@ -212,7 +211,7 @@ class TestOneEvaluationPerBatch:
             "mb_eval.sql": microbatch_model("delta", id_expr="probe_eval(id)"),
         }
 
-    def test_each_batch_evaluates_its_rows_once(self, project, evaluations):  # noqa: F811
+    def test_each_batch_evaluates_its_rows_once(self, project, evaluations):
         run_dbt(["run", "--select", "events"])
         run_dbt(window("2020-01-01", "2020-01-02", "--select", "mb_eval"))
         before = evaluations()

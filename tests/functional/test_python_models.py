@@ -21,7 +21,7 @@ from dbt.cli.main import dbtRunner
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
-from tests.functional.evolution.test_run_path import ROWS, evaluations  # noqa: F401
+from tests.functional.probes import ROWS
 
 SOURCE_SQL = "{{ config(materialized='table') }}\nselect id, id * 10 as amount from range(5)\n"
 
@@ -260,7 +260,7 @@ class TestPythonContracts:
         assert rows_of(project, relation) == [(1, 1, None), (2, 2, None), (3, 3, "x"), (4, 4, "x")]
 
 
-# The DataFrame calls probe_eval (a UDF counting its calls, see test_run_path.evaluations) once
+# The DataFrame calls probe_eval (a UDF counting its calls, tests/functional/probes.py) once
 # per row it produces: a run that evaluates it once adds exactly its row count.
 PROBED = (
     "return session.range({rows}).select(F.expr('cast(probe_eval(id) as bigint)').alias('id'), {n})"
@@ -289,7 +289,7 @@ EVAL_MODELS = {
 @pytest.fixture
 def model_evaluations(request, monkeypatch, tmp_path):
     """`probe_eval(x)` in every dbt thread's session, counting its calls. `session`: an
-    accumulator of the process's SparkContext (test_run_path.evaluations). `connect`: a Python
+    accumulator of the process's SparkContext (conftest's `evaluations`). `connect`: a Python
     UDF the Connect client sends with the plan; it runs in the server's Python workers (on this
     machine) and appends one byte per call to a file the test reads."""
     profile = request.config.getoption("--profile")

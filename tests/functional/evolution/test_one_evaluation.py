@@ -1,20 +1,24 @@
-"""The model's query runs once per run, for every run shape that adds a column or discards
-values, on every format: a Python UDF counts its calls per model, all the models built in one
-`dbt run` and changed in a second (threads: 4 from conftest). Complements
-test_run_path.TestOneEvaluation (Delta merge/append, discard_row, one model per run)."""
+"""The model's query runs once per run, for every run shape that adds a column or discards rows
+or values, on every format: a Python UDF counts its calls per model (tests/functional/probes.py),
+all the models built in one `dbt run` and changed in a second (threads: 4 from conftest). The
+changing run's discards are also checked where they land: the response, the table, the
+quarantine, the report (a stage only for Iceberg's merge with a key, see the README)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.spark_contracts import session as embedded
-from tests.functional.evolution.test_run_path import ROWS, probe_model
+from tests.functional.evolution.test_evolution_matrix import rows_of
+from tests.functional.probes import ROWS, evaluation_probes, probe_model
 
 PROBED = "cast(probe_named(id, '{name}') as bigint) as id"
 BAD_N = "if(id % 10 = 0, 'bad', cast(id as string)) as n"
+DISCARDED = ROWS // 10  # the rows whose `n` is 'bad'
 
 
 def evolve(fmt: str, extra: str = "", setting: str = "schema_evolution={}") -> str:
@@ -25,9 +29,11 @@ def evolve(fmt: str, extra: str = "", setting: str = "schema_evolution={}") -> s
     )
 
 
-def discard_value(fmt: str, extra: str = "") -> str:
+def discard(fmt: str, mode: str, extra: str = "", quarantine: bool = False) -> str:
+    """`n` retyped bigint -> string under data_type `mode`; every tenth row's `n` is 'bad'."""
+    contract = f"'data_type': '{mode}'" + (", 'quarantine': true" if quarantine else "")
     return probe_model(
-        f"file_format='{fmt}', schema_contract={{'data_type': 'discard_value'}}{extra}",
+        f"file_format='{fmt}', schema_contract={{{contract}}}{extra}",
         "select id, cast(id as bigint) as n from range(1)",
         f"select {PROBED}, {BAD_N} from range({ROWS})",
     )
@@ -43,13 +49,19 @@ MODELS = {
     "evolve_iceberg_merge": evolve("iceberg", ", unique_key='id'"),
     "evolve_iceberg_append": evolve("iceberg", ", incremental_strategy='append'"),
     "evolve_parquet_append": evolve("parquet", ", incremental_strategy='append'"),
-    "discard_value_delta_append": discard_value("delta", ", incremental_strategy='append'"),
-    "discard_value_delta_merge": discard_value("delta", ", unique_key='id'"),
-    "discard_value_iceberg_merge": discard_value("iceberg", ", unique_key='id'"),
-    "discard_value_parquet": discard_value("parquet", ", incremental_strategy='append'"),
-    "discard_value_quarantine": discard_value(
-        "delta", ", schema_contract={'data_type': 'discard_value', 'quarantine': true}"
-    ).replace("schema_contract={'data_type': 'discard_value'}, ", "", 1),
+    # discard_row: the load filters and counts in one pass; with quarantine it also collects
+    # the discarded rows, inserted into the quarantine after it under the run's intent
+    "discard_row_delta_append": discard("delta", "discard_row"),
+    "discard_row_delta_merge": discard("delta", "discard_row", ", unique_key='id'"),
+    "discard_row_quarantine": discard("delta", "discard_row", quarantine=True),
+    "discard_value_delta_append": discard(
+        "delta", "discard_value", ", incremental_strategy='append'"
+    ),
+    "discard_value_delta_merge": discard("delta", "discard_value", ", unique_key='id'"),
+    "discard_value_iceberg_append": discard("iceberg", "discard_value"),
+    "discard_value_iceberg_merge": discard("iceberg", "discard_value", ", unique_key='id'"),
+    "discard_value_parquet": discard("parquet", "discard_value", ", incremental_strategy='append'"),
+    "discard_value_quarantine": discard("delta", "discard_value", quarantine=True),
     "plain_iceberg_merge": probe_model(
         "file_format='iceberg', unique_key='id'",
         "select id from range(1)",
@@ -63,6 +75,7 @@ MODELS = {
         f"select {PROBED}, 'x' as note from range({ROWS})",
     ),
 }
+DISCARDING = [name for name in MODELS if name.startswith("discard_")]
 
 
 @pytest.mark.profile("session")  # counts in this process's SparkContext
@@ -73,40 +86,41 @@ class TestOneEvaluationEveryShape:
 
     @pytest.fixture(scope="class")
     def runs(self, project: Any) -> Iterator[Dict[str, Any]]:
-        """Every dbt thread's session gets `probe_named(x, model)`, which counts its calls per
-        model and returns x; yields each model's status and evaluations in the changing run."""
-        counters: Dict[str, Any] = {}  # an accumulator per model, of the shared SparkContext
-        original = embedded.thread_session
-
-        def with_probe(config: Any) -> Any:
-            session = original(config)
-            if not counters:
-                counters.update({n: session.sparkContext.accumulator(0) for n in MODELS})
-            accumulators = dict(counters)
-
-            def probe(x: int, name: str) -> int:
-                accumulators[name].add(1)
-                return x
-
-            session.udf.register("probe_named", probe, "bigint")
-            return session
-
-        def counted() -> Dict[str, int]:
-            return {n: counters[n].value if counters else 0 for n in MODELS}
-
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(embedded, "thread_session", with_probe)
+        """The two runs under the probes: each model's status, its evaluations in the changing
+        run, that run's adapter responses and its schema_changes.json."""
+        with evaluation_probes(MODELS) as count:
             first = run_dbt(["run"], expect_pass=None)  # type: ignore[arg-type]
-            before = counted()
+            before = {name: count(name) for name in MODELS}
             changed = run_dbt(["run", "--vars", "{v: 2}"], expect_pass=None)  # type: ignore[arg-type]
-            after = counted()
+            after = {name: count(name) for name in MODELS}
+        report = Path(project.project_root) / "target" / "schema_changes.json"
         yield {
             "first": {r.node.name: str(r.status) for r in first},
             "changed": {r.node.name: str(r.status) for r in changed},
             "evaluations": {n: after[n] - before[n] for n in MODELS},
+            "responses": {r.node.name: r.adapter_response for r in changed},
+            "report": json.loads(report.read_text())["models"],
         }
 
     @pytest.mark.parametrize("name", list(MODELS))
     def test_model_query_runs_once(self, runs: Dict[str, Any], name: str) -> None:
         assert (runs["first"][name], runs["changed"][name]) == ("success", "success"), name
         assert runs["evaluations"][name] == ROWS, (name, runs["evaluations"])
+
+    @pytest.mark.parametrize("name", DISCARDING)
+    def test_discards_counted_where_they_land(
+        self, project: Any, runs: Dict[str, Any], name: str
+    ) -> None:
+        response, entry = runs["responses"][name], runs["report"][f"model.test.{name}"]
+        prefix = "iceberg." if "iceberg" in name else ""
+        kept = rows_of(project, f"{prefix}{project.test_schema}.{name}")
+        if name.startswith("discard_row"):
+            assert (response["rows_discarded"], len(kept)) == (DISCARDED, 1 + ROWS - DISCARDED)
+        else:  # every row kept, the bad values NULL (the first run's id 0 stays beside it)
+            assert response["values_discarded"] == DISCARDED, response
+            assert sum(1 for row in kept if row[1] is None) == DISCARDED, kept
+        if name == "discard_row_quarantine":
+            quarantine = f"{project.test_schema}.{name}__quarantine"
+            assert len(project.run_sql(f"select * from {quarantine}", fetch="all")) == DISCARDED
+        # Iceberg's MERGE with a key reads its source twice: that run loads from a stage
+        assert entry["staged"] is name.endswith("iceberg_merge"), entry

@@ -1,7 +1,5 @@
 """The run path's promises on real Spark (embedded session, threads: 4 from conftest):
 
-- the model's query is evaluated once per run: evolve (Delta in-write merge and append),
-  discard_row with quarantine, discard_value (a Python UDF counts its own calls);
 - eight evolving models at once, each with its own commit tag (no SQL conf leaks across threads),
   under every `--profile` (session, thrift, connect);
 - an incremental run with no schema change makes at most five Spark calls naming the model
@@ -21,120 +19,9 @@ from dbt.adapters.spark_contracts import cursor as spark_cursor
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts import session as embedded
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
+from tests.functional.probes import probe_model
 
 # Session-only classes say why; TestEightModelsAtOnce runs under every --profile (threads 4).
-COUNTS_EVALUATIONS = pytest.mark.profile("session")  # counts in this process's SparkContext
-
-ROWS = 200
-
-
-def probe_model(config: str, v1: str, v2: str) -> str:
-    return (
-        "{{ config(materialized='incremental', " + config + ") }}\n"
-        "{% if var('v', 1) == 1 %}\n" + v1 + "\n{% else %}\n" + v2 + "\n{% endif %}\n"
-    )
-
-
-EVAL_MODELS = {
-    # Delta merge with a new column: rides in MERGE WITH SCHEMA EVOLUTION
-    "eval_evolve_merge.sql": probe_model(
-        "file_format='delta', unique_key='id', schema_evolution={}",
-        f"select id from range({ROWS})",
-        f"select cast(probe_eval(id) as bigint) as id, 'x' as note from range({ROWS})",
-    ),
-    # Delta append with a new column: an INSERT with schema merging
-    "eval_evolve_append.sql": probe_model(
-        "file_format='delta', incremental_strategy='append', schema_evolution={}",
-        "select id from range(1)",
-        f"select cast(probe_eval(id) as bigint) as id, 'x' as note from range({ROWS})",
-    ),
-    # data_type discard_row + quarantine: the load collects the discarded rows (observed in the
-    # same pass as the counts), the quarantine insert follows it under the run's intent
-    "eval_discard_row.sql": probe_model(
-        "file_format='delta', schema_contract={'data_type': 'discard_row', 'quarantine': true}",
-        "select id, cast(id as bigint) as n from range(1)",
-        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
-        f" as n from range({ROWS})",
-    ),
-    # discard_row without quarantine: counted by metrics observed in the load itself, no stage
-    "eval_discard_row_append.sql": probe_model(
-        "file_format='delta', schema_contract={'data_type': 'discard_row'}",
-        "select id, cast(id as bigint) as n from range(1)",
-        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
-        f" as n from range({ROWS})",
-    ),
-    "eval_discard_row_merge.sql": probe_model(
-        "file_format='delta', unique_key='id', schema_contract={'data_type': 'discard_row'}",
-        "select id, cast(id as bigint) as n from range(1)",
-        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
-        f" as n from range({ROWS})",
-    ),
-    "eval_discard_value_iceberg.sql": probe_model(
-        "file_format='iceberg', schema_contract={'data_type': 'discard_value'}",
-        "select id, cast(id as bigint) as n from range(1)",
-        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
-        f" as n from range({ROWS})",
-    ),
-    "eval_discard_value.sql": probe_model(
-        "file_format='delta', schema_contract={'data_type': 'discard_value'}",
-        "select id, cast(id as bigint) as n from range(1)",
-        f"select cast(probe_eval(id) as bigint) as id, if(id % 10 = 0, 'bad', cast(id as string))"
-        f" as n from range({ROWS})",
-    ),
-}
-
-
-@pytest.fixture
-def evaluations(monkeypatch):
-    """Every dbt thread's session gets `probe_eval(x)`, which counts its calls (an accumulator
-    of the shared SparkContext) and returns x."""
-    original = embedded.thread_session
-    counter = {}
-
-    def with_probe(config):
-        session = original(config)
-        if "acc" not in counter:
-            counter["acc"] = session.sparkContext.accumulator(0)
-        acc = counter["acc"]
-
-        def probe(x):
-            acc.add(1)
-            return x
-
-        session.udf.register("probe_eval", probe, "bigint")
-        return session
-
-    monkeypatch.setattr(embedded, "thread_session", with_probe)
-    return lambda: counter["acc"].value if "acc" in counter else 0
-
-
-@COUNTS_EVALUATIONS
-class TestOneEvaluation:
-    @pytest.fixture(scope="class")
-    def models(self):
-        return EVAL_MODELS
-
-    @pytest.mark.parametrize("name", [n[:-4] for n in EVAL_MODELS])
-    def test_model_query_runs_once(self, project, evaluations, name):
-        run_dbt(["run", "--select", name])
-        before = evaluations()
-        results = run_dbt(["run", "--select", name, "--vars", "{v: 2}"])
-        assert evaluations() - before == ROWS, (name, evaluations() - before)
-        response = results[0].adapter_response
-        report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
-        entry = report["models"][f"model.test.{name}"]
-        if name.startswith("eval_discard_row"):
-            assert response["rows_discarded"] == ROWS // 10
-            assert len(rows_of(project, f"{project.test_schema}.{name}")) == 1 + ROWS - ROWS // 10
-        if name == "eval_discard_row":
-            quarantine = f"{project.test_schema}.{name}__quarantine"
-            assert len(project.run_sql(f"select * from {quarantine}", fetch="all")) == ROWS // 10
-        if name.startswith("eval_discard_value"):
-            assert response["values_discarded"] == ROWS // 10
-        # the session method observes the counts and collects the quarantined rows: no stage
-        assert entry["staged"] is False, entry
-
-
 PARALLEL = {
     f"par_{i}.sql": probe_model(
         f"file_format='{fmt}', {strategy} schema_evolution={{}}",
