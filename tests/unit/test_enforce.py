@@ -79,6 +79,21 @@ def test_a_cast_read_more_than_once_is_computed_once_below_its_readers():
     assert alone.select == expanded(sql.select, sql)
 
 
+def test_a_model_column_named_like_a_coerced_one_keeps_its_name_and_value():
+    """The coerced view is `SELECT *, <cast> AS <alias>`: an alias equal to one of the model's
+    columns would make every reference to it ambiguous, so the alias skips the model's names."""
+    deployed, compiled = (
+        "id int, n int, __DBT_Coerced_0 int",
+        "id int, n string, __DBT_Coerced_0 int",
+    )
+    sql = render_load_select(
+        run("discard_row", deployed, compiled, "delta"), "src", S(deployed), S(compiled), "r"
+    )
+    assert [alias for alias, _ in sql.coerced] == ["__dbt_coerced_1"]
+    assert "`__DBT_Coerced_0`" in sql.select  # the model's own column, read as it is
+    assert sql.select.count("`__dbt_coerced_1`") >= 2  # the cast, in the value and the filter
+
+
 def S(columns: str) -> Struct:
     schema = parse_type(f"struct<{columns}>")
     assert isinstance(schema, Struct)

@@ -173,6 +173,7 @@ class _Load:
     value_drops: list[str]  # predicates: a value discarded
     frozen: list[tuple[str, str, str]]  # (column, predicate, reason): freeze check
     coerced: list[tuple[str, str]] = dataclass_field(default_factory=list)  # (alias, expr)
+    taken: frozenset[str] = frozenset()  # the model's column names, lower-cased
     hoisting: bool = True
 
     def hoist(self, built: Built, expr: str) -> Built:
@@ -181,7 +182,11 @@ class _Load:
         uses = built.value.count(expr) + sum(p.count(expr) for p in built.bad)
         if not self.hoisting or uses < 2:
             return built
-        alias = f"{COERCED_PREFIX}{len(self.coerced)}"
+        used = self.taken | {a.lower() for a, _ in self.coerced}
+        n = len(self.coerced)
+        while f"{COERCED_PREFIX}{n}" in used:  # a model column of that name keeps it
+            n += 1
+        alias = f"{COERCED_PREFIX}{n}"
         self.coerced.append((alias, expr))
         ref = quote_identifier(alias)
         return Built(
@@ -305,7 +310,8 @@ def render_load_select(
     """
     if decision.table_action not in (CREATE, LOAD) or decision.target is None:
         raise ValueError(f"nothing to load: the contract decided {decision.table_action!r}")
-    load = _Load([], [], [], [], [], hoisting=hoist)
+    taken = frozenset(f.name.lower() for f in compiled.fields)
+    load = _Load([], [], [], [], [], hoisting=hoist, taken=taken)
     variants = {v.lower() for v in decision.variant_columns}
     for field in decision.target.fields:
         if field.name.lower() not in variants:
