@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from dbt.adapters.spark_contracts.core.pydantic_contract import contract_from_class
 from dbt.adapters.spark_contracts.core.types import quote_identifier, sql_string
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
-from tests.functional.evolution.test_run_path import evaluations  # noqa: F401 (fixture)
+from tests.functional.probes import ROWS
 
 ORDERS_PY = """
 from typing import Annotated, Literal, Optional
@@ -82,7 +82,6 @@ def model(
     )
 
 
-ROWS = 200
 PROBE = (
     f"select cast(probe_eval(id) as bigint) + 1 as id, if(id % 10 = 0, 'lost', 'new') as status,"
     " cast(id % 50 as int) as qty, cast(null as string) as note,"
@@ -251,7 +250,7 @@ class TestPydanticOneEvaluation(PydanticProject):
         return {k: v for k, v in MODELS.items() if k.startswith("p_eval_")}
 
     @pytest.mark.parametrize("name", ["p_eval_discard_row", "p_eval_discard_value"])
-    def test_model_query_runs_once(self, project, evaluations, name):  # noqa: F811
+    def test_model_query_runs_once(self, project, evaluations, name):
         run_dbt(["run", "--select", name])
         before = evaluations()
         results = run_dbt(["run", "--select", name, "--vars", "{v: 2}"])

@@ -1,8 +1,8 @@
 """The model's query runs once per run, for every run shape that adds a column or discards rows
 or values, on every format: a Python UDF counts its calls per model (tests/functional/probes.py),
 all the models built in one `dbt run` and changed in a second (threads: 4 from conftest). The
-changing run's discards are also checked where they land: the response, the table, the
-quarantine, the report (a stage only for Iceberg's merge with a key, see the README)."""
+changing run's discards are also checked where they land: the response, the table,
+discard_row's quarantine, the report (a stage only for Iceberg's merge with a key, see the README)."""
 
 from __future__ import annotations
 
@@ -112,6 +112,13 @@ class TestOneEvaluationEveryShape:
     def test_model_query_runs_once(self, runs: Dict[str, Any], name: str) -> None:
         assert (runs["first"][name], runs["changed"][name]) == ("success", "success"), name
         assert runs["evaluations"][name] == ROWS, (name, runs["evaluations"])
+
+    @pytest.mark.parametrize("name", ["evolve_delta_merge", "evolve_delta_append"])
+    def test_delta_evolution_reads_the_model_without_a_stage(
+        self, runs: Dict[str, Any], name: str
+    ) -> None:
+        entry = runs["report"][f"model.test.{name}"]
+        assert entry["staged"] is False, entry
 
     @pytest.mark.parametrize("name", DISCARDING)
     def test_discards_counted_where_they_land(
