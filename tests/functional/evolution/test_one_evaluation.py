@@ -55,11 +55,14 @@ MODELS = {
     "discard_row_delta_merge": discard("delta", "discard_row", ", unique_key='id'"),
     "discard_row_quarantine": discard("delta", "discard_row", quarantine=True),
     # a model column named like the load's first coerced column: the alias skips it
-    "discard_row_coerced_name": probe_model(
-        "file_format='delta', schema_contract={'data_type': 'discard_row'}",
-        "select id, cast(id as bigint) as n, id * 2 as __dbt_coerced_0 from range(1)",
-        f"select {PROBED}, {BAD_N}, id * 2 as __dbt_coerced_0 from range({ROWS})",
-    ),
+    **{
+        f"discard_row_coerced_name_{fmt}": probe_model(
+            f"file_format='{fmt}', schema_contract={{'data_type': 'discard_row'}}",
+            "select id, cast(id as bigint) as n, id * 2 as __dbt_coerced_0 from range(1)",
+            f"select {PROBED}, {BAD_N}, id * 2 as __dbt_coerced_0 from range({ROWS})",
+        )
+        for fmt in ("delta", "iceberg", "parquet")
+    },
     "discard_value_delta_append": discard(
         "delta", "discard_value", ", incremental_strategy='append'"
     ),
@@ -132,7 +135,7 @@ class TestOneEvaluationEveryShape:
         else:  # every row kept, the bad values NULL (the first run's id 0 stays beside it)
             assert response["values_discarded"] == DISCARDED, response
             assert sum(1 for row in kept if row[1] is None) == DISCARDED, kept
-        if name == "discard_row_coerced_name":  # the model's own column, its own values
+        if name.startswith("discard_row_coerced_name"):  # the model's own column, its values
             assert all(row[2] == row[0] * 2 for row in kept), kept
         if name == "discard_row_quarantine":
             quarantine = f"{project.test_schema}.{name}__quarantine"
