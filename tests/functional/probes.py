@@ -15,12 +15,18 @@ Count = Callable[..., int]
 ROWS = 200  # the rows a probed model outputs in its changing run
 
 
-def probe_model(config: str, v1: str, v2: str) -> str:
-    """An incremental model whose SELECT is `v1`, or `v2` under `--vars '{v: 2}'`."""
+def versioned_model(config: str, v1: str, v2: str) -> str:
+    """A model configured with `config` (config()'s arguments) whose SELECT is `v1`, or `v2`
+    under `--vars '{v: 2}'`."""
     return (
-        "{{ config(materialized='incremental', " + config + ") }}\n"
+        "{{ config(" + config + ") }}\n"
         "{% if var('v', 1) == 1 %}\n" + v1 + "\n{% else %}\n" + v2 + "\n{% endif %}\n"
     )
+
+
+def probe_model(config: str, v1: str, v2: str) -> str:
+    """An incremental `versioned_model`."""
+    return versioned_model("materialized='incremental', " + config, v1, v2)
 
 
 @contextmanager

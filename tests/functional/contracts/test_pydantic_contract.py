@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from dbt.adapters.spark_contracts.core.pydantic_contract import contract_from_class
 from dbt.adapters.spark_contracts.core.types import quote_identifier, sql_string
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
-from tests.functional.probes import ROWS
+from tests.functional.probes import ROWS, versioned_model
 
 ORDERS_PY = """
 from typing import Annotated, Literal, Optional
@@ -76,10 +76,7 @@ def model(
 ) -> str:
     settings = f"materialized='{materialized}', pydantic_contract='{package}.orders:Order'"
     settings += f", {config}" if config else ""
-    return (
-        f"{{{{ config({settings}) }}}}\n"
-        "{% if var('v', 1) == 1 %}\n" + v1 + "\n{% else %}\n" + v2 + "\n{% endif %}\n"
-    )
+    return versioned_model(settings, v1, v2)
 
 
 PROBE = (

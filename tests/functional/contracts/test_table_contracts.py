@@ -13,6 +13,7 @@ from dbt.tests.util import run_dbt
 
 from tests.functional.contracts.test_contract_matrix import MODES, exists, rel
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
+from tests.functional.probes import versioned_model
 
 COLUMNS_V1 = "select 1 as id"
 COLUMNS_V2 = "select 2 as id, 'x' as note union all select 3 as id, cast(null as string) as note"
@@ -22,10 +23,7 @@ FORMATS = ("delta", "iceberg")
 
 
 def table(fmt: str, config: str, v1: str, v2: str) -> str:
-    return (
-        "{{ config(materialized='table', file_format='" + fmt + "', " + config + ") }}\n"
-        "{% if var('v', 1) == 1 %}\n" + v1 + "\n{% else %}\n" + v2 + "\n{% endif %}\n"
-    )
+    return versioned_model(f"materialized='table', file_format='{fmt}', {config}", v1, v2)
 
 
 def contract(entity: str, mode: str) -> str:
