@@ -120,3 +120,38 @@ def test_quarantined_rows_are_collected_by_the_load_where_it_can_be_taken_back(
     names = [name for name, _ in observed]
     assert ("rejected_rows" in names) is in_load
     assert decided.load is not None and decided.load.quarantine_select is not None
+
+
+@pytest.mark.parametrize("name", ["_contract_reason", "_DBT_RUN_ID"])
+@pytest.mark.parametrize("quarantine", [True, False])
+def test_a_quarantining_model_may_not_output_the_quarantines_own_columns(name, quarantine):
+    """The quarantine adds `_contract_reason` and `_dbt_run_id` to every discarded row: a model
+    outputting either (in any case) is refused before anything runs, naming the column and
+    the two ways out; without quarantine the name is the model's own."""
+    from dbt.adapters.spark_contracts.core.config import ConfigError, EvolutionSettings
+    from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
+    from dbt.adapters.spark_contracts.core.parse import parse_type
+    from dbt.adapters.spark_contracts.core.plan import Policy
+    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+
+    inputs = RunInputs(
+        "db.t",
+        "t__tmp",
+        "inv",
+        "delta",
+        "append",
+        parse_type(f"struct<id:bigint,n:bigint,{name}:string>"),
+        {},
+        parse_type(f"struct<id:bigint,n:string,{name}:string>"),
+        EvolutionSettings(Policy(), "ignore", False, False),
+        contract=SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=quarantine),
+        observable=True,
+    )
+    if not quarantine:
+        assert plan_run(inputs).load is not None
+        return
+    with pytest.raises(ConfigError) as raised:
+        plan_run(inputs)
+    message = str(raised.value)
+    assert f"db.t: the model outputs `{name}`" in message
+    assert "rename the column in the model, or set schema_contract quarantine: false" in message

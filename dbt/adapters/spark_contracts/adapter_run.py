@@ -210,7 +210,8 @@ class RunPathMethods(metaclass=AdapterMeta):
             table_options=table_options,
             observable=spark.can_observe(),
         )
-        decided = plan_run(inputs)
+        with config_errors_as_compilation_errors():
+            decided = plan_run(inputs)
         if decided.violation is not None:
             runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
         if microbatch is not None:

@@ -81,3 +81,33 @@ def tables_after(project, runs, name: str, columns: str) -> tuple[list, list]:
         tuple(r) for r in project.run_sql(f"select {columns} from {t} order by id", fetch="all")
     ]
     return read(table), read(f"{table}__quarantine")
+
+
+CLASH = (
+    "select 1 as id, cast(1 as bigint) as n, 'a' as _Contract_Reason",
+    "select 2 as id, 'bad' as n, 'b' as _Contract_Reason"
+    " union all select 3 as id, '3' as n, 'c' as _Contract_Reason",
+)
+
+
+class TestQuarantineOwnColumnsRefused:
+    """A model that outputs a column named like one the quarantine adds (`_contract_reason`,
+    here in another case) is refused before its run changes anything, with an error naming the
+    column and the two ways out (before: the rows collided in the quarantine insert, after the
+    load, which was then taken back)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"q_clash_delta.sql": model("delta", CLASH)}
+
+    def test_the_run_fails_naming_the_column_and_changes_nothing(self, project):
+        run_dbt(["run", "--vars", "{v: 1}"])
+        results = run_dbt(["run", "--vars", "{v: 2}"], expect_pass=False)
+        message = results[0].message or ""
+        assert "outputs `_Contract_Reason`, which its quarantine adds" in message, message
+        assert "set schema_contract quarantine: false" in message, message
+        table = rel(project, "q_clash_delta")
+        rows = project.run_sql(f"select id, n from {table} order by id", fetch="all")
+        assert [tuple(r) for r in rows] == [(1, 1)]
+        history = project.run_sql(f"describe history {table}", fetch="all")
+        assert len(history) == 1, history  # the first build's commit only

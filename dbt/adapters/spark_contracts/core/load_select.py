@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
 from .coerce import Built, coerce
+from .config import ConfigError
 from .contract import ContractMode
 from .decision import (
     ContractDecision,
@@ -33,6 +34,22 @@ WIDEN, VARIANT = "widen", "variant"
 # the observed metric of the discarded rows; the quarantine's own columns
 QUARANTINE_METRIC = "rejected_rows"
 REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
+
+
+def check_quarantine_columns(relation: str, compiled: Struct) -> None:
+    """A model whose contract quarantines may not output the quarantine's own columns: its
+    rows would carry two of one name there (Spark compares names case-insensitively)."""
+    own = (REASON_COLUMN, RUN_ID_COLUMN)
+    clash = [f.name for f in compiled.fields if f.name.lower() in own]
+    if clash:
+        named = ", ".join(f"`{name}`" for name in clash)
+        raise ConfigError(
+            f"{relation}: the model outputs {named}, which its quarantine adds to every "
+            f"discarded row itself (`{REASON_COLUMN}`, `{RUN_ID_COLUMN}`); rename "
+            "the column in the model, or set schema_contract quarantine: false. Nothing was "
+            "changed."
+        )
+
 
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
 _TEXT = ("string", "char", "varchar")

@@ -32,6 +32,7 @@ from .enforce import (
 )
 from .load_select import (
     LoadSql,
+    check_quarantine_columns,
     render_load_select,
 )
 from .operations import Plan
@@ -215,6 +216,8 @@ def plan_run(inputs: RunInputs) -> RunDecision:
     diff = diff_schemas(i.deployed, i.compiled)
     decision = None
     if i.contract is not None:
+        if i.contract.quarantine:
+            check_quarantine_columns(i.relation, i.compiled)
         decision = decide(i.contract, i.deployed, i.compiled, diff, i.table_format, i.declared)
         if decision.violations:
             empty = Plan(i.table_format)
