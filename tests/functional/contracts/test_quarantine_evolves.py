@@ -111,3 +111,47 @@ class TestQuarantineOwnColumnsRefused:
         assert [tuple(r) for r in rows] == [(1, 1)]
         history = project.run_sql(f"describe history {table}", fetch="all")
         assert len(history) == 1, history  # the first build's commit only
+
+
+MISMATCH = (
+    "select 1 as id, cast(1 as bigint) as n",
+    "select 2 as id, 'bad' as n union all select 3 as id, '3' as n",
+)
+
+
+class TestQuarantineThatCannotHoldTheRows:
+    """An existing quarantine stores `n` as bigint (an older model's rows); the model now
+    outputs `n` as a string and a row is discarded: Spark refuses the quarantine insert, which
+    no change to the quarantine could make fit. The run fails with QuarantineMismatch naming
+    both types and the way out, and leaves the table and the quarantine as they were (the
+    embedded session had loaded first: its load is taken back; over thrift and Spark Connect
+    the quarantine insert comes before the load)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {f"qm_{fmt}.sql": model(fmt, MISMATCH) for fmt in FORMATS}
+
+    @pytest.fixture(scope="class")
+    def runs(self, project):
+        first = run_dbt(["run", "--vars", "{v: 1}"])
+        for fmt in FORMATS:
+            table = rel(project, f"qm_{fmt}")
+            project.run_sql(
+                f"create table {table}__quarantine (id int, n bigint, _contract_reason string,"
+                f" _dbt_run_id string) using {'parquet' if fmt == 'parquet' else fmt}"
+            )
+            project.run_sql(f"insert into {table}__quarantine values (0, 0, 'old', 'inv-old')")
+        second = run_dbt(["run", "--vars", "{v: 2}"], expect_pass=False)
+        return first, {r.node.name: r for r in second}
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_the_run_fails_and_leaves_both_tables_as_they_were(self, project, runs, fmt):
+        result = runs[1][f"qm_{fmt}"]
+        assert str(result.status) == "error"
+        message = result.message or ""
+        assert "cannot hold this run's discarded rows" in message, message
+        assert "`n` is BIGINT there, the model outputs STRING" in message, message
+        table = rel(project, f"qm_{fmt}")
+        read = lambda sql: [tuple(r) for r in project.run_sql(sql, fetch="all")]  # noqa: E731
+        assert read(f"select id, n from {table} order by id") == [(1, 1)]
+        assert read(f"select id, n, _dbt_run_id from {table}__quarantine") == [(0, 0, "inv-old")]
