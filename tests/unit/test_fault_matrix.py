@@ -105,13 +105,10 @@ class FakeDelta:
         self._statement()
         text = " ".join(sql.split())
         low = text.lower()
-        if m := re.match(
-            r"alter table db\.t set tblproperties \('([^']+)' = '(.*)'\)$", text, re.I
-        ):
-            value = m.group(2).replace("\\'", "'").replace("\\\\", "\\")
-            return self._commit(
-                "SET TBLPROPERTIES", properties=self._properties({m.group(1): value})
-            )
+        if m := re.match(r"alter table db\.t set tblproperties \((.*)\)$", text, re.I):
+            pairs = re.findall(r"'([^']+)' = '((?:[^'\\]|\\.)*)'", m.group(1))
+            update = {k: v.replace("\\'", "'").replace("\\\\", "\\") for k, v in pairs}
+            return self._commit("SET TBLPROPERTIES", properties=self._properties(update))
         if low.startswith("alter table db.t unset tblproperties if exists"):
             key = re.search(r"\('([^']+)'\)", text).group(1)  # type: ignore[union-attr]
             return self._commit("UNSET TBLPROPERTIES", properties=self._properties({key: None}))

@@ -24,11 +24,20 @@ from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core.config import EvolutionSettings
 from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
-from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, commit_tag, find_intent
+from dbt.adapters.spark_contracts.core.intent import (
+    INTENT_PROPERTY,
+    JOURNAL_RUN_PROPERTY,
+    Commit,
+    commit_tag,
+    find_intent,
+    has_journal,
+    journal_tag,
+)
 from dbt.adapters.spark_contracts.core.load_select import QUARANTINE_METRIC
 from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.plan import Policy
 from dbt.adapters.spark_contracts.core.run_plan import RunInputs
+from dbt.adapters.spark_contracts.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run import (
     ModelRun,
     QuarantineLost,
@@ -66,6 +75,24 @@ class FakeObservingDelta(FakeDelta):
     n_type: str = "string"  # the quarantine's `n`, once it has one
     views: Dict[str, int] = field(default_factory=dict)
     observed: Dict[str, Any] = field(default_factory=dict)
+    discards: int = DISCARDED  # rows each load discards
+    quarantine_tags: List[Optional[str]] = field(default_factory=list)  # its commits' tags
+
+    def _quarantine_commit(self) -> None:
+        self.quarantine_tags.append(self.conf.get(DELTA_USER_METADATA))
+
+    def recent_commits(self, relation: str, limit: Optional[int]) -> List[Commit]:
+        """Both tables' newest commits, newest first (a read: killed only if dead)."""
+        if self.dead:
+            raise Killed()
+        if relation == QUARANTINE:
+            if self.quarantine is None:
+                raise DbtDatabaseError(f"table not found: {relation}")
+            rows = [Commit(i, "WRITE", t) for i, t in enumerate(self.quarantine_tags)]
+        else:
+            assert relation == TABLE, relation
+            rows = [Commit(i, v.operation, v.tag) for i, v in enumerate(self.versions)]
+        return rows[::-1][:limit]
 
     def run(self, sql: str) -> Any:
         text = " ".join(sql.split())
@@ -78,9 +105,9 @@ class FakeObservingDelta(FakeDelta):
         if low.startswith(f"insert into {TABLE} "):  # the load: the observation fills
             response = super().run(sql)
             self.observed = {
-                "rows_discarded": DISCARDED,
+                "rows_discarded": self.discards,
                 "values_discarded": 0,
-                QUARANTINE_METRIC: Rows(DISCARDED),
+                QUARANTINE_METRIC: Rows(self.discards),
             }
             return response
         if m := re.match(
@@ -89,16 +116,19 @@ class FakeObservingDelta(FakeDelta):
             self._statement()
             assert self.quarantine is not None, "a delete from a quarantine never created"
             self.quarantine = [r for r in self.quarantine if r != m.group(1)]
+            self._quarantine_commit()
             return None
         if low.startswith(f"create table if not exists {QUARANTINE} using delta"):
             self._statement()
             if self.quarantine is None:
                 self.quarantine, self.quarantine_columns = [], ("id", "n", *META)
+                self._quarantine_commit()
             return None
         if m := re.match(rf"alter table {re.escape(QUARANTINE)} add columns \((.*)\)$", low):
             self._statement()
             added = tuple(c.strip().split()[0].strip("`") for c in m.group(1).split(","))
             self.quarantine_columns += added
+            self._quarantine_commit()
             return None
         if m := re.match(
             rf"insert into {re.escape(QUARANTINE)} by name select \*, '([^']+)' as", low
@@ -109,6 +139,12 @@ class FakeObservingDelta(FakeDelta):
                 raise DbtDatabaseError("the rows do not fit the quarantine")  # Spark refuses
             view = re.search(r"from (\S+)$", low).group(1)  # type: ignore[union-attr]
             self.quarantine += [m.group(1)] * self.views[view]
+            self._quarantine_commit()
+            return None
+        if low.startswith(f"alter table {QUARANTINE} set tblproperties ('{JOURNAL_RUN_PROPERTY}'"):
+            self._statement()
+            assert self.quarantine is not None, "the journal's commit on a missing quarantine"
+            self._quarantine_commit()
             return None
         return super().run(sql)
 
@@ -157,12 +193,22 @@ def model_run(table: FakeObservingDelta, invocation: str) -> ModelRun:
 
 
 def a_run(table: FakeObservingDelta, invocation: str, tmp_path: Path) -> None:
+    """As adapter_run.plan_model_run and execute_model_run do it: the repair step (a dead run's
+    intent, or its journaled load), the plan, the journal's tag where the table has one."""
     runner = Runner(table, RunReport(), tmp_path)
     runner.tag_commits(commit_tag(invocation, MODEL))  # before the repair, as adapter_run does
-    dead = find_intent(dict(table.current.properties))
+    properties = dict(table.current.properties)
+    dead = find_intent(properties)
+    journal = has_journal(properties)
+    if dead is None and journal:
+        dead = runner.dead_journal(TABLE, QUARANTINE, MODEL)
     if dead is not None and dead.invocation_id != invocation:
         runner.repair(dead, MODEL)
+        journal = has_journal(dict(table.current.properties))
     run = model_run(table, invocation)
+    if journal and run.quarantine_format is not None and not run.statements:
+        run = replace(run, journaled=True, commit_tag=journal_tag(invocation, MODEL, "0"))
+        runner.tag_commits(run.commit_tag)
     runner.execute(run, f"insert into {TABLE} select * from {run.source}")
 
 
@@ -264,3 +310,75 @@ def test_a_quarantine_that_cannot_hold_the_rows_takes_the_load_back(tmp_path: Pa
     assert "`n` is BIGINT there, the model outputs STRING" in str(raised.value)
     assert table.current.state()[:2] == BEFORE[0][:2] and table.current.rows == "v1"
     assert table.current.operation == "RESTORE" and table.quarantine == ["inv-old"]
+
+
+# A journaled run (the table's first quarantining run marked its journal): the coerced view,
+# the observed view, the contract's view, the load, then the rows' view and the quarantine
+# insert (3 discarded rows: 6 statements) or the journal's commit on the quarantine (none: 5).
+# With a quarantine that lacks the model's `n` (-1 below): the refused insert, the column added
+# (a commit on the quarantine that is not the journal's), the insert again: 8 statements.
+JOURNALED_POINTS = (
+    [(3, k) for k in range(1, 7)] + [(0, k) for k in range(1, 6)] + [(-1, k) for k in range(1, 9)]
+)
+
+
+def journaled_table(tmp_path: Path, discards: int) -> FakeObservingDelta:
+    """A table after its first quarantining run, which created the quarantine and marked the
+    table's journal; its next loads discard `discards` rows (-1: 3, and the quarantine has lost
+    its `n` column since, as if made by an older model)."""
+    table = new_table()
+    a_run(table, "inv-first", tmp_path)
+    assert has_journal(dict(table.current.properties))
+    table.discards, table.sent = DISCARDED if discards < 0 else discards, 0
+    if discards < 0:
+        table.quarantine_columns = ("id", *META)
+    return table
+
+
+@pytest.mark.parametrize(
+    "discards, kill_at", JOURNALED_POINTS, ids=[f"{d}-rows-{k}" for d, k in JOURNALED_POINTS]
+)
+def test_a_journaled_run_killed_at_any_statement_is_repaired(
+    discards: int, kill_at: int, tmp_path: Path
+):
+    """No intent is written: the load's commit and the quarantine insert's (or its journal
+    commit's) carry the journal's tag; the quarantine's own schema change carries another.
+    Killed anywhere, the next run finds a load whose tag the quarantine lacks (if the kill came
+    after it), takes it back, and runs: both tables end as after a run never killed."""
+    control = journaled_table(tmp_path, discards)
+    a_run(control, "inv-control", tmp_path)
+    after = finished(control)
+    table = journaled_table(tmp_path, discards)
+    table.kill_at = kill_at
+    with pytest.raises(Killed):
+        a_run(table, "inv-dead", tmp_path)
+    assert INTENT_PROPERTY not in dict(table.current.properties)  # a journaled run writes none
+    table.dead, table.kill_at = False, 0  # the next dbt process
+    a_run(table, "inv-next", tmp_path)
+    assert finished(table) == after, (kill_at, table.versions, table.quarantine)
+
+
+@pytest.mark.parametrize("discards", [3, 0, -1])
+def test_the_journaled_matrix_covers_every_statement(discards: int, tmp_path: Path):
+    table = journaled_table(tmp_path, discards)
+    before = len(table.versions)
+    a_run(table, "inv-count", tmp_path)
+    assert table.sent == max(k for d, k in JOURNALED_POINTS if d == discards)
+    # one commit on the table (the load, no intent, no clearing), one on the quarantine
+    assert [v.operation for v in table.versions[before:]] == ["WRITE"]
+    tags = [v.tag for v in table.versions[before:]] + table.quarantine_tags[-1:]
+    assert tags == [journal_tag("inv-count", MODEL, "0")] * 2
+    assert table.quarantine == ["inv-first"] * DISCARDED + ["inv-count"] * table.discards
+
+
+def test_a_journaled_load_whose_rows_the_quarantine_cannot_hold_is_taken_back(tmp_path: Path):
+    """The journaled run's quarantine insert fails for good: its load is taken back (RESTORE to
+    the version before its first commit, found by its tag) and the run fails naming why."""
+    table = journaled_table(tmp_path, DISCARDED)
+    state = table.current.state()
+    table.n_type = "bigint"  # the quarantine's `n` can no longer take the model's strings
+    with pytest.raises(RunUndone) as raised:
+        a_run(table, "inv-mismatch", tmp_path)
+    assert isinstance(raised.value.cause, QuarantineMismatch)
+    assert table.current.state() == state and table.current.operation == "RESTORE"
+    assert table.quarantine == ["inv-first"] * DISCARDED

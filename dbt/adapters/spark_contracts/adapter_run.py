@@ -13,7 +13,12 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.core.config import read_run_vars
-from dbt.adapters.spark_contracts.core.intent import commit_tag, find_intent
+from dbt.adapters.spark_contracts.core.intent import (
+    commit_tag,
+    find_intent,
+    has_journal,
+    journal_tag,
+)
 from dbt.adapters.spark_contracts.core.microbatch import (
     MICROBATCH,
     Microbatch,
@@ -188,9 +193,14 @@ class RunPathMethods(metaclass=AdapterMeta):
         deployed, properties = self._deployed(spark, relation)
         repairs: Tuple[str, ...] = ()
         dead = find_intent(properties)
+        quarantine = suffixed(str(relation), QUARANTINE_SUFFIX)
+        journal = table_format == "delta" and has_journal(properties)
+        if dead is None and journal:  # no intent: did the last journaled run finish?
+            dead = runner.dead_journal(str(relation), quarantine, unique_id)
         if dead is not None and dead.invocation_id != invocation_id:
             repairs = (runner.repair(dead, unique_id),)
             deployed, properties = self._deployed(spark, relation)
+            journal = table_format == "delta" and has_journal(properties)
         config = model.get("config") or {}
         inputs = RunInputs(
             relation=str(relation),
@@ -222,6 +232,22 @@ class RunPathMethods(metaclass=AdapterMeta):
             method = str(self.config.credentials.method)
             logger.info(runs.counts_not_observed_note(unique_id, method))
         file_format = config.get("file_format") or DEFAULT_FILE_FORMAT
+        quarantine_format = (
+            self._sibling_format(relation, QUARANTINE_SUFFIX)
+            if load is not None and load.quarantine_row is not None
+            else None
+        )
+        # a run that collects its discarded rows in the load, on a table its first such run
+        # marked: no intent of its own, its load and its quarantine carry a journal tag
+        journaled = (
+            journal
+            and decided.quarantine_in_load
+            and quarantine_format is not None
+            and not decided.statements
+        )
+        if journaled:
+            tag = journal_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
+            runner.tag_commits(tag)
         run = runs.ModelRun.planned(
             inputs,
             decided,
@@ -230,9 +256,8 @@ class RunPathMethods(metaclass=AdapterMeta):
             microbatch=microbatch,
             drop_first=not replaces_atomically(self._existing(relation), file_format),
             repairs=repairs,
-            quarantine_format=self._sibling_format(relation, QUARANTINE_SUFFIX)
-            if load is not None and load.quarantine_row is not None
-            else None,
+            quarantine_format=quarantine_format,
+            journaled=journaled,
         )
         if (run.has_changes or run.blocked or run.plan.notes or repairs) and not run.dry_run:
             logger.info(run.summary())  # a dry run logs its own `[dry run]` line

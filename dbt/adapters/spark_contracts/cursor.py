@@ -133,16 +133,14 @@ def is_connect(session: Any) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
-def load_table(session: Any, table: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
-    """(schema JSON, properties) of `table` from its catalog in the embedded session's JVM.
+@contextmanager
+def _catalog_table(session: Any, table: str) -> Iterator[Any]:
+    """`table` loaded from its catalog in the embedded session's JVM (`TableCatalog.loadTable`).
 
     The name resolves as Spark resolves a multi-part table name: a first part that names a
     registered catalog (or the session catalog) picks it, otherwise the current catalog; a
-    one-part name is in the current namespace. The session is made the thread's active one
-    meanwhile (a catalog reads its settings from the active session). The properties leave out
-    the reserved ones (provider, location, owner, ...) and a file-source table's `option.*`, as
-    SHOW TBLPROPERTIES does, but are not redacted (SHOW TBLPROPERTIES hides values matching
-    Spark's redaction patterns)."""
+    one-part name is in the current namespace. The session is the thread's active one meanwhile
+    (a catalog reads its settings from the active session)."""
     jvm, jsession = session._jvm, session._jsparkSession
     sessions = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
     previous = sessions.getActiveSession()
@@ -161,20 +159,63 @@ def load_table(session: Any, table: str) -> Tuple[Dict[str, Any], Dict[str, str]
         for i, part in enumerate(namespace):
             names[i] = part
         connector = jvm.org.apache.spark.sql.connector.catalog
-        loaded = catalog.loadTable(connector.Identifier.of(names, parts[-1]))
-        mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
-        properties = json.loads(mapper.writeValueAsString(loaded.properties()))
-        reserved = connector.CatalogV2Util.TABLE_RESERVED_PROPERTIES().mkString(_SEP).split(_SEP)
-        if loaded.getClass().getSimpleName() == "V1Table":  # its storage options, as `option.*`
-            reserved += [k for k in properties if k.startswith("option.")]
-        schema = json.loads(loaded.schema().json())
+        yield catalog.loadTable(connector.Identifier.of(names, parts[-1]))
     finally:
         if previous.isDefined():
             sessions.setActiveSession(previous.get())
         else:
             sessions.clearActiveSession()
+
+
+def load_table(session: Any, table: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
+    """(schema JSON, properties) of `table` from its catalog (`_catalog_table`). The properties
+    leave out the reserved ones (provider, location, owner, ...) and a file-source table's
+    `option.*`, as SHOW TBLPROPERTIES does, but are not redacted (SHOW TBLPROPERTIES hides
+    values matching Spark's redaction patterns)."""
+    jvm = session._jvm
+    with _catalog_table(session, table) as loaded:
+        mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+        properties = json.loads(mapper.writeValueAsString(loaded.properties()))
+        connector = jvm.org.apache.spark.sql.connector.catalog
+        reserved = connector.CatalogV2Util.TABLE_RESERVED_PROPERTIES().mkString(_SEP).split(_SEP)
+        if loaded.getClass().getSimpleName() == "V1Table":  # its storage options, as `option.*`
+            reserved += [k for k in properties if k.startswith("option.")]
+        schema = json.loads(loaded.schema().json())
     kept = {str(k): str(v) for k, v in properties.items() if k not in reserved}
     return schema, kept
+
+
+def recent_delta_commits(
+    session: Any, table: str, limit: int
+) -> Optional[List[Tuple[int, str, Optional[str]]]]:
+    """The newest `limit` commits of a Delta table, newest first: (version, operation,
+    userMetadata), read from its log's commit files (no query: what DESCRIBE HISTORY shows,
+    in milliseconds); None for a table that is not Delta's. Stops at a file the log's
+    retention removed."""
+    jvm, jsession = session._jvm, session._jsparkSession
+    with _catalog_table(session, table) as loaded:
+        if loaded.getClass().getSimpleName() != "DeltaTableV2":
+            return None
+        version = int(loaded.initialSnapshot().version())
+        log_path = loaded.deltaLog().logPath()
+        conf = jsession.sessionState().newHadoopConf()
+        commits: List[Tuple[int, str, Optional[str]]] = []
+        for v in range(version, max(version - limit, -1), -1):
+            path = jvm.org.apache.hadoop.fs.Path(log_path, f"{v:020d}.json")
+            fs = path.getFileSystem(conf)
+            if not fs.exists(path):
+                break
+            stream = fs.open(path)
+            try:
+                text = str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+            finally:
+                stream.close()
+            info: Dict[str, Any] = {}
+            for line in text.splitlines():
+                if line.strip():
+                    info = json.loads(line).get("commitInfo") or info
+            commits.append((v, str(info.get("operation", "")), info.get("userMetadata")))
+        return commits
 
 
 _SEP = "\u0000"  # joins a Scala sequence of names into one py4j string (names hold no NUL)
@@ -215,6 +256,17 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
     def table_with_properties(self, table: str) -> Optional[Tuple[Dict[str, Any], Dict[str, str]]]:
         """A deployed table's schema and properties in one catalog lookup (None: not here)."""
         return self.handle.cursor().table_with_properties(table)
+
+    def recent_commits(
+        self, table: str, limit: int
+    ) -> Optional[List[Tuple[int, str, Optional[str]]]]:
+        """A Delta table's newest commits from its log on the embedded session (None over
+        Spark Connect, or for a table that is not Delta's: the caller asks DESCRIBE HISTORY)."""
+        session = self.handle.cursor().session
+        if is_connect(session):
+            return None
+        with spark_errors_as_dbt_errors():
+            return recent_delta_commits(session, table, limit)
 
     def set_conf(self, key: str, value: Optional[str]) -> None:
         """Set (None: unset) a SQL conf in this connection's own session."""

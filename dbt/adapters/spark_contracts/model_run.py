@@ -128,6 +128,8 @@ class ModelRun:
     drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
     quarantine_in_load: bool = False  # the load collects the discarded rows: quarantined after
     quarantine_format: Optional[str] = None  # of <relation>__quarantine in dbt's cache, if there
+    # the table's journal names the quarantine: no intent, the load's tag is the journal's
+    journaled: bool = False
 
     @classmethod
     def planned(

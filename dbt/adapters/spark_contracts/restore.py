@@ -15,8 +15,11 @@ from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Commit,
     Intent,
+    dead_journal_load,
     describe_commits,
     foreign_commits,
+    is_journal_tag,
+    journal_intent,
 )
 from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.render import undo_swap
@@ -30,6 +33,7 @@ from dbt.adapters.spark_contracts.run_errors import ForeignCommits, RestoreFaile
 from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
+JOURNAL_WINDOW = 10  # a table's newest commits read for its journal; all of them if needed
 
 
 class Restorer:
@@ -59,12 +63,15 @@ class Restorer:
         if intent.table_format != "delta" or intent.restore_version is not None:
             return intent
         rows = self.spark.fetch(f"describe history {intent.relation}")
+        journaled = is_journal_tag(intent.commit_tag)  # no intent commit: its first commit
         written = [
             int(r["version"])
             for r in rows
             if r.get("userMetadata") == intent.commit_tag
-            and str(r.get("operation")) == "SET TBLPROPERTIES"
+            and (journaled or str(r.get("operation")) == "SET TBLPROPERTIES")
         ]
+        if not written and journaled:  # the run committed nothing to the table
+            return intent
         if not written:  # past the log's retention, or written by hand: no safe version
             raise DbtRuntimeError(
                 f"{intent.relation}: the commit that wrote run {intent.invocation_id}'s intent "
@@ -158,6 +165,8 @@ class Restorer:
         process saw complete (a parquet rewrite stopped midway is taken back from them)."""
         intent = self.restore_point(intent)
         relation = intent.relation
+        if intent.table_format == "delta" and intent.restore_version is None:
+            return "the run had committed nothing to the table"  # a journaled run, before its load
         after = self.commits_after(intent)
         foreign = foreign_commits(after, intent.commit_tag)
         if foreign:
@@ -199,6 +208,28 @@ class Restorer:
         self._clear_intent(relation)
         done.append("cleared the run's intent")
         return "; ".join(done)
+
+    def dead_journal(self, relation: str, journal: str, unique_id: str) -> Optional[Intent]:
+        """The intent of the model's last journaled run on `relation` if it died between its
+        load and its quarantine commit (core/intent.dead_journal_load): the table's newest
+        commits are read, and the quarantine's only when the last run was journaled."""
+
+        def quarantine() -> Optional[List[Commit]]:
+            try:
+                return self.spark.recent_commits(journal, JOURNAL_WINDOW)
+            except Exception as exc:
+                logger.warning(f"{unique_id}: cannot read {journal} ({exc}); not checked")
+                return None
+
+        newest = self.spark.recent_commits(relation, JOURNAL_WINDOW)
+        check = dead_journal_load(newest, quarantine, unique_id)
+        if not check.seen and len(newest) >= JOURNAL_WINDOW:  # other writers': read them all
+            check = dead_journal_load(
+                self.spark.recent_commits(relation, None), quarantine, unique_id
+            )
+        if check.dead is None:
+            return None
+        return journal_intent(str(check.dead.tag), relation, journal)
 
     def unquarantine(self, quarantine: str, invocation_id: str) -> None:
         """Delete one run's rows from a quarantine (a Delta or Iceberg table)."""

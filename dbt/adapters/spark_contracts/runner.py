@@ -12,7 +12,11 @@ from dbt.adapters.spark_contracts.core import (
 )
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
+    JOURNAL_ON,
+    JOURNAL_PROPERTY,
+    JOURNAL_RUN_PROPERTY,
     Intent,
+    journal_intent,
 )
 from dbt.adapters.spark_contracts.core.load_select import (
     COERCE_REASON,
@@ -50,6 +54,7 @@ from dbt.adapters.spark_contracts.run_errors import (
 from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
+QUARANTINE_SCHEMA_TAG = ":quarantine-schema"  # suffixes a journaled run's tag on those commits
 
 # --------------------------------------------------------------------------- the runner
 
@@ -153,14 +158,25 @@ class Runner(Restorer):
 
     def _begin_steps(self, run: ModelRun) -> None:
         out = self.out
+        if run.journaled:  # the table's journal stands for the intent: nothing is written
+            out.intent = journal_intent(run.commit_tag, run.relation, run.quarantine_table)
+            return
         # Delta: the version before the commit that writes the intent, found by a restore
         # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
         if run.table_format != "delta":
             out.restore_version = self.current_version(run.relation, run.table_format)
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
+        # a Delta run that collects its discarded rows in the load marks the table's journal
+        # with it: the model's next such runs write no intent (core/intent.py)
+        journal = (
+            f", '{JOURNAL_PROPERTY}' = '{JOURNAL_ON}'"
+            if run.quarantine_in_load and run.table_format == "delta"
+            else ""
+        )
         self.spark.run(
-            f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
+            f"alter table {run.relation} set tblproperties "
+            f"('{INTENT_PROPERTY}' = '{value}'{journal})"
         )
         out.intent = intent
         for statement in run.statements:
@@ -213,8 +229,14 @@ class Runner(Restorer):
             statements = self._quarantine_evolution(run)
             if not statements:
                 raise  # the table fits (or was created from these rows): another failure
-        for statement in statements:
-            self.spark.run(statement)
+        if run.journaled:  # these commits are not the journal's: a kill after them is a kill
+            self.spark.set_conf(DELTA_USER_METADATA, f"{run.commit_tag}{QUARANTINE_SCHEMA_TAG}")
+        try:
+            for statement in statements:
+                self.spark.run(statement)
+        finally:
+            if run.journaled:
+                self.spark.set_conf(DELTA_USER_METADATA, run.commit_tag)
         self.spark.run(sql)
 
     def _quarantine_evolution(self, run: ModelRun) -> List[str]:
@@ -247,6 +269,14 @@ class Runner(Restorer):
             )
             self.out.quarantined = count
 
+    def _journal(self, run: ModelRun) -> None:
+        """A journaled run that quarantined nothing tags one commit on the quarantine: its
+        load is done (core/intent.py)."""
+        self.spark.run(
+            f"alter table {run.quarantine_table} set tblproperties "
+            f"('{JOURNAL_RUN_PROPERTY}' = {sql_string(run.invocation_id)})"
+        )
+
     def _load(self, run: ModelRun, sql: str) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
         auto_merge = (
@@ -270,12 +300,14 @@ class Runner(Restorer):
                     self._step(
                         run, "the quarantine insert", lambda: self._quarantine_collected(run)
                     )
+                if run.journaled and not self.out.quarantined:  # the journal's commit, then
+                    self._step(run, "the quarantine's journal", lambda: self._journal(run))
             else:
                 try:
                     self._take_counts(run)
                 except Exception as exc:  # the load has committed: counts are a report
                     logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
-            if self.out.intent is not None:
+            if self.out.intent is not None and not run.journaled:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
         finally:
             self.drop_stage(run)

@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.core import Struct, from_spark_json
+from dbt.adapters.spark_contracts.core.intent import Commit
 
 logger = AdapterLogger("SparkContracts")
 
@@ -43,6 +44,10 @@ class Spark(Protocol):
     def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Observed:
         """Define temporary view `view` as `source`, observing `metrics` (name, aggregate) in
         whichever statement reads it first."""
+        ...
+
+    def recent_commits(self, relation: str, limit: Optional[int]) -> List[Commit]:
+        """A Delta table's newest `limit` commits (None: all), newest first."""
         ...
 
     def rows_view(self, view: str, rows: Any) -> int:
@@ -112,6 +117,22 @@ class _ConnectionSpark:
 
     def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Any:
         return self._handle().observe(view, source, metrics)
+
+    def recent_commits(self, relation: str, limit: Optional[int]) -> List[Commit]:
+        """From the table's log on the embedded session; DESCRIBE HISTORY elsewhere."""
+        handle = self._handle()
+        if limit is not None and hasattr(handle, "recent_commits"):
+            with self._adapter.connections.exception_handler(f"-- read the log of {relation}"):
+                read = handle.recent_commits(relation, limit)
+            if read is not None:
+                return [Commit(v, op, tag) for v, op, tag in read]
+        bound = f" limit {int(limit)}" if limit is not None else ""
+        rows = self.fetch(f"describe history {relation}{bound}")
+        commits = (
+            Commit(int(r["version"]), str(r["operation"]), r.get("userMetadata") or None)
+            for r in rows
+        )
+        return sorted(commits, key=lambda c: -int(c.version))
 
     def rows_view(self, view: str, rows: Any) -> int:
         with self._adapter.connections.exception_handler(f"create view {view}"):

@@ -396,10 +396,14 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
     names = ["control", "dead"]
     project = Project(tmp_path / "project", fmt, kill_target, SLOW_BACKFILL_MODELS[fmt], names)
     quarantines = project.reader is not None  # the embedded session: kill_target gives a reader
+    journaled = quarantines and fmt == "delta"
+    quarantining = ["q_control", "q_dead"] + (["qj_control", "qj_dead"] if journaled else [])
     if quarantines:
-        for name in ("q_control", "q_dead"):
+        for name in quarantining:
             (project.root / "models" / f"{name}.sql").write_text(QUARANTINE_MODEL.format(fmt=fmt))
     assert project.dbt() == 0
+    if journaled:  # their first quarantining runs (under an intent) mark the tables' journals
+        assert project.dbt("--select", "qj_control qj_dead", "--vars", "{v: 2}") == 0
     argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", "dead", "--vars", SLOW]
     process = subprocess.Popen(
         argv, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -426,6 +430,17 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
             settle=False,
         )
         assert project.state("q_dead")[1], "the kill after the load left no intent on the table"
+    if journaled:  # a journaled run writes no intent: killed right after its load's commit
+        project.dbt(
+            *("--select", "qj_dead", "--vars", "{v: 2}"),
+            kill_at=1,
+            table="qj_dead",
+            settle=False,
+        )
+        loaded = project.history("qj_dead")[-1]
+        assert loaded[1] == "WRITE" and not project.state("qj_dead")[1], loaded
+        dead_runs = [run for _, _, run in project.history("qj_dead__quarantine")]
+        assert loaded[2] not in dead_runs, "the kill landed after the quarantine's commit"
 
     # the next run: the controls' first v2 runs, and the dead runs' tables repaired and loaded
     assert project.dbt("--vars", "{v: 2}") == 0
@@ -439,6 +454,15 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
         assert results["q_dead"].get("repairs") and results["q_dead"]["rows_discarded"] == 3
         assert project.state("q_dead") == project.state("q_control")
         tables += ["q_control", "q_dead", "q_control__quarantine", "q_dead__quarantine"]
+    if journaled:
+        assert results["qj_dead"].get("repairs") and not results["qj_control"].get("repairs")
+        assert project.state("qj_dead") == project.state("qj_control")
+        journal = ["qj_control", "qj_dead", "qj_control__quarantine", "qj_dead__quarantine"]
+        rows = project.rows(journal)
+        assert rows["qj_dead"] == rows["qj_control"], rows
+        assert [r["id"] for r in rows["qj_dead"]] == [0, 1, 2, 3, 3, 5, 5, 7, 7]
+        quarantined = {t: [r["id"] for r in rows[t]] for t in journal[2:]}
+        assert quarantined == {t: [4, 4, 6, 6, 8, 8] for t in journal[2:]}, quarantined
     rows = project.rows(tables)
     assert rows["dead"] == rows["control"], rows
     if quarantines:
