@@ -87,7 +87,7 @@ class RunOutcome:
 
     executed: List[str] = field(default_factory=list)
     restore_version: Optional[int] = None
-    intent: Optional[Intent] = None  # written to the table; None: no multi-step change began
+    intent: Optional[Intent] = None  # written to the table (a journaled run only holds it)
     staged: bool = False
     observation: Optional[Observed] = field(default=None, repr=False)
     rejected: Any = field(default=None, repr=False)  # the discarded rows the load collected
