@@ -165,7 +165,7 @@ class Restorer:
         process saw complete (a parquet rewrite stopped midway is taken back from them)."""
         intent = self.restore_point(intent)
         relation = intent.relation
-        if intent.table_format == "delta" and intent.restore_version is None:
+        if is_journal_tag(intent.commit_tag) and intent.restore_version is None:
             return "the run had committed nothing to the table"  # a journaled run, before its load
         after = self.commits_after(intent)
         foreign = foreign_commits(after, intent.commit_tag)

@@ -106,13 +106,16 @@ def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ..
     return tuple(c for c in commits if c.tag != own_tag)
 
 
-# A Delta table whose model's runs collect the discarded rows in their load (the embedded
-# session) carries this property (`<table>__quarantine` keeps the rows; the value names nothing
-# SHOW TBLPROPERTIES could redact), set by the first such run together with its intent. From then on those runs write no intent: the load's commit carries a journal tag
-# (`journal_tag`), and so does the quarantine insert, or, when the run quarantined nothing, one
-# property commit on the quarantine (`JOURNAL_RUN_PROPERTY`). A journaled load whose tag the
-# quarantine lacks is a dead run's: the next run takes it back first (`dead_journal_load`).
+# The quarantine's journal. A Delta table whose model's runs collect the discarded rows in
+# their load (the embedded session) is marked with JOURNAL_PROPERTY by the first such run, in the
+# commit that writes its intent (the value names nothing SHOW TBLPROPERTIES could redact; the
+# rows go to `<table>__quarantine`). From then on those runs write no intent: the load's commit
+# carries a journal tag (`journal_tag`), and so does the quarantine insert, or, when the run
+# quarantined nothing, one property commit on the quarantine (JOURNAL_RUN_PROPERTY). A journaled
+# commit whose tag the quarantine lacks is a dead run's: the next run takes it back first
+# (`dead_journal_load`).
 JOURNAL_PROPERTY = "dbt_spark_contracts.journal"
+JOURNAL_ON = "quarantine"
 JOURNAL_RUN_PROPERTY = "dbt_spark_contracts.journal_run"
 JOURNAL_RUN = "journal-"
 
@@ -127,9 +130,6 @@ def parse_tag(tag: str | None) -> tuple[str, str, str] | None:
     if len(parts) != 4 or parts[0] != TAG_PREFIX:
         return None
     return parts[1], parts[2], parts[3]
-
-
-JOURNAL_ON = "quarantine"
 
 
 def has_journal(properties: Mapping[str, str]) -> bool:
