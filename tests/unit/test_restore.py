@@ -146,3 +146,5 @@ def test_a_dead_journaled_load_is_the_models_newest_tagged_commit_without_its_qu
     check = dead_journal_load(table(plain, dead), quarantine([]), model)  # newest not journaled
     assert check.seen and check.dead is None and reads == []
     assert dead_journal_load(table("streaming", other), quarantine([]), model).seen is False
+    restored = [Commit(9, "RESTORE", dead), Commit(8, "WRITE", dead)]  # a failed run took it back
+    assert dead_journal_load(restored, quarantine([]), model).dead is None

@@ -242,8 +242,9 @@ class RunPathMethods(metaclass=AdapterMeta):
         journaled = (
             journal
             and decided.quarantine_in_load
-            and quarantine_format is not None
+            and quarantine_format == "delta"
             and not decided.statements
+            and decided.plan.full_refresh is None
         )
         if journaled:
             tag = journal_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])

@@ -205,15 +205,14 @@ def recent_delta_commits(
             fs = path.getFileSystem(conf)
             if not fs.exists(path):
                 break
-            stream = fs.open(path)
-            try:
-                text = str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
-            finally:
-                stream.close()
+            reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(fs.open(path)))
             info: Dict[str, Any] = {}
-            for line in text.splitlines():
-                if line.strip():
-                    info = json.loads(line).get("commitInfo") or info
+            try:  # Delta writes commitInfo first: a large commit's other lines are not read
+                while not info and (line := reader.readLine()) is not None:
+                    if line.strip():
+                        info = json.loads(line).get("commitInfo") or {}
+            finally:
+                reader.close()
             commits.append((v, str(info.get("operation", "")), info.get("userMetadata")))
         return commits
 

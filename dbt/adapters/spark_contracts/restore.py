@@ -13,6 +13,7 @@ from dbt.adapters.spark_contracts.core import (
 )
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
+    JOURNAL_PROPERTY,
     Commit,
     Intent,
     dead_journal_load,
@@ -216,7 +217,10 @@ class Restorer:
 
         def quarantine() -> Optional[List[Commit]]:
             try:
-                return self.spark.recent_commits(journal, JOURNAL_WINDOW)
+                newest = self.spark.recent_commits(journal, JOURNAL_WINDOW)
+                if len(newest) < JOURNAL_WINDOW:
+                    return newest
+                return self.spark.recent_commits(journal, None)  # the tag may be further back
             except Exception as exc:
                 logger.warning(f"{unique_id}: cannot read {journal} ({exc}); not checked")
                 return None
@@ -238,6 +242,14 @@ class Restorer:
         )
 
     def manual_repair(self, intent: Intent) -> str:
+        if is_journal_tag(intent.commit_tag):
+            return (
+                f"RESTORE TABLE {intent.relation} TO VERSION AS OF the version before the first "
+                f"commit whose userMetadata is '{intent.commit_tag}' (DESCRIBE HISTORY "
+                f"{intent.relation}) if the table is to be as before that run, then ALTER TABLE "
+                f"{intent.relation} UNSET TBLPROPERTIES ('{JOURNAL_PROPERTY}') (the model's next "
+                "quarantining run writes an intent again)"
+            )
         if intent.table_format == "delta" and intent.restore_version is None:
             return (
                 f"RESTORE TABLE {intent.relation} TO VERSION AS OF the version before the first "
@@ -267,8 +279,13 @@ class Restorer:
     def repair(self, intent: Intent, unique_id: str) -> str:
         """A dead run's intent found on the table: put it back before anything else, and drop
         the dead run's stage table (its name holds that run's invocation id: no live run's)."""
+        left = (
+            "a load whose rows never reached its quarantine"
+            if is_journal_tag(intent.commit_tag)
+            else "the intent"
+        )
         logger.warning(
-            f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
+            f"{unique_id}: {intent.relation} carries {left} of run {intent.invocation_id} "
             f"({intent.unique_id}), which did not finish; repairing the table first"
         )
         dead_stage = stage_name(intent.relation, intent.invocation_id)

@@ -118,6 +118,7 @@ JOURNAL_PROPERTY = "dbt_spark_contracts.journal"
 JOURNAL_ON = "quarantine"
 JOURNAL_RUN_PROPERTY = "dbt_spark_contracts.journal_run"
 JOURNAL_RUN = "journal-"
+QUARANTINE_SCHEMA_TAG = ":quarantine-schema"  # suffixes a journaled run's tag on those commits
 
 
 def journal_tag(invocation_id: str, unique_id: str, run: str) -> str:
@@ -152,18 +153,19 @@ def dead_journal_load(
     quarantine: Callable[[], Sequence[Commit] | None],
     unique_id: str,
 ) -> JournalCheck:
-    """`table`: its newest commits, newest first; `quarantine`: reads the quarantine's (None
-    when it cannot be read). The model's last run on the table made the newest commit tagged by
-    one of its runs (other writers' are passed over). A journaled commit there without a commit
-    of the same tag on the quarantine is a run that died before its quarantine; any other last
-    run finished, or left an intent of its own. A quarantine that cannot be read (dropped by
-    hand) cannot tell: nothing is taken back."""
+    """`table`: its newest commits, newest first; `quarantine`: reads the quarantine's commits
+    since (None when it cannot be read). The model's last run on the table made the newest commit
+    tagged by one of its runs (other writers' are passed over). A journaled commit there without
+    a commit of the same tag on the quarantine is a run that died before its quarantine; a
+    journaled RESTORE is a failed run that took its load back; any other last run finished, or
+    left an intent of its own. A quarantine that cannot be read (dropped by hand) cannot tell:
+    nothing is taken back."""
     for c in table:
         parsed = parse_tag(c.tag)
         if parsed is None or parsed[2] != unique_id:
             continue
-        if not parsed[1].startswith(JOURNAL_RUN):
-            return JournalCheck(True)
+        if not parsed[1].startswith(JOURNAL_RUN) or c.operation == "RESTORE":
+            return JournalCheck(True)  # a journaled run that failed took its load back
         commits = quarantine()
         done = commits is None or any(q.tag == c.tag for q in commits)
         return JournalCheck(True, None if done else c)
@@ -175,7 +177,8 @@ def journal_intent(tag: str, relation: str, quarantine: str) -> Intent:
     taken back to the version before its first (found in the history when needed), its
     quarantined rows deleted."""
     parsed = parse_tag(tag)
-    assert parsed is not None
+    if parsed is None:
+        raise ValueError(f"not a run's commit tag: {tag!r}")
     invocation_id, _, unique_id = parsed
     return Intent(invocation_id, unique_id, relation, "delta", None, tag, quarantine=quarantine)
 
