@@ -25,7 +25,7 @@ processes run one at a time, A and B interleaved (A, B, A, B, ...); ratio = medi
       deployed `n` is bigint, under schema_contract {data_type: discard_row} (A; the load reads
       the model once, filtering the discarded rows and counting them as it goes), and with
       quarantine: true as well (A'; the same load also collects the discarded rows, which go
-      to the quarantine table after it, under the run's intent), / the same query without a
+      to the quarantine table after it, under the table's journal), / the same query without a
       contract, casting `n` to bigint in the model (B: what a user writes without the
       adapter). Order A, B, A' per round; both ratios use the same B runs. Target <= 1.15.
   P5  schema_evolution {} on Delta, append of a 10k-row batch into a 10k-row table: the run

@@ -406,3 +406,24 @@ def test_a_finished_journaled_run_stays_however_many_commits_the_quarantine_had_
     before = len(table.versions)
     a_run(table, "inv-next", tmp_path)
     assert [v.operation for v in table.versions[before:]] == ["WRITE"]
+
+
+def test_the_quarantines_whole_history_is_read_only_when_the_tag_is_not_among_its_newest(
+    tmp_path: Path,
+):
+    """In steady use the quarantine has many commits: the run reads its newest ten, finds the
+    last journaled run's tag there, and reads no further."""
+    table = journaled_table(tmp_path, DISCARDED)
+    for i in range(11):  # eleven finished journaled runs: the quarantine has 12+ commits
+        a_run(table, f"inv-{i}", tmp_path)
+    assert len(table.quarantine_tags) > 10
+    limits: List[Optional[int]] = []
+    original = table.recent_commits
+
+    def recording(relation: str, limit: Optional[int]) -> List[Commit]:
+        limits.append(limit)
+        return original(relation, limit)
+
+    table.recent_commits = recording  # type: ignore[method-assign]
+    a_run(table, "inv-next", tmp_path)
+    assert limits == [10, 10], limits  # the table's newest, the quarantine's newest

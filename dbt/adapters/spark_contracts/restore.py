@@ -215,12 +215,13 @@ class Restorer:
         load and its quarantine commit (core/intent.dead_journal_load): the table's newest
         commits are read, and the quarantine's only when the last run was journaled."""
 
-        def quarantine() -> Optional[List[Commit]]:
+        def quarantine(tag: str) -> Optional[bool]:
             try:
                 newest = self.spark.recent_commits(journal, JOURNAL_WINDOW)
-                if len(newest) < JOURNAL_WINDOW:
-                    return newest
-                return self.spark.recent_commits(journal, None)  # the tag may be further back
+                if any(c.tag == tag for c in newest) or len(newest) < JOURNAL_WINDOW:
+                    return any(c.tag == tag for c in newest)
+                # not among the newest ten: further back (people deleting triaged rows)
+                return any(c.tag == tag for c in self.spark.recent_commits(journal, None))
             except Exception as exc:
                 logger.warning(f"{unique_id}: cannot read {journal} ({exc}); not checked")
                 return None

@@ -150,11 +150,11 @@ class JournalCheck:
 
 def dead_journal_load(
     table: Sequence[Commit],
-    quarantine: Callable[[], Sequence[Commit] | None],
+    quarantine: Callable[[str], bool | None],
     unique_id: str,
 ) -> JournalCheck:
-    """`table`: its newest commits, newest first; `quarantine`: reads the quarantine's commits
-    since (None when it cannot be read). The model's last run on the table made the newest commit
+    """`table`: its newest commits, newest first; `quarantine(tag)`: whether the quarantine has
+    a commit tagged `tag` (None when it cannot be read). The model's last run on the table made the newest commit
     tagged by one of its runs (other writers' are passed over). A journaled commit there without
     a commit of the same tag on the quarantine is a run that died before its quarantine; a
     journaled RESTORE is a failed run that took its load back; any other last run finished, or
@@ -166,9 +166,8 @@ def dead_journal_load(
             continue
         if not parsed[1].startswith(JOURNAL_RUN) or c.operation == "RESTORE":
             return JournalCheck(True)  # a journaled run that failed took its load back
-        commits = quarantine()
-        done = commits is None or any(q.tag == c.tag for q in commits)
-        return JournalCheck(True, None if done else c)
+        done = quarantine(str(c.tag))
+        return JournalCheck(True, None if done is None or done else c)
     return JournalCheck(False)
 
 
