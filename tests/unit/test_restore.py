@@ -105,46 +105,6 @@ def test_the_repair_drops_the_dead_runs_stage(tmp_path: Path):
     assert spark.statements == [
         f"drop table if exists {stage_name('db.t', 'inv')}",
         "restore table db.t to version as of 1",
+        "drop table if exists db.t__quarantine__pending_inv",  # the dead run's discarded rows
     ]
     assert stage_name("db.t", "inv") == "db.t__dbt_stage_inv"
-
-
-def test_a_dead_journaled_load_is_the_models_newest_tagged_commit_without_its_quarantine():
-    """core/intent.dead_journal_load: other writers' and other models' commits are passed over;
-    the model's newest commit decides; the quarantine is read only for a journaled one, and one
-    that cannot be read takes nothing back."""
-    from dbt.adapters.spark_contracts.core.intent import (
-        Commit,
-        commit_tag,
-        dead_journal_load,
-        journal_tag,
-    )
-
-    model = "model.p.t"
-    dead = journal_tag("inv-2", model, "b")
-    done = journal_tag("inv-1", model, "a")
-    plain = commit_tag("inv-3", model, "c")
-    other = journal_tag("inv-4", "model.p.other", "d")
-    reads: list = []
-
-    def quarantine(tags):
-        def has(tag):
-            reads.append(tags)
-            return None if tags is None else tag in tags
-
-        return has
-
-    def table(*tags):
-        return [Commit(10 - i, "WRITE", t) for i, t in enumerate(tags)]
-
-    # newest first: a streaming job, another model, then the model's dead journaled load
-    check = dead_journal_load(table("streaming", other, dead, done), quarantine([done]), model)
-    assert check.seen and check.dead == Commit(8, "WRITE", dead)
-    assert dead_journal_load(table(dead, done), quarantine([done, dead]), model).dead is None
-    assert dead_journal_load(table(dead), quarantine(None), model).dead is None  # dropped
-    reads.clear()
-    check = dead_journal_load(table(plain, dead), quarantine([]), model)  # newest not journaled
-    assert check.seen and check.dead is None and reads == []
-    assert dead_journal_load(table("streaming", other), quarantine([]), model).seen is False
-    restored = [Commit(9, "RESTORE", dead), Commit(8, "WRITE", dead)]  # a failed run took it back
-    assert dead_journal_load(restored, quarantine([]), model).dead is None

@@ -79,17 +79,17 @@ def test_create_statement_per_format():
 @pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
 @pytest.mark.parametrize("observable", [True, False])
 @pytest.mark.parametrize("strategy", ["append", "merge", "table", "microbatch"])
-def test_quarantined_rows_are_collected_by_the_load_where_it_can_be_taken_back(
+def test_quarantined_rows_go_to_a_pending_table_from_a_cache_never_the_driver(
     fmt, observable, strategy
 ):
-    """discard_row + quarantine: the load collects the discarded rows (no stage) where the
-    connection observes, the format can take the load back, and the load reads its source once;
-    otherwise the output is staged and quarantined before the load."""
+    """discard_row + quarantine: the model's output is read once into a cache on the executors
+    (the run's stage is the cached view; nothing is observed, nothing collected), on every
+    format and method; a microbatch batch stages and quarantines before its load."""
     from dbt.adapters.spark_contracts.core.config import EvolutionSettings
     from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
     from dbt.adapters.spark_contracts.core.parse import parse_type
     from dbt.adapters.spark_contracts.core.plan import Policy
-    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.run_plan import CACHE_SUFFIX, RunInputs, plan_run
 
     decided = plan_run(
         RunInputs(
@@ -106,20 +106,16 @@ def test_quarantined_rows_are_collected_by_the_load_where_it_can_be_taken_back(
             observable=observable,
         )
     )
-    in_load = (
-        observable
-        and fmt in ("delta", "iceberg")
-        and strategy != "table"  # a rebuild's CTAS never reports observed metrics
-        and (fmt, strategy) != ("iceberg", "merge")  # its MERGE reads the source twice
-        and strategy != "microbatch"  # batches share the quarantine rows' run id
-    )
-    assert decided.quarantine_in_load is in_load
-    assert (decided.stage is None) is in_load
-    assert decided.load is not None
-    observed = decided.load.observed_metrics(decided.quarantine_in_load) if decided.observed else ()
-    names = [name for name, _ in observed]
-    assert ("rejected_rows" in names) is in_load
+    pending = strategy != "microbatch"
+    assert decided.quarantine_pending is pending
     assert decided.load is not None and decided.load.quarantine_select is not None
+    if pending:
+        assert decided.stage == "t__tmp" + CACHE_SUFFIX
+        assert decided.observed is None  # counted by a query over the cache: exact
+        assert "t__tmp" + CACHE_SUFFIX in decided.load.quarantine_select
+        assert "collect_list" not in repr(decided)
+    else:
+        assert decided.stage is not None and "__dbt_stage_" in decided.stage
 
 
 @pytest.mark.parametrize("name", ["_contract_reason", "_DBT_RUN_ID"])

@@ -32,7 +32,7 @@ from dbt.adapters.spark_contracts.core.write_path import (
     merged_by_name,
     needs_stage,
     plan_change,
-    quarantines_in_load,
+    quarantine_pends,
 )
 
 INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
@@ -217,22 +217,18 @@ def _load(samples: bool = False, counts: bool = False, quarantine: bool = False)
 def test_the_output_is_staged_only_when_read_twice(
     multi_step, contract, samples, counts, quarantine, observable, table_format
 ):
-    """Quarantined rows are collected by the load itself where the connection observes and
-    the format can take the load back (the insert after it may fail): else they are staged."""
+    """A quarantining run (not a microbatch batch) goes through a pending table, read from a
+    cache (run_plan.plan_run), on every format and method: it needs no durable stage."""
     write = WriteDecision(WritePath.MULTI_STEP if multi_step else WritePath.IN_WRITE)
     load = _load(samples, counts, quarantine) if contract else None
     staged = needs_stage(write, load, observable, table_format)
-    in_load = observable and table_format in ("delta", "iceberg")
-    assert quarantines_in_load(load, observable, table_format) == (
-        contract and quarantine and in_load
-    )
-    read_twice = contract and (
-        samples or (quarantine and not in_load) or (counts and not observable)
-    )
+    assert quarantine_pends(load) == (contract and quarantine)
+    assert not quarantine_pends(load, "microbatch")
+    read_twice = contract and (samples or (counts and not observable))
     assert staged == (multi_step or read_twice)
 
 
-def test_the_quarantine_select_and_its_observed_metric_read_the_same_rows():
+def test_the_quarantine_select_reads_the_discarded_rows_with_their_run():
     load = _load(quarantine=True)
     assert load.quarantine_select == (
         "SELECT x, 'why' AS `_contract_reason`, 'r1' AS `_dbt_run_id` FROM v WHERE x IS NULL"
@@ -240,11 +236,7 @@ def test_the_quarantine_select_and_its_observed_metric_read_the_same_rows():
     assert load.quarantine_from("m") == (
         "SELECT x, 'why' AS `_contract_reason`, 'r1' AS `_dbt_run_id` FROM m WHERE x IS NULL"
     )
-    assert load.quarantine_metric == (
-        "rejected_rows",
-        "collect_list(IF(x IS NULL, struct(x, 'why' AS `_contract_reason`), NULL))",
-    )
-    assert _load().quarantine_select is None and _load().quarantine_metric is None
+    assert _load().quarantine_select is None
 
 
 @given(st.sampled_from(["delta", "iceberg", "parquet"]), st.sampled_from(["merge", "append"]))

@@ -4,7 +4,7 @@ repair, decide once), its execution in one call, and the run's responses."""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
@@ -16,8 +16,6 @@ from dbt.adapters.spark_contracts.core.config import read_run_vars
 from dbt.adapters.spark_contracts.core.intent import (
     commit_tag,
     find_intent,
-    has_journal,
-    journal_tag,
 )
 from dbt.adapters.spark_contracts.core.microbatch import (
     MICROBATCH,
@@ -29,6 +27,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
     HISTORY_COLUMNS,
     history_relation,
 )
+from dbt.adapters.spark_contracts.core.pending import is_pending_of, pending_name
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import (
     BACKUP_SUFFIX,
@@ -193,14 +192,15 @@ class RunPathMethods(metaclass=AdapterMeta):
         deployed, properties = self._deployed(spark, relation)
         repairs: Tuple[str, ...] = ()
         dead = find_intent(properties)
-        quarantine = suffixed(str(relation), QUARANTINE_SUFFIX)
-        journal = table_format == "delta" and has_journal(properties)
-        if dead is None and journal:  # no intent: did the last journaled run finish?
-            dead = runner.dead_journal(str(relation), quarantine, unique_id)
         if dead is not None and dead.invocation_id != invocation_id:
             repairs = (runner.repair(dead, unique_id),)
             deployed, properties = self._deployed(spark, relation)
-            journal = table_format == "delta" and has_journal(properties)
+        pendings = self._pending_tables(relation, invocation_id)
+        if pendings:  # other runs' discarded rows, not yet in the quarantine (core/pending.py)
+            quarantine = suffixed(str(relation), QUARANTINE_SUFFIX)
+            repairs += tuple(
+                runner.settle_pending(str(relation), table_format, quarantine, pendings, unique_id)
+            )
         config = model.get("config") or {}
         inputs = RunInputs(
             relation=str(relation),
@@ -237,18 +237,6 @@ class RunPathMethods(metaclass=AdapterMeta):
             if load is not None and load.quarantine_row is not None
             else None
         )
-        # a run that collects its discarded rows in the load, on a table its first such run
-        # marked: no intent of its own, its load and its quarantine carry a journal tag
-        journaled = (
-            journal
-            and decided.quarantine_in_load
-            and quarantine_format == "delta"
-            and not decided.statements
-            and decided.plan.full_refresh is None
-        )
-        if journaled:
-            tag = journal_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
-            runner.tag_commits(tag)
         run = runs.ModelRun.planned(
             inputs,
             decided,
@@ -258,7 +246,6 @@ class RunPathMethods(metaclass=AdapterMeta):
             drop_first=not replaces_atomically(self._existing(relation), file_format),
             repairs=repairs,
             quarantine_format=quarantine_format,
-            journaled=journaled,
         )
         if (run.has_changes or run.blocked or run.plan.notes or repairs) and not run.dry_run:
             logger.info(run.summary())  # a dry run logs its own `[dry run]` line
@@ -271,6 +258,20 @@ class RunPathMethods(metaclass=AdapterMeta):
         it is not there (no Spark call where the cache knows the schema, as in `dbt run`)."""
         sibling = suffixed(relation.identifier, suffix)
         return self.get_relation(relation.database, relation.schema, sibling)
+
+    def _pending_tables(self, relation: BaseRelation, invocation_id: str) -> List[str]:
+        """Other runs' pending tables of `relation`'s quarantine, as dbt's relation cache lists
+        the schema (no Spark call where the cache holds it, as in `dbt run`)."""
+        quarantine = suffixed(relation.identifier, QUARANTINE_SUFFIX)
+        own = pending_name(quarantine, invocation_id)
+        listed = self.list_relations(relation.database, relation.schema)
+        return sorted(
+            str(r)
+            for r in listed
+            if r.identifier
+            and is_pending_of(r.identifier, quarantine)
+            and r.identifier.lower() != own.lower()
+        )
 
     def _sibling_format(self, relation: BaseRelation, suffix: str) -> Optional[str]:
         cached = self._sibling(relation, suffix)

@@ -185,38 +185,6 @@ def load_table(session: Any, table: str) -> Tuple[Dict[str, Any], Dict[str, str]
     return schema, kept
 
 
-def recent_delta_commits(
-    session: Any, table: str, limit: int
-) -> Optional[List[Tuple[int, str, Optional[str]]]]:
-    """The newest `limit` commits of a Delta table, newest first: (version, operation,
-    userMetadata), read from its log's commit files (no query: what DESCRIBE HISTORY shows,
-    in milliseconds); None for a table that is not Delta's. Stops at a file the log's
-    retention removed."""
-    jvm, jsession = session._jvm, session._jsparkSession
-    with _catalog_table(session, table) as loaded:
-        if loaded.getClass().getSimpleName() != "DeltaTableV2":
-            return None
-        version = int(loaded.initialSnapshot().version())
-        log_path = loaded.deltaLog().logPath()
-        conf = jsession.sessionState().newHadoopConf()
-        commits: List[Tuple[int, str, Optional[str]]] = []
-        for v in range(version, max(version - limit, -1), -1):
-            path = jvm.org.apache.hadoop.fs.Path(log_path, f"{v:020d}.json")
-            fs = path.getFileSystem(conf)
-            if not fs.exists(path):
-                break
-            reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(fs.open(path)))
-            info: Dict[str, Any] = {}
-            try:  # Delta writes commitInfo first: a large commit's other lines are not read
-                while not info and (line := reader.readLine()) is not None:
-                    if line.strip():
-                        info = json.loads(line).get("commitInfo") or {}
-            finally:
-                reader.close()
-            commits.append((v, str(info.get("operation", "")), info.get("userMetadata")))
-        return commits
-
-
 _SEP = "\u0000"  # joins a Scala sequence of names into one py4j string (names hold no NUL)
 
 
@@ -255,17 +223,6 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
     def table_with_properties(self, table: str) -> Optional[Tuple[Dict[str, Any], Dict[str, str]]]:
         """A deployed table's schema and properties in one catalog lookup (None: not here)."""
         return self.handle.cursor().table_with_properties(table)
-
-    def recent_commits(
-        self, table: str, limit: int
-    ) -> Optional[List[Tuple[int, str, Optional[str]]]]:
-        """A Delta table's newest commits from its log on the embedded session (None over
-        Spark Connect, or for a table that is not Delta's: the caller asks DESCRIBE HISTORY)."""
-        session = self.handle.cursor().session
-        if is_connect(session):
-            return None
-        with spark_errors_as_dbt_errors():
-            return recent_delta_commits(session, table, limit)
 
     def set_conf(self, key: str, value: Optional[str]) -> None:
         """Set (None: unset) a SQL conf in this connection's own session."""
@@ -313,19 +270,6 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper):
         session.table(source).observe(observation, *columns).createOrReplaceTempView(view)
         names = [name for name, _ in metrics]
         return lambda: _observed(observation, names)
-
-    def rows_view(self, view: str, rows: Any) -> int:
-        """Temporary view `view` over `rows`, an observed `collect_list` of structs (a Scala
-        sequence of rows that carry their schema): built in the JVM, the rows never pass
-        through Python. Every column nullable, as a table built from the view stores them."""
-        count = int(rows.size()) if rows is not None else 0
-        if count:
-            session = self.handle.cursor().session
-            schema = rows.head().schema().asNullable()
-            java_rows = session._jvm.scala.jdk.javaapi.CollectionConverters.asJava(rows)
-            frame = session._jsparkSession.createDataFrame(java_rows, schema)
-            frame.createOrReplaceTempView(view)
-        return count
 
     @classmethod
     def _fix_binding(cls, value: Any) -> Any:

@@ -29,6 +29,7 @@ from dbt.adapters.spark_contracts.core.microbatch import Microbatch, select_list
 from dbt.adapters.spark_contracts.core.outcome import (
     outcome_line,
 )
+from dbt.adapters.spark_contracts.core.pending import pending_name
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
@@ -87,10 +88,11 @@ class RunOutcome:
 
     executed: List[str] = field(default_factory=list)
     restore_version: Optional[int] = None
-    intent: Optional[Intent] = None  # written to the table (a journaled run only holds it)
+    intent: Optional[Intent] = None  # written to the table
     staged: bool = False
     observation: Optional[Observed] = field(default=None, repr=False)
-    rejected: Any = field(default=None, repr=False)  # the discarded rows the load collected
+    pending: Optional[str] = None  # the run's pending table of discarded rows (core/pending.py)
+    lease: Any = field(default=None, repr=False)  # its heartbeat, while the run holds it
     restored: Optional[str] = None
     rows_discarded: Optional[int] = None
     values_discarded: Optional[int] = None
@@ -126,10 +128,9 @@ class ModelRun:
     repairs: Tuple[str, ...] = ()  # what the repair step before planning did
     microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
     drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
-    quarantine_in_load: bool = False  # the load collects the discarded rows: quarantined after
+    # the discarded rows go to a pending table before the load, into the quarantine after it
+    quarantine_pending: bool = False
     quarantine_format: Optional[str] = None  # of <relation>__quarantine in dbt's cache, if there
-    # the table's journal names the quarantine: no intent, the load's tag is the journal's
-    journaled: bool = False
 
     @classmethod
     def planned(
@@ -157,7 +158,7 @@ class ModelRun:
             commit_tag=commit_tag,
             contract=decided.contract,
             load_sql=decided.load,
-            quarantine_in_load=decided.quarantine_in_load,
+            quarantine_pending=decided.quarantine_pending,
             **facts,
         )
 
@@ -203,11 +204,15 @@ class ModelRun:
         """(name, aggregate) pairs the reader of `observed` reports."""
         if self.observed is None or self.load_sql is None:
             return ()
-        return self.load_sql.observed_metrics(self.quarantine_in_load)
+        return self.load_sql.discard_metrics
 
     @property
     def quarantine_table(self) -> str:
         return suffixed(self.relation, QUARANTINE_SUFFIX)
+
+    @property
+    def pending_table(self) -> str:
+        return pending_name(self.quarantine_table, self.invocation_id)
 
     def columns_after(self) -> List[str]:
         """The table's top-level columns once the plan's steps have run (before the load)."""
@@ -385,5 +390,10 @@ def _stage_format(run: ModelRun) -> str:
 
 
 def _quarantine_format(run: ModelRun) -> str:
-    """The table's own format where rows can be deleted again (a failed run takes its back)."""
-    return run.table_format if run.table_format in ("delta", "iceberg") else "parquet"
+    """The table's own format where rows can be deleted again (triage), else parquet."""
+    return pending_format(run.table_format)
+
+
+def pending_format(table_format: str) -> str:
+    """A quarantine's (and a pending table's) format for a model table in `table_format`."""
+    return table_format if table_format in ("delta", "iceberg") else "parquet"

@@ -1,24 +1,45 @@
-"""The quarantine half of a run's steps: the table made ready, the discarded rows inserted (from
-a stage, or as the load collected them), the table evolved when it refuses them, and a journaled
-run's commit on it (core/intent.py). The `Runner` is one; `Restorer` puts tables back."""
+"""The quarantine half of a run (core/pending.py): the discarded rows written from the executors
+to the run's pending table before the load, moved into the quarantine after it; the quarantine
+made ready and evolved; another run's pending table settled from the model table's own record.
+The `Runner` is one; `Restorer` puts tables back."""
 
-from typing import List
+import datetime
+import time
+from typing import Any, List, Optional, Sequence
 
+from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
-from dbt.adapters.spark_contracts.core.intent import JOURNAL_RUN_PROPERTY, QUARANTINE_SCHEMA_TAG
+from dbt.adapters.spark_contracts.core.intent import parse_tag
 from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
+from dbt.adapters.spark_contracts.core.pending import (
+    BEAT_PROPERTY,
+    TAG_PROPERTY,
+    Action,
+    Loaded,
+    LogEntry,
+    ModelRecord,
+    Pending,
+    decide_pending,
+    load_state,
+    loaded_property,
+    manual_move,
+)
 from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
-from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.lease import Heartbeat, beat_sql, lease_seconds
 from dbt.adapters.spark_contracts.model_run import (
-    DELTA_USER_METADATA,
+    ICEBERG_TAG_KEY,
     ModelRun,
     RunOutcome,
     _quarantine_format,
+    pending_format,
 )
 from dbt.adapters.spark_contracts.restore import Restorer
-from dbt.adapters.spark_contracts.run_errors import QuarantineMismatch
+from dbt.adapters.spark_contracts.run_errors import QuarantineMismatch, QuarantinePending
+
+logger = AdapterLogger("SparkContracts")
+LOGGED = ("delta", "iceberg")  # formats whose table keeps a log of its commits
 
 
 class QuarantineSteps(Restorer):
@@ -28,8 +49,7 @@ class QuarantineSteps(Restorer):
 
     def _ready_quarantine(self, run: ModelRun, select: str) -> None:
         """The quarantine table, created shaped like `select`'s rows (nothing is read: `where
-        false`) unless dbt's cache holds it; an existing one is evolved only when an insert
-        into it fails (`_insert_quarantined`): nothing is read on the usual run."""
+        false`) unless dbt's cache holds it."""
         if run.quarantine_format is None:
             self.spark.run(
                 f"create table if not exists {run.quarantine_table} using "
@@ -47,14 +67,8 @@ class QuarantineSteps(Restorer):
             statements = self._quarantine_evolution(run)
             if not statements:
                 raise  # the table fits (or was created from these rows): another failure
-        if run.journaled:  # these commits are not the journal's: a kill after them is a kill
-            self.spark.set_conf(DELTA_USER_METADATA, f"{run.commit_tag}{QUARANTINE_SCHEMA_TAG}")
-        try:
-            for statement in statements:
-                self.spark.run(statement)
-        finally:
-            if run.journaled:
-                self.spark.set_conf(DELTA_USER_METADATA, run.commit_tag)
+        for statement in statements:
+            self.spark.run(statement)
         self.spark.run(sql)
 
     def _quarantine_evolution(self, run: ModelRun) -> List[str]:
@@ -70,27 +84,225 @@ class QuarantineSteps(Restorer):
         return evolve_quarantine(evolution, table, table_format)
 
     def _quarantine(self, run: ModelRun, select: str) -> None:
+        """A microbatch batch's discarded rows, from its stage, before its load."""
         self._ready_quarantine(run, select)
         self._insert_quarantined(run, f"insert into {run.quarantine_table} by name {select}")
         self.out.quarantined = self.out.rows_discarded
 
-    def _quarantine_collected(self, run: ModelRun) -> None:
-        """The discarded rows the load collected, into the quarantine (after the load, under
-        the run's intent: a failure or a kill before this ends takes the load back)."""
-        rows, self.out.rejected = self.out.rejected, None
-        view = suffixed(run.view, "__rejected")
-        count = self.spark.rows_view(view, rows)
-        if count:
-            run_id = f"{sql_string(run.invocation_id)} AS `{RUN_ID_COLUMN}`"
-            self._insert_quarantined(
-                run, f"insert into {run.quarantine_table} by name SELECT *, {run_id} FROM {view}"
-            )
-            self.out.quarantined = count
-
-    def _journal(self, run: ModelRun) -> None:
-        """A journaled run that quarantined nothing tags one commit on the quarantine: its
-        load is done (core/intent.py)."""
+    # -- the run's own pending table
+    def _write_pending(self, run: ModelRun, select: str) -> None:
+        """Before the load: the discarded rows, from the executors, into the run's pending table
+        (tagged with the run's commit tag, its lease fresh); the quarantine made ready to take
+        them (a quarantine that cannot fails the run here, before any change)."""
+        pending, now = run.pending_table, int(time.time())
+        properties = f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, '{BEAT_PROPERTY}' = '{now}'"
         self.spark.run(
-            f"alter table {run.quarantine_table} set tblproperties "
-            f"('{JOURNAL_RUN_PROPERTY}' = {sql_string(run.invocation_id)})"
+            f"create table {pending} using {pending_format(run.table_format)} "
+            f"tblproperties ({properties}) as {select}"
         )
+        self.out.pending = pending
+        self.out.lease = Heartbeat(self.spark, pending).start()
+        self._ready_quarantine(run, f"select * from {pending}")
+        for statement in self._quarantine_evolution(run):
+            self.spark.run(statement)
+
+    def _finish_pending(self, run: ModelRun) -> None:
+        """After the load: parquet records it on the table (it keeps no log); the pending rows
+        move into the quarantine; the pending table goes. A failure leaves the load and the
+        pending table (released: the next run moves it) and raises `QuarantinePending`."""
+        pending = self.out.pending
+        assert pending is not None
+        try:
+            if run.table_format not in LOGGED:
+                self.spark.run(
+                    f"alter table {run.relation} set tblproperties "
+                    f"('{loaded_property(run.invocation_id)}' = {sql_string(run.commit_tag)})"
+                )
+            self._stop_lease()
+            self._move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
+        except Exception as exc:
+            self._release(pending)
+            raise QuarantinePending(run.unique_id, pending, run.quarantine_table, exc) from exc
+        self.out.pending = None
+        self.out.quarantined = self.out.rows_discarded
+
+    def _move(
+        self,
+        relation: str,
+        table_format: str,
+        quarantine: str,
+        pending: str,
+        invocation_id: Optional[str],
+        run: Optional[ModelRun] = None,
+    ) -> str:
+        """Append `pending` to the quarantine, then drop it. `invocation_id`: a dead run's,
+        whose rows are not appended again where the quarantine holds some already (a kill
+        between the append and the drop)."""
+        if invocation_id is not None:
+            held = self.spark.fetch(
+                f"select 1 as held from {quarantine} "
+                f"where `{RUN_ID_COLUMN}` = {sql_string(invocation_id)} limit 1"
+            )
+            if held:
+                self.spark.run(f"drop table if exists {pending}")
+                self._unset_loaded(relation, table_format, invocation_id)
+                return f"{quarantine} held its rows already: dropped {pending}"
+        insert = f"insert into {quarantine} by name select * from {pending}"
+        if run is not None:
+            self._insert_quarantined(run, insert)
+        else:
+            self.spark.run(insert)
+        self.spark.run(f"drop table if exists {pending}")
+        if run is not None:
+            self._unset_loaded(relation, table_format, run.invocation_id)
+        elif invocation_id is not None:
+            self._unset_loaded(relation, table_format, invocation_id)
+        return f"moved {pending} into {quarantine}"
+
+    def _unset_loaded(self, relation: str, table_format: str, invocation_id: str) -> None:
+        if table_format not in LOGGED:
+            self.spark.run(
+                f"alter table {relation} unset tblproperties if exists "
+                f"('{loaded_property(invocation_id)}')"
+            )
+
+    def _stop_lease(self) -> None:
+        lease, self.out.lease = self.out.lease, None
+        if lease is not None:
+            lease.stop()
+
+    def _release(self, pending: str) -> None:
+        """The run lets go of its pending table: the next run need not wait for its lease."""
+        self._stop_lease()
+        try:
+            self.spark.run(beat_sql(pending, 0))
+        except Exception as exc:  # the lease then runs out by itself
+            logger.warning(f"could not release {pending}: {exc}")
+
+    def _settle_own_pending(self, run: ModelRun, restored: bool) -> Optional[str]:
+        """A failed run's own pending table: dropped if its load is not in the table (never
+        committed, or taken back), moved if it is; kept (released) if that cannot be done."""
+        pending = self.out.pending
+        if pending is None:
+            return None
+        self._stop_lease()
+        try:
+            if restored:
+                loaded = Loaded.UNDONE
+            elif self.out.loaded:
+                loaded = Loaded.YES
+            else:  # did the statement commit before it failed? the table's own record says
+                loaded = load_state(
+                    self._model_record(run.relation, run.table_format), run.commit_tag
+                )
+            if loaded is Loaded.YES:
+                done = self._move(
+                    run.relation, run.table_format, run.quarantine_table, pending, None, run
+                )
+            else:
+                self.spark.run(f"drop table if exists {pending}")
+                done = f"dropped {pending} (the run's load is not in the table)"
+            self.out.pending = None
+            return done
+        except Exception as exc:
+            self._release(pending)
+            logger.warning(
+                f"{run.unique_id}: the run's discarded rows stay in {pending} ({exc}); the "
+                f"model's next run settles it, or by hand: "
+                f"{manual_move(pending, run.quarantine_table)}"
+            )
+            return None
+
+    # -- another run's pending table
+    def settle_pending(
+        self,
+        relation: str,
+        table_format: str,
+        quarantine: str,
+        pendings: Sequence[str],
+        unique_id: str,
+    ) -> List[str]:
+        """Other runs' pending tables of this model, settled from the model table's own record
+        (core/pending.decide_pending): what was done, one line each."""
+        done: List[str] = []
+        record: Optional[ModelRecord] = None
+        for name in pendings:
+            properties = self._properties(name)
+            created = self._created(name, pending_format(table_format))
+            pending = Pending.from_properties(name, properties, created)
+            if record is None:
+                record = self._model_record(relation, table_format)
+            decision = decide_pending(pending, record, time.time(), lease_seconds())
+            parsed = parse_tag(pending.tag)
+            run = parsed[0] if parsed else "unknown"
+            if decision.action is Action.WAIT:
+                logger.info(
+                    f"{unique_id}: {name} belongs to run {run}, which may be alive "
+                    f"({decision.reason}); left to it"
+                )
+                continue
+            if decision.action is Action.KEEP:
+                logger.warning(
+                    f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
+                    f"finish; {decision.reason}, so it is kept. By hand: "
+                    f"{manual_move(name, quarantine)}"
+                )
+                continue
+            if decision.action is Action.MOVE:
+                what = self._move(relation, table_format, quarantine, name, run)
+            else:
+                self.spark.run(f"drop table if exists {name}")
+                what = f"dropped {name}"
+            message = f"settled run {run}'s discarded rows: {what} ({decision.reason})"
+            logger.warning(f"{unique_id}: {message}")
+            done.append(message)
+        return done
+
+    def _properties(self, table: str) -> dict:
+        rows = self.spark.fetch(f"show tblproperties {table}")
+        return {str(r.get("key")): str(r.get("value")) for r in rows}
+
+    def _created(self, table: str, table_format: str) -> Optional[float]:
+        """When `table` was made, from its own log (None where it keeps none)."""
+        log = self._log(table, table_format)
+        return min((e.timestamp for e in log), default=None) if log is not None else None
+
+    def _model_record(self, relation: str, table_format: str) -> ModelRecord:
+        if table_format in LOGGED:
+            return ModelRecord(self._log(relation, table_format), {})
+        return ModelRecord(None, self._properties(relation))
+
+    def _log(self, table: str, table_format: str) -> Optional[List[LogEntry]]:
+        """A Delta or Iceberg table's commits, oldest first (Iceberg: a snapshot rolled back,
+        no longer in the current lineage, is no load); None for a table that keeps no log."""
+        if table_format == "iceberg":
+            self.spark.run(f"refresh table {table}")
+            rows = self.spark.fetch(
+                f"select h.made_current_at as ts, s.operation, "
+                f"s.summary['{ICEBERG_TAG_KEY}'] as tag, h.is_current_ancestor as current "
+                f"from {table}.history h join {table}.snapshots s on h.snapshot_id = s.snapshot_id "
+                "order by h.made_current_at"
+            )
+            return [
+                LogEntry(_epoch(r["ts"]), r.get("tag") or None, str(r.get("operation") or ""))
+                if str(r.get("current")).lower() in ("true", "1")
+                else LogEntry(_epoch(r["ts"]), None, "rolled back")
+                for r in rows
+            ]
+        if table_format != "delta":
+            return None
+        rows = self.spark.fetch(f"describe history {table}")
+        rows.sort(key=lambda r: int(r["version"]))
+        return [
+            LogEntry(_epoch(r["timestamp"]), r.get("userMetadata") or None, str(r["operation"]))
+            for r in rows
+        ]
+
+
+def _epoch(value: Any) -> float:
+    """A timestamp as Spark returns it (a datetime, or its text over thrift) in seconds; both
+    sides of a comparison go through here, so the session's time zone cancels out."""
+    if isinstance(value, datetime.datetime):
+        return value.replace(tzinfo=datetime.timezone.utc).timestamp()
+    text = str(value).strip().replace(" ", "T", 1)
+    return datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc).timestamp()

@@ -13,17 +13,15 @@ from dbt.adapters.spark_contracts.core import (
 )
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
-    JOURNAL_PROPERTY,
     Commit,
     Intent,
-    dead_journal_load,
     describe_commits,
     foreign_commits,
-    is_journal_tag,
-    journal_intent,
 )
 from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
-from dbt.adapters.spark_contracts.core.render import undo_swap
+from dbt.adapters.spark_contracts.core.pending import pending_name
+from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.render import suffixed, undo_swap
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_USER_METADATA,
@@ -34,7 +32,6 @@ from dbt.adapters.spark_contracts.run_errors import ForeignCommits, RestoreFaile
 from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
-JOURNAL_WINDOW = 10  # a table's newest commits read for its journal; all of them if needed
 
 
 class Restorer:
@@ -64,15 +61,12 @@ class Restorer:
         if intent.table_format != "delta" or intent.restore_version is not None:
             return intent
         rows = self.spark.fetch(f"describe history {intent.relation}")
-        journaled = is_journal_tag(intent.commit_tag)  # no intent commit: its first commit
         written = [
             int(r["version"])
             for r in rows
             if r.get("userMetadata") == intent.commit_tag
-            and (journaled or str(r.get("operation")) == "SET TBLPROPERTIES")
+            and str(r.get("operation")) == "SET TBLPROPERTIES"
         ]
-        if not written and journaled:  # the run committed nothing to the table
-            return intent
         if not written:  # past the log's retention, or written by hand: no safe version
             raise DbtRuntimeError(
                 f"{intent.relation}: the commit that wrote run {intent.invocation_id}'s intent "
@@ -166,8 +160,6 @@ class Restorer:
         process saw complete (a parquet rewrite stopped midway is taken back from them)."""
         intent = self.restore_point(intent)
         relation = intent.relation
-        if is_journal_tag(intent.commit_tag) and intent.restore_version is None:
-            return "the run had committed nothing to the table"  # a journaled run, before its load
         after = self.commits_after(intent)
         foreign = foreign_commits(after, intent.commit_tag)
         if foreign:
@@ -210,32 +202,6 @@ class Restorer:
         done.append("cleared the run's intent")
         return "; ".join(done)
 
-    def dead_journal(self, relation: str, journal: str, unique_id: str) -> Optional[Intent]:
-        """The intent of the model's last journaled run on `relation` if it died between its
-        load and its quarantine commit (core/intent.dead_journal_load): the table's newest
-        commits are read, and the quarantine's only when the last run was journaled."""
-
-        def quarantine(tag: str) -> Optional[bool]:
-            try:
-                newest = self.spark.recent_commits(journal, JOURNAL_WINDOW)
-                if any(c.tag == tag for c in newest) or len(newest) < JOURNAL_WINDOW:
-                    return any(c.tag == tag for c in newest)
-                # not among the newest ten: further back (people deleting triaged rows)
-                return any(c.tag == tag for c in self.spark.recent_commits(journal, None))
-            except Exception as exc:
-                logger.warning(f"{unique_id}: cannot read {journal} ({exc}); not checked")
-                return None
-
-        newest = self.spark.recent_commits(relation, JOURNAL_WINDOW)
-        check = dead_journal_load(newest, quarantine, unique_id)
-        if not check.seen and len(newest) >= JOURNAL_WINDOW:  # other writers': read them all
-            check = dead_journal_load(
-                self.spark.recent_commits(relation, None), quarantine, unique_id
-            )
-        if check.dead is None:
-            return None
-        return journal_intent(str(check.dead.tag), relation, journal)
-
     def unquarantine(self, quarantine: str, invocation_id: str) -> None:
         """Delete one run's rows from a quarantine (a Delta or Iceberg table)."""
         self.spark.run(
@@ -243,14 +209,6 @@ class Restorer:
         )
 
     def manual_repair(self, intent: Intent) -> str:
-        if is_journal_tag(intent.commit_tag):
-            return (
-                f"RESTORE TABLE {intent.relation} TO VERSION AS OF the version before the first "
-                f"commit whose userMetadata is '{intent.commit_tag}' (DESCRIBE HISTORY "
-                f"{intent.relation}) if the table is to be as before that run, then ALTER TABLE "
-                f"{intent.relation} UNSET TBLPROPERTIES ('{JOURNAL_PROPERTY}') (the model's next "
-                "quarantining run writes an intent again)"
-            )
         if intent.table_format == "delta" and intent.restore_version is None:
             return (
                 f"RESTORE TABLE {intent.relation} TO VERSION AS OF the version before the first "
@@ -280,13 +238,8 @@ class Restorer:
     def repair(self, intent: Intent, unique_id: str) -> str:
         """A dead run's intent found on the table: put it back before anything else, and drop
         the dead run's stage table (its name holds that run's invocation id: no live run's)."""
-        left = (
-            "a load whose rows never reached its quarantine"
-            if is_journal_tag(intent.commit_tag)
-            else "the intent"
-        )
         logger.warning(
-            f"{unique_id}: {intent.relation} carries {left} of run {intent.invocation_id} "
+            f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
             f"({intent.unique_id}), which did not finish; repairing the table first"
         )
         dead_stage = stage_name(intent.relation, intent.invocation_id)
@@ -312,6 +265,18 @@ class Restorer:
                 DbtRuntimeError("a previous run died half way"),
                 exc,
                 self.manual_repair(intent),
+            ) from exc
+        # the dead run's discarded rows belong to the load just taken back
+        pending = pending_name(suffixed(intent.relation, QUARANTINE_SUFFIX), intent.invocation_id)
+        try:
+            self.spark.run(f"drop table if exists {pending}")
+        except Exception as exc:
+            raise RestoreFailed(
+                unique_id,
+                f"repairing after run {intent.invocation_id}",
+                DbtRuntimeError(f"the table was restored; its pending rows in {pending} stay"),
+                exc,
+                f"DROP TABLE {pending}",
             ) from exc
         message = f"repaired after run {intent.invocation_id} died half way: {done}"
         logger.warning(f"{unique_id}: {message}")

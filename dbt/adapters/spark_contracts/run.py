@@ -36,8 +36,8 @@ from dbt.adapters.spark_contracts.restore import Restorer
 from dbt.adapters.spark_contracts.run_errors import (
     ABSENT,
     ForeignCommits,
-    QuarantineLost,
     QuarantineMismatch,
+    QuarantinePending,
     RestoreFailed,
     RunUndone,
     SchemaContractViolation,
@@ -55,7 +55,7 @@ __all__ = [
     "ContractsAdapterResponse",
     "ForeignCommits",
     "ModelRun",
-    "QuarantineLost",
+    "QuarantinePending",
     "QuarantineMismatch",
     "Observed",
     "RestoreFailed",

@@ -9,6 +9,7 @@ from dbt.adapters.spark_contracts.core.intent import (
     Commit,
     describe_commits,
 )
+from dbt.adapters.spark_contracts.core.pending import manual_move
 
 logger = AdapterLogger("SparkContracts")
 
@@ -56,21 +57,28 @@ class RunUndone(DbtRuntimeError):
         )
 
 
-class QuarantineLost(DbtRuntimeError):
-    """The load collects the rows it discards, and Spark did not report them: the load must
-    not stay (its discarded rows would be lost), so the run takes it back."""
+class QuarantinePending(DbtRuntimeError):
+    """The load committed, and moving the run's discarded rows from its pending table into the
+    quarantine failed: the load stays, the rows wait in the pending table (nothing is lost),
+    and the model's next run moves them before anything else (core/pending.py)."""
 
-    def __init__(self, unique_id: str, quarantine: str):
-        self.unique_id, self.quarantine = unique_id, quarantine
+    def __init__(self, unique_id: str, pending: str, quarantine: str, cause: BaseException):
+        self.unique_id, self.pending, self.quarantine, self.cause = (
+            unique_id,
+            pending,
+            quarantine,
+            cause,
+        )
         super().__init__(
-            f"{unique_id}: Spark reported no discarded rows for the load, so they cannot be "
-            f"written to {quarantine}; the load is taken back rather than losing them"
+            f"{unique_id}: the load committed, but its discarded rows could not be moved from "
+            f"{pending} into {quarantine}: {cause}. They are kept in {pending}; the model's "
+            f"next run moves them first. By hand: {manual_move(pending, quarantine)}"
         )
 
 
 class QuarantineMismatch(DbtRuntimeError):
-    """The quarantine table cannot take the model's discarded rows (core/quarantine.py): the
-    run does not keep its load (it is taken back with the rest of the run)."""
+    """The quarantine table cannot take the model's discarded rows (core/quarantine.py): found
+    before the load, so the run changes nothing."""
 
     def __init__(self, unique_id: str, quarantine: str, conflicts: Tuple[str, ...]):
         self.unique_id, self.quarantine, self.conflicts = unique_id, quarantine, conflicts

@@ -11,14 +11,10 @@ from dbt.adapters.spark_contracts.core import (
 )
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
-    JOURNAL_ON,
-    JOURNAL_PROPERTY,
     Intent,
-    journal_intent,
 )
 from dbt.adapters.spark_contracts.core.load_select import (
     COERCE_REASON,
-    QUARANTINE_METRIC,
 )
 from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.outcome import (
@@ -38,7 +34,6 @@ from dbt.adapters.spark_contracts.quarantine_steps import QuarantineSteps
 from dbt.adapters.spark_contracts.report import RunReport
 from dbt.adapters.spark_contracts.run_errors import (
     ForeignCommits,
-    QuarantineLost,
     RestoreFailed,
     RunUndone,
     SchemaContractViolation,
@@ -46,6 +41,9 @@ from dbt.adapters.spark_contracts.run_errors import (
 from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
+# where a quarantining run keeps the model's output while it reads it: the executors' memory,
+# spilling to their disks (never the driver's: nothing is collected)
+CACHE_LEVEL = "MEMORY_AND_DISK"
 
 # --------------------------------------------------------------------------- the runner
 
@@ -71,6 +69,7 @@ class Runner(QuarantineSteps):
                 before_load()
         except BaseException:
             self.drop_stage(run)
+            self._settle_own_pending(run, restored=False)
             self.untag()
             raise
         return self._load(run, load_sql)  # cleans up after itself, whatever happens
@@ -94,7 +93,14 @@ class Runner(QuarantineSteps):
             self.spark.run(f"create or replace temporary view {base} as {coerced}")
         if run.observed is not None and load is not None:
             out.observation = self.spark.observe(run.observed, base, run.observed_metrics)
-        if run.stage:
+        if run.stage and run.quarantine_pending:  # read once, kept on the executors
+            self.spark.run(f"drop view if exists {run.stage}")
+            self.spark.run(
+                f"cache table {run.stage} options ('storageLevel' '{CACHE_LEVEL}') "
+                f"as select * from {base}"
+            )
+            out.staged = True
+        elif run.stage:
             self.spark.run(f"drop table if exists {run.stage}")
             self.spark.run(
                 f"create table {run.stage} using {_stage_format(run)} "
@@ -112,16 +118,13 @@ class Runner(QuarantineSteps):
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             if not load.passes_through:
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
-        if run.quarantine_in_load and load is not None:  # before the intent names it
-            self._ready_quarantine(run, load.quarantine_from(base) or "")
-        if (run.write.multi_step and run.statements) or run.quarantine_in_load:
-            self._begin_steps(run)  # the quarantine after the load is a step of the run too
-        if load is not None and load.quarantine_select and out.rows_discarded:
-            self._step(
-                run,
-                "the quarantine insert",
-                lambda: self._quarantine(run, load.quarantine_select or ""),
-            )
+        quarantine = load.quarantine_select if load is not None else None
+        if quarantine and out.rows_discarded and run.quarantine_pending:
+            self._write_pending(run, quarantine)  # before any change to the table
+        if run.write.multi_step and run.statements:
+            self._begin_steps(run)
+        if quarantine and out.rows_discarded and not run.quarantine_pending:
+            self._step(run, "the quarantine insert", lambda: self._quarantine(run, quarantine))
         return run.source
 
     def _take_counts(self, run: ModelRun) -> None:
@@ -131,10 +134,6 @@ class Runner(QuarantineSteps):
         if observation is None:
             return
         counts = observation()
-        if run.quarantine_in_load:
-            if counts is None:  # the rows are nowhere else: the load must not stay
-                raise QuarantineLost(run.unique_id, run.quarantine_table)
-            self.out.rejected = counts.get(QUARANTINE_METRIC)
         load = run.load_sql
         if counts is None and self.out.staged and load is not None and load.discard_count_sql:
             counts = self.spark.fetch(load.discard_count_sql)[0]  # from the stage, not the model
@@ -149,25 +148,14 @@ class Runner(QuarantineSteps):
 
     def _begin_steps(self, run: ModelRun) -> None:
         out = self.out
-        if run.journaled:  # the table's journal stands for the intent: nothing is written
-            out.intent = journal_intent(run.commit_tag, run.relation, run.quarantine_table)
-            return
         # Delta: the version before the commit that writes the intent, found by a restore
         # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
         if run.table_format != "delta":
             out.restore_version = self.current_version(run.relation, run.table_format)
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
-        # a Delta run that collects its discarded rows in the load marks the table's journal
-        # with it: the model's next such runs write no intent (core/intent.py)
-        journal = (
-            f", '{JOURNAL_PROPERTY}' = '{JOURNAL_ON}'"
-            if run.quarantine_in_load and run.table_format == "delta"
-            else ""
-        )
         self.spark.run(
-            f"alter table {run.relation} set tblproperties "
-            f"('{INTENT_PROPERTY}' = '{value}'{journal})"
+            f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
         )
         out.intent = intent
         for statement in run.statements:
@@ -190,7 +178,6 @@ class Runner(QuarantineSteps):
             run.commit_tag,
             added,
             run.statements,
-            run.quarantine_table if run.quarantine_in_load else "",
         )
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
@@ -216,21 +203,14 @@ class Runner(QuarantineSteps):
                 if auto_merge:
                     self.spark.set_conf(DELTA_AUTO_MERGE, previous)
             self.out.loaded = True
-            if run.quarantine_in_load:  # the discarded rows are data: failing here undoes
-                self._step(run, "reading the discarded rows", lambda: self._take_counts(run))
-                if self.out.rows_discarded:
-                    self._step(
-                        run, "the quarantine insert", lambda: self._quarantine_collected(run)
-                    )
-                if run.journaled and not self.out.quarantined:  # the journal's commit, then
-                    self._step(run, "the quarantine's journal", lambda: self._journal(run))
-            else:
-                try:
-                    self._take_counts(run)
-                except Exception as exc:  # the load has committed: counts are a report
-                    logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
-            if self.out.intent is not None and not run.journaled:
+            try:
+                self._take_counts(run)
+            except Exception as exc:  # the load has committed: counts are a report
+                logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
+            if self.out.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
+            if self.out.pending is not None:  # the load is in: the rows follow it
+                self._finish_pending(run)
         finally:
             self.drop_stage(run)
             self.untag()
@@ -268,7 +248,11 @@ class Runner(QuarantineSteps):
         if self.out.staged:
             self.out.staged = False
             try:
-                self.spark.run(f"drop table if exists {run.stage}")
+                if run.quarantine_pending:
+                    self.spark.run(f"uncache table if exists {run.stage}")
+                    self.spark.run(f"drop view if exists {run.stage}")
+                else:
+                    self.spark.run(f"drop table if exists {run.stage}")
             except Exception as exc:  # a leftover stage harms nothing; say so
                 logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
 
@@ -276,15 +260,15 @@ class Runner(QuarantineSteps):
         """Put the table back after `step` failed (if this run changed it), then raise."""
         out = self.out
         self.drop_stage(run)
-        covered = out.intent is not None and bool(out.intent.quarantine)
-        if out.quarantined and run.table_format in ("delta", "iceberg") and not covered:
-            try:
+        if out.quarantined and run.table_format in ("delta", "iceberg"):
+            try:  # a microbatch batch quarantines before its load
                 self.unquarantine(run.quarantine_table, run.invocation_id)
                 out.quarantined = None
             except Exception as cleanup:
                 logger.warning(f"{run.unique_id}: quarantine rows of this run stay: {cleanup}")
         intent = out.intent
         if intent is None:
+            self._settle_own_pending(run, restored=False)
             self.untag()
             self.record(run)
             raise exc
@@ -292,6 +276,7 @@ class Runner(QuarantineSteps):
             out.restored = self.restore(intent, out.executed)
         except ForeignCommits as foreign:
             out.restored = f"NOT RESTORED: {foreign}"
+            self._settle_own_pending(run, restored=False)
             self.record(run)
             raise
         except Exception as restore_exc:
@@ -302,6 +287,7 @@ class Runner(QuarantineSteps):
             ) from exc
         finally:
             self.untag()
+        self._settle_own_pending(run, restored=True)
         self.record(run)
         raise RunUndone(run.unique_id, step, out.restored, exc) from exc
 

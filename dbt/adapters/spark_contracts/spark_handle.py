@@ -3,12 +3,23 @@ adapter's thread connection (every method alike)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
+from contextlib import contextmanager
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Tuple,
+)
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.core import Struct, from_spark_json
-from dbt.adapters.spark_contracts.core.intent import Commit
 
 logger = AdapterLogger("SparkContracts")
 
@@ -46,13 +57,8 @@ class Spark(Protocol):
         whichever statement reads it first."""
         ...
 
-    def recent_commits(self, relation: str, limit: Optional[int]) -> List[Commit]:
-        """A Delta table's newest `limit` commits (None: all), newest first."""
-        ...
-
-    def rows_view(self, view: str, rows: Any) -> int:
-        """Temporary view `view` over `rows`, an observed `collect_list` of structs (kept in
-        Spark: they never pass through Python); returns how many rows it holds."""
+    def own_connection(self, name: str) -> ContextManager[Spark]:
+        """The same as a connection of the calling thread's own (for a background thread)."""
         ...
 
 
@@ -118,22 +124,9 @@ class _ConnectionSpark:
     def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Any:
         return self._handle().observe(view, source, metrics)
 
-    def recent_commits(self, relation: str, limit: Optional[int]) -> List[Commit]:
-        """From the table's log on the embedded session; DESCRIBE HISTORY elsewhere."""
-        handle = self._handle()
-        if limit is not None and hasattr(handle, "recent_commits"):
-            with self._adapter.connections.exception_handler(f"-- read the log of {relation}"):
-                read = handle.recent_commits(relation, limit)
-            if read is not None:
-                return [Commit(v, op, tag) for v, op, tag in read]
-        bound = f" limit {int(limit)}" if limit is not None else ""
-        rows = self.fetch(f"describe history {relation}{bound}")
-        commits = (
-            Commit(int(r["version"]), str(r["operation"]), r.get("userMetadata") or None)
-            for r in rows
-        )
-        return sorted(commits, key=lambda c: -int(c.version))
-
-    def rows_view(self, view: str, rows: Any) -> int:
-        with self._adapter.connections.exception_handler(f"create view {view}"):
-            return int(self._handle().rows_view(view, rows))
+    @contextmanager
+    def own_connection(self, name: str) -> Iterator[_ConnectionSpark]:
+        """A connection of the calling thread's own, released at the end (dbt opens one per
+        thread: a new session on the embedded method, a new server session over the wire)."""
+        with self._adapter.connection_named(name):
+            yield _ConnectionSpark(self._adapter)

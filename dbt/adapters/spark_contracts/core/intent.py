@@ -10,7 +10,7 @@ run's own.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -106,85 +106,12 @@ def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ..
     return tuple(c for c in commits if c.tag != own_tag)
 
 
-# The quarantine's journal. A Delta table whose model's runs collect the discarded rows in
-# their load (the embedded session) is marked with JOURNAL_PROPERTY by the first such run, in the
-# commit that writes its intent (the value names nothing SHOW TBLPROPERTIES could redact; the
-# rows go to `<table>__quarantine`). From then on those runs write no intent: the load's commit
-# carries a journal tag (`journal_tag`), and so does the quarantine insert, or, when the run
-# quarantined nothing, one property commit on the quarantine (JOURNAL_RUN_PROPERTY). A journaled
-# commit whose tag the quarantine lacks is a dead run's: the next run takes it back first
-# (`dead_journal_load`).
-JOURNAL_PROPERTY = "dbt_spark_contracts.journal"
-JOURNAL_ON = "quarantine"
-JOURNAL_RUN_PROPERTY = "dbt_spark_contracts.journal_run"
-JOURNAL_RUN = "journal-"
-QUARANTINE_SCHEMA_TAG = ":quarantine-schema"  # suffixes a journaled run's tag on those commits
-
-
-def journal_tag(invocation_id: str, unique_id: str, run: str) -> str:
-    return commit_tag(invocation_id, unique_id, JOURNAL_RUN + run)
-
-
 def parse_tag(tag: str | None) -> tuple[str, str, str] | None:
     """(invocation id, run, unique id) of a tag `commit_tag` made with a run; None otherwise."""
     parts = (tag or "").split(":", 3)
     if len(parts) != 4 or parts[0] != TAG_PREFIX:
         return None
     return parts[1], parts[2], parts[3]
-
-
-def has_journal(properties: Mapping[str, str]) -> bool:
-    """The table's model's runs keep a journal (keys compared case-insensitively)."""
-    return any(key.lower() == JOURNAL_PROPERTY for key in properties)
-
-
-@dataclass(frozen=True)
-class JournalCheck:
-    """What a table's newest commits say about its model's last journaled run: `seen` whether
-    they reach back to a commit of one of the model's runs (if not, read further back), `dead`
-    the load to take back."""
-
-    seen: bool
-    dead: Commit | None = None
-
-
-def dead_journal_load(
-    table: Sequence[Commit],
-    quarantine: Callable[[str], bool | None],
-    unique_id: str,
-) -> JournalCheck:
-    """`table`: its newest commits, newest first; `quarantine(tag)`: whether the quarantine has
-    a commit tagged `tag` (None when it cannot be read). The model's last run on the table made the newest commit
-    tagged by one of its runs (other writers' are passed over). A journaled commit there without
-    a commit of the same tag on the quarantine is a run that died before its quarantine; a
-    journaled RESTORE is a failed run that took its load back; any other last run finished, or
-    left an intent of its own. A quarantine that cannot be read (dropped by hand) cannot tell:
-    nothing is taken back."""
-    for c in table:
-        parsed = parse_tag(c.tag)
-        if parsed is None or parsed[2] != unique_id:
-            continue
-        if not parsed[1].startswith(JOURNAL_RUN) or c.operation == "RESTORE":
-            return JournalCheck(True)  # a journaled run that failed took its load back
-        done = quarantine(str(c.tag))
-        return JournalCheck(True, None if done is None or done else c)
-    return JournalCheck(False)
-
-
-def journal_intent(tag: str, relation: str, quarantine: str) -> Intent:
-    """The intent a journaled run (tagged `tag`) holds instead of writing one: its commits
-    taken back to the version before its first (found in the history when needed), its
-    quarantined rows deleted."""
-    parsed = parse_tag(tag)
-    if parsed is None:
-        raise ValueError(f"not a run's commit tag: {tag!r}")
-    invocation_id, _, unique_id = parsed
-    return Intent(invocation_id, unique_id, relation, "delta", None, tag, quarantine=quarantine)
-
-
-def is_journal_tag(tag: str) -> bool:
-    parsed = parse_tag(tag)
-    return parsed is not None and parsed[1].startswith(JOURNAL_RUN)
 
 
 def describe_commits(commits: Iterable[Commit]) -> str:

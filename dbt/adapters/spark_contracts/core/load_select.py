@@ -31,8 +31,7 @@ from .types import (
 CREATE, FAIL, SKIP, LOAD = "create", "fail", "skip", "load"
 # How a data_type change is handled; CAST (a safe widening into the deployed type) is not listed.
 WIDEN, VARIANT = "widen", "variant"
-# the observed metric of the discarded rows; the quarantine's own columns
-QUARANTINE_METRIC = "rejected_rows"
+# the quarantine's own columns
 REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
 
 
@@ -112,8 +111,7 @@ class LoadSql:
     `values_discarded`, observed in a pass that reads the source anyway where the connection can;
     `discard_count_sql` is the same aggregates as a query of their own where it cannot.
     `quarantine_select`: the discarded rows plus `_contract_reason` and `_dbt_run_id`, read
-    from a stage; `quarantine_metric`: the same rows (without the run id) as one aggregate
-    (name, `collect_list`) observed in the load itself, where the connection can observe.
+    from the run's cache or stage (never collected: they go from the executors to storage).
     """
 
     select: str
@@ -135,13 +133,6 @@ class LoadSql:
         the coerced columns (`coerced_select`)."""
         return f"{view}__coerced" if self.coerced else view
 
-    def observed_metrics(self, quarantine_in_load: bool) -> tuple[tuple[str, str], ...]:
-        """What the reader of the observed view observes: the discard counts, and the
-        discarded rows where the load collects them."""
-        metric = self.quarantine_metric
-        extra = (metric,) if quarantine_in_load and metric is not None else ()
-        return self.discard_metrics + extra
-
     def coerced_select(self, view: str) -> str | None:
         """The model's view plus its coerced columns (the load, the discard predicates, the
         observed metrics and the quarantine read them instead of repeating the cast: Spark
@@ -161,15 +152,6 @@ class LoadSql:
     @property
     def quarantine_select(self) -> str | None:
         return self.quarantine_from(self.source)
-
-    @property
-    def quarantine_metric(self) -> tuple[str, str] | None:
-        """The discarded rows (without the run id) as one aggregate observed in the load
-        (Spark allows no FILTER clause there; `collect_list` skips the kept rows' NULLs)."""
-        if self.quarantine_row is None:
-            return None
-        row, where = self.quarantine_row, self.quarantine_where
-        return QUARANTINE_METRIC, f"collect_list(IF({where}, struct({row}), NULL))"
 
     @property
     def discard_count_sql(self) -> str | None:

@@ -45,10 +45,11 @@ from .write_path import (
     decide_write_path,
     needs_stage,
     plan_change,
-    quarantines_in_load,
+    quarantine_pends,
 )
 
 STAGE_SUFFIX = "__dbt_stage_"
+CACHE_SUFFIX = "__cache"  # the cached view of a quarantining run's output
 
 TABLE = "table"
 INCREMENTAL = "incremental"
@@ -206,7 +207,9 @@ class RunDecision:
     contract: ContractDecision | None = None
     load: LoadSql | None = None
     violation: ContractViolation | None = None
-    quarantine_in_load: bool = False  # the load collects the discarded rows (no stage)
+    # the discarded rows go to a pending table before the load (core/pending.py); the model's
+    # output is read once into a cache on the executors (`stage` names the cached view)
+    quarantine_pending: bool = False
 
 
 def plan_run(inputs: RunInputs) -> RunDecision:
@@ -245,23 +248,31 @@ def plan_run(inputs: RunInputs) -> RunDecision:
     load = None
     if decision is not None and not dry_run:
         load = render_load_select(decision, stage, i.deployed, i.compiled, i.invocation_id)
+    # a quarantining run caches the model's output on the executors (read once, never through
+    # the driver): the counts, the pending rows and the load all read the cache
+    pending = quarantine_pends(load, i.strategy) and not plan.full_refresh
+    if decision is not None and pending:
+        stage = suffixed(i.view, CACHE_SUFFIX)
+        load = render_load_select(decision, stage, i.deployed, i.compiled, i.invocation_id)
     # A table rebuild's `create or replace ... as select` runs its query in a nested execution
     # whose observed metrics never reach the session (Delta 4.3): it stages.
     observe = (
-        load is not None and bool(load.discard_metrics) and i.observable and i.strategy != REBUILD
+        not pending
+        and load is not None
+        and bool(load.discard_metrics)
+        and i.observable
+        and i.strategy != REBUILD
     )
     observed = suffixed(i.view, "__observed") if observe else None
     model_source = load.coerced_view(i.view) if load is not None else i.view
-    staged = needs_stage(write, load, observe, i.table_format, i.strategy) and not (
-        plan.full_refresh or dry_run
+    staged = pending or (
+        needs_stage(write, load, observe, i.table_format, i.strategy)
+        and not (plan.full_refresh or dry_run)
     )
     if decision is not None and load is not None and not staged:
         load = render_load_select(
             decision, observed or model_source, i.deployed, i.compiled, i.invocation_id
         )
-    in_load = (
-        not staged and observe and quarantines_in_load(load, observe, i.table_format, i.strategy)
-    )
     return RunDecision(
         diff,
         plan,
@@ -272,5 +283,5 @@ def plan_run(inputs: RunInputs) -> RunDecision:
         observed,
         decision,
         load,
-        quarantine_in_load=in_load,
+        quarantine_pending=pending,
     )

@@ -137,26 +137,12 @@ def decide_write_path(
 SOURCE_READ_TWICE: frozenset[tuple[str, str]] = frozenset({("iceberg", "merge")})
 
 
-# Formats whose load a run can take back (RESTORE / rollback) if the quarantine insert after it
-# fails or never happens: only there are the discarded rows collected in the load itself.
-QUARANTINE_AFTER_LOAD = frozenset({"delta", "iceberg"})
-
-
-def quarantines_in_load(
-    load: LoadSql | None, observable: bool, table_format: str, strategy: str = ""
-) -> bool:
-    """The discarded rows are collected by the load itself (observed, one reading of the
-    model) and written to the quarantine after it, under the run's intent: the connection
-    observes and the table's format can take the load back. Not a microbatch batch: the
-    batches of one invocation share the run id the quarantine's rows carry, so a batch's
-    repair could not take back only its own rows."""
-    return (
-        load is not None
-        and load.quarantine_metric is not None
-        and observable
-        and table_format in QUARANTINE_AFTER_LOAD
-        and strategy != MICROBATCH
-    )
+def quarantine_pends(load: LoadSql | None, strategy: str = "") -> bool:
+    """The run writes its discarded rows to a pending table before its load and moves them into
+    the quarantine after it (core/pending.py), reading the model's output once from a cache
+    on the executors. Not a microbatch batch: the batches of one invocation share the run id
+    the quarantine's rows carry; a batch quarantines from its stage before its load."""
+    return load is not None and load.quarantine_row is not None and strategy != MICROBATCH
 
 
 def needs_stage(
@@ -177,9 +163,7 @@ def needs_stage(
     if load is None:
         return False
     counted_apart = bool(load.discard_metrics) and not observable
-    quarantine_apart = bool(load.quarantine_select) and not quarantines_in_load(
-        load, observable, table_format, strategy
-    )
+    quarantine_apart = bool(load.quarantine_select) and not quarantine_pends(load, strategy)
     return bool(load.violation_sample_sql or quarantine_apart or counted_apart)
 
 

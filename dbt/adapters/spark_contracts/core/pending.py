@@ -1,0 +1,184 @@
+"""The quarantine's recovery protocol, one for every format and connection method. Pure.
+
+A run whose contract discards rows with `quarantine: true` writes them, from the executors, to a
+table of its own, the *pending* table `<relation>__quarantine__pending_<run>`, before it touches
+the model's table. The pending table carries the run's commit tag and a lease (a heartbeat the
+run renews while it holds the table). Then the load, whose commit carries the same tag, in the
+model table's own log (Delta: `userMetadata`; Iceberg: the snapshot summary; parquet, which
+keeps no log: a table property the run sets right after its load). Then the pending rows are
+appended to the quarantine and the pending table is dropped.
+
+A later run of the model that finds a pending table of another run decides from the model
+table's own record (`decide_pending`), never from the quarantine's:
+
+- the run may still be alive (its lease is fresh): leave it; that run moves its own rows;
+- the load that carries the tag is in the model's log: the load finished; its discarded rows
+  are moved into the quarantine (unless it already holds rows of that run), then the pending
+  table is dropped (roll forward: rows are added, never taken away);
+- the model's log reaches back before the pending table was made and holds no such load: the
+  run died before its load, which never happened; its pending rows belong to no load and are
+  dropped (the table is as before that run);
+- otherwise (parquet without the property; a log cleaned past the run): nothing can be proven;
+  the pending table is kept and named in a warning, with the statements that move it by hand.
+
+A quarantine dropped, recreated, replaced, emptied or with its log cleaned changes none of
+this: the quarantine's history is never read.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .render import suffixed
+
+PENDING_SUFFIX = "__pending_"  # <relation>__quarantine__pending_<run>
+TAG_PROPERTY = "dbt_spark_contracts.pending_tag"  # the run's commit tag, on the pending table
+BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # epoch seconds; "0": released
+# parquet keeps no log: the run sets this on the model's table right after its load
+LOADED_PREFIX = "dbt_spark_contracts.loaded_"
+# A lease is fresh this long after its last heartbeat (the run renews it every BEAT_SECONDS
+# while it holds the pending table); $DBT_SPARK_CONTRACTS_LEASE_SECONDS overrides it.
+LEASE_SECONDS = 180.0
+BEAT_SECONDS = 20.0
+
+
+def run_key(invocation_id: str) -> str:
+    """The part of a pending table's name that names its run (as the stage's)."""
+    return invocation_id.replace("-", "")[:12]
+
+
+def pending_name(quarantine: str, invocation_id: str) -> str:
+    return suffixed(quarantine, PENDING_SUFFIX + run_key(invocation_id))
+
+
+def loaded_property(invocation_id: str) -> str:
+    return LOADED_PREFIX + run_key(invocation_id)
+
+
+def is_pending_of(identifier: str, quarantine_identifier: str) -> bool:
+    """`identifier` names a pending table of the quarantine `quarantine_identifier`."""
+    return identifier.lower().startswith((quarantine_identifier + PENDING_SUFFIX).lower())
+
+
+class Action(enum.Enum):
+    WAIT = "wait"  # its run may be alive
+    MOVE = "move"  # its load is in the model's log: append it to the quarantine
+    DROP = "drop"  # its run never loaded: the rows belong to no load
+    KEEP = "keep"  # nothing proves either: a person decides
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A pending table as its properties describe it."""
+
+    name: str
+    tag: str | None
+    heartbeat: float | None
+    # when it was made, as its own log's first commit says (the same clock and representation
+    # as the model table's log it is compared with); None where it keeps no log
+    created: float | None
+
+    @classmethod
+    def from_properties(
+        cls, name: str, properties: Mapping[str, str], created: float | None
+    ) -> Pending:
+        lowered = {k.lower(): v for k, v in properties.items()}
+
+        def number(key: str) -> float | None:
+            try:
+                return float(lowered[key])
+            except (KeyError, ValueError):
+                return None
+
+        return cls(name, lowered.get(TAG_PROPERTY), number(BEAT_PROPERTY), created)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit in the model table's own log: when it was made, its tag and operation."""
+
+    timestamp: float  # epoch seconds
+    tag: str | None
+    operation: str = ""
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """What the model table's own record says: its log (oldest first; None for a format that
+    keeps none) and, for parquet, its properties."""
+
+    log: Sequence[LogEntry] | None
+    properties: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reason: str
+
+
+# The operations of a load (and of a rebuild's replace); a repair's RESTORE is not one.
+_NOT_A_LOAD = {"SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "RESTORE", "ADD COLUMNS"}
+
+
+def decide_pending(
+    pending: Pending, record: ModelRecord, now: float, lease_seconds: float = LEASE_SECONDS
+) -> Decision:
+    """What to do with another run's pending table (see the module's text)."""
+    if pending.heartbeat is None or pending.tag is None:
+        return Decision(Action.KEEP, "its properties do not name its run and lease")
+    if pending.heartbeat > 0 and now - pending.heartbeat < lease_seconds:
+        age = int(now - pending.heartbeat)
+        return Decision(Action.WAIT, f"its run renewed its lease {age} s ago")
+    if record.log is None:  # parquet: the property the run set right after its load
+        key = None
+        for name, value in record.properties.items():
+            if name.lower().startswith(LOADED_PREFIX) and value == pending.tag:
+                key = name
+        if key is not None:
+            return Decision(Action.MOVE, f"the table's property {key} records its load")
+        return Decision(
+            Action.KEEP, "the table keeps no log and carries no property recording its load"
+        )
+    loaded = load_state(record, pending.tag)
+    if loaded is Loaded.UNDONE:
+        return Decision(Action.DROP, "its run took its load back (a RESTORE with its tag)")
+    if loaded is Loaded.YES:
+        return Decision(Action.MOVE, f"the table's log holds its load (tag {pending.tag})")
+    oldest = min((e.timestamp for e in record.log), default=None)
+    if oldest is not None and pending.created is not None and oldest <= pending.created:
+        return Decision(
+            Action.DROP,
+            "the table's log reaches back before the run made it and holds no load of that run",
+        )
+    return Decision(Action.KEEP, "the table's log no longer reaches back to that run")
+
+
+class Loaded(enum.Enum):
+    YES = "yes"
+    NO = "no"  # not in the log (which may not reach back far enough: the caller checks)
+    UNDONE = "undone"  # loaded, then taken back by its own run's RESTORE
+
+
+def load_state(record: ModelRecord, tag: str) -> Loaded:
+    """Whether the model table's log (oldest first) holds the load of the run tagged `tag`.
+    A RESTORE carrying the same tag after it is that run taking its load back."""
+    state = Loaded.NO
+    for entry in record.log or ():
+        if entry.tag != tag:
+            continue
+        operation = entry.operation.upper()
+        if operation == "RESTORE" and state is Loaded.YES:
+            state = Loaded.UNDONE
+        elif operation not in _NOT_A_LOAD:
+            state = Loaded.YES
+    return state
+
+
+def manual_move(pending: str, quarantine: str) -> str:
+    return (
+        f"INSERT INTO {quarantine} BY NAME SELECT * FROM {pending}; DROP TABLE {pending} "
+        f"(if the model's load of that run is in its table), or DROP TABLE {pending} (if not)"
+    )
