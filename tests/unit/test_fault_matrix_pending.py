@@ -1,19 +1,23 @@
-"""The scripted fault matrix of a run that quarantines what its load discards (no Spark): on the
-session method the load collects the discarded rows (observed while it writes) and the quarantine
-insert follows it, under the run's intent. An in-memory Delta table and its quarantine die at
-each statement in turn, as a process killed by SIGKILL would. Then:
+"""The scripted fault matrix of a run that quarantines what its contract discards (no Spark), on
+the one recovery protocol (core/pending.py): the discarded rows go to the run's pending table
+before the load, the load's commit carries the run's tag, the rows move into the quarantine
+after it. An in-memory Delta table, its quarantine and the pending tables die at each statement
+in turn, as a process killed by SIGKILL would. Then the next run (another invocation) settles
+the dead run's pending table from the model table's own log and runs. At the end:
 
-- the table is as before, or carries the dead run's intent (never a load whose discarded rows
-  are not in the quarantine without it);
-- the next run repairs it first (RESTORE) and runs again: the table and the quarantine end
-  exactly like a run never killed, every discarded row quarantined once.
+- every load in the table has its discarded rows in the quarantine exactly once, and no run
+  whose load is not in the table has any there;
+- no pending table is left;
+- whatever happened to the quarantine meanwhile (dropped and recreated, replaced, emptied, its
+  history gone) never takes a load back.
 
-CI's real SIGKILL between the load and the quarantine insert:
-tests/functional/evolution/test_kill.py::TestKillMidRun{Delta,Iceberg}.
+CI's real SIGKILL between the load and the move: tests/functional/evolution/test_kill.py.
 """
 
 from __future__ import annotations
 
+import datetime
+import itertools
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,27 +28,19 @@ from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core.config import EvolutionSettings
 from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
-from dbt.adapters.spark_contracts.core.intent import (
-    INTENT_PROPERTY,
-    JOURNAL_RUN_PROPERTY,
-    Commit,
-    commit_tag,
-    find_intent,
-    has_journal,
-    journal_tag,
-)
-from dbt.adapters.spark_contracts.core.load_select import QUARANTINE_METRIC
+from dbt.adapters.spark_contracts.core.intent import commit_tag
 from dbt.adapters.spark_contracts.core.parse import parse_type
+from dbt.adapters.spark_contracts.core.pending import is_pending_of
 from dbt.adapters.spark_contracts.core.plan import Policy
 from dbt.adapters.spark_contracts.core.run_plan import RunInputs
+from dbt.adapters.spark_contracts.lease import LEASE_ENV
 from dbt.adapters.spark_contracts.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run import (
     ModelRun,
-    QuarantineLost,
     QuarantineMismatch,
+    QuarantinePending,
     Runner,
     RunReport,
-    RunUndone,
 )
 from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version, planned_run
 
@@ -53,128 +49,126 @@ COMPILED = parse_type("struct<id:bigint,n:string>")
 CONTRACT = SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=True)
 SETTINGS = EvolutionSettings(Policy(), "ignore", False, False)
 QUARANTINE = f"{TABLE}__quarantine"
-DISCARDED = 3  # rows the load discards, and the rows it collects for the quarantine
-META = ("_contract_reason", "_dbt_run_id")
+DISCARDED = 3  # rows each load discards
+CLOCK = itertools.count(1_000_000)  # every commit's timestamp, in order
 
 
-class Rows:
-    """The discarded rows an observation collected (in Spark: a Scala sequence of rows)."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
+def stamp(seconds: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(seconds)  # as Spark returns one: naive
 
 
 @dataclass
-class FakeObservingDelta(FakeDelta):
-    """The fake Delta table over a connection that observes; it also keeps the quarantine
-    (a Delta table: each insert one atomic commit)."""
+class Pending:
+    rows: List[str]  # run ids, a row each
+    properties: Dict[str, str]
+    created: int
 
-    quarantine: Optional[List[str]] = None  # run ids, a row each; None: no table yet
-    # the quarantine's columns: it lacks the model's `n` until the run adds it
-    quarantine_columns: Tuple[str, ...] = ("id", "_contract_reason", "_dbt_run_id")
-    n_type: str = "string"  # the quarantine's `n`, once it has one
-    views: Dict[str, int] = field(default_factory=dict)
-    observed: Dict[str, Any] = field(default_factory=dict)
-    discards: int = DISCARDED  # rows each load discards
-    quarantine_tags: List[Optional[str]] = field(default_factory=list)  # its commits' tags
 
-    def _quarantine_commit(self) -> None:
-        self.quarantine_tags.append(self.conf.get(DELTA_USER_METADATA))
+@dataclass
+class FakeTables(FakeDelta):
+    """The model's Delta table (FakeDelta), its quarantine and the pending tables."""
 
-    def recent_commits(self, relation: str, limit: Optional[int]) -> List[Commit]:
-        """Both tables' newest commits, newest first (a read: killed only if dead)."""
-        if self.dead:
-            raise Killed()
-        if relation == QUARANTINE:
-            if self.quarantine is None:
-                raise DbtDatabaseError(f"table not found: {relation}")
-            rows = [Commit(i, "WRITE", t) for i, t in enumerate(self.quarantine_tags)]
-        else:
-            assert relation == TABLE, relation
-            rows = [Commit(i, v.operation, v.tag) for i, v in enumerate(self.versions)]
-        return rows[::-1][:limit]
+    quarantine: Optional[List[str]] = None  # run ids, a row each; None: no table
+    quarantine_n: str = "string"  # the quarantine's `n` (its type)
+    pendings: Dict[str, Pending] = field(default_factory=dict)
+    stamps: List[int] = field(default_factory=list)  # the model table's commit timestamps
+    discards: int = DISCARDED
+    loads: List[str] = field(default_factory=list)  # the run ids of the loads, as committed
+
+    def _commit(self, operation: str, **changes: Any) -> None:
+        super()._commit(operation, **changes)
+        self.stamps.append(next(CLOCK))
 
     def run(self, sql: str) -> Any:
         text = " ".join(sql.split())
         low = text.lower()
-        if low.startswith("create or replace temporary view"):
+        if re.match(r"(create or replace temporary view|drop view if exists|uncache table)", low):
             self._statement()
-            name, body = re.match(r"create or replace temporary view (\S+) as (.*)$", low).groups()  # type: ignore[union-attr]
-            assert not re.search(rf"\bfrom {re.escape(name)}\b", body), f"{name} reads itself"
             return None
-        if low.startswith(f"insert into {TABLE} "):  # the load: the observation fills
-            response = super().run(sql)
-            self.observed = {
-                "rows_discarded": self.discards,
-                "values_discarded": 0,
-                QUARANTINE_METRIC: Rows(self.discards),
-            }
-            return response
+        if low.startswith("cache table "):
+            self._statement()
+            return None
         if m := re.match(
-            rf"delete from {re.escape(QUARANTINE)} where `_dbt_run_id` = '([^']+)'$", low
+            r"create table (\S+__pending_\w+) using delta tblproperties \((.*?)\) as ", text, re.I
         ):
             self._statement()
-            assert self.quarantine is not None, "a delete from a quarantine never created"
-            kept = [r for r in self.quarantine if r != m.group(1)]
-            if len(kept) < len(self.quarantine):  # Delta commits a DELETE only if it removes
-                self.quarantine = kept
-                self._quarantine_commit()
+            pairs = dict(re.findall(r"'([^']+)' = '([^']*)'", m.group(2)))
+            run_id = re.search(r"'([^']+)' AS `_dbt_run_id`", text).group(1)  # type: ignore[union-attr]
+            self.pendings[m.group(1).lower()] = Pending(
+                [run_id] * self.discards, pairs, next(CLOCK)
+            )
             return None
         if low.startswith(f"create table if not exists {QUARANTINE} using delta"):
             self._statement()
             if self.quarantine is None:
-                self.quarantine, self.quarantine_columns = [], ("id", "n", *META)
-                self._quarantine_commit()
-            return None
-        if m := re.match(rf"alter table {re.escape(QUARANTINE)} add columns \((.*)\)$", low):
-            self._statement()
-            added = tuple(c.strip().split()[0].strip("`") for c in m.group(1).split(","))
-            self.quarantine_columns += added
-            self._quarantine_commit()
+                self.quarantine, self.quarantine_n = [], "string"
             return None
         if m := re.match(
-            rf"insert into {re.escape(QUARANTINE)} by name select \*, '([^']+)' as", low
+            rf"insert into {re.escape(QUARANTINE)} by name select \* from (\S+)$", low
         ):
             self._statement()
-            assert self.quarantine is not None, "the quarantine insert before its table"
-            if "n" not in self.quarantine_columns or self.n_type != "string":
-                raise DbtDatabaseError("the rows do not fit the quarantine")  # Spark refuses
-            view = re.search(r"from (\S+)$", low).group(1)  # type: ignore[union-attr]
-            self.quarantine += [m.group(1)] * self.views[view]
-            self._quarantine_commit()
+            if self.quarantine is None:
+                raise DbtDatabaseError(f"table not found: {QUARANTINE}")
+            self.quarantine += self.pendings[m.group(1)].rows
             return None
-        if low.startswith(f"alter table {QUARANTINE} set tblproperties ('{JOURNAL_RUN_PROPERTY}'"):
+        if m := re.match(r"drop table if exists (\S+__pending_\w+)$", low):
             self._statement()
-            assert self.quarantine is not None, "the journal's commit on a missing quarantine"
-            self._quarantine_commit()
+            self.pendings.pop(m.group(1), None)
             return None
+        if m := re.match(r"alter table (\S+__pending_\w+) set tblproperties", low):
+            self._statement()
+            self.pendings[m.group(1)].properties["dbt_spark_contracts.heartbeat"] = "0"
+            return None
+        if low.startswith(f"insert into {TABLE} "):
+            response = super().run(sql)
+            self.loads.append(str(self.conf.get(DELTA_USER_METADATA)).split(":")[1])
+            return response
+        if m := re.match(r"restore table db\.t to version as of (\d+)$", low):
+            kept = self.versions[int(m.group(1))].rows.count("|insert")
+            response = super().run(sql)
+            self.loads = self.loads[:kept]
+            return response
         return super().run(sql)
 
-    def can_observe(self) -> bool:
-        return True
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        low = " ".join(sql.split()).lower()
+        if low.startswith("select count_if("):
+            self._statement()
+            return [{"rows_discarded": self.discards, "values_discarded": 0}]
+        if m := re.match(r"show tblproperties (\S+)$", low):
+            self._statement()
+            return [{"key": k, "value": v} for k, v in self.pendings[m.group(1)].properties.items()]
+        if m := re.match(r"describe history (\S+__pending_\w+)$", low):
+            self._statement()
+            made = self.pendings[m.group(1)].created
+            return [{"version": 0, "timestamp": stamp(made), "operation": "CREATE TABLE AS SELECT"}]
+        if low == f"describe history {TABLE}":
+            self._statement()
+            return [
+                {
+                    "version": i,
+                    "operation": v.operation,
+                    "userMetadata": v.tag,
+                    "timestamp": stamp(t),
+                }
+                for i, (v, t) in enumerate(zip(self.versions, self.stamps, strict=True))
+            ][::-1]
+        if m := re.match(
+            rf"select 1 as held from {re.escape(QUARANTINE)} where `_dbt_run_id` = '([^']+)' limit 1$",
+            low,
+        ):
+            self._statement()
+            return [{"held": 1}] if m.group(1) in (self.quarantine or []) else []
+        return super().fetch(sql)
 
     def relation_schema(self, relation: str, describable: bool) -> Any:
         assert relation == QUARANTINE and self.quarantine is not None, relation
-        fields = ", ".join(
-            f"{c}:{'bigint' if c == 'id' else self.n_type if c == 'n' else 'string'}"
-            for c in self.quarantine_columns
+        return parse_type(
+            f"struct<id:bigint,n:{self.quarantine_n},_contract_reason:string,_dbt_run_id:string>"
         )
-        return parse_type(f"struct<{fields}>")
-
-    def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Any:
-        self._statement()
-        assert QUARANTINE_METRIC in dict(metrics), metrics
-        self.observed = {}
-        return lambda: self.observed or None
-
-    def rows_view(self, view: str, rows: Any) -> int:
-        self._statement()
-        self.views[view.lower()] = rows.count
-        return int(rows.count)
 
 
-def model_run(table: FakeObservingDelta, invocation: str) -> ModelRun:
-    """What plan_model_run builds for this run (core/run_plan.plan_run, no Spark)."""
+def model_run(table: FakeTables, invocation: str) -> ModelRun:
     inputs = RunInputs(
         TABLE,
         "t__dbt_tmp",
@@ -189,241 +183,152 @@ def model_run(table: FakeObservingDelta, invocation: str) -> ModelRun:
         observable=True,
     )
     run = planned_run(inputs, MODEL)
-    assert run.quarantine_in_load and run.stage is None, run
+    assert run.quarantine_pending and run.observed is None, run
     # dbt's relation cache, as adapter_run reads it: the quarantine's format once it exists
     return replace(run, quarantine_format="delta" if table.quarantine is not None else None)
 
 
-def a_run(table: FakeObservingDelta, invocation: str, tmp_path: Path) -> None:
-    """As adapter_run.plan_model_run and execute_model_run do it: the repair step (a dead run's
-    intent, or its journaled load), the plan, the journal's tag where the table has one."""
+def a_run(table: FakeTables, invocation: str, tmp_path: Path) -> Any:
+    """As adapter_run.plan_model_run and execute_model_run do it: the repair step (other runs'
+    pending tables, as dbt's relation cache lists them), the plan, the run."""
     runner = Runner(table, RunReport(), tmp_path)
-    runner.tag_commits(commit_tag(invocation, MODEL))  # before the repair, as adapter_run does
-    properties = dict(table.current.properties)
-    dead = find_intent(properties)
-    journal = has_journal(properties)
-    if dead is None and journal:
-        dead = runner.dead_journal(TABLE, QUARANTINE, MODEL)
-    if dead is not None and dead.invocation_id != invocation:
-        runner.repair(dead, MODEL)
-        journal = has_journal(dict(table.current.properties))
+    runner.tag_commits(commit_tag(invocation, MODEL))
+    others = [n for n in table.pendings if is_pending_of(n.split(".")[-1], "t__quarantine")]
+    own = model_run(table, invocation).pending_table.lower()
+    runner.settle_pending(TABLE, "delta", QUARANTINE, [n for n in others if n != own], MODEL)
     run = model_run(table, invocation)
-    if journal and run.quarantine_format is not None and not run.statements:
-        run = replace(run, journaled=True, commit_tag=journal_tag(invocation, MODEL, "0"))
-        runner.tag_commits(run.commit_tag)
-    runner.execute(run, f"insert into {TABLE} select * from {run.source}")
+    return runner.execute(run, f"insert into {TABLE} select * from {run.source}")
 
 
-def new_table(quarantined_before: bool = False) -> FakeObservingDelta:
-    """The table; `quarantined_before`: its quarantine exists, from before the model had `n`."""
-    table = FakeObservingDelta([Version(("id", "n"), (), "v1", "CREATE TABLE AS SELECT", None)])
-    if quarantined_before:
-        table.quarantine = ["inv-old"]
+def new_table(quarantine: bool = True) -> FakeTables:
+    table = FakeTables([Version(("id", "n"), (), "v1", "CREATE TABLE AS SELECT", None)])
+    table.stamps.append(next(CLOCK))
+    table.quarantine = [] if quarantine else None
     return table
 
 
-def finished(table: FakeObservingDelta) -> Tuple[Any, ...]:
-    """The table as a reader sees it, and how many rows each run quarantined."""
-    runs = [r for r in table.quarantine or [] if r != "inv-old"]
-    return table.current.state(), sorted(runs.count(r) for r in set(runs))
+def check(table: FakeTables, dropped: Tuple[str, ...] = ()) -> None:
+    """Every load has its discarded rows in the quarantine once (but the runs whose rows went
+    with a quarantine someone `dropped`); no other run has any; nothing is left pending."""
+    assert not table.pendings, table.pendings
+    held = sorted(table.quarantine or [])
+    loads = [run for run in table.loads if run not in dropped]
+    assert held == sorted(run for run in loads for _ in range(table.discards))
 
 
-def control(tmp_path: Path, quarantined_before: bool = False) -> Tuple[Any, ...]:
-    table = new_table(quarantined_before)
-    a_run(table, "inv-control", tmp_path)
-    return finished(table)
+@pytest.fixture(autouse=True)
+def _dead_runs_lease_ran_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed run's lease runs out at once here (the lease's own tests are below)."""
+    monkeypatch.setenv(LEASE_ENV, "0.001")
 
 
-BEFORE = (new_table().current.state(), [])
-# `created`: the run creates the quarantine (9 statements); `evolved`: an existing quarantine
-# predates the model's `n`: its insert is refused, the column added, the insert run again (10)
-KILL_POINTS = [(False, k) for k in range(1, 10)] + [(True, k) for k in range(1, 11)]
-
-
-@pytest.mark.parametrize(
-    "quarantined_before, kill_at",
-    KILL_POINTS,
-    ids=[f"{'evolved' if q else 'created'}-{k}" for q, k in KILL_POINTS],
-)
-def test_a_quarantining_run_killed_at_any_statement_is_repaired(
-    kill_at: int, quarantined_before: bool, tmp_path: Path
-):
-    table = new_table(quarantined_before)
-    table.kill_at = kill_at
-    with pytest.raises(Killed):
-        a_run(table, "inv-dead", tmp_path)
-    intent = INTENT_PROPERTY in dict(table.current.properties)
-    after = control(tmp_path, quarantined_before)
-    assert after[1] == [DISCARDED]
-    seen = finished(table)
-    # a load without its quarantined rows is never left without the intent
-    assert seen in (BEFORE, after) or intent, (kill_at, table.versions, table.quarantine)
-    if seen == after:
-        return  # the run had finished its work (the kill stopped its cleanup)
-    table.dead, table.kill_at = False, 0  # the next dbt process
-    a_run(table, "inv-next", tmp_path)
-    assert finished(table) == after, (kill_at, table.versions, table.quarantine)
-    assert "n" in table.quarantine_columns
-
-
-@pytest.mark.parametrize("quarantined_before", [False, True], ids=["created", "evolved"])
-def test_the_matrix_covers_every_statement(quarantined_before: bool, tmp_path: Path):
-    """The coerced view, the observed view, the contract's view, the quarantine's table (or
-    its missing column), the intent, the load, the rows' view, the quarantine insert, the
-    intent cleared."""
-    table = new_table(quarantined_before)
-    a_run(table, "inv-count", tmp_path)
-    assert table.sent == max(k for q, k in KILL_POINTS if q == quarantined_before)
-    old = ["inv-old"] if quarantined_before else []
-    assert table.quarantine == old + ["inv-count"] * DISCARDED
-    assert "n" in table.quarantine_columns
-
-
-def test_a_load_whose_discarded_rows_went_unreported_is_taken_back(tmp_path: Path):
-    """No observation (Spark never reported it): the discarded rows exist nowhere else, so the
-    load is taken back (RESTORE) and the run fails naming why."""
+def scene(quarantine: bool, tmp_path: Path) -> FakeTables:
+    """A finished run, then (`quarantine` False) its quarantine dropped by someone."""
     table = new_table()
-    original = table.run
-
-    def run_without_metrics(sql: str) -> Any:
-        response = original(sql)
-        if sql.lower().startswith(f"insert into {TABLE} "):
-            table.observed = {}
-        return response
-
-    table.run = run_without_metrics  # type: ignore[method-assign]
-    with pytest.raises(RunUndone) as raised:
-        a_run(table, "inv-lost", tmp_path)
-    assert isinstance(raised.value.cause, QuarantineLost)
-    assert table.current.state()[:2] == BEFORE[0][:2] and table.current.rows == "v1"
-    assert table.current.operation == "RESTORE" and not table.quarantine
-
-
-def test_a_quarantine_that_cannot_hold_the_rows_takes_the_load_back(tmp_path: Path):
-    """The quarantine holds `n` as bigint (an older model's); the model now outputs strings
-    there, which it could not store: the load is taken back and the run fails naming both
-    types (QuarantineMismatch)."""
-    table = new_table(quarantined_before=True)
-    table.quarantine_columns += ("n",)
-    table.n_type = "bigint"
-    with pytest.raises(RunUndone) as raised:
-        a_run(table, "inv-mismatch", tmp_path)
-    assert isinstance(raised.value.cause, QuarantineMismatch)
-    assert "`n` is BIGINT there, the model outputs STRING" in str(raised.value)
-    assert table.current.state()[:2] == BEFORE[0][:2] and table.current.rows == "v1"
-    assert table.current.operation == "RESTORE" and table.quarantine == ["inv-old"]
-
-
-# A journaled run (the table's first quarantining run marked its journal): the coerced view,
-# the observed view, the contract's view, the load, then the rows' view and the quarantine
-# insert (3 discarded rows: 6 statements) or the journal's commit on the quarantine (none: 5).
-# With a quarantine that lacks the model's `n` (-1 below): the refused insert, the column added
-# (a commit on the quarantine that is not the journal's), the insert again: 8 statements.
-JOURNALED_POINTS = (
-    [(3, k) for k in range(1, 7)] + [(0, k) for k in range(1, 6)] + [(-1, k) for k in range(1, 9)]
-)
-
-
-def journaled_table(tmp_path: Path, discards: int) -> FakeObservingDelta:
-    """A table after its first quarantining run, which created the quarantine and marked the
-    table's journal; its next loads discard `discards` rows (-1: 3, and the quarantine has lost
-    its `n` column since, as if made by an older model)."""
-    table = new_table()
-    a_run(table, "inv-first", tmp_path)
-    assert has_journal(dict(table.current.properties))
-    table.discards, table.sent = DISCARDED if discards < 0 else discards, 0
-    if discards < 0:
-        table.quarantine_columns = ("id", *META)
+    a_run(table, "inv-first", tmp_path)  # a finished run before: never taken back
+    if not quarantine:
+        table.quarantine = None
+    table.sent = 0
     return table
 
 
+def statements_of_a_run(tmp_path: Path, quarantine: bool) -> int:
+    table = scene(quarantine, tmp_path)
+    a_run(table, "inv-count", tmp_path)
+    check(table, dropped=() if quarantine else ("inv-first",))
+    return table.sent
+
+
+# the statements of the dead run: with the quarantine there, and with it to be created again
+STATEMENTS = {True: 11, False: 12}
+KILL_POINTS = [(q, k) for q in (True, False) for k in range(1, STATEMENTS[q] + 1)]
+
+
 @pytest.mark.parametrize(
-    "discards, kill_at", JOURNALED_POINTS, ids=[f"{d}-rows-{k}" for d, k in JOURNALED_POINTS]
+    "quarantine, kill_at", KILL_POINTS, ids=[f"{'q' if q else 'new'}-{k}" for q, k in KILL_POINTS]
 )
-def test_a_journaled_run_killed_at_any_statement_is_repaired(
-    discards: int, kill_at: int, tmp_path: Path
+def test_a_quarantining_run_killed_at_any_statement_is_settled_by_the_next(
+    quarantine: bool, kill_at: int, tmp_path: Path
 ):
-    """No intent is written: the load's commit and the quarantine insert's (or its journal
-    commit's) carry the journal's tag; the quarantine's own schema change carries another.
-    Killed anywhere, the next run finds a load whose tag the quarantine lacks (if the kill came
-    after it), takes it back, and runs: both tables end as after a run never killed."""
-    control = journaled_table(tmp_path, discards)
-    a_run(control, "inv-control", tmp_path)
-    after = finished(control)
-    table = journaled_table(tmp_path, discards)
+    table = scene(quarantine, tmp_path)
     table.kill_at = kill_at
     with pytest.raises(Killed):
         a_run(table, "inv-dead", tmp_path)
-    assert INTENT_PROPERTY not in dict(table.current.properties)  # a journaled run writes none
-    table.dead, table.kill_at = False, 0  # the next dbt process
+    table.dead, table.kill_at = False, 0
     a_run(table, "inv-next", tmp_path)
-    assert finished(table) == after, (kill_at, table.versions, table.quarantine)
+    check(table, dropped=() if quarantine else ("inv-first",))
+    assert table.loads[0] == "inv-first" and table.loads[-1] == "inv-next"
 
 
-@pytest.mark.parametrize("discards", [3, 0, -1])
-def test_the_journaled_matrix_covers_every_statement(discards: int, tmp_path: Path):
-    table = journaled_table(tmp_path, discards)
-    before = len(table.versions)
-    a_run(table, "inv-count", tmp_path)
-    assert table.sent == max(k for d, k in JOURNALED_POINTS if d == discards)
-    # one commit on the table (the load, no intent, no clearing), one on the quarantine
-    assert [v.operation for v in table.versions[before:]] == ["WRITE"]
-    tags = [v.tag for v in table.versions[before:]] + table.quarantine_tags[-1:]
-    assert tags == [journal_tag("inv-count", MODEL, "0")] * 2
-    assert table.quarantine == ["inv-first"] * DISCARDED + ["inv-count"] * table.discards
+@pytest.mark.parametrize("quarantine", [True, False])
+def test_the_matrix_covers_every_statement(quarantine: bool, tmp_path: Path):
+    assert statements_of_a_run(tmp_path, quarantine) == STATEMENTS[quarantine]
 
 
-def test_a_journaled_load_whose_rows_the_quarantine_cannot_hold_is_taken_back(tmp_path: Path):
-    """The journaled run's quarantine insert fails for good: its load is taken back (RESTORE to
-    the version before its first commit, found by its tag) and the run fails naming why."""
-    table = journaled_table(tmp_path, DISCARDED)
-    state = table.current.state()
-    table.n_type = "bigint"  # the quarantine's `n` can no longer take the model's strings
-    with pytest.raises(RunUndone) as raised:
-        a_run(table, "inv-mismatch", tmp_path)
-    assert isinstance(raised.value.cause, QuarantineMismatch)
-    assert table.current.state() == state and table.current.operation == "RESTORE"
-    assert table.quarantine == ["inv-first"] * DISCARDED
-    # the next run (the quarantine fixed) finds the failed run's own RESTORE: nothing to repair
-    table.n_type = "string"
-    before = len(table.versions)
-    a_run(table, "inv-next", tmp_path)
-    assert [v.operation for v in table.versions[before:]] == ["WRITE"]
-    control = journaled_table(tmp_path, DISCARDED)
-    a_run(control, "inv-control", tmp_path)
-    assert finished(table) == finished(control)
+@pytest.mark.parametrize("event", ["dropped", "recreated", "emptied", "history gone"])
+def test_what_happens_to_the_quarantine_never_takes_a_load_back(event: str, tmp_path: Path):
+    """The quarantine is people's: whatever they do to it, every load stays."""
+    table = new_table()
+    for run in ("inv-1", "inv-2", "inv-3"):
+        a_run(table, run, tmp_path)
+    if event == "dropped":
+        table.quarantine = None
+    elif event in ("recreated", "emptied"):
+        table.quarantine = []
+    # "history gone": the fake quarantine keeps no history, and nothing ever asks for it
+    rows = table.current.rows
+    a_run(table, "inv-4", tmp_path)
+    assert table.current.rows.startswith(rows) and table.loads == [
+        "inv-1",
+        "inv-2",
+        "inv-3",
+        "inv-4",
+    ]
+    assert table.quarantine is not None and table.quarantine.count("inv-4") == DISCARDED
 
 
-def test_a_finished_journaled_run_stays_however_many_commits_the_quarantine_had_since(
-    tmp_path: Path,
-):
-    """Twelve commits on the quarantine after a journaled run's insert (people deleting triaged
-    rows, OPTIMIZE): the next run reads past its newest ten and finds the tag; nothing is
-    taken back."""
-    table = journaled_table(tmp_path, DISCARDED)
-    a_run(table, "inv-done", tmp_path)
-    table.quarantine_tags += [None] * 12
-    before = len(table.versions)
-    a_run(table, "inv-next", tmp_path)
-    assert [v.operation for v in table.versions[before:]] == ["WRITE"]
+def test_a_live_runs_pending_table_is_left_to_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A run whose lease is fresh may be alive: another run of the model leaves its pending
+    table alone (its own load goes ahead); once the lease runs out, a run settles it."""
+    monkeypatch.setenv(LEASE_ENV, "3600")
+    table = new_table()
+    kill_at = STATEMENTS[True] - 3  # right after the load (the move, its drop, the cache's)
+    table.kill_at = kill_at
+    with pytest.raises(Killed):
+        a_run(table, "inv-slow", tmp_path)
+    assert table.loads == ["inv-slow"] and len(table.pendings) == 1
+    table.dead, table.kill_at = False, 0
+    a_run(table, "inv-other", tmp_path)
+    assert len(table.pendings) == 1 and table.quarantine.count("inv-slow") == 0  # type: ignore[union-attr]
+    monkeypatch.setenv(LEASE_ENV, "0.001")
+    a_run(table, "inv-later", tmp_path)
+    check(table)
 
 
-def test_the_quarantines_whole_history_is_read_only_when_the_tag_is_not_among_its_newest(
-    tmp_path: Path,
-):
-    """In steady use the quarantine has many commits: the run reads its newest ten, finds the
-    last journaled run's tag there, and reads no further."""
-    table = journaled_table(tmp_path, DISCARDED)
-    for i in range(11):  # eleven finished journaled runs: the quarantine has 12+ commits
-        a_run(table, f"inv-{i}", tmp_path)
-    assert len(table.quarantine_tags) > 10
-    limits: List[Optional[int]] = []
-    original = table.recent_commits
+def test_a_quarantine_that_cannot_hold_the_rows_fails_the_run_before_its_load(tmp_path: Path):
+    table = new_table()
+    table.quarantine_n = "array<int>"  # nothing a string can go into
+    with pytest.raises(QuarantineMismatch):
+        a_run(table, "inv-1", tmp_path)
+    assert table.loads == [] and not table.pendings and table.quarantine == []
 
-    def recording(relation: str, limit: Optional[int]) -> List[Commit]:
-        limits.append(limit)
-        return original(relation, limit)
 
-    table.recent_commits = recording  # type: ignore[method-assign]
-    a_run(table, "inv-next", tmp_path)
-    assert limits == [10, 10], limits  # the table's newest, the quarantine's newest
+def test_a_move_that_fails_after_the_load_keeps_the_rows_for_the_next_run(tmp_path: Path):
+    table = new_table()
+    real = table.run
+
+    def quarantine_gone(sql: str) -> Any:
+        if sql.lower().startswith(f"insert into {QUARANTINE} by name select * from"):
+            table.quarantine = None  # dropped by someone between the check and the move
+        return real(sql)
+
+    table.run = quarantine_gone  # type: ignore[method-assign]
+    with pytest.raises(QuarantinePending) as raised:
+        a_run(table, "inv-1", tmp_path)
+    assert "the load committed" in str(raised.value) and raised.value.pending in table.pendings
+    assert table.loads == ["inv-1"]
+    assert table.pendings[raised.value.pending].properties["dbt_spark_contracts.heartbeat"] == "0"
+    table.run = real  # type: ignore[method-assign]
+    table.quarantine = []  # recreated
+    a_run(table, "inv-2", tmp_path)
+    check(table)

@@ -10,10 +10,10 @@ from typing import Any, List, Optional, Sequence
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
-from dbt.adapters.spark_contracts.core.intent import parse_tag
 from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.pending import (
     BEAT_PROPERTY,
+    RUN_PROPERTY,
     TAG_PROPERTY,
     Action,
     Loaded,
@@ -95,7 +95,10 @@ class QuarantineSteps(Restorer):
         (tagged with the run's commit tag, its lease fresh); the quarantine made ready to take
         them (a quarantine that cannot fails the run here, before any change)."""
         pending, now = run.pending_table, int(time.time())
-        properties = f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, '{BEAT_PROPERTY}' = '{now}'"
+        properties = (
+            f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, "
+            f"'{RUN_PROPERTY}' = {sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}'"
+        )
         self.spark.run(
             f"create table {pending} using {pending_format(run.table_format)} "
             f"tblproperties ({properties}) as {select}"
@@ -233,8 +236,7 @@ class QuarantineSteps(Restorer):
             if record is None:
                 record = self._model_record(relation, table_format)
             decision = decide_pending(pending, record, time.time(), lease_seconds())
-            parsed = parse_tag(pending.tag)
-            run = parsed[0] if parsed else "unknown"
+            run = pending.run or "unknown"
             if decision.action is Action.WAIT:
                 logger.info(
                     f"{unique_id}: {name} belongs to run {run}, which may be alive "

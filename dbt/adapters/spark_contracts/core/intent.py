@@ -106,14 +106,6 @@ def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ..
     return tuple(c for c in commits if c.tag != own_tag)
 
 
-def parse_tag(tag: str | None) -> tuple[str, str, str] | None:
-    """(invocation id, run, unique id) of a tag `commit_tag` made with a run; None otherwise."""
-    parts = (tag or "").split(":", 3)
-    if len(parts) != 4 or parts[0] != TAG_PREFIX:
-        return None
-    return parts[1], parts[2], parts[3]
-
-
 def describe_commits(commits: Iterable[Commit]) -> str:
     return ", ".join(
         f"{c.version} ({c.operation}, by {c.tag or 'an untagged writer'})" for c in commits

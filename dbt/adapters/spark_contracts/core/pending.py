@@ -35,6 +35,7 @@ from .render import suffixed
 
 PENDING_SUFFIX = "__pending_"  # <relation>__quarantine__pending_<run>
 TAG_PROPERTY = "dbt_spark_contracts.pending_tag"  # the run's commit tag, on the pending table
+RUN_PROPERTY = "dbt_spark_contracts.pending_run"  # its invocation id (its rows' `_dbt_run_id`)
 BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # epoch seconds; "0": released
 # parquet keeps no log: the run sets this on the model's table right after its load
 LOADED_PREFIX = "dbt_spark_contracts.loaded_"
@@ -75,6 +76,7 @@ class Pending:
 
     name: str
     tag: str | None
+    run: str | None
     heartbeat: float | None
     # when it was made, as its own log's first commit says (the same clock and representation
     # as the model table's log it is compared with); None where it keeps no log
@@ -92,7 +94,8 @@ class Pending:
             except (KeyError, ValueError):
                 return None
 
-        return cls(name, lowered.get(TAG_PROPERTY), number(BEAT_PROPERTY), created)
+        tag, run = lowered.get(TAG_PROPERTY), lowered.get(RUN_PROPERTY)
+        return cls(name, tag, run, number(BEAT_PROPERTY), created)
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def decide_pending(
     pending: Pending, record: ModelRecord, now: float, lease_seconds: float = LEASE_SECONDS
 ) -> Decision:
     """What to do with another run's pending table (see the module's text)."""
-    if pending.heartbeat is None or pending.tag is None:
+    if pending.heartbeat is None or pending.tag is None or pending.run is None:
         return Decision(Action.KEEP, "its properties do not name its run and lease")
     if pending.heartbeat > 0 and now - pending.heartbeat < lease_seconds:
         age = int(now - pending.heartbeat)

@@ -1,0 +1,103 @@
+"""core/pending.decide_pending: what another run's pending table comes to, from the model
+table's own record only (property-tested: it never drops the rows of a load that is in the
+table, never acts on a run whose lease is fresh, never drops on a log that does not reach
+back to the run)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dbt.adapters.spark_contracts.core.pending import (
+    BEAT_PROPERTY,
+    LOADED_PREFIX,
+    RUN_PROPERTY,
+    TAG_PROPERTY,
+    Action,
+    LogEntry,
+    ModelRecord,
+    Pending,
+    decide_pending,
+    is_pending_of,
+    loaded_property,
+    pending_name,
+)
+
+TAG = "dbt-spark-contracts:inv-1:abc:model.p.t"
+OTHER = "dbt-spark-contracts:inv-2:def:model.p.t"
+NOW = 10_000.0
+
+entries = st.lists(
+    st.builds(
+        LogEntry,
+        st.floats(0, NOW),
+        st.sampled_from([TAG, OTHER, None]),
+        st.sampled_from(["WRITE", "MERGE", "SET TBLPROPERTIES", "RESTORE", "OPTIMIZE"]),
+    ),
+    max_size=8,
+).map(lambda log: sorted(log, key=lambda e: e.timestamp))
+
+
+def pending(heartbeat: float, created: float | None = 5_000.0) -> Pending:
+    return Pending("db.t__quarantine__pending_inv1", TAG, "inv-1", heartbeat, created)
+
+
+@given(entries, st.floats(0, 179))
+def test_a_fresh_lease_is_left_alone(log, age):
+    decision = decide_pending(pending(NOW - age), ModelRecord(log, {}), NOW, 180)
+    assert decision.action is Action.WAIT
+
+
+@given(entries, st.floats(0, NOW), st.floats(0, NOW))
+def test_the_rows_of_a_load_in_the_table_are_never_dropped(log, created, beat):
+    loaded = [*log, LogEntry(NOW, TAG, "WRITE")]
+    decision = decide_pending(pending(beat, created), ModelRecord(loaded, {}), NOW + 1000, 180)
+    assert decision.action in (Action.MOVE, Action.WAIT)
+
+
+@given(entries)
+def test_rows_are_dropped_only_where_the_log_reaches_back_and_holds_no_load(log):
+    decision = decide_pending(pending(0, 5_000.0), ModelRecord(log, {}), NOW, 180)
+    loads = [e for e in log if e.tag == TAG and e.operation in ("WRITE", "MERGE", "OPTIMIZE")]
+    if decision.action is Action.DROP:
+        reaches_back = bool(log) and min(e.timestamp for e in log) <= 5_000.0
+        undone = any(e.tag == TAG and e.operation == "RESTORE" for e in log) and loads
+        assert reaches_back or undone
+        assert not loads or undone
+    if decision.action is Action.MOVE:
+        assert loads
+
+
+def test_a_load_taken_back_by_its_own_run_is_dropped():
+    log = [
+        LogEntry(1, None, "CREATE"),
+        LogEntry(6_000, TAG, "WRITE"),
+        LogEntry(6_001, TAG, "RESTORE"),
+    ]
+    assert decide_pending(pending(0), ModelRecord(log, {}), NOW).action is Action.DROP
+
+
+def test_a_log_cleaned_past_the_run_keeps_the_rows():
+    log = [LogEntry(7_000, OTHER, "WRITE")]  # the oldest left is younger than the pending table
+    decision = decide_pending(pending(0, 5_000), ModelRecord(log, {}), NOW)
+    assert decision.action is Action.KEEP and "no longer reaches back" in decision.reason
+
+
+def test_parquet_moves_on_its_property_and_keeps_without_it():
+    loaded = ModelRecord(None, {loaded_property("inv-1"): TAG})
+    assert decide_pending(pending(0), loaded, NOW).action is Action.MOVE
+    assert decide_pending(pending(0), ModelRecord(None, {}), NOW).action is Action.KEEP
+    assert loaded_property("inv-1").startswith(LOADED_PREFIX)
+
+
+def test_a_pending_table_is_named_by_its_run_and_read_back_from_its_properties():
+    name = pending_name("db.t__quarantine", "0a1b-2c3d-4e5f-6789")
+    assert name == "db.t__quarantine__pending_0a1b2c3d4e5f"
+    assert is_pending_of("T__Quarantine__pending_0a1b2c3d4e5f", "t__quarantine")
+    assert not is_pending_of("t__quarantine", "t__quarantine")
+    read = Pending.from_properties(
+        name, {TAG_PROPERTY.upper(): TAG, RUN_PROPERTY: "inv-1", BEAT_PROPERTY: "12"}, 3.0
+    )
+    assert (read.tag, read.run, read.heartbeat, read.created) == (TAG, "inv-1", 12.0, 3.0)
+    unnamed = Pending.from_properties(name, {BEAT_PROPERTY: "x"}, None)
+    assert decide_pending(unnamed, ModelRecord([], {}), NOW).action is Action.KEEP
