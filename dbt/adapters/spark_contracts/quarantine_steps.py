@@ -141,7 +141,11 @@ class QuarantineSteps(Restorer):
         """Append `pending` to the quarantine, then drop it. `invocation_id`: a dead run's,
         whose rows are not appended again where the quarantine holds some already (a kill
         between the append and the drop)."""
-        if invocation_id is not None:
+        if invocation_id is not None:  # a dead run's: its quarantine may have been dropped since
+            self.spark.run(
+                f"create table if not exists {quarantine} using {pending_format(table_format)} "
+                f"as select * from {pending} where false"
+            )
             held = self.spark.fetch(
                 f"select 1 as held from {quarantine} "
                 f"where `{RUN_ID_COLUMN}` = {sql_string(invocation_id)} limit 1"

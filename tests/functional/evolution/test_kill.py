@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.lease import LEASE_ENV
 from tests.functional.conftest import JVM_PARAMETERS
 
 DBT = str(Path(sys.executable).with_name("dbt"))
@@ -367,7 +368,7 @@ select id, if(id % 2 = 0, concat('bad-', cast(id as string)), cast(id as string)
 from range(3, 9)
 {{% endif %}}
 """
-AFTER_LOAD = 2  # the intent, then the load: the quarantine insert has not run yet
+AFTER_LOAD = 1  # the load (its discarded rows wait in the run's pending table)
 
 
 # One class per format: pytest-xdist's loadscope gives each class to a worker of its own.
@@ -389,21 +390,20 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
     next run puts the table back and runs the whole plan again.
 
     `q_dead` (the embedded session): killed right after its load commits, before its discarded
-    rows reach the quarantine. The rows lived only in the dead process, so the intent makes the
-    next run take the load back and run again.
+    rows reach the quarantine: they wait in the run's pending table, which the load's commit
+    names (core/pending.py). The next run, once the dead run's lease has run out, moves them
+    into the quarantine and runs: the load that finished stays.
 
-    Both end, table and quarantine, like their controls that were never killed."""
+    `dead` ends like its control; `q_dead` like its control plus the dead run's load, whose
+    discarded rows are in its quarantine exactly once."""
     names = ["control", "dead"]
     project = Project(tmp_path / "project", fmt, kill_target, SLOW_BACKFILL_MODELS[fmt], names)
     quarantines = project.reader is not None  # the embedded session: kill_target gives a reader
-    journaled = quarantines and fmt == "delta"
-    quarantining = ["q_control", "q_dead"] + (["qj_control", "qj_dead"] if journaled else [])
+    quarantining = ["q_control", "q_dead"]
     if quarantines:
         for name in quarantining:
             (project.root / "models" / f"{name}.sql").write_text(QUARANTINE_MODEL.format(fmt=fmt))
     assert project.dbt() == 0
-    if journaled:  # their first quarantining runs (under an intent) mark the tables' journals
-        assert project.dbt("--select", "qj_control qj_dead", "--vars", "{v: 2}") == 0
     argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", "dead", "--vars", SLOW]
     process = subprocess.Popen(
         argv, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -429,21 +429,21 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
             table="q_dead",
             settle=False,
         )
-        assert project.state("q_dead")[1], "the kill after the load left no intent on the table"
-    if journaled:  # a journaled run writes no intent: killed right after its load's commit
-        project.dbt(
-            *("--select", "qj_dead", "--vars", "{v: 2}"),
-            kill_at=1,
-            table="qj_dead",
-            settle=False,
-        )
-        loaded = project.history("qj_dead")[-1]
-        assert loaded[1] == "WRITE" and not project.state("qj_dead")[1], loaded
-        dead_runs = [run for _, _, run in project.history("qj_dead__quarantine")]
-        assert loaded[2] not in dead_runs, "the kill landed after the quarantine's commit"
+        if fmt == "delta":
+            assert project.history("q_dead")[-1][1] == "WRITE", "the kill came before the load"
+        assert not project.state("q_dead")[1], "a quarantining run writes no intent"
+        pending = list(project.table_dir("q_dead").parent.glob("q_dead__quarantine__pending_*"))
+        moved = project.rows(["q_dead__quarantine"])["q_dead__quarantine"]
+        assert pending or moved, "the dead run's discarded rows are nowhere"
 
-    # the next run: the controls' first v2 runs, and the dead runs' tables repaired and loaded
-    assert project.dbt("--vars", "{v: 2}") == 0
+    # the next run: the controls' first v2 runs, and the dead runs' tables repaired and loaded;
+    # the dead processes' leases have run out (the test knows they are dead: no need to wait)
+    os.environ[LEASE_ENV] = "1"
+    try:
+        time.sleep(1.5)
+        assert project.dbt("--vars", "{v: 2}") == 0
+    finally:
+        del os.environ[LEASE_ENV]
     results = {name: r["adapter_response"] for name, r in project.results().items()}
     assert results["dead"].get("repairs") and not results["control"].get("repairs"), results
     after = project.state("control")
@@ -451,22 +451,17 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
     assert project.state("dead") == after
     tables = ["control", "dead"]
     if quarantines:
-        assert results["q_dead"].get("repairs") and results["q_dead"]["rows_discarded"] == 3
-        assert project.state("q_dead") == project.state("q_control")
+        assert results["q_dead"]["rows_discarded"] == 3
         tables += ["q_control", "q_dead", "q_control__quarantine", "q_dead__quarantine"]
-    if journaled:
-        assert results["qj_dead"].get("repairs") and not results["qj_control"].get("repairs")
-        assert project.state("qj_dead") == project.state("qj_control")
-        journal = ["qj_control", "qj_dead", "qj_control__quarantine", "qj_dead__quarantine"]
-        rows = project.rows(journal)
-        assert rows["qj_dead"] == rows["qj_control"], rows
-        assert [r["id"] for r in rows["qj_dead"]] == [0, 1, 2, 3, 3, 5, 5, 7, 7]
-        quarantined = {t: [r["id"] for r in rows[t]] for t in journal[2:]}
-        assert quarantined == {t: [4, 4, 6, 6, 8, 8] for t in journal[2:]}, quarantined
     rows = project.rows(tables)
     assert rows["dead"] == rows["control"], rows
-    if quarantines:
-        assert rows["q_dead"] == rows["q_control"], rows
-        assert [r["id"] for r in rows["q_dead"]] == [0, 1, 2, 3, 5, 7]
+    if quarantines:  # the dead run's load stayed, then the next run's: v2 twice
+        assert [r["id"] for r in rows["q_control"]] == [0, 1, 2, 3, 5, 7]
+        assert [r["id"] for r in rows["q_dead"]] == [0, 1, 2, 3, 3, 5, 5, 7, 7]
         quarantined = {t: [r["id"] for r in rows[t]] for t in tables[-2:]}
-        assert quarantined == {"q_control__quarantine": [4, 6, 8], "q_dead__quarantine": [4, 6, 8]}
+        assert quarantined == {
+            "q_control__quarantine": [4, 6, 8],
+            "q_dead__quarantine": [4, 4, 6, 6, 8, 8],
+        }, quarantined
+        runs_ = {r["_dbt_run_id"] for r in rows["q_dead__quarantine"]}
+        assert len(runs_) == 2, runs_  # each run's rows once

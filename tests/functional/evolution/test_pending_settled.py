@@ -1,0 +1,100 @@
+"""Another run's pending table (core/pending.py) is settled by the next run of the model from the
+model table's own log, on every connection method (`--profile`) and on delta and iceberg:
+
+- a run that died after its load: its load (tagged in the table's log) stays, and its pending
+  rows move into the quarantine (created again, if someone dropped it);
+- a run that died before its load: the log reaches back before its pending table and holds no
+  load of it, so its pending rows are dropped;
+- a run whose lease is fresh may be alive: its pending table is left alone.
+
+The dead runs are written by hand through the method under test (a tagged INSERT and a pending
+table with its properties), as a run killed at that point leaves them; the real SIGKILL is in
+test_kill.py."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY, RUN_PROPERTY, TAG_PROPERTY
+from tests.functional.probes import versioned_model
+
+FORMATS = ("delta", "iceberg")
+
+
+def model(fmt: str) -> str:
+    return versioned_model(
+        f"materialized='incremental', incremental_strategy='append', file_format='{fmt}', "
+        "schema_contract={'data_type': 'discard_row', 'quarantine': true}",
+        "select cast(id as int) as id, cast(id as bigint) as n from range(1, 2)",
+        "select 2 as id, 'bad' as n union all select 3 as id, '3' as n",
+    )
+
+
+TAGGED_LOAD = """
+{% macro tagged_load(table, key, tag) %}
+  {% do run_query("set `" ~ key ~ "`=`" ~ tag ~ "`") %}
+  {% do run_query("insert into " ~ table ~ " values (99, 99)") %}
+  {% do run_query("reset `" ~ key ~ "`") %}
+{% endmacro %}
+"""
+
+
+def tag(run: str, fmt: str) -> str:
+    return f"dbt-spark-contracts:{run}:x:model.test.pm_{fmt}"
+
+
+def pending_sql(table: str, fmt: str, run: str, beat: int, row_id: int) -> str:
+    properties = (
+        f"'{TAG_PROPERTY}' = '{tag(run, fmt)}', '{RUN_PROPERTY}' = '{run}', "
+        f"'{BEAT_PROPERTY}' = '{beat}'"
+    )
+    return (
+        f"create table {table}__quarantine__pending_{run.replace('-', '')[:12]} using {fmt} "
+        f"tblproperties ({properties}) as select {row_id} as id, 'bad' as n, "
+        f"'n: does not cast' as _contract_reason, '{run}' as _dbt_run_id"
+    )
+
+
+class TestPendingSettled:
+    @pytest.fixture(scope="class")
+    def macros(self):
+        return {"tagged_load.sql": TAGGED_LOAD}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {f"pm_{fmt}.sql": model(fmt) for fmt in FORMATS}
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_the_next_run_settles_dead_runs_and_leaves_live_ones(self, project, fmt):
+        schema = project.test_schema
+        table = f"iceberg.{schema}.pm_{fmt}" if fmt == "iceberg" else f"{schema}.pm_{fmt}"
+        run_dbt(["run", "--select", f"pm_{fmt}"])
+        key = runs.DELTA_USER_METADATA if fmt == "delta" else runs.ICEBERG_SNAPSHOT_TAG
+        # died after its load: the load's commit carries its tag, its rows wait in a pending table
+        project.run_sql(pending_sql(table, fmt, "dead-after-load", 0, 98))
+        args = {"table": table, "key": key, "tag": tag("dead-after-load", fmt)}
+        run_dbt(["run-operation", "tagged_load", "--args", str(args)])  # one session
+        # died before its load (its pending table is younger than the table's first commit)
+        project.run_sql(pending_sql(table, fmt, "dead-before-load", 0, 97))
+        # alive: renewed its lease just now
+        project.run_sql(pending_sql(table, fmt, "alive-run", int(time.time()), 96))
+
+        def ids(t: str) -> list:
+            return [r[0] for r in project.run_sql(f"select id from {t} order by id", fetch="all")]
+
+        results = run_dbt(["run", "--select", f"pm_{fmt}", "--vars", "{v: 2}"])
+        repairs = results[0].adapter_response.get("repairs") or []
+        assert any("dead-after-load" in r and "moved" in r for r in repairs), repairs
+        assert any("dead-before-load" in r and "dropped" in r for r in repairs), repairs
+        assert not any("alive-run" in r for r in repairs), repairs
+        assert ids(table) == [1, 3, 99]  # the dead run's finished load stays
+        assert ids(f"{table}__quarantine") == [2, 98]  # its rows once, none of the other dead run
+        tables = [
+            r[1] for r in project.run_sql(f"show tables in {table.rsplit('.', 1)[0]}", fetch="all")
+        ]
+        left = sorted(t for t in tables if "__pending_" in t)
+        assert left == [f"pm_{fmt}__quarantine__pending_aliverun"], left
