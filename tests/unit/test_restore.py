@@ -19,8 +19,17 @@ class History:
     def __init__(self, before, after, session_tag=TAG):
         self.rows, self.after, self.statements = before, after, []
         self.session_tag = session_tag
+        self.leases: list = []  # `show tables` rows of the dead run's lease table
+        self.beat = "0"
+
+    def lease(self, beat: str) -> None:
+        self.leases, self.beat = [{"tableName": "t__dbt_lease_inv"}], beat
 
     def fetch(self, sql):
+        if sql.startswith("show tables in db like 't__dbt_lease_"):
+            return self.leases
+        if sql == "show tblproperties db.t__dbt_lease_inv":
+            return [{"key": "dbt_spark_contracts.heartbeat", "value": self.beat}]
         assert sql.startswith("describe history"), sql
         return [{"version": v, "operation": op, "userMetadata": tag} for v, op, tag in self.rows]
 
@@ -106,5 +115,24 @@ def test_the_repair_drops_the_dead_runs_stage(tmp_path: Path):
         f"drop table if exists {stage_name('db.t', 'inv')}",
         "restore table db.t to version as of 1",
         "drop table if exists db.t__quarantine__pending_inv",  # the dead run's discarded rows
+        "drop table if exists db.t__dbt_lease_inv",  # its lease, run out
     ]
     assert stage_name("db.t", "inv") == "db.t__dbt_stage_inv"
+
+
+def test_an_intent_whose_run_holds_a_fresh_lease_is_not_repaired(tmp_path: Path):
+    """A run that may be alive (its lease renewed within the lease's time) is never repaired:
+    the other run fails naming it and changes nothing; once the lease ran out, it repairs."""
+    import time
+
+    import pytest
+
+    from dbt.adapters.spark_contracts.run import RunInProgress
+
+    spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
+    spark.lease(str(int(time.time())))
+    with pytest.raises(RunInProgress) as raised:
+        Runner(spark, RunReport(), tmp_path).repair(intent(), "model.p.m")
+    assert "run inv is changing db.t" in str(raised.value) and spark.statements == []
+    spark.lease(str(int(time.time()) - 3600))
+    assert "restored" in Runner(spark, RunReport(), tmp_path).repair(intent(), "model.p.m")

@@ -93,6 +93,7 @@ class RunOutcome:
     observation: Optional[Observed] = field(default=None, repr=False)
     pending: Optional[str] = None  # the run's pending table of discarded rows (core/pending.py)
     lease: Any = field(default=None, repr=False)  # its heartbeat, while the run holds it
+    run_lease: Any = field(default=None, repr=False)  # a multi-step run's lease's heartbeat
     restored: Optional[str] = None
     rows_discarded: Optional[int] = None
     values_discarded: Optional[int] = None

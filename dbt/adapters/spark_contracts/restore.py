@@ -1,6 +1,7 @@
 """Putting a table back: the versions and commits a restore reads, the restore itself (never over
 another writer's commit), and the repair of a table a dead run left with its intent."""
 
+import time
 from dataclasses import replace
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -19,16 +20,22 @@ from dbt.adapters.spark_contracts.core.intent import (
     foreign_commits,
 )
 from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
-from dbt.adapters.spark_contracts.core.pending import pending_name
+from dbt.adapters.spark_contracts.core.pending import (
+    BEAT_PROPERTY,
+    lease_is_fresh,
+    lease_name,
+    pending_name,
+)
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import suffixed, undo_swap
 from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.lease import lease_seconds
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_USER_METADATA,
     ICEBERG_TAG_KEY,
     stage_name,
 )
-from dbt.adapters.spark_contracts.run_errors import ForeignCommits, RestoreFailed
+from dbt.adapters.spark_contracts.run_errors import ForeignCommits, RestoreFailed, RunInProgress
 from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
@@ -202,6 +209,30 @@ class Restorer:
         done.append("cleared the run's intent")
         return "; ".join(done)
 
+    def check_lease(self, intent: Intent, unique_id: str) -> None:
+        """`RunInProgress` if the intent's run holds a fresh lease (it may be alive)."""
+        lease = lease_name(intent.relation, intent.invocation_id)
+        schema, name = lease.rsplit(".", 1)
+        if not self.spark.fetch(f"show tables in {schema} like '{name}'"):
+            return  # no lease: the run ended, or predates leases
+        rows = self.spark.fetch(f"show tblproperties {lease}")
+        beat = next((r.get("value") for r in rows if str(r.get("key")) == BEAT_PROPERTY), None)
+        try:
+            heartbeat: Optional[float] = float(str(beat))
+        except ValueError:
+            heartbeat = None
+        now = time.time()
+        if lease_is_fresh(heartbeat, now, lease_seconds()):
+            assert heartbeat is not None
+            raise RunInProgress(unique_id, intent.relation, intent.invocation_id, now - heartbeat)
+
+    def _drop_lease(self, intent: Intent, unique_id: str) -> None:
+        lease = lease_name(intent.relation, intent.invocation_id)
+        try:
+            self.spark.run(f"drop table if exists {lease}")
+        except Exception as exc:
+            logger.warning(f"{unique_id}: could not drop {lease}, the dead run's lease: {exc}")
+
     def unquarantine(self, quarantine: str, invocation_id: str) -> None:
         """Delete one run's rows from a quarantine (a Delta or Iceberg table)."""
         self.spark.run(
@@ -242,6 +273,7 @@ class Restorer:
             f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
             f"({intent.unique_id}), which did not finish; repairing the table first"
         )
+        self.check_lease(intent, unique_id)
         dead_stage = stage_name(intent.relation, intent.invocation_id)
         try:
             self.spark.run(f"drop table if exists {dead_stage}")
@@ -249,6 +281,7 @@ class Restorer:
             logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
         if intent.table_format not in ("delta", "iceberg"):
             self._clear_intent(intent.relation)
+            self._drop_lease(intent, unique_id)
             return (
                 f"repaired forward after run {intent.invocation_id}: {intent.table_format} keeps "
                 "no history, its completed steps stay (a rewrite stopped between its renames "
@@ -278,6 +311,7 @@ class Restorer:
                 exc,
                 f"DROP TABLE {pending}",
             ) from exc
+        self._drop_lease(intent, unique_id)
         message = f"repaired after run {intent.invocation_id} died half way: {done}"
         logger.warning(f"{unique_id}: {message}")
         return message

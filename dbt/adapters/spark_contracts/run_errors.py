@@ -57,6 +57,19 @@ class RunUndone(DbtRuntimeError):
         )
 
 
+class RunInProgress(DbtRuntimeError):
+    """Another run of the model holds a fresh lease on the change it is making (core/pending.py):
+    this run changes nothing and fails, naming it."""
+
+    def __init__(self, unique_id: str, relation: str, invocation_id: str, age: float):
+        self.unique_id, self.relation, self.invocation_id = unique_id, relation, invocation_id
+        super().__init__(
+            f"{unique_id}: run {invocation_id} is changing {relation} (its lease was renewed "
+            f"{int(age)} s ago); this run changed nothing. Run again once it has ended; a run "
+            "that died is repaired once its lease runs out (DBT_SPARK_CONTRACTS_LEASE_SECONDS)."
+        )
+
+
 class QuarantinePending(DbtRuntimeError):
     """The load committed, and moving the run's discarded rows from its pending table into the
     quarantine failed: the load stays, the rows wait in the pending table (nothing is lost),

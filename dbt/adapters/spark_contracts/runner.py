@@ -1,6 +1,7 @@
 """Carrying a `ModelRun` out on one connection: stage, check, count, quarantine, the multi-step
 changes under a durable intent, the one load; every failure after a change restores."""
 
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
@@ -21,6 +22,9 @@ from dbt.adapters.spark_contracts.core.outcome import (
     history_relation,
     history_rows,
 )
+from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY, RUN_PROPERTY, lease_name
+from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.lease import Heartbeat
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_AUTO_MERGE,
     DELTA_USER_METADATA,
@@ -29,6 +33,7 @@ from dbt.adapters.spark_contracts.model_run import (
     ModelRun,
     RunOutcome,
     _stage_format,
+    pending_format,
 )
 from dbt.adapters.spark_contracts.quarantine_steps import QuarantineSteps
 from dbt.adapters.spark_contracts.report import RunReport
@@ -152,6 +157,7 @@ class Runner(QuarantineSteps):
         # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
         if run.table_format != "delta":
             out.restore_version = self.current_version(run.relation, run.table_format)
+        self._take_lease(run)  # before the intent: a live run's intent is never repaired
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
@@ -161,6 +167,25 @@ class Runner(QuarantineSteps):
         for statement in run.statements:
             self._step(run, statement, lambda s=statement: self.spark.run(s))
             out.executed.append(statement)
+
+    def _take_lease(self, run: ModelRun) -> None:
+        lease, now = lease_name(run.relation, run.invocation_id), int(time.time())
+        self.spark.run(
+            f"create table if not exists {lease} (lease int) using "
+            f"{pending_format(run.table_format)} tblproperties ('{RUN_PROPERTY}' = "
+            f"{sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}')"
+        )
+        self.out.run_lease = Heartbeat(self.spark, lease).start()
+
+    def _let_go_of_lease(self, run: ModelRun) -> None:
+        beat, self.out.run_lease = self.out.run_lease, None
+        if beat is None:
+            return
+        beat.stop()
+        try:
+            self.spark.run(f"drop table if exists {beat.table}")
+        except Exception as exc:  # it runs out by itself
+            logger.warning(f"{run.unique_id}: could not drop its lease {beat.table}: {exc}")
 
     def intent_of(self, run: ModelRun) -> Intent:
         added = tuple(
@@ -209,6 +234,7 @@ class Runner(QuarantineSteps):
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
             if self.out.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
+                self._let_go_of_lease(run)
             if self.out.pending is not None:  # the load is in: the rows follow it
                 self._finish_pending(run)
         finally:
@@ -288,6 +314,7 @@ class Runner(QuarantineSteps):
         finally:
             self.untag()
         self._settle_own_pending(run, restored=True)
+        self._let_go_of_lease(run)
         self.record(run)
         raise RunUndone(run.unique_id, step, out.restored, exc) from exc
 

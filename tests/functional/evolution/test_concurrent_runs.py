@@ -161,6 +161,31 @@ class DbtProject:
             return self.target.warehouse / "iceberg" / self.schema / table
         return self.target.warehouse / f"{self.schema}.db" / table
 
+    def columns(self, table: str) -> list[str]:
+        """The table's column names (read like `query`; through `dbt show`, of a row)."""
+        reader = self.target.reader
+        if reader is not None:
+            path = str(self.table_dir(table))
+            return list(reader.read.format(self.fmt(table)).load(path).columns)
+        shown = self.run(
+            "show",
+            "--quiet",
+            "--output",
+            "json",
+            "--limit",
+            "1",
+            "--inline",
+            f"select * from {self.relation(table)}",
+        )
+        assert shown.returncode == 0, shown.output()
+        return list(self._shown(shown.output())[0])
+
+    @staticmethod
+    def _shown(text: str) -> list[dict]:
+        start = re.search(r"^\{", text, re.MULTILINE)
+        assert start is not None, text
+        return json.JSONDecoder().raw_decode(text[start.start() :])[0]["show"]
+
     def query(self, sql: str, **tables: str) -> list[tuple]:
         """The rows of `sql`, whose `{alias}` placeholders name the tables `tables` maps them
         to: read by path by the test process's Spark, or through the profile by `dbt show`."""
@@ -179,11 +204,7 @@ class DbtProject:
             "show", "--quiet", "--output", "json", "--limit", "100000", "--inline", inline
         )
         assert shown.returncode == 0, shown.output()
-        text = shown.output()
-        start = re.search(r"^\{", text, re.MULTILINE)
-        assert start is not None, text
-        rows = json.JSONDecoder().raw_decode(text[start.start() :])[0]["show"]
-        return [tuple(row.values()) for row in rows]
+        return [tuple(row.values()) for row in self._shown(shown.output())]
 
 
 # ---- where two processes share one warehouse and metastore -----------------------------------
@@ -310,7 +331,9 @@ MODELS = {
 # per case), or a conflict between concurrent writers (Delta's Concurrent*Exception, Iceberg's
 # CommitFailedException, the adapter's "another writer committed")
 CONFLICT = re.compile(
-    r"concurrent|conflict|CommitFailed|Cannot commit|another writer|another run", re.IGNORECASE
+    r"Concurrent\w*Exception|concurrent (update|modification|write|transaction|commit)"
+    r"|conflict|CommitFailedException|Cannot commit|another writer|another (dbt )?run",
+    re.IGNORECASE,
 )
 
 
@@ -327,7 +350,7 @@ def first_rows() -> tuple[int, int, int]:
 @pytest.fixture(scope="module")
 def concurrent_project(concurrent_target, tmp_path_factory) -> DbtProject:
     root = tmp_path_factory.mktemp("concurrent") / "project"
-    project = DbtProject(root, concurrent_target, MODELS, "concurrent")
+    project = DbtProject(root, concurrent_target, MODELS, "twice")
     first = project.run("run", "--vars", "{v: 1}")  # every model's table, one process
     assert first.returncode == 0, first.output()
     return project
@@ -358,16 +381,8 @@ def test_two_runs_at_once_both_load_or_one_fails_naming_the_other(concurrent_pro
     for batch in succeeded:
         assert runs[batch].result(name).get("status") == "success", outputs
     assert succeeded, f"both runs failed: {outputs}"
-    if len(succeeded) == 1:
-        [winner] = succeeded
-        loser = runs[3 - winner]
-        message = loser.message(name)
-        named = runs[winner].invocation_id or "(no invocation id)"
-        assert named in message or CONFLICT.search(message), (
-            f"the failed run's error names neither the other invocation ({named}) nor a"
-            f" concurrent modification:\n{message}"
-        )
 
+    # the table holds v1's rows and exactly the loads of the runs that succeeded
     quarantines = name.startswith("q_")
     kept = (lambda k: k % 10 != 0) if quarantines else (lambda k: True)
     expected = {0: first_rows(), **{b: load(b, kept) for b in succeeded}}
@@ -375,14 +390,32 @@ def test_two_runs_at_once_both_load_or_one_fails_naming_the_other(concurrent_pro
         "select batch, count(*), count(distinct id), sum(id) from {t} group by batch", t=name
     )
     assert {row[0]: tuple(row[1:]) for row in table} == expected, outputs
-    if not quarantines:
-        notes = project.query("select batch, count(note) from {t} group by batch", t=name)
+    if quarantines:
+        quarantined = project.query(
+            "select _dbt_run_id, count(*), count(distinct id), sum(id), min(batch), max(batch)"
+            " from {q} group by _dbt_run_id",
+            q=f"{name}__quarantine",
+        )
+        discarded = {
+            runs[b].invocation_id: (*load(b, lambda k: k % 10 == 0), b, b) for b in succeeded
+        }
+        assert {row[0]: tuple(row[1:]) for row in quarantined} == discarded, outputs
+    else:  # the column the runs added, with the loaded values
+        columns = project.columns(name)
+        assert "note" in columns, f"{name} lost the column `note` a run loaded: {columns} {outputs}"
+        notes = project.query(
+            "select batch, count_if(note = concat('note_', cast(id - batch * {offset} as string)))"
+            " from {t} group by batch".replace("{offset}", str(OFFSET)),
+            t=name,
+        )
         assert dict(notes) == {0: 0, **{b: LOAD for b in succeeded}}, outputs
-        return
-    quarantined = project.query(
-        "select _dbt_run_id, count(*), count(distinct id), sum(id), min(batch), max(batch)"
-        " from {q} group by _dbt_run_id",
-        q=f"{name}__quarantine",
-    )
-    discarded = {runs[b].invocation_id: (*load(b, lambda k: k % 10 == 0), b, b) for b in succeeded}
-    assert {row[0]: tuple(row[1:]) for row in quarantined} == discarded, outputs
+
+    # a run that failed while the other succeeded says why: the other run, or the conflict
+    if len(succeeded) == 1:
+        [winner] = succeeded
+        message = runs[3 - winner].message(name)
+        named = runs[winner].invocation_id or "(no invocation id)"
+        assert named in message or CONFLICT.search(message), (
+            f"the failed run's error names neither the other invocation ({named}) nor a"
+            f" concurrent modification:\n{message}"
+        )

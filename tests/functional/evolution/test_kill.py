@@ -69,6 +69,16 @@ FOREIGN_WRITE = f"""
 """
 
 
+# A killed run's lease (core/pending.py) runs out this soon here, so that the next run repairs it
+# at once (a lease of the default length would have it wait): set for every dbt this test starts.
+LEASE_SECONDS = 2.0
+
+
+@pytest.fixture(autouse=True)
+def _short_leases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LEASE_ENV, str(LEASE_SECONDS))
+
+
 def kill_points(fmt: str) -> list[int]:
     """Every commit (`make faults`), or the middle and the last one (`make faults-ci`, which
     sets DBT_SPARK_CONTRACTS_KILL_SAMPLE to stay within the CI budget): mid-plan with the
@@ -437,13 +447,8 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
         assert pending or moved, "the dead run's discarded rows are nowhere"
 
     # the next run: the controls' first v2 runs, and the dead runs' tables repaired and loaded;
-    # the dead processes' leases have run out (the test knows they are dead: no need to wait)
-    os.environ[LEASE_ENV] = "1"
-    try:
-        time.sleep(1.5)
-        assert project.dbt("--vars", "{v: 2}") == 0
-    finally:
-        del os.environ[LEASE_ENV]
+    time.sleep(LEASE_SECONDS)  # the dead processes' leases run out
+    assert project.dbt("--vars", "{v: 2}") == 0
     results = {name: r["adapter_response"] for name, r in project.results().items()}
     assert results["dead"].get("repairs") and not results["control"].get("repairs"), results
     after = project.state("control")

@@ -58,6 +58,19 @@ def loaded_property(invocation_id: str) -> str:
     return LOADED_PREFIX + run_key(invocation_id)
 
 
+LEASE_SUFFIX = "__dbt_lease_"  # <relation>__dbt_lease_<run>: a multi-step run's lease
+
+
+def lease_name(relation: str, invocation_id: str) -> str:
+    """The lease of a run that changes `relation` in several steps under its intent: another
+    run of the model repairs that intent only once the lease is gone or has run out."""
+    return suffixed(relation, LEASE_SUFFIX + run_key(invocation_id))
+
+
+def lease_is_fresh(heartbeat: float | None, now: float, lease_seconds: float) -> bool:
+    return heartbeat is not None and heartbeat > 0 and now - heartbeat < lease_seconds
+
+
 def is_pending_of(identifier: str, quarantine_identifier: str) -> bool:
     """`identifier` names a pending table of the quarantine `quarantine_identifier`."""
     return identifier.lower().startswith((quarantine_identifier + PENDING_SUFFIX).lower())
@@ -132,7 +145,7 @@ def decide_pending(
     """What to do with another run's pending table (see the module's text)."""
     if pending.heartbeat is None or pending.tag is None or pending.run is None:
         return Decision(Action.KEEP, "its properties do not name its run and lease")
-    if pending.heartbeat > 0 and now - pending.heartbeat < lease_seconds:
+    if lease_is_fresh(pending.heartbeat, now, lease_seconds):
         age = int(now - pending.heartbeat)
         return Decision(Action.WAIT, f"its run renewed its lease {age} s ago")
     if record.log is None:  # parquet: the property the run set right after its load
