@@ -19,7 +19,7 @@ SLOW_QUERY = (
     "select * from range(5) "
     "where reflect('java.lang.Thread', 'sleep', cast(3000 as bigint)) is not null"
 )
-TIMED_OUT = "Query exceeded query_timeout of 2 seconds (method: session)"
+TIMED_OUT = "Query exceeded timeout of 2 seconds (query_timeout, method: session)"
 
 
 @pytest.mark.profile("session")

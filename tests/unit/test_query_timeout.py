@@ -41,7 +41,7 @@ def test_profile_refuses_a_zero_query_timeout() -> None:
 
 def test_timeout_message_names_the_key_and_the_method() -> None:
     assert timeout_message(2.0, "session") == (
-        "Query exceeded query_timeout of 2 seconds (method: session); its Spark jobs were cancelled"
+        "Query exceeded timeout of 2 seconds (query_timeout, method: session); its Spark jobs were cancelled"
     )
     assert "of 1.5 seconds" in timeout_message(1.5, "session")
 
@@ -137,7 +137,7 @@ def _cursor(session: FakeSession, timeout: Optional[float]) -> SparkSessionCurso
 def test_statement_past_its_timeout_fails_with_query_timeout_error() -> None:
     session = FakeSession(seconds=5)
     start = time.monotonic()
-    with pytest.raises(QueryTimeoutError, match="query_timeout of 0.1 seconds") as info:
+    with pytest.raises(QueryTimeoutError, match="Query exceeded timeout of 0.1 seconds") as info:
         _cursor(session, 0.1).execute("select slow")
     assert time.monotonic() - start < 2
     assert "SPARK_JOB_CANCELLED" in str(info.value.__cause__)

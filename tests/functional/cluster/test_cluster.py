@@ -11,6 +11,7 @@ xdist worker (`--dist loadgroup`). `TestOwnClusterStop` starts and stops a clust
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -39,10 +40,33 @@ select id, reflect('java.lang.Thread', 'sleep', cast(200 as bigint)) as s
 from range({first}, {last}, 1, 24)
 {{% endif %}}
 """
+# The same load under a contract that discards every fifth row into the quarantine: the
+# discarded rows go from the executors to the run's pending table, then the quarantine.
+SLOW_QUARANTINE_MODEL = """
+{{{{ config(materialized='incremental', incremental_strategy='append', file_format='{fmt}',
+          schema_contract={{'data_type': 'discard_row', 'quarantine': true}}) }}}}
+{{% if var('v', 1) == 1 %}}
+select id, 'first' as s, cast(id as bigint) as n from range(0, {first})
+{{% else %}}
+select id, reflect('java.lang.Thread', 'sleep', cast(200 as bigint)) as s,
+       if(id % 5 = 0, concat('bad-', cast(id as string)), cast(id as string)) as n
+from range({first}, {last}, 1, 24)
+{{% endif %}}
+"""
 MODELS = {
-    f"slow_{fmt}.sql": SLOW_MODEL.format(fmt=fmt, first=FIRST_ROWS, last=FIRST_ROWS + NEW_ROWS)
-    for fmt in ("delta", "iceberg")
+    **{
+        f"slow_{fmt}.sql": SLOW_MODEL.format(fmt=fmt, first=FIRST_ROWS, last=FIRST_ROWS + NEW_ROWS)
+        for fmt in ("delta", "iceberg")
+    },
+    **{
+        f"slow_q_{fmt}.sql": SLOW_QUARANTINE_MODEL.format(
+            fmt=fmt, first=FIRST_ROWS, last=FIRST_ROWS + NEW_ROWS
+        )
+        for fmt in ("delta", "iceberg")
+    },
 }
+NEW_IDS = range(FIRST_ROWS, FIRST_ROWS + NEW_ROWS)
+DISCARDED = [i for i in NEW_IDS if i % 5 == 0]
 
 
 # Session-scoped: under xdist another module's tests may run between two of these on the same
@@ -180,6 +204,11 @@ class TestCluster:
         schema = project.test_schema
         run_dbt(["run"])
         relations = {"delta": f"{schema}.slow_delta", "iceberg": f"iceberg.{schema}.slow_iceberg"}
+        for fmt in ("delta", "iceberg"):  # the quarantining models' tables, built by the v1 run
+            relation = (
+                f"{schema}.slow_q_{fmt}" if fmt == "delta" else f"iceberg.{schema}.slow_q_{fmt}"
+            )
+            assert _ids(project, relation) == list(range(FIRST_ROWS))
         table_dirs = {
             "delta": Path(own_cluster.warehouse_dir) / f"{schema}.db" / "slow_delta",
             "iceberg": Path(own_cluster.warehouse_dir) / "iceberg" / schema / "slow_iceberg",
@@ -228,6 +257,30 @@ class TestCluster:
             else:
                 assert ids == old_ids, (fmt, output[-3000:])
                 assert commits == old_commits, (fmt, commits)
+        # the quarantining models: every row once, in the table or in the quarantine, and the
+        # run's count exact, whatever Spark re-ran after the executors were lost
+        results = {}
+        if run.returncode == 0:
+            path = Path(project.project_root) / "target" / "run_results.json"
+            results = {
+                r["unique_id"].split(".")[-1]: r["adapter_response"]
+                for r in json.loads(path.read_text())["results"]
+            }
+        for fmt in ("delta", "iceberg"):
+            relation = f"{schema}.slow_q_{fmt}"
+            if fmt == "iceberg":
+                relation = f"iceberg.{relation}"
+            kept = [i for i in NEW_IDS if i % 5 != 0]
+            quarantined = _ids(project, f"{relation}__quarantine") if run.returncode == 0 else []
+            if run.returncode == 0:
+                assert _ids(project, relation) == list(range(FIRST_ROWS)) + kept, fmt
+                assert quarantined == DISCARDED, (fmt, quarantined)
+                assert results[f"slow_q_{fmt}"]["rows_discarded"] == len(DISCARDED), results
+            else:
+                assert _ids(project, relation) in (
+                    list(range(FIRST_ROWS)),
+                    list(range(FIRST_ROWS)) + kept,
+                ), (fmt, output[-3000:])
         master = own_cluster.master_state()
         alive = sum(w["state"] == "ALIVE" for w in master["workers"])
         assert alive == len(own_cluster.worker_web_ui_ports) - 1, master["workers"]

@@ -27,8 +27,9 @@ def query_timeout_seconds(value: Any) -> Optional[float]:
 
 def timeout_message(seconds: float, method: str) -> str:
     shown = int(seconds) if float(seconds).is_integer() else seconds
+    # dbt-spark's words first ("Query exceeded timeout of N seconds"): what tools match on
     return (
-        f"Query exceeded query_timeout of {shown} seconds (method: {method}); "
+        f"Query exceeded timeout of {shown} seconds (query_timeout, method: {method}); "
         "its Spark jobs were cancelled"
     )
 

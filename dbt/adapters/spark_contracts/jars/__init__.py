@@ -10,7 +10,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import urllib.request
 from dataclasses import dataclass
@@ -166,6 +165,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(path)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
