@@ -38,8 +38,8 @@ from dbt.adapters.spark_contracts.run_errors import (
     ForeignCommits,
     QuarantineMismatch,
     QuarantinePending,
-    RunInProgress,
     RestoreFailed,
+    RunInProgress,
     RunUndone,
     SchemaContractViolation,
 )
