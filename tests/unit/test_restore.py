@@ -136,3 +136,47 @@ def test_an_intent_whose_run_holds_a_fresh_lease_is_not_repaired(tmp_path: Path)
     assert "run inv is changing db.t" in str(raised.value) and spark.statements == []
     spark.lease(str(int(time.time()) - 3600))
     assert "restored" in Runner(spark, RunReport(), tmp_path).repair(intent(), "model.p.m")
+
+
+class IcebergTable:
+    """An Iceberg table as the restore reads it: its schema, its current snapshot, no other
+    writer's snapshot since the run's restore point."""
+
+    def __init__(self, columns):
+        self.columns, self.statements = list(columns), []
+
+    def fetch(self, sql):
+        if "is_current_ancestor order by made_current_at desc limit 1" in sql:
+            return [{"snapshot_id": 7}]
+        assert ".history h join" in sql, sql
+        return [{"snapshot_id": 7, "operation": "append", "tag": None}]
+
+    def run(self, sql):
+        self.statements.append(sql)
+        if " drop columns " in sql:
+            self.columns = [c for c in self.columns if f"`{c}`" not in sql]
+
+    def relation_schema(self, relation, describable):
+        from dbt.adapters.spark_contracts.core.parse import parse_type
+
+        return parse_type("struct<" + ",".join(f"{c}:string" for c in self.columns) + ">")
+
+    def get_conf(self, key):
+        return None
+
+
+@pytest.mark.parametrize("added", [True, False])
+def test_an_iceberg_undo_drops_only_the_columns_its_own_add_columns_added(added, tmp_path: Path):
+    """Two runs of one model add `note`: the one whose ADD COLUMNS failed (the other's came
+    first) must not drop the other's column when it puts the table back; a dead run's repair
+    (nothing known of what it ran) drops what the intent names."""
+    from dbt.adapters.spark_contracts.core.intent import Intent
+
+    add = "ALTER TABLE ice.s.t ADD COLUMNS (`note` STRING)"
+    intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 7, TAG, (("note",),), (add,))
+    table = IcebergTable(["id", "note"])
+    Runner(table, RunReport(), tmp_path).restore(intent, [add] if added else [])
+    assert ("note" in table.columns) is not added
+    dead = IcebergTable(["id", "note"])
+    Runner(dead, RunReport(), tmp_path).restore(intent)
+    assert dead.columns == ["id"]

@@ -161,10 +161,12 @@ class Restorer:
             f"(RESTORE to version {ours - 1}), so the run's own changes stay in place.",
         )
 
-    def restore(self, intent: Intent, executed: Sequence[str] = ()) -> str:
+    def restore(self, intent: Intent, executed: Optional[Sequence[str]] = None) -> str:
         """Put the table back to the intent's restore point, unless another writer committed
         after it (then `ForeignCommits`, and nothing is undone). `executed`: the statements this
-        process saw complete (a parquet rewrite stopped midway is taken back from them)."""
+        process saw complete (a parquet rewrite stopped midway is taken back from them; on
+        Iceberg only the columns its own ADD COLUMNS added are dropped: another run of the model
+        may have added the same ones); None for a dead run's (not known)."""
         intent = self.restore_point(intent)
         relation = intent.relation
         after = self.commits_after(intent)
@@ -185,7 +187,11 @@ class Restorer:
         if intent.table_format == "iceberg":
             if intent.added_columns:
                 schema = self.spark.relation_schema(relation, False)
-                present = [p for p in intent.added_columns if _has_path(schema, p)]
+                present = [
+                    p
+                    for p in intent.added_columns
+                    if _has_path(schema, p) and (executed is None or _added_by(p, executed))
+                ]
                 if present:
                     paths = ", ".join(".".join(quote_identifier(s) for s in p) for p in present)
                     self.spark.run(f"alter table {relation} drop columns ({paths})")
@@ -200,7 +206,7 @@ class Restorer:
                 )
                 done.append(f"rolled back to Iceberg snapshot {intent.restore_version}")
         elif intent.table_format != "delta":
-            undo = undo_swap(relation, executed)
+            undo = undo_swap(relation, executed or ())
             for statement in undo:
                 self.spark.run(statement)
             if undo:
@@ -315,6 +321,12 @@ class Restorer:
         message = f"repaired after run {intent.invocation_id} died half way: {done}"
         logger.warning(f"{unique_id}: {message}")
         return message
+
+
+def _added_by(path: Tuple[str, ...], executed: Sequence[str]) -> bool:
+    """One of `executed` is an ADD COLUMNS that added `path` (quoted as the renderer quotes)."""
+    quoted = ".".join(quote_identifier(s) for s in path)
+    return any(" ADD COLUMNS " in e.upper() and quoted in e for e in executed)
 
 
 def _has_path(schema: Struct, path: Tuple[str, ...]) -> bool:

@@ -92,7 +92,9 @@ def bad_day(bad_day_target, tmp_path_factory) -> tuple[DbtProject, dict[str, Inv
     first = project.run("run", "--vars", "{v: 1}")
     assert first.returncode == 0, first.output()
     if bad_day_target.reader is None and running_cluster() is None:  # the module's own server
-        [(limit,)] = project.query("select '${spark.driver.maxResultSize}'")
+        [(limit,)] = project.query(
+            "select '${{spark.driver.maxResultSize}}'"
+        )  # {{}}: format's braces
         assert limit == MAX_RESULT_SIZE, limit
     return project, {
         fmt: project.run("run", "-s", f"bad_day_{fmt}", "--vars", "{v: 2}") for fmt in FORMATS

@@ -191,7 +191,9 @@ class TestAFinishedLoadIsNeverTakenBack:
         assert before[op, fmt] == loaded, "runs 0-3 did not load their rows"
 
         ids = [r[0] for r in sql(project, f"select id from {table} order by id")]
-        assert ids == sorted(loaded + good(4)), ids
+        expected = sorted(loaded + good(4))
+        missing = sorted(set(expected) - set(ids))
+        assert ids == expected, f"missing {missing}, extra {sorted(set(ids) - set(expected))}"
 
         quarantined = sql(
             project,
@@ -201,7 +203,7 @@ class TestAFinishedLoadIsNeverTakenBack:
         for run_id, id_ in quarantined:
             by_run.setdefault(run_id, []).append(id_)
         invocation = {v: runs[v][1] for v in runs}
-        expected = {invocation[4]: bad(4)}
+        discarded = {invocation[4]: bad(4)}
         if op in KEEPS_ROWS:
-            expected.update({invocation[v]: bad(v) for v in (1, 2, 3)})
-        assert by_run == expected, (by_run, invocation)
+            discarded.update({invocation[v]: bad(v) for v in (1, 2, 3)})
+        assert by_run == discarded, (by_run, invocation)

@@ -2,7 +2,7 @@
 invocation, its own target folder) start at the same moment on one project, on Delta and on
 Iceberg, for a model that adds a column (`schema_contract` columns: evolve) and for a model
 that discards rows into its quarantine (data_type: discard_row, quarantine: true). Each load is
-3 M rows, so the two runs overlap.
+2 M rows, so the two runs overlap.
 
 Whatever the interleaving, the end must be one of:
 - both runs succeeded: the table holds both loads (exact counts and checksums per load) and
@@ -10,7 +10,8 @@ Whatever the interleaving, the end must be one of:
 - one succeeded, the other failed with an error naming the other invocation or a
   concurrent-modification conflict: the table holds exactly the one load (and its quarantine
   its discarded rows only).
-Never a run reported successful whose rows are missing.
+Never a run reported successful whose rows are missing (nor the column it added, with its
+values). The two runs' timings (run_results.json) must overlap, else the test says so.
 
 On the session profile each `dbt` process is an embedded Spark of its own. The adapter's
 metastore is an embedded Derby database in the warehouse folder, which one process at a time
@@ -20,7 +21,10 @@ way the local cluster's servers do: a Derby network server started by this modul
 processes reach through `server_side_parameters` (the metastore's JDBC URL and driver, and
 Derby's client jar on the driver's class path). The tables are then read by path by the test
 process's own Spark. Over thrift and connect both processes go through the server the suite
-started (or the cluster's), and the tables are read through `dbt show`."""
+started (or the cluster's), and the tables are read through `dbt show`.
+
+`DbtProject` (real `dbt` processes on a project folder, tables read back by path or through
+`dbt show`) also serves contracts/test_quarantine_bad_day.py."""
 
 from __future__ import annotations
 
@@ -289,7 +293,7 @@ def concurrent_target(request: pytest.FixtureRequest, tmp_path_factory) -> Targe
 
 # ---- the models and what each load holds ------------------------------------------------------
 
-LOAD = 3_000_000  # rows per concurrent load: a few seconds of work, so the two runs overlap
+LOAD = 2_000_000  # rows per concurrent load: a few seconds of work, so the two runs overlap
 OFFSET = 100_000_000  # load b's ids are b * OFFSET + k, k in range(LOAD); v1's are 0, 1, 2
 FIRST = 3
 HEAD = (
