@@ -14,7 +14,8 @@ table (dropped and re-created, untimed) and is timed as one `INSERT INTO t ...` 
                              `render_load_select`) and drops the rows where `extra` is set
   (3) data_type discard_row: the source column `n` is a string (1% non-numeric) and the
                              deployed column `n` is int; the rendered SELECT try_casts and drops
-                             the rows that do not coerce
+                             the rows that do not coerce (reading, as the adapter does, the
+                             view `src_types__coerced` that adds the try_cast as a column once)
   (3p) plain, with n:        INSERT INTO t SELECT id, note, n FROM src (int `n`): the plain load
                              writing the same columns as (3), for a like-for-like ratio
 
@@ -175,7 +176,12 @@ def schema_of(spark: Any, relation: str) -> Struct:
 
 
 def render_contract_load(spark: Any, variant: Variant, table: str) -> LoadSql:
-    """What the adapter runs: resolve the contract, decide from metadata, render the SELECT."""
+    """What the adapter runs: resolve the contract, decide from metadata, render the SELECT.
+
+    A cast the load reads more than once (the value and its discard predicate) is hoisted into a
+    column `__dbt_coerced_N` of `load.coerced_select(view)`: as the adapter does (run_plan.py,
+    runner.py), that view is created over the model's output and the SELECT is rendered against
+    it. Read from the model's view alone, the SELECT fails with UNRESOLVED_COLUMN."""
     contract = resolve_contract(f"model.bench.{variant.key}", variant.contract, None)
     assert contract is not None
     deployed = schema_of(spark, table)
@@ -184,7 +190,14 @@ def render_contract_load(spark: Any, variant: Variant, table: str) -> LoadSql:
     if decision.table_action != "load" or decision.evolve_diff.changes:
         raise RuntimeError(f"unexpected contract decision for {variant.key}:\n{decision.summary()}")
     print(decision.summary())
-    return render_load_select(decision, variant.source_view, deployed, compiled, RUN_ID)
+    load = render_load_select(decision, variant.source_view, deployed, compiled, RUN_ID)
+    coerced = load.coerced_select(variant.source_view)
+    if coerced is None:
+        return load
+    source = load.coerced_view(variant.source_view)
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW {source} AS {coerced}")
+    print(f"    (reads {source}: {coerced})")
+    return render_load_select(decision, source, deployed, compiled, RUN_ID)
 
 
 def timed(spark: Any, statement: str) -> Tuple[float, List[Any]]:

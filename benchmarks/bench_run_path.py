@@ -28,6 +28,11 @@ processes run one at a time, A and B interleaved (A, B, A, B, ...); ratio = medi
       to the quarantine table after it, under the table's journal), / the same query without a
       contract, casting `n` to bigint in the model (B: what a user writes without the
       adapter). Order A, B, A' per round; both ratios use the same B runs. Target <= 1.15.
+  P3-heavy  the same workload with one `n` in five non-numeric (20% of the rows: 1M of 5M),
+      under {data_type: discard_row, quarantine: true}: every discarded row goes to the
+      quarantine table (A'') / the same query without a contract, casting `n` in the model
+      (B'': all rows written, 20% with a NULL n). Order A'', B'' per round, after P3's runs in
+      the same rounds. Target <= 1.25.
   P5  schema_evolution {} on Delta, append of a 10k-row batch into a 10k-row table: the run
       that adds a column (A1) and the run that widens `n` int -> bigint (A2) / the run with no
       schema change (B). Target <= 1.2. For information, the add-column run into a 10M-row
@@ -37,8 +42,15 @@ The table (name, A, B, ratio, target, date, machine) is printed and written as J
 benchmarks/results/run_path.json (git-ignored: the figures are per machine and per run). The
 script exits 0 whether targets are met or not (it is a benchmark, not a test), and 1 when a dbt
 run fails (its error and log are printed). `--pairs`, `--p3-rows`, `--p5-large-rows` and
-`--only p1,p3,p5` shrink it for a quick look. Set DBT_SPARK_CONTRACTS_JARS to the folder holding
-the Delta/Iceberg jars (default .jars/ in the repository).
+`--only p1,p3,p3-heavy,p5` shrink it for a quick look. Set DBT_SPARK_CONTRACTS_JARS to the
+folder holding the Delta/Iceberg jars (default .jars/ in the repository).
+
+`--steady` measures P1 and P3 in steady state instead: no restore between the measured runs,
+each run is the next one on the tables the previous run left (P1: each run the next batch, 5k
+updates + 5k inserts per merge model; P3: each run appends again, and the quarantines grow), so
+what accumulates in use (Delta commits and checkpoints, the journal's reads of the newest
+commits, table and quarantine size) is in the figures. P5 keeps restoring (a schema change
+happens once per table). Written to benchmarks/results/run_path_steady.json.
 """
 
 from __future__ import annotations
@@ -86,6 +98,9 @@ P3_ROWS = 5_000_000
 P3_DEPLOYED_ROWS = 10_000  # the first run only fixes the deployed schema (n bigint)
 P3_BAD_EVERY = 1_000_000  # one non-numeric `n` per million rows: 5 rows discarded
 P3_TARGET = 1.15
+# P3-heavy: the same workload with one non-numeric `n` in five rows (20%: 1M of 5M discarded)
+P3_HEAVY_BAD_EVERY = 5
+P3_HEAVY_TARGET = 1.25
 # P5
 P5_SMALL_ROWS = 10_000
 P5_LARGE_ROWS = 10_000_000
@@ -292,7 +307,7 @@ with base as (
         id,
         sha2(concat('key-', cast(id as string), '-', cast(id * 7 as string)), 256) as h,
         id % 1000 as grp,
-        case when id % {bad_every} = 7 then concat('n/a-', cast(id as string))
+        case when id % {bad_every} = {bad_at} then concat('n/a-', cast(id as string))
              else cast(id % 100000 as string) end as n_str
     from range(0, {{{{ var('rows') }}}})
 ),
@@ -311,22 +326,39 @@ from base b
 join agg a on b.grp = a.grp
 """
 
+P3_PLAIN = ("", "cast(b.n_str as bigint)")
+P3_DISCARD_ROW = (", schema_contract={'data_type': 'discard_row'}", "b.n_str")
+P3_QUARANTINE = (", schema_contract={'data_type': 'discard_row', 'quarantine': true}", "b.n_str")
 P3_VARIANTS = {
-    # model: (schema_contract config or '', how v2 outputs n)
-    "p3_plain": ("", "cast(b.n_str as bigint)"),
-    "p3_discard_row": (", schema_contract={'data_type': 'discard_row'}", "b.n_str"),
-    "p3_quarantine": (
-        ", schema_contract={'data_type': 'discard_row', 'quarantine': true}",
-        "b.n_str",
-    ),
+    # model: ((schema_contract config or '', how v2 outputs n), (bad every, bad at))
+    "p3_plain": (P3_PLAIN, (P3_BAD_EVERY, 7)),
+    "p3_discard_row": (P3_DISCARD_ROW, (P3_BAD_EVERY, 7)),
+    "p3_quarantine": (P3_QUARANTINE, (P3_BAD_EVERY, 7)),
+    # P3-heavy: one row in five does not coerce
+    "p3_heavy_plain": (P3_PLAIN, (P3_HEAVY_BAD_EVERY, 2)),
+    "p3_heavy_quarantine": (P3_QUARANTINE, (P3_HEAVY_BAD_EVERY, 2)),
 }
 
 
 def p3_models() -> Dict[str, str]:
     return {
-        name: P3_SQL.format(contract=contract, n_v2=n_v2, bad_every=P3_BAD_EVERY)
-        for name, (contract, n_v2) in P3_VARIANTS.items()
+        name: P3_SQL.format(contract=contract, n_v2=n_v2, bad_every=every, bad_at=at)
+        for name, ((contract, n_v2), (every, at)) in P3_VARIANTS.items()
     }
+
+
+# (figure, the model under a contract (A), the same query without one (B), target)
+P3_FIGURES = (
+    ("P3 discard_row", "p3_discard_row", "p3_plain", P3_TARGET),
+    ("P3 +quarantine", "p3_quarantine", "p3_plain", P3_TARGET),
+    ("P3-heavy", "p3_heavy_quarantine", "p3_heavy_plain", P3_HEAVY_TARGET),
+)
+
+
+def p3_bad_rows(model: str, rows: int) -> int:
+    """The rows of a `rows`-row v2 run of `model` whose `n` is not numeric."""
+    every, at = P3_VARIANTS[model][1]
+    return len(range(at, rows, every))
 
 
 # P5: var `change` in none / add / widen; `lo`/`hi` select the batch.
@@ -356,6 +388,8 @@ class RunResult:
     elapsed: float  # run_results.json elapsed_time
     models: Dict[str, float]  # model name -> execution_time
     responses: Dict[str, Dict[str, Any]]
+    # model name -> this adapter's report of the run (target/schema_changes.json)
+    reports: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     @property
     def model_sum(self) -> float:
@@ -396,6 +430,8 @@ class Target:
         log = self.logs / f"{self.label}_{self.runs:02d}.log"
         results = self.project / "target" / "run_results.json"
         results.unlink(missing_ok=True)
+        report = self.project / "target" / "schema_changes.json"
+        report.unlink(missing_ok=True)
         command = [str(self.dbt), "run", "--profiles-dir", ".", "--vars", json.dumps(variables)]
         if select:
             command += ["--select", *select]
@@ -435,7 +471,36 @@ class Target:
                 r["unique_id"].rsplit(".", 1)[-1]: r.get("adapter_response") or {}
                 for r in data["results"]
             },
+            reports={
+                unique_id.rsplit(".", 1)[-1]: model
+                for unique_id, model in (
+                    json.loads(report.read_text(encoding="utf-8")).get("models", {})
+                    if report.exists()
+                    else {}
+                ).items()
+            },
         )
+
+    def query(self, sql: str) -> List[Dict[str, Any]]:
+        """The rows of `sql` through `dbt show` (untimed; for the checks)."""
+        command = [str(self.dbt), "show", "--profiles-dir", ".", "--inline", sql]
+        command += ["--output", "json", "--log-format", "json", "--limit", "100"]
+        proc = subprocess.run(
+            command,
+            cwd=self.project,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=PROCESS_TIMEOUT_S,
+        )
+        for line in proc.stdout.splitlines():
+            try:
+                preview = json.loads(line).get("data", {}).get("preview")
+            except (ValueError, AttributeError):
+                continue
+            if preview is not None:
+                return json.loads(preview)
+        raise DbtRunFailed(f"{self.label}: `dbt show` exited {proc.returncode}: {sql}")
 
     def take_snapshot(self) -> None:
         self.snapshot = self.warehouse.with_name(self.warehouse.name + "_deployed")
@@ -450,19 +515,32 @@ class Target:
 
 
 def tail(log: Path, lines: int = 40) -> str:
+    """The log's last lines, after its first fatal JVM error where that is further up (a dying
+    SparkContext logs thousands of lines after it)."""
     try:
         text = log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    return "\n".join("    " + line for line in text[-lines:])
+    shown = text[-lines:]
+    fatal = next(
+        (i for i, line in enumerate(text) if "Exception in thread" in line or "Error:" in line),
+        None,
+    )
+    if fatal is not None and fatal < len(text) - lines:
+        shown = [f"(line {fatal + 1}) {text[fatal]}", "...", *shown]
+    return "\n".join("    " + line for line in shown)
 
 
 OTHER_JVMS_SEEN: List[int] = []  # Spark JVMs found running as each measured process started
 
 
-def measured(target: Target, select: List[str], variables: Dict[str, Any]) -> RunResult:
-    """Put the deployed tables back, then one timed `dbt run` process."""
-    target.put_back()
+def measured(
+    target: Target, select: List[str], variables: Dict[str, Any], steady: bool = False
+) -> RunResult:
+    """Put the deployed tables back (steady: leave them as the previous run left them), then
+    one timed `dbt run` process."""
+    if not steady:
+        target.put_back()
     OTHER_JVMS_SEEN.append(settle())
     return target.run(select, variables)
 
@@ -500,6 +578,7 @@ class Row:
     target: Optional[float]
     note: str = ""
     extra: Dict[str, Any] = field(default_factory=dict)
+    failed: Optional[str] = None  # a measured `dbt run` failed: no figure, this error instead
 
     @property
     def a_median(self) -> float:
@@ -514,17 +593,21 @@ class Row:
         return self.a_median / self.b_median
 
     def verdict(self) -> str:
+        if self.failed is not None:
+            return "FAILED"
         if self.target is None:
             return "info"
         return "PASS" if self.ratio <= self.target else "MISSED"
 
     def to_dict(self, date: str, host: str) -> Dict[str, Any]:
+        figures = self.failed is None
         return {
             "name": self.name,
-            "a_s": round(self.a_median, 3),
-            "b_s": round(self.b_median, 3),
-            "ratio": round(self.ratio, 3),
+            "a_s": round(self.a_median, 3) if figures else None,
+            "b_s": round(self.b_median, 3) if figures else None,
+            "ratio": round(self.ratio, 3) if figures else None,
             "target": self.target,
+            "failed": self.failed,
             "verdict": self.verdict(),
             "a_runs_s": [round(x, 3) for x in self.a],
             "b_runs_s": [round(x, 3) for x in self.b],
@@ -550,13 +633,9 @@ class P1:
     """The second run of 20 incremental models: this adapter (A) / plain dbt-spark (B)."""
 
     first = {"lo": 0, "hi": P1_FIRST_ROWS, "run_no": 1}
-    second = {
-        "lo": P1_FIRST_ROWS - P1_BATCH // 2,
-        "hi": P1_FIRST_ROWS + P1_BATCH // 2,
-        "run_no": 2,
-    }
 
-    def __init__(self, work: Path, jars: List[Path]) -> None:
+    def __init__(self, work: Path, jars: List[Path], steady: bool) -> None:
+        self.steady = steady
         dbt_spark = ensure_dbt_spark_venv()
         self.versions = (package_versions(contracts_dbt()), package_versions(dbt_spark))
         project_a = write_project(
@@ -584,10 +663,21 @@ class P1:
 
         return [lambda: setup(self.a), lambda: setup(self.b)]
 
+    def batch(self, k: int) -> Dict[str, int]:
+        """The vars of the k-th measured run: the second run's batch from the restored tables;
+        steady, each run the next batch (the previous run's inserts updated, as many new)."""
+        shift = k * (P1_BATCH // 2) if self.steady else 0
+        return {
+            "lo": P1_FIRST_ROWS - P1_BATCH // 2 + shift,
+            "hi": P1_FIRST_ROWS + P1_BATCH // 2 + shift,
+            "run_no": 2 + (k if self.steady else 0),
+        }
+
     def measure(self, pairs: int) -> List[Row]:
         print(
-            f"P1: second `dbt run` of {2 * P1_MODELS_PER_STRATEGY} incremental Delta models, "
-            "threads 4: this adapter (A) / plain dbt-spark (B)",
+            f"P1: {'consecutive runs (steady state)' if self.steady else 'second `dbt run`'} "
+            f"of {2 * P1_MODELS_PER_STRATEGY} incremental Delta models, threads 4: this "
+            "adapter (A) / plain dbt-spark (B)",
             flush=True,
         )
         print(f"  A: {self.versions[0]} + dbt-spark-contracts (type spark_contracts)")
@@ -595,8 +685,8 @@ class P1:
         runs_a: List[RunResult] = []
         runs_b: List[RunResult] = []
         for i in range(pairs):
-            runs_a.append(measured(self.a, [], self.second))
-            runs_b.append(measured(self.b, [], self.second))
+            runs_a.append(measured(self.a, [], self.batch(i), self.steady))
+            runs_b.append(measured(self.b, [], self.batch(i), self.steady))
             print(
                 f"  P1 pair {i + 1}/{pairs}: models A {runs_a[-1].model_sum:.1f} s, "
                 f"B {runs_b[-1].model_sum:.1f} s; wall A {runs_a[-1].wall:.1f} s, "
@@ -606,11 +696,12 @@ class P1:
         changed = sorted(
             {m for r in runs_a for m, resp in r.responses.items() if resp.get("schema_changes")}
         )
-        check(not changed, f"P1 A: no schema change on the second run (changed: {changed})")
+        check(not changed, f"P1 A: no schema change on the measured runs (changed: {changed})")
         note = (
             f"{P1_MODELS_PER_STRATEGY} merge (unique_key; {P1_BATCH // 2:,} updates + "
             f"{P1_BATCH // 2:,} inserts each) + {P1_MODELS_PER_STRATEGY} append "
             f"({P1_BATCH:,} rows each) into tables of {P1_FIRST_ROWS:,} rows"
+            + ("; steady state: consecutive runs, each the next batch" if self.steady else "")
         )
         extra = {"adapter_response_merge_01": runs_a[-1].responses.get("merge_01", {})}
         return [
@@ -641,12 +732,19 @@ class P1:
 
 class P3:
     """An uncached 5M-row model under data_type discard_row (A), with quarantine (A') / the
-    same query without a contract (B)."""
+    same query without a contract (B); P3-heavy: the same with 20% of the rows quarantined (A'')
+    / its own run without a contract (B'')."""
 
-    order = ("p3_discard_row", "p3_plain", "p3_quarantine")  # A, B, A', A, B, A', ...
+    light = ("p3_discard_row", "p3_plain", "p3_quarantine")  # A, B, A', A, B, A', ...
+    heavy = ("p3_heavy_quarantine", "p3_heavy_plain")  # A'', B'', after the light ones
 
-    def __init__(self, work: Path, jars: List[Path], rows: int) -> None:
+    def __init__(
+        self, work: Path, jars: List[Path], rows: int, figures: Tuple[str, ...], steady: bool
+    ) -> None:
         self.rows = rows
+        self.steady = steady
+        self.has_light, self.has_heavy = "p3" in figures, "p3-heavy" in figures
+        self.order = (self.light if self.has_light else ()) + (self.heavy if self.has_heavy else ())
         project = write_project(
             "p3_uncached_load", contracts_profile("p3_uncached_load", 1), p3_models()
         )
@@ -657,99 +755,139 @@ class P3:
     def setups(self) -> List[Callable[[], str]]:
         def setup() -> str:
             self.target.warehouse.mkdir(parents=True)
-            result = self.target.run([], {"phase": "v1", "rows": P3_DEPLOYED_ROWS})
-            # the quarantining model has quarantined before (its quarantine table exists): the
-            # measured runs are a model's later runs, not the one that creates that table
-            first = self.target.run(["p3_quarantine"], {"phase": "v2", "rows": P3_DEPLOYED_ROWS})
+            result = self.target.run(list(self.order), {"phase": "v1", "rows": P3_DEPLOYED_ROWS})
+            # the quarantining models have quarantined before (their quarantine tables exist):
+            # the measured runs are a model's later runs, not the one that creates that table
+            quarantining = [m for m in self.order if m.endswith("_quarantine")]
+            first = self.target.run(quarantining, {"phase": "v2", "rows": P3_DEPLOYED_ROWS})
             self.target.take_snapshot()
+            firsts = ", ".join(f"{m} {first.models[m]:.1f} s" for m in quarantining)
             return (
                 f"p3: first run, {len(result.models)} tables with n bigint, "
-                f"{P3_DEPLOYED_ROWS:,} rows, wall {result.wall:.1f} s; p3_quarantine's first "
-                f"quarantining run ({P3_DEPLOYED_ROWS:,} rows), which creates its quarantine "
-                f"table: model {first.models['p3_quarantine']:.1f} s"
+                f"{P3_DEPLOYED_ROWS:,} rows, wall {result.wall:.1f} s; the first quarantining "
+                f"runs ({P3_DEPLOYED_ROWS:,} rows), which create the quarantine tables: "
+                f"models {firsts}"
             )
 
         return [setup]
 
+    def check_tables(self, name: str, runs: int) -> None:
+        """Untimed, right after the last measured run of a quarantining model: its table and its
+        quarantine hold what `runs` measured runs on the setup's tables leave there."""
+        setup_bad, bad = p3_bad_rows(name, P3_DEPLOYED_ROWS), p3_bad_rows(name, self.rows)
+        table = 2 * P3_DEPLOYED_ROWS - setup_bad + runs * (self.rows - bad)
+        quarantine = setup_bad + runs * bad
+        sql = (
+            f"select (select count(*) from bench.{name}) as loaded, "
+            f"(select count(*) from bench.{name}__quarantine) as quarantined"
+        )
+        try:
+            got = self.target.query(sql)[0]
+        except (DbtRunFailed, IndexError, subprocess.TimeoutExpired) as exc:
+            check(False, f"{name}: could not count its table and quarantine ({exc})")
+            return
+        check(
+            got == {"loaded": table, "quarantined": quarantine},
+            f"{name}: after {runs} measured run(s) its table and quarantine hold {got} "
+            f"(expected loaded {table}, quarantined {quarantine})",
+        )
+
     def measure(self, pairs: int) -> List[Row]:
+        parts = []
+        if self.has_light:
+            parts.append("data_type discard_row (A), + quarantine (A') / no contract (B)")
+        if self.has_heavy:
+            parts.append(
+                f"P3-heavy, 1 row in {P3_HEAVY_BAD_EVERY} not numeric: discard_row + quarantine "
+                "(A'') / no contract (B'')"
+            )
+        if self.steady:
+            parts.append("steady state: consecutive runs on the same tables")
         print(
             f"P3: incremental append of an uncached {self.rows:,}-row model (n string into a "
-            "bigint column): data_type discard_row (A), + quarantine (A') / no contract (B)",
+            f"bigint column): {'; '.join(parts)}",
             flush=True,
         )
+        figures = [f for f in P3_FIGURES if f[1] in self.order]
+        failed: Dict[str, str] = {}  # model -> the error of its failed run
+
+        def wanted(name: str) -> bool:
+            """A model runs while a figure it is part of has no failed run."""
+            return any(
+                name in (a, b) and a not in failed and b not in failed for _, a, b, _ in figures
+            )
+
         v2 = {"phase": "v2", "rows": self.rows}
         runs: Dict[str, List[RunResult]] = {name: [] for name in self.order}
         for i in range(pairs):
             for name in self.order:
-                runs[name].append(measured(self.target, [name], v2))
-            models = ", ".join(f"{n[3:]} {runs[n][-1].models[n]:.1f} s" for n in self.order)
-            walls = ", ".join(f"{runs[n][-1].wall:.1f}" for n in self.order)
+                if not wanted(name):
+                    continue
+                try:
+                    runs[name].append(measured(self.target, [name], v2, self.steady))
+                except DbtRunFailed as exc:  # its figures fail; the others go on
+                    failed[name] = str(exc)
+                    print(f"  FAILED: {exc}", flush=True)
+                    continue
+                if i == pairs - 1 and name.endswith("_quarantine"):
+                    self.check_tables(name, pairs if self.steady else 1)
+            ran = [n for n in self.order if len(runs[n]) == i + 1]
+            models = ", ".join(f"{n[3:]} {runs[n][-1].models[n]:.1f} s" for n in ran)
+            walls = ", ".join(f"{runs[n][-1].wall:.1f}" for n in ran)
             print(
                 f"  P3 round {i + 1}/{pairs}: models {models}; walls {walls} s "
                 f"(load {load_average()})",
                 flush=True,
             )
-        plain, discard, quarantine = (
-            runs["p3_plain"],
-            runs["p3_discard_row"],
-            runs["p3_quarantine"],
-        )
-        expected = len(range(7, self.rows, P3_BAD_EVERY))
-        for name in ("p3_discard_row", "p3_quarantine"):
+        for name in self.order:
+            if name.endswith("_plain") or not runs[name]:
+                continue
+            expected = p3_bad_rows(name, self.rows)
             got = [r.responses.get(name, {}).get("rows_discarded") for r in runs[name]]
             check(
                 all(g == expected for g in got),
                 f"{name}: rows_discarded {got} (expected {expected} each run)",
             )
+            if name.endswith("_quarantine"):
+                got = [r.reports.get(name, {}).get("quarantined") for r in runs[name]]
+                check(
+                    all(g == expected for g in got),
+                    f"{name}: quarantined {got} (expected {expected} each run)",
+                )
 
-        def model(rs: List[RunResult], name: str) -> List[float]:
-            return [r.models[name] for r in rs]
+        def model(name: str) -> List[float]:
+            return [r.models[name] for r in runs[name]]
 
         def response(name: str) -> Dict[str, Any]:
-            got = runs[name][-1].responses.get(name, {})
-            keys = ("rows_discarded", "values_discarded", "write_path", "contract")
+            got = {**runs[name][-1].responses.get(name, {}), **runs[name][-1].reports.get(name, {})}
+            keys = ("rows_discarded", "values_discarded", "quarantined", "write_path", "contract")
             return {k: got.get(k) for k in keys}
 
-        note = (
-            f"{self.rows:,} rows: sha2 over a string, an aggregate joined back; deployed n "
-            f"bigint, model n string with {expected} non-numeric values; B casts n in the model"
-        )
-        return [
-            Row(
-                "P3 discard_row model",
-                model(discard, "p3_discard_row"),
-                model(plain, "p3_plain"),
-                P3_TARGET,
-                note,
-                {"response": response("p3_discard_row")},
-            ),
-            Row(
-                "P3 discard_row wall",
-                [r.wall for r in discard],
-                [r.wall for r in plain],
-                None,
-                "whole `dbt run` process",
-            ),
-            Row(
-                "P3 +quarantine model",
-                model(quarantine, "p3_quarantine"),
-                model(plain, "p3_plain"),
-                P3_TARGET,
-                note + "; quarantine: true",
-                {"response": response("p3_quarantine")},
-            ),
-            Row(
-                "P3 +quarantine wall",
-                [r.wall for r in quarantine],
-                [r.wall for r in plain],
-                None,
-                "whole `dbt run` process",
-            ),
-        ]
+        def wall(name: str) -> List[float]:
+            return [r.wall for r in runs[name]]
+
+        rows: List[Row] = []
+        for figure, a, b, target in figures:
+            note = (
+                f"{self.rows:,} rows: sha2 over a string, an aggregate joined back; deployed n "
+                f"bigint, model n string with {p3_bad_rows(a, self.rows):,} non-numeric values "
+                f"({P3_VARIANTS[a][0][0].lstrip(', ')}); B casts n in the model"
+                + ("; steady state (consecutive runs)" if self.steady else "")
+            )
+            error = failed.get(a) or failed.get(b)
+            if error is not None:
+                rows.append(Row(f"{figure} model", model(a), model(b), target, note, failed=error))
+                continue
+            rows.append(
+                Row(f"{figure} model", model(a), model(b), target, note, {"response": response(a)})
+            )
+            rows.append(Row(f"{figure} wall", wall(a), wall(b), None, "whole `dbt run` process"))
+        return rows
 
 
 class P5:
-    """Delta schema_evolution: add column / widen int->bigint / no change, same batch."""
+    """Delta schema_evolution: add column / widen int->bigint / no change, same batch. Every
+    run from the restored tables, --steady or not: a table's schema changes once."""
 
     wanted = {"none": None, "add": "AddColumns", "widen": "AlterColumnType"}
 
@@ -875,30 +1013,51 @@ def short(n: int) -> str:
 # --- main ------------------------------------------------------------------------------------
 
 
-def print_table(rows: List[Row], date: str, host: str) -> None:
+def print_table(rows: List[Row], date: str, host: str, steady: bool) -> None:
     print()
     header = f"{'name':24} {'A s':>8} {'B s':>8} {'ratio':>6} {'target':>7} {'':6}"
     print(header + f"  date {date}, machine: {host}")
     for row in rows:
         target = f"<={row.target}" if row.target is not None else "-"
+        if row.failed is not None:
+            print(f"{row.name:24} {'-':>8} {'-':>8} {'-':>6} {target:>7} {row.verdict():6}")
+            continue
         print(
             f"{row.name:24} {row.a_median:8.2f} {row.b_median:8.2f} {row.ratio:6.2f} "
             f"{target:>7} {row.verdict():6}"
         )
-    print(f"(medians of {len(rows[0].a) if rows else 0} interleaved runs each; A / B)")
+    runs = (
+        "consecutive runs on the same tables (steady state; P5 from restored tables)"
+        if steady
+        else "each from the restored tables"
+    )
+    n = next((len(row.a) for row in rows if row.failed is None), 0)
+    print(f"(medians of {n} interleaved runs each, {runs}; A / B)")
     for line in CHECKS:
         print(f"check {line}")
+    for row in rows:
+        if row.failed is not None:
+            print(f"FAILED {row.name}: {row.failed.splitlines()[0]}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="p1,p3,p5", help="comma list of p1, p3, p5")
+    parser.add_argument(
+        "--only", default="p1,p3,p3-heavy,p5", help="comma list of p1, p3, p3-heavy, p5"
+    )
     parser.add_argument("--pairs", type=int, default=PAIRS)
     parser.add_argument("--p3-rows", type=int, default=P3_ROWS)
     parser.add_argument("--p5-large-rows", type=int, default=P5_LARGE_ROWS)
+    parser.add_argument(
+        "--steady",
+        action="store_true",
+        help="P1, P3: consecutive runs on the same tables instead of each from the restored "
+        "warehouse (written to results/run_path_steady.json)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the warehouses and logs")
     args = parser.parse_args()
     only = {part.strip().lower() for part in args.only.split(",")}
+    results_file = RESULTS_FILE.with_name("run_path_steady.json") if args.steady else RESULTS_FILE
 
     started = time.perf_counter()
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -915,9 +1074,10 @@ def main() -> None:
     try:
         scenarios: List[Any] = []
         if "p1" in only:
-            scenarios.append(P1(work, jars))
-        if "p3" in only:
-            scenarios.append(P3(work, jars, args.p3_rows))
+            scenarios.append(P1(work, jars, args.steady))
+        p3_figures = tuple(sorted(only & {"p3", "p3-heavy"}))
+        if p3_figures:
+            scenarios.append(P3(work, jars, args.p3_rows, p3_figures, args.steady))
         if "p5" in only:
             scenarios.append(P5(work, jars, args.p5_large_rows))
         setups = [setup for scenario in scenarios for setup in scenario.setups()]
@@ -928,14 +1088,18 @@ def main() -> None:
                 print(f"  {message}", flush=True)
         print(f"setup done in {time.perf_counter() - setup_start:.0f} s", flush=True)
         wait_for_quiet()
-        for scenario in scenarios:
-            rows += scenario.measure(args.pairs)
     except DbtRunFailed as exc:
         print(f"\nFAILED: {exc}", flush=True)
         print(f"(logs and warehouses kept in {work})")
         sys.exit(1)
+    for scenario in scenarios:
+        try:
+            rows += scenario.measure(args.pairs)
+        except DbtRunFailed as exc:  # the other scenarios are measured all the same
+            print(f"\nFAILED: {exc}", flush=True)
+            rows.append(Row(f"{type(scenario).__name__} (all)", [], [], None, failed=str(exc)))
     runtime = time.perf_counter() - started
-    print_table(rows, date, host)
+    print_table(rows, date, host, args.steady)
     print(
         f"script runtime {runtime / 60:.1f} min; other Spark JVMs running as each measured "
         f"process started: max {max(OTHER_JVMS_SEEN, default=0)} "
@@ -943,16 +1107,18 @@ def main() -> None:
         f"load average now {load_average()}"
     )
 
-    RESULTS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    results_file.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "date": date,
         "machine": host,
         "runtime_s": round(runtime, 1),
         "pairs": args.pairs,
+        "steady": args.steady,
         "sizes": {
             "p1_first_rows": P1_FIRST_ROWS,
             "p1_batch": P1_BATCH,
             "p3_rows": args.p3_rows,
+            "p3_heavy_bad_every": P3_HEAVY_BAD_EVERY,
             "p5_small_rows": P5_SMALL_ROWS,
             "p5_large_rows": args.p5_large_rows,
             "p5_batch": P5_BATCH,
@@ -961,12 +1127,15 @@ def main() -> None:
         "checks": CHECKS,
         "other_spark_jvms_at_each_measured_start": OTHER_JVMS_SEEN,
     }
-    RESULTS_FILE.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    print(f"written {RESULTS_FILE.relative_to(REPO)}")
-    if args.keep:
+    results_file.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(f"written {results_file.relative_to(REPO)}")
+    failed = [row.name for row in rows if row.failed is not None]
+    if args.keep or failed:
         print(f"warehouses and logs kept in {work}")
     else:
         shutil.rmtree(work, ignore_errors=True)
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -164,4 +164,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for path in fetch(args.target.expanduser().resolve()):
         print(path)
     return 0
-
