@@ -10,7 +10,7 @@ WORKERS ?= 3
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
-.PHONY: install jars demo test unit functional functional-ci suites suites-servers faults faults-ci servers lint bench clean \
+.PHONY: install jars demo test unit functional functional-ci suites suites-servers faults faults-ci servers lint bench clean bad-day \
 	cluster cluster-stop cluster-test cluster-ci bench-methods
 
 install: $(VENV)/.installed
@@ -60,10 +60,27 @@ suites-servers: install jars
 # (tests/unit/test_fault_matrix.py).
 KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired \
 	--deselect tests/functional/evolution/test_kill.py::test_repair_while_the_dead_runs_statement_still_runs
+# The bad day (1.2 M discarded rows, ~300 MB, maxResultSize 64m) and two of the four concurrent
+# cases are `make bad-day` (not in CI: about 10 minutes on 2 cores); CI keeps one concurrent case
+# per format (Iceberg evolve, Delta quarantine) and every quarantine event.
+CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
+NOT_IN_CI := --ignore=tests/functional/contracts/test_quarantine_bad_day.py \
+	--deselect "$(CONCURRENT)[ev_delta]" --deselect "$(CONCURRENT)[q_iceberg]"
 functional-ci: install jars
 	mkdir -p reports
-	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 $(KILL_EVERY_COMMIT) --junitxml=reports/functional-session.xml $(PYTEST_ARGS); \
+	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 $(KILL_EVERY_COMMIT) $(NOT_IN_CI) --junitxml=reports/functional-session.xml $(PYTEST_ARGS); \
 	  status=$$?; $(BIN)/python .ci/suite_table.py session=reports/functional-session.xml; exit $$status
+
+# The quarantine's bad day, every quarantine event and two concurrent runs of one model, on each
+# connection method (local-mode servers for thrift and connect; not in CI).
+SAFETY_TESTS := tests/functional/contracts/test_quarantine_bad_day.py \
+	tests/functional/contracts/test_quarantine_is_not_the_journal.py \
+	tests/functional/evolution/test_concurrent_runs.py tests/functional/evolution/test_pending_settled.py
+bad-day: install jars
+	@status=0; for profile in session thrift connect; do \
+	  $(BIN)/pytest $(SAFETY_TESTS) -q -p no:cacheprovider --show-capture=no --durations=10 \
+	    --profile $$profile $(PYTEST_ARGS) || status=1; \
+	done; exit $$status
 
 # Fault injection: real `dbt run` processes killed with SIGKILL at every commit (Delta, Iceberg).
 faults: install jars

@@ -293,7 +293,10 @@ class ModelRun:
             "mode": self.mode,
             "dry_run": self.dry_run,
             "write_path": self.write.path.name.lower(),
-            "staged": self.stage is not None,
+            # staged: the output written to a table first; cached: read once into a cache on
+            # the executors (a quarantining run, core/pending.py)
+            "staged": self.stage is not None and not self.quarantine_pending,
+            "cached": self.quarantine_pending,
             "diff": [
                 {"change": type(c).__name__, "path": c.dotted, "description": c.describe()}
                 for c in self.diff.changes

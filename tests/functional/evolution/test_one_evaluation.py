@@ -140,5 +140,7 @@ class TestOneEvaluationEveryShape:
         if name == "discard_row_quarantine":
             quarantine = f"{project.test_schema}.{name}__quarantine"
             assert len(project.run_sql(f"select * from {quarantine}", fetch="all")) == DISCARDED
-        # Iceberg's MERGE with a key reads its source twice: that run loads from a stage
+        # Iceberg's MERGE with a key reads its source twice: that run loads from a stage; a
+        # quarantining run reads the model once into a cache on the executors instead
         assert entry["staged"] is name.endswith("iceberg_merge"), entry
+        assert entry["cached"] is (name == "discard_row_quarantine"), entry
