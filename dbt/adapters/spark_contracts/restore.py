@@ -22,6 +22,8 @@ from dbt.adapters.spark_contracts.core.intent import (
 from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.pending import (
     BEAT_PROPERTY,
+    LEASE_SUFFIX,
+    RUN_PROPERTY,
     lease_is_fresh,
     lease_name,
     pending_name,
@@ -231,6 +233,30 @@ class Restorer:
         if lease_is_fresh(heartbeat, now, lease_seconds()):
             assert heartbeat is not None
             raise RunInProgress(unique_id, intent.relation, intent.invocation_id, now - heartbeat)
+
+    def live_runs(self, relation: str, invocation_id: str) -> Tuple[str, ...]:
+        """Other runs of the model holding a fresh lease on `relation` (named in a failure)."""
+        schema, name = relation.rsplit(".", 1)
+        own = lease_name(relation, invocation_id).rsplit(".", 1)[1].lower()
+        try:
+            listed = self.spark.fetch(f"show tables in {schema} like '{name}{LEASE_SUFFIX}*'")
+            found: List[str] = []
+            for row in listed:
+                table = str(row.get("tableName") or "")
+                if not table or table.lower() == own:
+                    continue
+                rows = self.spark.fetch(f"show tblproperties {schema}.{table}")
+                props = {str(r.get("key")): str(r.get("value")) for r in rows}
+                try:
+                    beat: Optional[float] = float(props.get(BEAT_PROPERTY, ""))
+                except ValueError:
+                    beat = None
+                if lease_is_fresh(beat, time.time(), lease_seconds()):
+                    found.append(props.get(RUN_PROPERTY, table))
+            return tuple(found)
+        except Exception as exc:  # naming them is a courtesy: the failure is reported anyway
+            logger.debug(f"could not list the leases on {relation}: {exc}")
+            return ()
 
     def _drop_lease(self, intent: Intent, unique_id: str) -> None:
         lease = lease_name(intent.relation, intent.invocation_id)

@@ -50,10 +50,24 @@ class SchemaContractViolation(DbtRuntimeError):
 class RunUndone(DbtRuntimeError):
     """A step failed after the run changed the table; the table was put back."""
 
-    def __init__(self, unique_id: str, step: str, restored: str, cause: BaseException):
-        self.cause = cause
+    def __init__(
+        self,
+        unique_id: str,
+        step: str,
+        restored: str,
+        cause: BaseException,
+        others: Tuple[str, ...] = (),
+    ):
+        self.cause, self.others = cause, others
+        beside = (
+            f" Run {', '.join(others)} of this model was changing the table at the same time "
+            "(its lease is fresh): run again once it has ended."
+            if others
+            else ""
+        )
         super().__init__(
-            f"{unique_id}: {step} failed, so the run was undone ({restored}). Cause: {cause}"
+            f"{unique_id}: {step} failed, so the run was undone ({restored}).{beside} "
+            f"Cause: {cause}"
         )
 
 

@@ -316,7 +316,8 @@ class Runner(QuarantineSteps):
         self._settle_own_pending(run, restored=True)
         self._let_go_of_lease(run)
         self.record(run)
-        raise RunUndone(run.unique_id, step, out.restored, exc) from exc
+        others = self.live_runs(run.relation, run.invocation_id)
+        raise RunUndone(run.unique_id, step, out.restored, exc, others) from exc
 
     def raise_value_violation(self, run: ModelRun, samples: List[Dict[str, Any]]) -> None:
         decision = run.contract
