@@ -41,9 +41,14 @@ processes run one at a time, A and B interleaved (A, B, A, B, ...); ratio = medi
 The table (name, A, B, ratio, target, date, machine) is printed and written as JSON to
 benchmarks/results/run_path.json (git-ignored: the figures are per machine and per run). The
 script exits 0 whether targets are met or not (it is a benchmark, not a test), and 1 when a dbt
-run fails (its error and log are printed). `--pairs`, `--p3-rows`, `--p5-large-rows` and
-`--only p1,p3,p3-heavy,p5` shrink it for a quick look. Set DBT_SPARK_CONTRACTS_JARS to the
-folder holding the Delta/Iceberg jars (default .jars/ in the repository).
+run fails (its error and log are printed): a failed setup stops the script; a failed measured run
+makes its figure FAILED in the table (no figure, dbt's error) and the other figures are still
+measured (P3's figures one by one, the other scenarios whole). Right after the last measured run
+of each quarantining P3 model, its table and quarantine are counted (`dbt show`, untimed) and
+checked against what the runs should have left there. `--pairs`, `--p3-rows`,
+`--p5-large-rows` and `--only p1,p3,p3-heavy,p5` shrink it for a quick look. Set
+DBT_SPARK_CONTRACTS_JARS to the folder holding the Delta/Iceberg jars (default .jars/ in the
+repository).
 
 `--steady` measures P1 and P3 in steady state instead: no restore between the measured runs,
 each run is the next one on the tables the previous run left (P1: each run the next batch, 5k
@@ -832,6 +837,8 @@ class P3:
                 if i == pairs - 1 and name.endswith("_quarantine"):
                     self.check_tables(name, pairs if self.steady else 1)
             ran = [n for n in self.order if len(runs[n]) == i + 1]
+            if not ran:
+                break  # every figure failed
             models = ", ".join(f"{n[3:]} {runs[n][-1].models[n]:.1f} s" for n in ran)
             walls = ", ".join(f"{runs[n][-1].wall:.1f}" for n in ran)
             print(
@@ -1036,8 +1043,9 @@ def print_table(rows: List[Row], date: str, host: str, steady: bool) -> None:
     for line in CHECKS:
         print(f"check {line}")
     for row in rows:
-        if row.failed is not None:
-            print(f"FAILED {row.name}: {row.failed.splitlines()[0]}")
+        if row.failed is not None:  # the command and dbt's error on one line, not the log
+            error = " ".join(row.failed.split("\nlog: ")[0].split())
+            print(f"FAILED {row.name}: {error}")
 
 
 def main() -> None:
