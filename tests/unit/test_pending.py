@@ -58,7 +58,7 @@ def test_the_rows_of_a_load_in_the_table_are_never_dropped(log, created, beat):
 @given(entries)
 def test_rows_are_dropped_only_where_the_log_reaches_back_and_holds_no_load(log):
     decision = decide_pending(pending(0, 5_000.0), ModelRecord(log, {}), NOW, 180)
-    loads = [e for e in log if e.tag == TAG and e.operation in ("WRITE", "MERGE", "OPTIMIZE")]
+    loads = [e for e in log if e.tag == TAG and e.operation in ("WRITE", "MERGE")]
     if decision.action is Action.DROP:
         reaches_back = bool(log) and min(e.timestamp for e in log) <= 5_000.0
         undone = any(e.tag == TAG and e.operation == "RESTORE" for e in log) and loads
@@ -75,6 +75,38 @@ def test_a_load_taken_back_by_its_own_run_is_dropped():
         LogEntry(6_001, TAG, "RESTORE"),
     ]
     assert decide_pending(pending(0), ModelRecord(log, {}), NOW).action is Action.DROP
+
+
+def test_a_repairs_restore_to_before_the_load_takes_it_back_and_a_later_one_does_not():
+    """A repair's RESTORE carries the repairing run's tag: what counts is where it went."""
+    load = LogEntry(6_000, TAG, "WRITE", version=4)
+    back = LogEntry(6_100, OTHER, "RESTORE", version=5, restored_to=3)
+    later = LogEntry(6_100, OTHER, "RESTORE", version=6, restored_to=4)
+    base = [LogEntry(1, None, "CREATE TABLE AS SELECT", version=0), load]
+    assert decide_pending(pending(0), ModelRecord([*base, back], {}), NOW).action is Action.DROP
+    assert decide_pending(pending(0), ModelRecord([*base, later], {}), NOW).action is Action.MOVE
+
+
+def test_a_backfill_update_is_not_the_load():
+    log = [LogEntry(1, None, "CREATE TABLE AS SELECT"), LogEntry(6_000, TAG, "UPDATE")]
+    assert decide_pending(pending(0), ModelRecord(log, {}), NOW).action is Action.DROP
+
+
+def test_a_pending_table_made_lately_is_alive_whatever_its_first_heartbeat_says():
+    """A CTAS longer than the lease: the table's own creation is a sign of life."""
+    made_now = Pending("p", TAG, "inv-1", NOW - 3_600, NOW - 5)
+    assert decide_pending(made_now, ModelRecord([], {}), NOW, 180).action is Action.WAIT
+    released = Pending("p", TAG, "inv-1", 0, NOW - 5)
+    assert decide_pending(released, ModelRecord([], {}), NOW, 180).action is not Action.WAIT
+
+
+def test_timestamps_read_back_as_thrift_prints_them():
+    from dbt.adapters.spark_contracts.quarantine_steps import _epoch, _restored_to
+
+    assert _epoch("2026-11-26 12:00:05.1") == _epoch("2026-11-26 12:00:05.100000")
+    assert _epoch("2026-11-26 12:00:05") + 0.5 == _epoch("2026-11-26 12:00:05.5")
+    assert _restored_to({"operationParameters": '{"version":"3","timestamp":null}'}) == 3
+    assert _restored_to({"operationParameters": {"version": "12"}}) == 12
 
 
 def test_a_log_cleaned_past_the_run_keeps_the_rows():

@@ -27,7 +27,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
     HISTORY_COLUMNS,
     history_relation,
 )
-from dbt.adapters.spark_contracts.core.pending import is_pending_of, pending_name
+from dbt.adapters.spark_contracts.core.pending import PENDING_SUFFIX, is_pending_of, pending_name
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import (
     BACKUP_SUFFIX,
@@ -195,7 +195,8 @@ class RunPathMethods(metaclass=AdapterMeta):
         if dead is not None and dead.invocation_id != invocation_id:
             repairs = (runner.repair(dead, unique_id),)
             deployed, properties = self._deployed(spark, relation)
-        pendings = self._pending_tables(relation, invocation_id)
+        quarantines = contract is not None and bool(getattr(contract, "quarantine", False))
+        pendings = self._pending_tables(spark, relation, invocation_id) if quarantines else []
         if pendings:  # other runs' discarded rows, not yet in the quarantine (core/pending.py)
             quarantine = suffixed(str(relation), QUARANTINE_SUFFIX)
             repairs += tuple(
@@ -259,18 +260,18 @@ class RunPathMethods(metaclass=AdapterMeta):
         sibling = suffixed(relation.identifier, suffix)
         return self.get_relation(relation.database, relation.schema, sibling)
 
-    def _pending_tables(self, relation: BaseRelation, invocation_id: str) -> List[str]:
-        """Other runs' pending tables of `relation`'s quarantine, as dbt's relation cache lists
-        the schema (no Spark call where the cache holds it, as in `dbt run`)."""
+    def _pending_tables(
+        self, spark: runs.Spark, relation: BaseRelation, invocation_id: str
+    ) -> List[str]:
+        """Other runs' pending tables of `relation`'s quarantine, listed now (not from dbt's
+        relation cache, which another run's table may have joined or left since it was read)."""
         quarantine = suffixed(relation.identifier, QUARANTINE_SUFFIX)
-        own = pending_name(quarantine, invocation_id)
-        listed = self.list_relations(relation.database, relation.schema)
+        own = pending_name(quarantine, invocation_id).lower()
+        schema = str(relation).rsplit(".", 1)[0]
+        rows = spark.fetch(f"show tables in {schema} like '{quarantine}{PENDING_SUFFIX}*'")
+        names = (str(r.get("tableName") or "") for r in rows)
         return sorted(
-            str(r)
-            for r in listed
-            if r.identifier
-            and is_pending_of(r.identifier, quarantine)
-            and r.identifier.lower() != own.lower()
+            f"{schema}.{n}" for n in names if is_pending_of(n, quarantine) and n.lower() != own
         )
 
     def _sibling_format(self, relation: BaseRelation, suffix: str) -> Optional[str]:

@@ -52,14 +52,21 @@ class Heartbeat:
     def _beat(self) -> None:
         if self._stop.wait(self.interval):
             return  # a short run: no connection opened, no beat
-        try:
-            with self.spark.own_connection(f"lease {self.table}") as own:
-                while True:
-                    own.run(beat_sql(self.table))
-                    if self._stop.wait(self.interval):
-                        return
-        except Exception as exc:  # the run goes on; its lease then ages (another run waits)
-            logger.warning(f"could not renew the lease on {self.table}: {exc}")
+        failures = 0
+        while True:
+            try:
+                with self.spark.own_connection(f"lease {self.table}") as own:
+                    while True:
+                        own.run(beat_sql(self.table))
+                        failures = 0
+                        if self._stop.wait(self.interval):
+                            return
+            except Exception as exc:  # the table is being made, or a blip: try again
+                failures += 1
+                if failures in (1, 10):
+                    logger.warning(f"could not renew the lease on {self.table} ({exc}); retrying")
+            if self._stop.wait(self.interval):
+                return
 
     def stop(self) -> None:
         self._stop.set()

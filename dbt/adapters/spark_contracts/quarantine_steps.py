@@ -4,6 +4,7 @@ made ready and evolved; another run's pending table settled from the model table
 The `Runner` is one; `Restorer` puts tables back."""
 
 import datetime
+import re
 import time
 from typing import Any, List, Optional, Sequence
 
@@ -95,6 +96,9 @@ class QuarantineSteps(Restorer):
         (tagged with the run's commit tag, its lease fresh); the quarantine made ready to take
         them (a quarantine that cannot fails the run here, before any change)."""
         pending, now = run.pending_table, int(time.time())
+        # renewed from now on (a beat before the table exists fails and is tried again); the
+        # table's own creation also counts as a sign of life (core/pending.decide_pending)
+        self.out.lease = Heartbeat(self.spark, pending).start()
         properties = (
             f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, "
             f"'{RUN_PROPERTY}' = {sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}'"
@@ -104,7 +108,6 @@ class QuarantineSteps(Restorer):
             f"tblproperties ({properties}) as {select}"
         )
         self.out.pending = pending
-        self.out.lease = Heartbeat(self.spark, pending).start()
         self._ready_quarantine(run, f"select * from {pending}")
         for statement in self._quarantine_evolution(run):
             self.spark.run(statement)
@@ -121,8 +124,8 @@ class QuarantineSteps(Restorer):
                     f"alter table {run.relation} set tblproperties "
                     f"('{loaded_property(run.invocation_id)}' = {sql_string(run.commit_tag)})"
                 )
-            self._stop_lease()
             self._move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
+            self._stop_lease()  # renewed until the pending table is gone: no one else moves it
         except Exception as exc:
             self._release(pending)
             raise QuarantinePending(run.unique_id, pending, run.quarantine_table, exc) from exc
@@ -191,8 +194,8 @@ class QuarantineSteps(Restorer):
         committed, or taken back), moved if it is; kept (released) if that cannot be done."""
         pending = self.out.pending
         if pending is None:
+            self._stop_lease()
             return None
-        self._stop_lease()
         try:
             if restored:
                 loaded = Loaded.UNDONE
@@ -210,6 +213,7 @@ class QuarantineSteps(Restorer):
                 self.spark.run(f"drop table if exists {pending}")
                 done = f"dropped {pending} (the run's load is not in the table)"
             self.out.pending = None
+            self._stop_lease()
             return done
         except Exception as exc:
             self._release(pending)
@@ -234,8 +238,12 @@ class QuarantineSteps(Restorer):
         done: List[str] = []
         record: Optional[ModelRecord] = None
         for name in pendings:
-            properties = self._properties(name)
-            created = self._created(name, pending_format(table_format))
+            try:
+                properties = self._properties(name)
+                created = self._created(name, pending_format(table_format))
+            except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
+                logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
+                continue
             pending = Pending.from_properties(name, properties, created)
             if record is None:
                 record = self._model_record(relation, table_format)
@@ -300,9 +308,24 @@ class QuarantineSteps(Restorer):
         rows = self.spark.fetch(f"describe history {table}")
         rows.sort(key=lambda r: int(r["version"]))
         return [
-            LogEntry(_epoch(r["timestamp"]), r.get("userMetadata") or None, str(r["operation"]))
+            LogEntry(
+                _epoch(r["timestamp"]),
+                r.get("userMetadata") or None,
+                str(r["operation"]),
+                int(r["version"]),
+                _restored_to(r) if str(r["operation"]).upper() == "RESTORE" else None,
+            )
             for r in rows
         ]
+
+
+def _restored_to(row: Any) -> Optional[int]:
+    """A Delta RESTORE's target version, from DESCRIBE HISTORY's operationParameters (a map on
+    the session and over Connect, its text over Thrift)."""
+    found = re.search(
+        r"['\"]?version['\"]?\s*[:=]\s*['\"]?(\d+)", str(row.get("operationParameters"))
+    )
+    return int(found.group(1)) if found else None
 
 
 def _epoch(value: Any) -> float:
@@ -311,4 +334,7 @@ def _epoch(value: Any) -> float:
     if isinstance(value, datetime.datetime):
         return value.replace(tzinfo=datetime.timezone.utc).timestamp()
     text = str(value).strip().replace(" ", "T", 1)
+    if "." in text:  # Python 3.10's fromisoformat takes 3 or 6 fractional digits only
+        head, fraction = text.split(".", 1)
+        text = f"{head}.{(fraction + '000000')[:6]}"
     return datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc).timestamp()

@@ -24,7 +24,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
 )
 from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY, RUN_PROPERTY, lease_name
 from dbt.adapters.spark_contracts.core.types import sql_string
-from dbt.adapters.spark_contracts.lease import Heartbeat
+from dbt.adapters.spark_contracts.lease import Heartbeat, beat_sql
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_AUTO_MERGE,
     DELTA_USER_METADATA,
@@ -40,6 +40,7 @@ from dbt.adapters.spark_contracts.report import RunReport
 from dbt.adapters.spark_contracts.run_errors import (
     ForeignCommits,
     RestoreFailed,
+    RunInProgress,
     RunUndone,
     SchemaContractViolation,
 )
@@ -75,6 +76,7 @@ class Runner(QuarantineSteps):
         except BaseException:
             self.drop_stage(run)
             self._settle_own_pending(run, restored=False)
+            self._release_run_lease(run)
             self.untag()
             raise
         return self._load(run, load_sql)  # cleans up after itself, whatever happens
@@ -158,6 +160,10 @@ class Runner(QuarantineSteps):
         if run.table_format != "delta":
             out.restore_version = self.current_version(run.relation, run.table_format)
         self._take_lease(run)  # before the intent: a live run's intent is never repaired
+        others = self.live_runs(run.relation, run.invocation_id)
+        if others:  # its intent on the table: never written over
+            self._let_go_of_lease(run)
+            raise RunInProgress(run.unique_id, run.relation, ", ".join(others), 0.0)
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
@@ -176,6 +182,21 @@ class Runner(QuarantineSteps):
             f"{sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}')"
         )
         self.out.run_lease = Heartbeat(self.spark, lease).start()
+
+    def _release_run_lease(self, run: ModelRun) -> None:
+        """A failed run whose intent may stay: its lease released (not dropped), so the next
+        run repairs at once; with no intent on the table it goes."""
+        beat, self.out.run_lease = self.out.run_lease, None
+        if beat is None:
+            return
+        beat.stop()
+        try:
+            if self.out.intent is None:
+                self.spark.run(f"drop table if exists {beat.table}")
+            else:
+                self.spark.run(beat_sql(beat.table, 0))
+        except Exception as exc:  # it runs out by itself
+            logger.warning(f"{run.unique_id}: could not release its lease {beat.table}: {exc}")
 
     def _let_go_of_lease(self, run: ModelRun) -> None:
         beat, self.out.run_lease = self.out.run_lease, None
@@ -303,10 +324,13 @@ class Runner(QuarantineSteps):
         except ForeignCommits as foreign:
             out.restored = f"NOT RESTORED: {foreign}"
             self._settle_own_pending(run, restored=False)
+            self._release_run_lease(run)
             self.record(run)
             raise
         except Exception as restore_exc:
             out.restored = f"RESTORE FAILED: {restore_exc}"
+            self._stop_lease()
+            self._release_run_lease(run)  # its intent stays: the next run repairs it
             self.record(run)
             raise RestoreFailed(
                 run.unique_id, step, exc, restore_exc, self.manual_repair(intent)

@@ -118,6 +118,8 @@ class LogEntry:
     timestamp: float  # epoch seconds
     tag: str | None
     operation: str = ""
+    version: int | None = None  # Delta's version
+    restored_to: int | None = None  # a Delta RESTORE's target version
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,17 @@ class Decision:
     reason: str
 
 
-# The operations of a load (and of a rebuild's replace); a repair's RESTORE is not one.
-_NOT_A_LOAD = {"SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "RESTORE", "ADD COLUMNS"}
+# The operations a run's load commits (Delta; Iceberg's snapshot operations in lower case): a
+# multi-step run's other commits (UPDATE, ADD COLUMNS, properties) are not its load.
+LOAD_OPERATIONS = {
+    "WRITE",
+    "MERGE",
+    "CREATE TABLE AS SELECT",
+    "REPLACE TABLE AS SELECT",
+    "CREATE OR REPLACE TABLE AS SELECT",
+    "APPEND",
+    "OVERWRITE",
+}
 
 
 def decide_pending(
@@ -145,9 +156,9 @@ def decide_pending(
     """What to do with another run's pending table (see the module's text)."""
     if pending.heartbeat is None or pending.tag is None or pending.run is None:
         return Decision(Action.KEEP, "its properties do not name its run and lease")
-    if lease_is_fresh(pending.heartbeat, now, lease_seconds):
-        age = int(now - pending.heartbeat)
-        return Decision(Action.WAIT, f"its run renewed its lease {age} s ago")
+    alive = max(pending.heartbeat, pending.created or 0) if pending.heartbeat > 0 else 0
+    if lease_is_fresh(alive, now, lease_seconds):  # made (a long CTAS) or renewed lately
+        return Decision(Action.WAIT, f"its run renewed its lease {int(now - alive)} s ago")
     if record.log is None:  # parquet: the property the run set right after its load
         key = None
         for name, value in record.properties.items():
@@ -160,7 +171,7 @@ def decide_pending(
         )
     loaded = load_state(record, pending.tag)
     if loaded is Loaded.UNDONE:
-        return Decision(Action.DROP, "its run took its load back (a RESTORE with its tag)")
+        return Decision(Action.DROP, "its load was taken back (a RESTORE to before it)")
     if loaded is Loaded.YES:
         return Decision(Action.MOVE, f"the table's log holds its load (tag {pending.tag})")
     oldest = min((e.timestamp for e in record.log), default=None)
@@ -180,16 +191,21 @@ class Loaded(enum.Enum):
 
 def load_state(record: ModelRecord, tag: str) -> Loaded:
     """Whether the model table's log (oldest first) holds the load of the run tagged `tag`.
-    A RESTORE carrying the same tag after it is that run taking its load back."""
-    state = Loaded.NO
+    A RESTORE after it to a version before it (whoever made it: the run itself, or a repair) is
+    the load taken back; an Iceberg rollback takes it out of the current lineage (the caller
+    leaves such snapshots out)."""
+    state, loaded_at = Loaded.NO, None
     for entry in record.log or ():
-        if entry.tag != tag:
-            continue
         operation = entry.operation.upper()
         if operation == "RESTORE" and state is Loaded.YES:
-            state = Loaded.UNDONE
-        elif operation not in _NOT_A_LOAD:
-            state = Loaded.YES
+            if entry.tag == tag or (
+                entry.restored_to is not None
+                and loaded_at is not None
+                and entry.restored_to < loaded_at
+            ):
+                state = Loaded.UNDONE
+        elif entry.tag == tag and operation in LOAD_OPERATIONS:
+            state, loaded_at = Loaded.YES, entry.version
     return state
 
 
