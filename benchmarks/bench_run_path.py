@@ -24,8 +24,9 @@ processes run one at a time, A and B interleaved (A, B, A, B, ...); ratio = medi
       string, an aggregate joined back) whose `n` is a string with 5 non-numeric values while the
       deployed `n` is bigint, under schema_contract {data_type: discard_row} (A; the load reads
       the model once, filtering the discarded rows and counting them as it goes), and with
-      quarantine: true as well (A'; the same load also collects the discarded rows, which go
-      to the quarantine table after it, under the table's journal), / the same query without a
+      quarantine: true as well (A'; the output is cached on the executors, the discarded rows
+      go to the run's pending table, then the load, then the move into the quarantine: README,
+      All-or-nothing item 5), / the same query without a
       contract, casting `n` to bigint in the model (B: what a user writes without the
       adapter). Order A, B, A' per round; both ratios use the same B runs. Target <= 1.15.
   P3-heavy  the same workload with one `n` in five non-numeric (20% of the rows: 1M of 5M),
@@ -53,8 +54,7 @@ repository).
 `--steady` measures P1 and P3 in steady state instead: no restore between the measured runs,
 each run is the next one on the tables the previous run left (P1: each run the next batch, 5k
 updates + 5k inserts per merge model; P3: each run appends again, and the quarantines grow), so
-what accumulates in use (Delta commits and checkpoints, the journal's reads of the newest
-commits, table and quarantine size) is in the figures. P5 keeps restoring (a schema change
+what accumulates in use (Delta commits and checkpoints, table and quarantine size) is in the figures. P5 keeps restoring (a schema change
 happens once per table). Written to benchmarks/results/run_path_steady.json.
 """
 
