@@ -163,10 +163,9 @@ class QuarantineSteps(Restorer):
         else:
             self.spark.run(insert)
         self.spark.run(f"drop table if exists {pending}")
-        if run is not None:
-            self._unset_loaded(relation, table_format, run.invocation_id)
-        elif invocation_id is not None:
-            self._unset_loaded(relation, table_format, invocation_id)
+        owner = invocation_id if run is None else run.invocation_id
+        if owner is not None:
+            self._unset_loaded(relation, table_format, owner)
         return f"moved {pending} into {quarantine}"
 
     def _unset_loaded(self, relation: str, table_format: str, invocation_id: str) -> None:
@@ -271,10 +270,6 @@ class QuarantineSteps(Restorer):
             logger.warning(f"{unique_id}: {message}")
             done.append(message)
         return done
-
-    def _properties(self, table: str) -> dict:
-        rows = self.spark.fetch(f"show tblproperties {table}")
-        return {str(r.get("key")): str(r.get("value")) for r in rows}
 
     def _created(self, table: str, table_format: str) -> Optional[float]:
         """When `table` was made, from its own log (None where it keeps none)."""

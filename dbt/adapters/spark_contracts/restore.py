@@ -3,7 +3,7 @@ another writer's commit), and the repair of a table a dead run left with its int
 
 import time
 from dataclasses import replace
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -21,9 +21,9 @@ from dbt.adapters.spark_contracts.core.intent import (
 )
 from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.pending import (
-    BEAT_PROPERTY,
     LEASE_SUFFIX,
     RUN_PROPERTY,
+    heartbeat_of,
     lease_is_fresh,
     lease_name,
     pending_name,
@@ -223,13 +223,7 @@ class Restorer:
         schema, name = lease.rsplit(".", 1)
         if not self.spark.fetch(f"show tables in {schema} like '{name}'"):
             return  # no lease: the run ended, or predates leases
-        rows = self.spark.fetch(f"show tblproperties {lease}")
-        beat = next((r.get("value") for r in rows if str(r.get("key")) == BEAT_PROPERTY), None)
-        try:
-            heartbeat: Optional[float] = float(str(beat))
-        except ValueError:
-            heartbeat = None
-        now = time.time()
+        heartbeat, now = heartbeat_of(self._properties(lease)), time.time()
         if lease_is_fresh(heartbeat, now, lease_seconds()):
             assert heartbeat is not None
             raise RunInProgress(unique_id, intent.relation, intent.invocation_id, now - heartbeat)
@@ -245,18 +239,17 @@ class Restorer:
                 table = str(row.get("tableName") or "")
                 if not table or table.lower() == own:
                     continue
-                rows = self.spark.fetch(f"show tblproperties {schema}.{table}")
-                props = {str(r.get("key")): str(r.get("value")) for r in rows}
-                try:
-                    beat: Optional[float] = float(props.get(BEAT_PROPERTY, ""))
-                except ValueError:
-                    beat = None
-                if lease_is_fresh(beat, time.time(), lease_seconds()):
+                props = self._properties(f"{schema}.{table}")
+                if lease_is_fresh(heartbeat_of(props), time.time(), lease_seconds()):
                     found.append(props.get(RUN_PROPERTY, table))
             return tuple(found)
         except Exception as exc:  # naming them is a courtesy: the failure is reported anyway
             logger.debug(f"could not list the leases on {relation}: {exc}")
             return ()
+
+    def _properties(self, table: str) -> Dict[str, str]:
+        rows = self.spark.fetch(f"show tblproperties {table}")
+        return {str(r.get("key")): str(r.get("value")) for r in rows}
 
     def _drop_lease(self, intent: Intent, unique_id: str) -> None:
         lease = lease_name(intent.relation, intent.invocation_id)

@@ -31,8 +31,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -45,6 +43,7 @@ import pytest
 import yaml
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
+from dbt.adapters.spark_contracts.cluster import _java, _port_open
 from dbt.adapters.spark_contracts.cluster_commands import (
     DERBY_CLIENT_DRIVER,
     DERBY_ENGINE_JARS,
@@ -212,19 +211,6 @@ class DbtProject:
 
 
 # ---- where two processes share one warehouse and metastore -----------------------------------
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    return str(Path(java_home, "bin", "java")) if java_home else (shutil.which("java") or "java")
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def shared_metastore(request: pytest.FixtureRequest, home: Path) -> dict[str, str]:

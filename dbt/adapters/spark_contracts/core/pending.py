@@ -67,6 +67,15 @@ def lease_name(relation: str, invocation_id: str) -> str:
     return suffixed(relation, LEASE_SUFFIX + run_key(invocation_id))
 
 
+def heartbeat_of(properties: Mapping[str, str]) -> float | None:
+    """The heartbeat a pending or lease table's properties carry (None: none, or not a number)."""
+    lowered = {k.lower(): v for k, v in properties.items()}
+    try:
+        return float(lowered[BEAT_PROPERTY])
+    except (KeyError, ValueError):
+        return None
+
+
 def lease_is_fresh(heartbeat: float | None, now: float, lease_seconds: float) -> bool:
     return heartbeat is not None and heartbeat > 0 and now - heartbeat < lease_seconds
 
@@ -100,15 +109,8 @@ class Pending:
         cls, name: str, properties: Mapping[str, str], created: float | None
     ) -> Pending:
         lowered = {k.lower(): v for k, v in properties.items()}
-
-        def number(key: str) -> float | None:
-            try:
-                return float(lowered[key])
-            except (KeyError, ValueError):
-                return None
-
         tag, run = lowered.get(TAG_PROPERTY), lowered.get(RUN_PROPERTY)
-        return cls(name, tag, run, number(BEAT_PROPERTY), created)
+        return cls(name, tag, run, heartbeat_of(properties), created)
 
 
 @dataclass(frozen=True)
