@@ -28,8 +28,8 @@ demo: install jars
 	cd integration_tests && ../$(BIN)/python demo.py
 
 lint: install
-	$(BIN)/ruff check dbt tests benchmarks integration_tests
-	$(BIN)/ruff format --check dbt tests benchmarks integration_tests
+	$(BIN)/ruff check dbt spark_contracts_dev tests benchmarks integration_tests
+	$(BIN)/ruff format --check dbt spark_contracts_dev tests benchmarks integration_tests
 	$(BIN)/mypy dbt/adapters/spark_contracts/core
 
 unit: install
@@ -99,7 +99,7 @@ servers: install jars
 # A real Spark standalone cluster on this machine (Derby metastore, master, 2 workers, a Thrift
 # and a Spark Connect server on it): `make cluster` starts it into .cluster and prints the profiles.
 CLUSTER_DIR ?= $(CURDIR)/.cluster
-CLUSTER := $(BIN)/python -m dbt.adapters.spark_contracts.cluster
+CLUSTER := $(BIN)/python -m spark_contracts_dev.cluster
 CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
 	tests/functional/test_model_contract.py tests/functional/test_constraints_enforced.py \
 	tests/functional/test_python_models.py tests/functional/test_connection_methods.py \

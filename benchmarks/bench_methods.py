@@ -36,7 +36,9 @@ from typing import Any, Dict, List
 
 from bench_run_path import load_average, machine
 
-from dbt.adapters.spark_contracts import cluster as local_cluster
+# the local cluster's tooling lives at the repository's root (spark_contracts_dev, not in the wheel)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from spark_contracts_dev import cluster as local_cluster  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = REPO / "integration_tests"

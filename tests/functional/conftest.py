@@ -11,8 +11,8 @@ from typing import Any, Optional
 import pytest
 
 from dbt.adapters.spark_contracts import session as embedded
-from dbt.adapters.spark_contracts.cluster import Cluster
 from dbt.adapters.spark_contracts.credentials import SparkContractsCredentials
+from spark_contracts_dev.cluster import Cluster
 from tests.functional.probes import Count, evaluation_probes
 from tests.functional.servers import start_local_server
 

@@ -1,6 +1,6 @@
 """Local Spark servers for the thrift and connect profiles of the functional tests."""
 
-from dbt.adapters.spark_contracts.servers import LocalServer, start
+from spark_contracts_dev.servers import LocalServer, start
 
 
 def start_local_server(kind: str, warehouse_dir: str) -> LocalServer:

@@ -11,7 +11,7 @@ Run them (no make needed; the fixture in conftest.py starts and stops the server
 
 `--profile` defaults to $DBT_SPARK_CONTRACTS_PROFILE, else `session`; under `session` these tests
 are skipped. To point dbt at such a server by hand, start one with
-`python -m dbt.adapters.spark_contracts.servers thrift|connect --port N --warehouse-dir DIR` and use
+`python -m spark_contracts_dev.servers thrift|connect --port N --warehouse-dir DIR` and use
 `method: thrift, host: localhost, port: N, user: dbt, schema: ...` or
 `method: connect, host: sc://localhost:N, schema: ...` in profiles.yml.
 """

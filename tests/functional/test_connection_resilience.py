@@ -35,7 +35,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 import yaml
 
-from dbt.adapters.spark_contracts.servers import LocalServer, free_port, start
+from spark_contracts_dev.servers import LocalServer, free_port, start
 from tests.functional.conftest import JVM_PARAMETERS
 
 pytestmark = pytest.mark.profile("thrift", "connect")

@@ -13,9 +13,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts import cluster as local_cluster
-from dbt.adapters.spark_contracts.cluster import Cluster, Sizing, cluster_conf
-from dbt.adapters.spark_contracts.procs import (
+from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig
+from spark_contracts_dev import cluster as local_cluster
+from spark_contracts_dev.cluster import Cluster, Sizing, cluster_conf
+from spark_contracts_dev.procs import (
     ProcessInfo,
     ProcessRecord,
     is_same_process,
@@ -26,8 +27,7 @@ from dbt.adapters.spark_contracts.procs import (
     record_of,
     signal_and_wait,
 )
-from dbt.adapters.spark_contracts.servers import server_command
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig
+from spark_contracts_dev.servers import server_command
 
 JARS = (
     "delta-spark_2.13-4.3.1.jar",
@@ -356,7 +356,7 @@ def test_cli_without_a_cluster(tmp_path, capsys):
 
 @given(st.integers(1024, 64000), st.integers(0, 1500))
 def test_port_candidates_stay_outside_the_ephemeral_range(low, width):
-    from dbt.adapters.spark_contracts.servers import port_candidates
+    from spark_contracts_dev.servers import port_candidates
 
     high = min(low + width, 65535)
     candidates = port_candidates(low, high)
@@ -366,7 +366,7 @@ def test_port_candidates_stay_outside_the_ephemeral_range(low, width):
 
 
 def test_ephemeral_range_reads_the_kernel_setting_or_falls_back():
-    from dbt.adapters.spark_contracts.servers import ephemeral_range
+    from spark_contracts_dev.servers import ephemeral_range
 
     assert ephemeral_range("32768\t60999\n") == (32768, 60999)
     assert ephemeral_range("40000 50000") == (40000, 50000)
@@ -376,7 +376,7 @@ def test_ephemeral_range_reads_the_kernel_setting_or_falls_back():
 def test_free_port_is_outside_the_ephemeral_range_and_bindable():
     import socket
 
-    from dbt.adapters.spark_contracts.servers import ephemeral_range, free_port
+    from spark_contracts_dev.servers import ephemeral_range, free_port
 
     low, high = ephemeral_range()
     for _ in range(20):

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.spark_contracts import cluster as local_cluster
-from dbt.adapters.spark_contracts.procs import process_table, read_process
+from spark_contracts_dev import cluster as local_cluster
+from spark_contracts_dev.procs import process_table, read_process
 from tests.functional.conftest import running_cluster
 
 pytestmark = [pytest.mark.profile("thrift"), pytest.mark.xdist_group("own_cluster")]

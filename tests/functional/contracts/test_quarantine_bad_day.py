@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.spark_contracts.servers import start
+from spark_contracts_dev.servers import start
 from tests.functional.conftest import JVM_PARAMETERS, running_cluster
 from tests.functional.evolution.test_concurrent_runs import DbtProject, Invocation, Target
 

@@ -43,14 +43,14 @@ import pytest
 import yaml
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
-from dbt.adapters.spark_contracts.cluster import _java, _port_open
-from dbt.adapters.spark_contracts.cluster_commands import (
+from spark_contracts_dev.cluster import _java, _port_open
+from spark_contracts_dev.cluster_commands import (
     DERBY_CLIENT_DRIVER,
     DERBY_ENGINE_JARS,
     HOST,
     derby_command,
 )
-from dbt.adapters.spark_contracts.servers import free_port, spark_home
+from spark_contracts_dev.servers import free_port, spark_home
 from tests.functional.conftest import JVM_PARAMETERS
 
 DBT = str(Path(sys.executable).with_name("dbt"))

@@ -48,9 +48,10 @@ REQUIRED_JARS: tuple[MavenJar, ...] = (
 )
 # Spark's resolver pulls delta-storage in transitively from delta-spark.
 PACKAGE_COORDINATES: tuple[str, ...] = (REQUIRED_JARS[0].coordinate, REQUIRED_JARS[2].coordinate)
-# The local standalone cluster (cluster.py) on top: a Derby network server as the shared Hive
-# metastore, and its JDBC client for the drivers. pyspark ships Derby's engine jars (derby,
-# derbyshared, derbytools 10.16.1.1) but neither of these.
+# The local standalone cluster (spark_contracts_dev/cluster.py, in the repository, not the
+# wheel) on top: a Derby network server as the shared Hive metastore, and its JDBC client for
+# the drivers. pyspark ships Derby's engine jars (derby, derbyshared, derbytools 10.16.1.1) but
+# neither of these.
 CLUSTER_JARS: tuple[MavenJar, ...] = (
     MavenJar("org.apache.derby", "derbynet", "10.16.1.1"),
     MavenJar("org.apache.derby", "derbyclient", "10.16.1.1"),

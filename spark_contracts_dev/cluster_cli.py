@@ -1,4 +1,4 @@
-"""The cluster's command line: `python -m dbt.adapters.spark_contracts.cluster start|stop|status
+"""The cluster's command line: `python -m spark_contracts_dev.cluster start|stop|status
 [--dir .cluster]` (the functions it calls are cluster.py's)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from dbt.adapters.spark_contracts import cluster as local_cluster
 from dbt.adapters.spark_contracts import jars as jar_resolution
+from spark_contracts_dev import cluster as local_cluster
 
 
 def status_lines(cluster: local_cluster.Cluster) -> list[str]:
@@ -30,7 +30,7 @@ def status_lines(cluster: local_cluster.Cluster) -> list[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dbt.adapters.spark_contracts.cluster")
+    parser = argparse.ArgumentParser(prog="python -m spark_contracts_dev.cluster")
     parser.add_argument("command", choices=("start", "stop", "status"))
     parser.add_argument("--dir", default=".cluster", type=Path)
     parser.add_argument("--jars-dir", default=None)

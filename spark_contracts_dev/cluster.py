@@ -2,7 +2,7 @@
 as the shared Hive metastore, a master, workers, and a Thrift and a Spark Connect server running
 on it as two applications that share the metastore and the warehouse.
 
-    python -m dbt.adapters.spark_contracts.cluster start|stop|status [--dir .cluster]
+    python -m spark_contracts_dev.cluster start|stop|status [--dir .cluster]
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
-from dbt.adapters.spark_contracts.cluster_commands import (  # noqa: F401 (named here for tests)
+from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
+from spark_contracts_dev.cluster_commands import (  # noqa: F401 (named here for tests)
     DERBY_CLASS,
     DERBY_CLIENT_DRIVER,
     DERBY_ENGINE_JARS,
@@ -34,7 +35,7 @@ from dbt.adapters.spark_contracts.cluster_commands import (  # noqa: F401 (named
     master_command,
     worker_command,
 )
-from dbt.adapters.spark_contracts.procs import (
+from spark_contracts_dev.procs import (
     ProcessRecord,
     is_same_process,
     process_table,
@@ -43,13 +44,12 @@ from dbt.adapters.spark_contracts.procs import (
     record_of,
     signal_and_wait,
 )
-from dbt.adapters.spark_contracts.servers import (
+from spark_contracts_dev.servers import (
     MAIN_CLASSES,
     free_port,
     server_command,
     spark_home,
 )
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
 
 STATE_FILE = "cluster.json"
 
@@ -397,8 +397,8 @@ def start(
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m dbt.adapters.spark_contracts.cluster start|stop|status` (cluster_cli.py)."""
-    from dbt.adapters.spark_contracts.cluster_cli import main as cli
+    """`python -m spark_contracts_dev.cluster start|stop|status` (cluster_cli.py)."""
+    from spark_contracts_dev.cluster_cli import main as cli
 
     return cli(argv)
 

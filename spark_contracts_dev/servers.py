@@ -1,8 +1,8 @@
 """Start a local Spark Thrift Server or Spark Connect server from the pyspark wheel, configured
 like the embedded session (Delta, Iceberg catalog, warehouse, jars).
 
-    python -m dbt.adapters.spark_contracts.servers thrift --port 10000 --warehouse-dir ./wh
-    python -m dbt.adapters.spark_contracts.servers connect --port 15002 --token s3cret
+    python -m spark_contracts_dev.servers thrift --port 10000 --warehouse-dir ./wh
+    python -m spark_contracts_dev.servers connect --port 15002 --token s3cret
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def start(
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dbt.adapters.spark_contracts.servers")
+    parser = argparse.ArgumentParser(prog="python -m spark_contracts_dev.servers")
     parser.add_argument("kind", choices=sorted(MAIN_CLASSES))
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--warehouse-dir", default="spark-warehouse")
