@@ -429,11 +429,16 @@ def test_data_type_discard_row_filters_and_quarantines():
         expanded(sql.select, sql)
         == f"SELECT `id`, try_cast(`n` AS INT) AS `n` FROM src WHERE NOT ({bad})"
     )
-    assert expanded(sql.quarantine_select, sql) == (
-        f"SELECT `id`, `n`, concat_ws('; ', CASE WHEN {bad} THEN 'data_type discard_row: `n` "
-        f"value does not coerce into INT' END) AS `_contract_reason`, 'run-7' AS `_dbt_run_id` "
-        f"FROM src WHERE ({bad})"
+    reason = (
+        f"CASE WHEN ({bad}) THEN concat_ws('; ', CASE WHEN {bad} THEN 'data_type discard_row: "
+        f"`n` value does not coerce into INT' END) END AS `_contract_reason`, "
+        f"'run-7' AS `_dbt_run_id`"
     )
+    assert expanded(sql.quarantine_select, sql) == (
+        f"SELECT `id`, `n`, {reason} FROM src WHERE ({bad})"
+    )
+    # the pending table: every row, the kept ones without a reason
+    assert expanded(sql.pending_from("model"), sql) == f"SELECT `id`, `n`, {reason} FROM model"
     assert expanded(sql.discard_count_sql, sql) == (
         f"SELECT count_if(({bad})) AS rows_discarded, 0 AS values_discarded FROM src"
     )

@@ -16,6 +16,7 @@ CI's real SIGKILLs (tests/functional/evolution/test_kill.py) cover one kill per 
 from __future__ import annotations
 
 import re
+import socket
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -25,6 +26,7 @@ import pytest
 from dbt.adapters.spark_contracts.core.config import EvolutionSettings
 from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, commit_tag, find_intent
 from dbt.adapters.spark_contracts.core.parse import parse_type
+from dbt.adapters.spark_contracts.core.pending import Application
 from dbt.adapters.spark_contracts.core.plan import ColumnEvolution, Policy
 from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
 from dbt.adapters.spark_contracts.run import (
@@ -61,6 +63,9 @@ class Version:
     def state(self) -> Tuple[Any, ...]:
         """What a reader sees: columns, properties, rows (not who committed)."""
         return self.columns, self.properties, self.rows
+
+
+ENDED_PID = 4_194_999  # above Linux's highest pid: no process has it
 
 
 @dataclass
@@ -158,6 +163,11 @@ class FakeDelta:
 
     def get_conf(self, key: str) -> Optional[str]:
         return self.conf.get(key)
+
+    def application(self) -> Application:
+        """An embedded session in a process that has ended (SIGKILL here is simulated): the
+        dead run's statements can no longer run."""
+        return Application(f"session://{socket.gethostname()}/{ENDED_PID}", "local-fake")
 
     def can_observe(self) -> bool:
         return False

@@ -85,18 +85,18 @@ class FakeTables(FakeDelta):
         if re.match(r"(create or replace temporary view|drop view if exists|uncache table)", low):
             self._statement()
             return None
-        if low.startswith("cache table "):
-            self._statement()
-            return None
         if m := re.match(
-            r"create table (\S+__pending_\w+) using delta tblproperties \((.*?)\) as ", text, re.I
+            r"create table (\S+__pending_\w+) using parquet tblproperties \((.*?)\) as ", text, re.I
         ):
             self._statement()
             pairs = dict(re.findall(r"'([^']+)' = '([^']*)'", m.group(2)))
-            run_id = re.search(r"'([^']+)' AS `_dbt_run_id`", text).group(1)  # type: ignore[union-attr]
-            self.pendings[m.group(1).lower()] = Pending(
-                [run_id] * self.discards, pairs, next(CLOCK)
+            # made on the clock the model table's commits are stamped by
+            assert (
+                pairs.pop("dbt_spark_contracts.created") == pairs["dbt_spark_contracts.heartbeat"]
             )
+            pairs["dbt_spark_contracts.created"] = str(next(CLOCK))
+            run_id = re.search(r"'([^']+)' AS `_dbt_run_id`", text).group(1)  # type: ignore[union-attr]
+            self.pendings[m.group(1).lower()] = Pending([run_id] * self.discards, pairs, 0)
             return None
         if low.startswith(f"create table if not exists {QUARANTINE} using delta"):
             self._statement()
@@ -104,7 +104,9 @@ class FakeTables(FakeDelta):
                 self.quarantine, self.quarantine_n = [], "string"
             return None
         if m := re.match(
-            rf"insert into {re.escape(QUARANTINE)} by name select \* from (\S+)$", low
+            rf"insert into {re.escape(QUARANTINE)} by name select \* from (\S+) "
+            r"where `_contract_reason` is not null$",
+            low,
         ):
             self._statement()
             if self.quarantine is None:
@@ -240,7 +242,7 @@ def statements_of_a_run(tmp_path: Path, quarantine: bool) -> int:
 
 
 # the statements of the dead run: with the quarantine there, and with it to be created again
-STATEMENTS = {True: 11, False: 12}
+STATEMENTS = {True: 6, False: 7}
 KILL_POINTS = [(q, k) for q in (True, False) for k in range(1, STATEMENTS[q] + 1)]
 
 
@@ -292,7 +294,7 @@ def test_a_live_runs_pending_table_is_left_to_it(monkeypatch: pytest.MonkeyPatch
     table alone (its own load goes ahead); once the lease runs out, a run settles it."""
     monkeypatch.setenv(LEASE_ENV, "3600")
     table = new_table()
-    kill_at = STATEMENTS[True] - 3  # right after the load (the move, its drop, the cache's)
+    kill_at = STATEMENTS[True] - 1  # right after the load (the move, then the drop)
     table.kill_at = kill_at
     with pytest.raises(Killed):
         a_run(table, "inv-slow", tmp_path)

@@ -14,9 +14,11 @@ from dbt.adapters.spark_contracts.core.pending import (
     RUN_PROPERTY,
     TAG_PROPERTY,
     Action,
+    Application,
     LogEntry,
     ModelRecord,
     Pending,
+    application_gone,
     decide_pending,
     is_pending_of,
     loaded_property,
@@ -55,15 +57,18 @@ def test_the_rows_of_a_load_in_the_table_are_never_dropped(log, created, beat):
     assert decision.action in (Action.MOVE, Action.WAIT)
 
 
-@given(entries)
-def test_rows_are_dropped_only_where_the_log_reaches_back_and_holds_no_load(log):
-    decision = decide_pending(pending(0, 5_000.0), ModelRecord(log, {}), NOW, 180)
+@given(entries, st.booleans())
+def test_rows_are_dropped_only_where_the_log_reaches_back_and_holds_no_load(log, gone):
+    """... and, where no load of the run was ever in the log, only once the Spark application
+    that ran its statements is provably gone (a statement of it may commit yet)."""
+    decision = decide_pending(pending(0, 5_000.0), ModelRecord(log, {}), NOW, 180, gone)
     loads = [e for e in log if e.tag == TAG and e.operation in ("WRITE", "MERGE")]
     if decision.action is Action.DROP:
         reaches_back = bool(log) and min(e.timestamp for e in log) <= 5_000.0
         undone = any(e.tag == TAG and e.operation == "RESTORE" for e in log) and loads
         assert reaches_back or undone
         assert not loads or undone
+        assert gone or undone
     if decision.action is Action.MOVE:
         assert loads
 
@@ -89,7 +94,36 @@ def test_a_repairs_restore_to_before_the_load_takes_it_back_and_a_later_one_does
 
 def test_a_backfill_update_is_not_the_load():
     log = [LogEntry(1, None, "CREATE TABLE AS SELECT"), LogEntry(6_000, TAG, "UPDATE")]
-    assert decide_pending(pending(0), ModelRecord(log, {}), NOW).action is Action.DROP
+    assert decide_pending(pending(0), ModelRecord(log, {}), NOW, gone=True).action is Action.DROP
+
+
+def test_a_run_that_never_loaded_is_dropped_only_once_its_application_is_gone():
+    """A Thrift or Connect server runs on what a killed client sent: while it may, the load
+    may commit yet, and the rows are kept (the next run looks again)."""
+    log = [LogEntry(1, None, "CREATE TABLE AS SELECT")]
+    kept = decide_pending(pending(0), ModelRecord(log, {}), NOW, gone=False)
+    assert kept.action is Action.KEEP and "may still be running" in kept.reason
+    assert decide_pending(pending(0), ModelRecord(log, {}), NOW, gone=True).action is Action.DROP
+
+
+def test_an_application_is_gone_only_on_positive_evidence():
+    host = "ci-7"
+    mine = Application(f"session://{host}/100", "local-1")
+    running = {100, 200}.__contains__
+    # an embedded session lives in its process: ended on this host is gone
+    assert application_gone(Application(f"session://{host}/300", "local-0"), mine, running)
+    assert not application_gone(Application(f"session://{host}/200", "local-0"), mine, running)
+    assert not application_gone(Application("session://other/300", "local-0"), mine, running)
+    # a server: the same endpoint now running another application restarted
+    server = Application("thrift://spark:10000", "app-2")
+    assert application_gone(Application("thrift://spark:10000", "app-1"), server, running)
+    assert not application_gone(Application("thrift://spark:10000", "app-2"), server, running)
+    assert not application_gone(Application("thrift://other:10000", "app-1"), server, running)
+    assert not application_gone(Application("thrift://spark:10000", "app-1"), mine, running)
+    assert not application_gone(None, mine, running)
+    # read back from the property the run sets
+    recorded = Application.from_property(mine.to_property())
+    assert recorded == mine and Application.from_property("garbled") is None
 
 
 def test_a_pending_table_made_lately_is_alive_whatever_its_first_heartbeat_says():

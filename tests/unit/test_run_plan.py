@@ -79,17 +79,16 @@ def test_create_statement_per_format():
 @pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
 @pytest.mark.parametrize("observable", [True, False])
 @pytest.mark.parametrize("strategy", ["append", "merge", "table", "microbatch"])
-def test_quarantined_rows_go_to_a_pending_table_from_a_cache_never_the_driver(
-    fmt, observable, strategy
-):
-    """discard_row + quarantine: the model's output is read once into a cache on the executors
-    (the run's stage is the cached view; nothing is observed, nothing collected), on every
-    format and method; a microbatch batch stages and quarantines before its load."""
+def test_quarantined_rows_go_to_the_runs_pending_table_never_the_driver(fmt, observable, strategy):
+    """discard_row + quarantine: the model's output is read once into the run's pending table
+    (the run's stage: every row with its reasons; nothing is observed, nothing collected), and
+    the load and the quarantine read it, on every format and method; a microbatch batch stages
+    and quarantines before its load."""
     from dbt.adapters.spark_contracts.core.config import EvolutionSettings
     from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
     from dbt.adapters.spark_contracts.core.parse import parse_type
     from dbt.adapters.spark_contracts.core.plan import Policy
-    from dbt.adapters.spark_contracts.core.run_plan import CACHE_SUFFIX, RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
 
     decided = plan_run(
         RunInputs(
@@ -110,9 +109,16 @@ def test_quarantined_rows_go_to_a_pending_table_from_a_cache_never_the_driver(
     assert decided.quarantine_pending is pending
     assert decided.load is not None and decided.load.quarantine_select is not None
     if pending:
-        assert decided.stage == "t__tmp" + CACHE_SUFFIX
-        assert decided.observed is None  # counted by a query over the cache: exact
-        assert "t__tmp" + CACHE_SUFFIX in decided.load.quarantine_select
+        assert decided.stage == "db.t__quarantine__pending_inv"
+        assert decided.observed is None  # counted by a query over the pending table: exact
+        assert decided.load.select.endswith(
+            "FROM db.t__quarantine__pending_inv WHERE NOT ((`n` IS NOT NULL AND "
+            "try_cast(`n` AS BIGINT) IS NULL))"
+        )
+        assert "FROM db.t__quarantine__pending_inv" in (decided.load.discard_count_sql or "")
+        # the pending table is written from the model's view, every row
+        written = decided.load.pending_from("t__tmp") or ""
+        assert written.endswith("FROM t__tmp") and " WHERE " not in written
         assert "collect_list" not in repr(decided)
     else:
         assert decided.stage is not None and "__dbt_stage_" in decided.stage

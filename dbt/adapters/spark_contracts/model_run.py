@@ -293,10 +293,10 @@ class ModelRun:
             "mode": self.mode,
             "dry_run": self.dry_run,
             "write_path": self.write.path.name.lower(),
-            # staged: the output written to a table first; cached: read once into a cache on
-            # the executors (a quarantining run, core/pending.py)
-            "staged": self.stage is not None and not self.quarantine_pending,
-            "cached": self.quarantine_pending,
+            # staged: the output written to a table first (a quarantining run's: its pending
+            # table, core/pending.py)
+            "staged": self.stage is not None,
+            "pending_table": self.pending_table if self.quarantine_pending else None,
             "diff": [
                 {"change": type(c).__name__, "path": c.dotted, "description": c.describe()}
                 for c in self.diff.changes
@@ -387,10 +387,11 @@ def merge_column_lists(
     }
 
 
-def _stage_format(run: ModelRun) -> str:
-    """Plain parquet (no transaction log, no statistics) unless the table's catalog is Iceberg's,
-    which only makes Iceberg tables."""
-    return "iceberg" if run.table_format == "iceberg" else "parquet"
+def stage_format(table_format: str) -> str:
+    """A stage's or a pending table's format beside a model table in `table_format`: plain
+    parquet (no transaction log, no statistics) unless the table's catalog is Iceberg's, which
+    only makes Iceberg tables."""
+    return "iceberg" if table_format == "iceberg" else "parquet"
 
 
 def _quarantine_format(run: ModelRun) -> str:
@@ -399,5 +400,5 @@ def _quarantine_format(run: ModelRun) -> str:
 
 
 def pending_format(table_format: str) -> str:
-    """A quarantine's (and a pending table's) format for a model table in `table_format`."""
+    """A quarantine's format for a model table in `table_format`."""
     return table_format if table_format in ("delta", "iceberg") else "parquet"

@@ -11,16 +11,21 @@ from typing import Any, List, Optional, Sequence
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
-from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
+from dbt.adapters.spark_contracts.core.load_select import PENDING_DISCARDED, RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.pending import (
+    APP_PROPERTY,
     BEAT_PROPERTY,
+    CREATED_PROPERTY,
     RUN_PROPERTY,
     TAG_PROPERTY,
     Action,
+    Application,
     Loaded,
     LogEntry,
     ModelRecord,
     Pending,
+    application_gone,
+    created_of,
     decide_pending,
     load_state,
     loaded_property,
@@ -35,9 +40,11 @@ from dbt.adapters.spark_contracts.model_run import (
     RunOutcome,
     _quarantine_format,
     pending_format,
+    stage_format,
 )
 from dbt.adapters.spark_contracts.restore import Restorer
 from dbt.adapters.spark_contracts.run_errors import QuarantineMismatch, QuarantinePending
+from dbt.adapters.spark_contracts.spark_handle import process_running
 
 logger = AdapterLogger("SparkContracts")
 LOGGED = ("delta", "iceberg")  # formats whose table keeps a log of its commits
@@ -92,22 +99,29 @@ class QuarantineSteps(Restorer):
 
     # -- the run's own pending table
     def _write_pending(self, run: ModelRun, select: str) -> None:
-        """Before the load: the discarded rows, from the executors, into the run's pending table
-        (tagged with the run's commit tag, its lease fresh); the quarantine made ready to take
-        them (a quarantine that cannot fails the run here, before any change)."""
+        """Before the load: the model's output, read once, from the executors into the run's
+        pending table, every row with its reasons (`select`, core/load_select.pending_from);
+        the table tagged with the run's commit tag, its lease fresh."""
         pending, now = run.pending_table, int(time.time())
         # renewed from now on (a beat before the table exists fails and is tried again); the
         # table's own creation also counts as a sign of life (core/pending.decide_pending)
         self.out.lease = Heartbeat(self.spark, pending).start()
         properties = (
             f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, "
-            f"'{RUN_PROPERTY}' = {sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}'"
+            f"'{RUN_PROPERTY}' = {sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}', "
+            f"'{CREATED_PROPERTY}' = '{now}', "
+            f"'{APP_PROPERTY}' = {sql_string(self.spark.application().to_property())}"
         )
+        self.out.pending = pending  # from here on, a failure settles it
         self.spark.run(
-            f"create table {pending} using {pending_format(run.table_format)} "
+            f"create table {pending} using {stage_format(run.table_format)} "
             f"tblproperties ({properties}) as {select}"
         )
-        self.out.pending = pending
+
+    def _ready_for_pending(self, run: ModelRun) -> None:
+        """The quarantine made ready to take the pending table's discarded rows, before the
+        load: a quarantine that cannot take them fails the run here, before any change."""
+        pending = self.out.pending
         self._ready_quarantine(run, f"select * from {pending}")
         for statement in self._quarantine_evolution(run):
             self.spark.run(statement)
@@ -157,11 +171,13 @@ class QuarantineSteps(Restorer):
                 self.spark.run(f"drop table if exists {pending}")
                 self._unset_loaded(relation, table_format, invocation_id)
                 return f"{quarantine} held its rows already: dropped {pending}"
-        insert = f"insert into {quarantine} by name select * from {pending}"
-        if run is not None:
-            self._insert_quarantined(run, insert)
-        else:
+        insert = (
+            f"insert into {quarantine} by name select * from {pending} where {PENDING_DISCARDED}"
+        )
+        if run is None:
             self.spark.run(insert)
+        elif self.out.rows_discarded:  # the run's own, when it discarded any
+            self._insert_quarantined(run, insert)
         self.spark.run(f"drop table if exists {pending}")
         owner = invocation_id if run is None else run.invocation_id
         if owner is not None:
@@ -236,17 +252,23 @@ class QuarantineSteps(Restorer):
         (core/pending.decide_pending): what was done, one line each."""
         done: List[str] = []
         record: Optional[ModelRecord] = None
+        here: Optional[Application] = None
         for name in pendings:
             try:
                 properties = self._properties(name)
-                created = self._created(name, pending_format(table_format))
+                created = None
+                if created_of(properties) is None:  # made before the property was set
+                    created = self._created(name, pending_format(table_format))
             except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
                 logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
                 continue
             pending = Pending.from_properties(name, properties, created)
             if record is None:
                 record = self._model_record(relation, table_format)
-            decision = decide_pending(pending, record, time.time(), lease_seconds())
+            if here is None:
+                here = self.spark.application()
+            gone = application_gone(pending.application, here, process_running)
+            decision = decide_pending(pending, record, time.time(), lease_seconds(), gone)
             run = pending.run or "unknown"
             if decision.action is Action.WAIT:
                 logger.info(

@@ -32,8 +32,8 @@ from dbt.adapters.spark_contracts.model_run import (
     ContractsAdapterResponse,
     ModelRun,
     RunOutcome,
-    _stage_format,
     pending_format,
+    stage_format,
 )
 from dbt.adapters.spark_contracts.quarantine_steps import QuarantineSteps
 from dbt.adapters.spark_contracts.report import RunReport
@@ -47,9 +47,6 @@ from dbt.adapters.spark_contracts.run_errors import (
 from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
-# where a quarantining run keeps the model's output while it reads it: the executors' memory,
-# spilling to their disks (never the driver's: nothing is collected)
-CACHE_LEVEL = "MEMORY_AND_DISK"
 
 # --------------------------------------------------------------------------- the runner
 
@@ -100,17 +97,13 @@ class Runner(QuarantineSteps):
             self.spark.run(f"create or replace temporary view {base} as {coerced}")
         if run.observed is not None and load is not None:
             out.observation = self.spark.observe(run.observed, base, run.observed_metrics)
-        if run.stage and run.quarantine_pending:  # read once, kept on the executors
-            self.spark.run(f"drop view if exists {run.stage}")
-            self.spark.run(
-                f"cache table {run.stage} options ('storageLevel' '{CACHE_LEVEL}') "
-                f"as select * from {base}"
-            )
-            out.staged = True
+        pending = load.pending_from(base) if load is not None else None
+        if pending and run.quarantine_pending:  # read once: every row, from the executors
+            self._write_pending(run, pending)
         elif run.stage:
             self.spark.run(f"drop table if exists {run.stage}")
             self.spark.run(
-                f"create table {run.stage} using {_stage_format(run)} "
+                f"create table {run.stage} using {stage_format(run.table_format)} "
                 f"as select * from {run.observed or base}"
             )
             out.staged = True
@@ -125,9 +118,9 @@ class Runner(QuarantineSteps):
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             if not load.passes_through:
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
+        if out.pending is not None and out.rows_discarded:
+            self._ready_for_pending(run)  # before any change to the table
         quarantine = load.quarantine_select if load is not None else None
-        if quarantine and out.rows_discarded and run.quarantine_pending:
-            self._write_pending(run, quarantine)  # before any change to the table
         if run.write.multi_step and run.statements:
             self._begin_steps(run)
         if quarantine and out.rows_discarded and not run.quarantine_pending:
@@ -295,11 +288,7 @@ class Runner(QuarantineSteps):
         if self.out.staged:
             self.out.staged = False
             try:
-                if run.quarantine_pending:
-                    self.spark.run(f"uncache table if exists {run.stage}")
-                    self.spark.run(f"drop view if exists {run.stage}")
-                else:
-                    self.spark.run(f"drop table if exists {run.stage}")
+                self.spark.run(f"drop table if exists {run.stage}")
             except Exception as exc:  # a leftover stage harms nothing; say so
                 logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
 

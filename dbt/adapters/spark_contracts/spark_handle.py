@@ -3,6 +3,8 @@ adapter's thread connection (every method alike)."""
 
 from __future__ import annotations
 
+import os
+import socket
 from contextlib import contextmanager
 from typing import (
     Any,
@@ -20,6 +22,7 @@ from typing import (
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.core import Struct, from_spark_json
+from dbt.adapters.spark_contracts.core.pending import SESSION_ENDPOINT, Application
 
 logger = AdapterLogger("SparkContracts")
 
@@ -47,6 +50,10 @@ class Spark(Protocol):
     def set_conf(self, key: str, value: Optional[str]) -> None: ...
 
     def get_conf(self, key: str) -> Optional[str]: ...
+
+    def application(self) -> Application:
+        """Where this connection's statements run (core/pending.Application)."""
+        ...
 
     def can_observe(self) -> bool:
         """Metrics observed while a statement runs reach this process (classic session)."""
@@ -117,6 +124,17 @@ class _ConnectionSpark:
         with self._adapter.connections.exception_handler(f"get {key}"):
             return handle.get_conf(key)
 
+    def application(self) -> Application:
+        """Where this connection's statements run (core/pending.Application): this process's
+        embedded session, or the server the profile names, with its Spark application id."""
+        credentials = self._adapter.config.credentials
+        method = str(getattr(credentials, "method", "") or "session")
+        if method == "session":
+            endpoint = f"{SESSION_ENDPOINT}{socket.gethostname()}/{os.getpid()}"
+        else:
+            endpoint = f"{method}://{credentials.host}:{getattr(credentials, 'port', '')}"
+        return Application(endpoint, self.get_conf("spark.app.id") or "")
+
     def can_observe(self) -> bool:
         handle = self._handle()
         return bool(getattr(handle, "can_observe", lambda: False)())
@@ -130,3 +148,14 @@ class _ConnectionSpark:
         thread: a new session on the embedded method, a new server session over the wire)."""
         with self._adapter.connection_named(name):
             yield _ConnectionSpark(self._adapter)
+
+
+def process_running(pid: int) -> bool:
+    """A process of that id runs on this host (one we may not signal runs too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -4,7 +4,10 @@ model table's own log, on every connection method (`--profile`) and on delta and
 - a run that died after its load: its load (tagged in the table's log) stays, and its pending
   rows move into the quarantine (created again, if someone dropped it);
 - a run that died before its load: the log reaches back before its pending table and holds no
-  load of it, so its pending rows are dropped;
+  load of it, and the Spark application that ran its statements is gone (an embedded session's
+  process that ended; a server restarted since), so its pending rows are dropped;
+- the same, but its application may still be running a statement it sent (this very process;
+  the server as it is now): its rows are kept, the load may commit yet;
 - a run whose lease is fresh may be alive: its pending table is left alone.
 
 The dead runs are written by hand through the method under test (a tagged INSERT and a pending
@@ -19,7 +22,14 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.spark_contracts import run as runs
-from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY, RUN_PROPERTY, TAG_PROPERTY
+from dbt.adapters.spark_contracts.core.pending import (
+    APP_PROPERTY,
+    BEAT_PROPERTY,
+    RUN_PROPERTY,
+    TAG_PROPERTY,
+    Application,
+)
+from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
 from tests.functional.probes import versioned_model
 
 FORMATS = ("delta", "iceberg")
@@ -47,11 +57,29 @@ def tag(run: str, fmt: str) -> str:
     return f"dbt-spark-contracts:{run}:x:model.test.pm_{fmt}"
 
 
-def pending_sql(table: str, fmt: str, run: str, beat: int, row_id: int) -> str:
+ENDED_PID = 4_194_999  # above Linux's highest pid: no process has it
+
+
+def applications(project) -> tuple:
+    """(gone, alive): an application that ran a dead run's statements and has ended since, and
+    one that may still run them (the one this connection reaches now)."""
+    with project.adapter.connection_named("__test_application"):
+        here = _ConnectionSpark(project.adapter).application()
+    if here.process() is not None:  # the embedded session: a process on this host that ended
+        host = here.process()[0]
+        return Application(f"session://{host}/{ENDED_PID}", "local-1"), here
+    return Application(here.endpoint, here.app_id + "-before-a-restart"), here
+
+
+def pending_sql(
+    table: str, fmt: str, run: str, beat: int, row_id: int, app: Application | None = None
+) -> str:
     properties = (
         f"'{TAG_PROPERTY}' = '{tag(run, fmt)}', '{RUN_PROPERTY}' = '{run}', "
         f"'{BEAT_PROPERTY}' = '{beat}'"
     )
+    if app is not None:
+        properties += f", '{APP_PROPERTY}' = '{app.to_property()}'"
     return (
         f"create table {table}__quarantine__pending_{run.replace('-', '')[:12]} using {fmt} "
         f"tblproperties ({properties}) as select {row_id} as id, 'bad' as n, "
@@ -78,8 +106,11 @@ class TestPendingSettled:
         project.run_sql(pending_sql(table, fmt, "dead-after-load", 0, 98))
         args = {"table": table, "key": key, "tag": tag("dead-after-load", fmt)}
         run_dbt(["run-operation", "tagged_load", "--args", str(args)])  # one session
-        # died before its load (its pending table is younger than the table's first commit)
-        project.run_sql(pending_sql(table, fmt, "dead-before-load", 0, 97))
+        # died before its load (its pending table is younger than the table's first commit), its
+        # application gone; and one whose application may still run what it sent
+        gone, alive = applications(project)
+        project.run_sql(pending_sql(table, fmt, "dead-before-load", 0, 97, gone))
+        project.run_sql(pending_sql(table, fmt, "app-alive", 0, 95, alive))
         # alive: renewed its lease just now
         project.run_sql(pending_sql(table, fmt, "alive-run", int(time.time()), 96))
 
@@ -90,11 +121,11 @@ class TestPendingSettled:
         repairs = results[0].adapter_response.get("repairs") or []
         assert any("dead-after-load" in r and "moved" in r for r in repairs), repairs
         assert any("dead-before-load" in r and "dropped" in r for r in repairs), repairs
-        assert not any("alive-run" in r for r in repairs), repairs
+        assert not any("alive-run" in r or "app-alive" in r for r in repairs), repairs
         assert ids(table) == [1, 3, 99]  # the dead run's finished load stays
         assert ids(f"{table}__quarantine") == [2, 98]  # its rows once, none of the other dead run
         tables = [
             r[1] for r in project.run_sql(f"show tables in {table.rsplit('.', 1)[0]}", fetch="all")
         ]
         left = sorted(t for t in tables if "__pending_" in t)
-        assert left == [f"pm_{fmt}__quarantine__pending_aliverun"], left
+        assert left == [f"pm_{fmt}__quarantine__pending_{r}" for r in ("aliverun", "appalive")]

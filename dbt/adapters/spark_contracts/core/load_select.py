@@ -33,6 +33,8 @@ CREATE, FAIL, SKIP, LOAD = "create", "fail", "skip", "load"
 WIDEN, VARIANT = "widen", "variant"
 # the quarantine's own columns
 REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
+# a pending table's discarded rows (its kept rows have no reason)
+PENDING_DISCARDED = f"`{REASON_COLUMN}` IS NOT NULL"
 
 
 def check_quarantine_columns(relation: str, compiled: Struct) -> None:
@@ -111,7 +113,10 @@ class LoadSql:
     `values_discarded`, observed in a pass that reads the source anyway where the connection can;
     `discard_count_sql` is the same aggregates as a query of their own where it cannot.
     `quarantine_select`: the discarded rows plus `_contract_reason` and `_dbt_run_id`, read
-    from the run's cache or stage (never collected: they go from the executors to storage).
+    from the run's stage (never collected: they go from the executors to storage).
+    `pending_from(view)`: every row of the model's output with the same two columns, its
+    `_contract_reason` NULL where the row is kept: a quarantining run's pending table, which the
+    load and the quarantine both read (core/pending.py).
     """
 
     select: str
@@ -148,6 +153,15 @@ class LoadSql:
             return None
         run_id = f"{sql_string(self.run_id)} AS {quote_identifier(RUN_ID_COLUMN)}"
         return f"SELECT {self.quarantine_row}, {run_id} FROM {source} WHERE {self.quarantine_where}"
+
+    def pending_from(self, view: str) -> str | None:
+        """Every row of `view` (the model's output) with `_contract_reason` (NULL: the row is
+        kept) and `_dbt_run_id`: a quarantining run's pending table (`PENDING_DISCARDED`
+        picks its discarded rows)."""
+        if self.quarantine_row is None:
+            return None
+        run_id = f"{sql_string(self.run_id)} AS {quote_identifier(RUN_ID_COLUMN)}"
+        return f"SELECT {self.quarantine_row}, {run_id} FROM {view}"
 
     @property
     def quarantine_select(self) -> str | None:
@@ -366,4 +380,5 @@ def _quarantine(
     reasons = ", ".join(f"CASE WHEN {p} THEN {sql_string(r)} END" for r, p in load.row_filters)
     columns = ", ".join(quote_identifier(f.name) for f in compiled.fields)
     where = " OR ".join(f"({p})" for _, p in load.row_filters)
-    return f"{columns}, concat_ws('; ', {reasons}) AS {quote_identifier(REASON_COLUMN)}", where
+    reason = f"CASE WHEN {where} THEN concat_ws('; ', {reasons}) END"
+    return f"{columns}, {reason} AS {quote_identifier(REASON_COLUMN)}", where

@@ -15,9 +15,13 @@ table's own record (`decide_pending`), never from the quarantine's:
 - the load that carries the tag is in the model's log: the load finished; its discarded rows
   are moved into the quarantine (unless it already holds rows of that run), then the pending
   table is dropped (roll forward: rows are added, never taken away);
-- the model's log reaches back before the pending table was made and holds no such load: the
-  run died before its load, which never happened; its pending rows belong to no load and are
-  dropped (the table is as before that run);
+- the model's log reaches back before the pending table was made and holds no such load, and
+  the Spark application that ran that run's statements is provably gone (its embedded session's
+  process on this host has ended; the server at its endpoint has restarted): the run died
+  before its load, which can no longer commit; its pending rows belong to no load and are
+  dropped (the table is as before that run). While that application may still run a statement
+  the dead client sent (a Thrift or Connect server), the table is kept: its load may commit yet;
+  the next run looks again;
 - otherwise (parquet without the property; a log cleaned past the run): nothing can be proven;
   the pending table is kept and named in a warning, with the statements that move it by hand.
 
@@ -28,7 +32,7 @@ this: the quarantine's history is never read.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .render import suffixed
@@ -37,6 +41,10 @@ PENDING_SUFFIX = "__pending_"  # <relation>__quarantine__pending_<run>
 TAG_PROPERTY = "dbt_spark_contracts.pending_tag"  # the run's commit tag, on the pending table
 RUN_PROPERTY = "dbt_spark_contracts.pending_run"  # its invocation id (its rows' `_dbt_run_id`)
 BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # epoch seconds; "0": released
+CREATED_PROPERTY = "dbt_spark_contracts.created"  # epoch seconds, taken before the table is made
+# where the run's statements run: "<endpoint> <Spark application id>" (`Application`)
+APP_PROPERTY = "dbt_spark_contracts.application"
+SESSION_ENDPOINT = "session://"  # session://<host>/<pid>: an embedded session, in that process
 # parquet keeps no log: the run sets this on the model's table right after its load
 LOADED_PREFIX = "dbt_spark_contracts.loaded_"
 # A lease is fresh this long after its last heartbeat (the run renews it every BEAT_SECONDS
@@ -85,6 +93,49 @@ def is_pending_of(identifier: str, quarantine_identifier: str) -> bool:
     return identifier.lower().startswith((quarantine_identifier + PENDING_SUFFIX).lower())
 
 
+@dataclass(frozen=True)
+class Application:
+    """Where a connection's statements run: its endpoint (`session://<host>/<pid>` for the
+    embedded session, which lives and dies with that process; `<method>://<host>:<port>` for a
+    server) and the Spark application there."""
+
+    endpoint: str
+    app_id: str
+
+    def to_property(self) -> str:
+        return f"{self.endpoint} {self.app_id}"
+
+    @classmethod
+    def from_property(cls, value: str | None) -> Application | None:
+        endpoint, _, app_id = (value or "").strip().partition(" ")
+        return cls(endpoint, app_id.strip()) if endpoint and app_id.strip() else None
+
+    def process(self) -> tuple[str, int] | None:
+        """(host, pid) of an embedded session's process; None for a server."""
+        if not self.endpoint.startswith(SESSION_ENDPOINT):
+            return None
+        host, _, pid = self.endpoint[len(SESSION_ENDPOINT) :].rpartition("/")
+        return (host, int(pid)) if host and pid.isdigit() else None
+
+
+def application_gone(
+    recorded: Application | None, here: Application, process_running: Callable[[int], bool]
+) -> bool:
+    """Positive evidence that no statement of the application `recorded` can still run:
+    an embedded session whose process on this host (`here`'s) has ended, or a server at
+    `here`'s own endpoint that now runs another Spark application (it restarted). Anything
+    else (not recorded, another host, another server, the same application) proves nothing."""
+    if recorded is None:
+        return False
+    process = recorded.process()
+    if process is not None:
+        mine = here.process()
+        return mine is not None and mine[0] == process[0] and not process_running(process[1])
+    return (
+        recorded.endpoint == here.endpoint and bool(here.app_id) and recorded.app_id != here.app_id
+    )
+
+
 class Action(enum.Enum):
     WAIT = "wait"  # its run may be alive
     MOVE = "move"  # its load is in the model's log: append it to the quarantine
@@ -100,17 +151,29 @@ class Pending:
     tag: str | None
     run: str | None
     heartbeat: float | None
-    # when it was made, as its own log's first commit says (the same clock and representation
-    # as the model table's log it is compared with); None where it keeps no log
+    # when it was made: its `CREATED_PROPERTY` (the run's clock just before it made the table),
+    # else its own log's first commit; None where neither says
     created: float | None
+    application: Application | None = None  # where its run's statements ran
 
     @classmethod
     def from_properties(
-        cls, name: str, properties: Mapping[str, str], created: float | None
+        cls, name: str, properties: Mapping[str, str], created: float | None = None
     ) -> Pending:
         lowered = {k.lower(): v for k, v in properties.items()}
         tag, run = lowered.get(TAG_PROPERTY), lowered.get(RUN_PROPERTY)
-        return cls(name, tag, run, heartbeat_of(properties), created)
+        made = created_of(properties) or created
+        application = Application.from_property(lowered.get(APP_PROPERTY))
+        return cls(name, tag, run, heartbeat_of(properties), made, application)
+
+
+def created_of(properties: Mapping[str, str]) -> float | None:
+    """When a pending table was made, as its `CREATED_PROPERTY` says (None: not said)."""
+    lowered = {k.lower(): v for k, v in properties.items()}
+    try:
+        return float(lowered[CREATED_PROPERTY])
+    except (KeyError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -153,9 +216,14 @@ LOAD_OPERATIONS = {
 
 
 def decide_pending(
-    pending: Pending, record: ModelRecord, now: float, lease_seconds: float = LEASE_SECONDS
+    pending: Pending,
+    record: ModelRecord,
+    now: float,
+    lease_seconds: float = LEASE_SECONDS,
+    gone: bool = False,
 ) -> Decision:
-    """What to do with another run's pending table (see the module's text)."""
+    """What to do with another run's pending table (see the module's text). `gone`: its run's
+    Spark application is provably gone (`application_gone`)."""
     if pending.heartbeat is None or pending.tag is None or pending.run is None:
         return Decision(Action.KEEP, "its properties do not name its run and lease")
     alive = max(pending.heartbeat, pending.created or 0) if pending.heartbeat > 0 else 0
@@ -178,9 +246,16 @@ def decide_pending(
         return Decision(Action.MOVE, f"the table's log holds its load (tag {pending.tag})")
     oldest = min((e.timestamp for e in record.log), default=None)
     if oldest is not None and pending.created is not None and oldest <= pending.created:
+        if not gone:
+            return Decision(
+                Action.KEEP,
+                "the table's log holds no load of that run yet, but the Spark application that "
+                "ran its statements may still be running one (it is not provably gone)",
+            )
         return Decision(
             Action.DROP,
-            "the table's log reaches back before the run made it and holds no load of that run",
+            "the table's log reaches back before the run made it and holds no load of that "
+            "run, and the Spark application that ran its statements is gone",
         )
     return Decision(Action.KEEP, "the table's log no longer reaches back to that run")
 

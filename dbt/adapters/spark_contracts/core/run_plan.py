@@ -36,6 +36,8 @@ from .load_select import (
     render_load_select,
 )
 from .operations import Plan
+from .pending import pending_name
+from .quarantine import QUARANTINE_SUFFIX
 from .render import render_plan, suffixed
 from .types import Struct
 from .write_path import (
@@ -49,7 +51,6 @@ from .write_path import (
 )
 
 STAGE_SUFFIX = "__dbt_stage_"
-CACHE_SUFFIX = "__cache"  # the cached view of a quarantining run's output
 
 TABLE = "table"
 INCREMENTAL = "incremental"
@@ -207,8 +208,9 @@ class RunDecision:
     contract: ContractDecision | None = None
     load: LoadSql | None = None
     violation: ContractViolation | None = None
-    # the discarded rows go to a pending table before the load (core/pending.py); the model's
-    # output is read once into a cache on the executors (`stage` names the cached view)
+    # the model's output is read once into the run's pending table (`stage` names it), every
+    # row with its reasons; the load reads the kept rows from it, the quarantine the discarded
+    # (core/pending.py)
     quarantine_pending: bool = False
 
 
@@ -248,12 +250,15 @@ def plan_run(inputs: RunInputs) -> RunDecision:
     load = None
     if decision is not None and not dry_run:
         load = render_load_select(decision, stage, i.deployed, i.compiled, i.invocation_id)
-    # a quarantining run caches the model's output on the executors (read once, never through
-    # the driver): the counts, the pending rows and the load all read the cache
+    # a quarantining run writes the model's output once, from the executors, to its pending
+    # table (never through the driver): the counts, the load and the quarantine all read it.
+    # Nothing is hoisted: the pending table holds the model's columns only.
     pending = quarantine_pends(load, i.strategy) and not plan.full_refresh
     if decision is not None and pending:
-        stage = suffixed(i.view, CACHE_SUFFIX)
-        load = render_load_select(decision, stage, i.deployed, i.compiled, i.invocation_id)
+        stage = pending_name(suffixed(i.relation, QUARANTINE_SUFFIX), i.invocation_id)
+        load = render_load_select(
+            decision, stage, i.deployed, i.compiled, i.invocation_id, hoist=False
+        )
     # A table rebuild's `create or replace ... as select` runs its query in a nested execution
     # whose observed metrics never reach the session (Delta 4.3): it stages.
     observe = (

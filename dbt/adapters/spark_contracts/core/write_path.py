@@ -139,8 +139,8 @@ SOURCE_READ_TWICE: frozenset[tuple[str, str]] = frozenset({("iceberg", "merge")}
 
 def quarantine_pends(load: LoadSql | None, strategy: str = "") -> bool:
     """The run writes its discarded rows to a pending table before its load and moves them into
-    the quarantine after it (core/pending.py), reading the model's output once from a cache
-    on the executors. Not a microbatch batch: the batches of one invocation share the run id
+    the quarantine after it (core/pending.py), the model's output read once into that table
+    (every row, with its reasons). Not a microbatch batch: the batches of one invocation share the run id
     the quarantine's rows carry; a batch quarantines from its stage before its load."""
     return load is not None and load.quarantine_row is not None and strategy != MICROBATCH
 
