@@ -113,6 +113,21 @@ class FakeTables(FakeDelta):
                 raise DbtDatabaseError(f"table not found: {QUARANTINE}")
             self.quarantine += self.pendings[m.group(1)].rows
             return None
+        if m := re.match(
+            rf"merge into {re.escape(QUARANTINE)} q using \(select \* from (\S+) where "
+            r"`_contract_reason` is not null\) p on q.`_dbt_run_id` = p.`_dbt_run_id` "
+            r"when matched and q.`_dbt_run_id` is null then delete "
+            r"when not matched then insert \(`id`, `n`, `_contract_reason`, `_dbt_run_id`\) "
+            r"values \(p.`id`, p.`n`, p.`_contract_reason`, p.`_dbt_run_id`\)$",
+            low,
+        ):
+            self._statement()
+            if self.quarantine is None:
+                raise DbtDatabaseError(f"table not found: {QUARANTINE}")
+            rows = self.pendings[m.group(1)].rows
+            if not set(rows) & set(self.quarantine):
+                self.quarantine += rows
+            return None
         if m := re.match(r"drop table if exists (\S+__pending_\w+)$", low):
             self._statement()
             self.pendings.pop(m.group(1), None)
@@ -164,6 +179,11 @@ class FakeTables(FakeDelta):
         return super().fetch(sql)
 
     def relation_schema(self, relation: str, describable: bool) -> Any:
+        if relation.lower() in self.pendings:
+            assert describable  # a parquet table
+            return parse_type(
+                "struct<id:bigint,n:string,_contract_reason:string,_dbt_run_id:string>"
+            )
         assert relation == QUARANTINE and self.quarantine is not None, relation
         return parse_type(
             f"struct<id:bigint,n:{self.quarantine_n},_contract_reason:string,_dbt_run_id:string>"

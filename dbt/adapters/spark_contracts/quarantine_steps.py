@@ -32,7 +32,7 @@ from dbt.adapters.spark_contracts.core.pending import (
     manual_move,
 )
 from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
-from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.core.types import quote_identifier, sql_string
 from dbt.adapters.spark_contracts.lease import Heartbeat, beat_sql, lease_seconds
 from dbt.adapters.spark_contracts.model_run import (
     ICEBERG_TAG_KEY,
@@ -159,18 +159,22 @@ class QuarantineSteps(Restorer):
         whose rows are not appended again where the quarantine holds some already (a kill
         between the append and the drop)."""
         if invocation_id is not None:  # a dead run's: its quarantine may have been dropped since
-            self.spark.run(
-                f"create table if not exists {quarantine} using {pending_format(table_format)} "
-                f"as select * from {pending} where false"
-            )
-            held = self.spark.fetch(
-                f"select 1 as held from {quarantine} "
-                f"where `{RUN_ID_COLUMN}` = {sql_string(invocation_id)} limit 1"
-            )
-            if held:
+            try:
+                self.spark.run(
+                    f"create table if not exists {quarantine} using "
+                    f"{pending_format(table_format)} as select * from {pending} where false"
+                )
+            except DbtDatabaseError:  # another run settling at once may have made it first
+                if not self._exists(quarantine):
+                    raise
+            if self._holds(quarantine, invocation_id):
                 self.spark.run(f"drop table if exists {pending}")
                 self._unset_loaded(relation, table_format, invocation_id)
                 return f"{quarantine} held its rows already: dropped {pending}"
+            if table_format in LOGGED:
+                self._merge_once(table_format, quarantine, pending, invocation_id)
+                self.spark.run(f"drop table if exists {pending}")
+                return f"moved {pending} into {quarantine}"
         insert = (
             f"insert into {quarantine} by name select * from {pending} where {PENDING_DISCARDED}"
         )
@@ -183,6 +187,50 @@ class QuarantineSteps(Restorer):
         if owner is not None:
             self._unset_loaded(relation, table_format, owner)
         return f"moved {pending} into {quarantine}"
+
+    def _exists(self, table: str) -> bool:
+        try:
+            self.spark.fetch(f"select 1 as present from {table} limit 0")
+        except DbtDatabaseError:
+            return False
+        return True
+
+    def _holds(self, quarantine: str, invocation_id: str) -> bool:
+        """The quarantine holds rows of that run."""
+        return bool(
+            self.spark.fetch(
+                f"select 1 as held from {quarantine} "
+                f"where `{RUN_ID_COLUMN}` = {sql_string(invocation_id)} limit 1"
+            )
+        )
+
+    def _merge_once(
+        self, table_format: str, quarantine: str, pending: str, invocation_id: str
+    ) -> None:
+        """A dead run's discarded rows into the quarantine unless it holds rows of that run, in
+        one MERGE: two runs settling the same pending table at once cannot both append it (the
+        second MERGE's commit fails Delta's and Iceberg's conflict check, or it finds the rows
+        and inserts none). A failed MERGE after which the quarantine holds the run's rows was
+        the other run's win; any other failure is raised."""
+        schema = self.spark.relation_schema(pending, stage_format(table_format) == "parquet")
+        columns = [quote_identifier(f.name) for f in schema.fields]
+        run_id = quote_identifier(RUN_ID_COLUMN)
+        merge = (
+            f"merge into {quarantine} q using (select * from {pending} "
+            f"where {PENDING_DISCARDED}) p on q.{run_id} = p.{run_id} "
+            # never true (a match has the run's id); it keeps the MERGE a row-level operation,
+            # whose commit Iceberg checks for conflicts (Spark turns an insert-only MERGE into
+            # an unchecked append)
+            f"when matched and q.{run_id} is null then delete "
+            f"when not matched then insert ({', '.join(columns)}) "
+            f"values ({', '.join('p.' + c for c in columns)})"
+        )
+        try:
+            self.spark.run(merge)
+        except DbtDatabaseError:
+            if not self._holds(quarantine, invocation_id):
+                raise
+            logger.info(f"another run moved {pending} into {quarantine} meanwhile")
 
     def _unset_loaded(self, relation: str, table_format: str, invocation_id: str) -> None:
         if table_format not in LOGGED:

@@ -16,7 +16,9 @@ test_kill.py."""
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from dbt.tests.util import run_dbt
@@ -25,10 +27,14 @@ from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.core.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
+    CREATED_PROPERTY,
     RUN_PROPERTY,
     TAG_PROPERTY,
     Application,
 )
+from dbt.adapters.spark_contracts.model_run import stage_format
+from dbt.adapters.spark_contracts.report import RunReport
+from dbt.adapters.spark_contracts.runner import Runner
 from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
 from tests.functional.probes import versioned_model
 
@@ -76,12 +82,13 @@ def pending_sql(
 ) -> str:
     properties = (
         f"'{TAG_PROPERTY}' = '{tag(run, fmt)}', '{RUN_PROPERTY}' = '{run}', "
-        f"'{BEAT_PROPERTY}' = '{beat}'"
+        f"'{BEAT_PROPERTY}' = '{beat}', '{CREATED_PROPERTY}' = '{int(time.time())}'"
     )
     if app is not None:
         properties += f", '{APP_PROPERTY}' = '{app.to_property()}'"
     return (
-        f"create table {table}__quarantine__pending_{run.replace('-', '')[:12]} using {fmt} "
+        f"create table {table}__quarantine__pending_{run.replace('-', '')[:12]} "
+        f"using {stage_format(fmt)} "
         f"tblproperties ({properties}) as select {row_id} as id, 'bad' as n, "
         f"'n: does not cast' as _contract_reason, '{run}' as _dbt_run_id"
     )
@@ -129,3 +136,37 @@ class TestPendingSettled:
         ]
         left = sorted(t for t in tables if "__pending_" in t)
         assert left == [f"pm_{fmt}__quarantine__pending_{r}" for r in ("aliverun", "appalive")]
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_two_runs_settling_one_dead_run_at_once_move_its_rows_once(
+        self, project, fmt, tmp_path
+    ):
+        """Two runs find the same dead run's pending table, its load in the log, at the same
+        moment: each MERGEs its rows into the quarantine unless the quarantine holds that run's
+        rows; the conflict check of the format fails the second commit (or it finds the rows).
+        The rows are there once either way."""
+        schema = project.test_schema
+        table = f"iceberg.{schema}.pm_{fmt}" if fmt == "iceberg" else f"{schema}.pm_{fmt}"
+        run_dbt(["run", "--select", f"pm_{fmt}"])
+        key = runs.DELTA_USER_METADATA if fmt == "delta" else runs.ICEBERG_SNAPSHOT_TAG
+        dead = "dead-twice"
+        project.run_sql(pending_sql(table, fmt, dead, 0, 90))
+        args = {"table": table, "key": key, "tag": tag(dead, fmt)}
+        run_dbt(["run-operation", "tagged_load", "--args", str(args)])
+        pending = f"{table}__quarantine__pending_{dead.replace('-', '')[:12]}"
+        quarantine = f"{table}__quarantine"
+        start = threading.Barrier(2)
+
+        def settle(i: int) -> list:
+            with project.adapter.connection_named(f"__settler_{i}"):
+                runner = Runner(_ConnectionSpark(project.adapter), RunReport(), tmp_path)
+                start.wait()
+                return runner.settle_pending(table, fmt, quarantine, [pending], f"s{i}")
+
+        with ThreadPoolExecutor(2) as pool:
+            done = list(pool.map(settle, (1, 2)))
+        assert any(done), done  # at least one of them settled it
+        held = project.run_sql(
+            f"select id from {quarantine} where _dbt_run_id = '{dead}'", fetch="all"
+        )
+        assert [r[0] for r in held] == [90], held
