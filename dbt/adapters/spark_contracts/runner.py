@@ -97,9 +97,10 @@ class Runner(QuarantineSteps):
             self.spark.run(f"create or replace temporary view {base} as {coerced}")
         if run.observed is not None and load is not None:
             out.observation = self.spark.observe(run.observed, base, run.observed_metrics)
-        pending = load.pending_from(base) if load is not None else None
+        pending = load.pending_from(run.observed or base) if load is not None else None
         if pending and run.quarantine_pending:  # read once: every row, from the executors
             self._write_pending(run, pending)
+            self._take_counts(run)  # observed while writing it, else one query over it
         elif run.stage:
             self.spark.run(f"drop table if exists {run.stage}")
             self.spark.run(
@@ -135,7 +136,8 @@ class Runner(QuarantineSteps):
             return
         counts = observation()
         load = run.load_sql
-        if counts is None and self.out.staged and load is not None and load.discard_count_sql:
+        staged = self.out.staged or self.out.pending is not None
+        if counts is None and staged and load is not None and load.discard_count_sql:
             counts = self.spark.fetch(load.discard_count_sql)[0]  # from the stage, not the model
         if counts is None:
             logger.warning(f"{run.unique_id}: Spark reported no discard counts for this run")

@@ -20,6 +20,7 @@ from typing import (
 )
 
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core import Struct, from_spark_json
 from dbt.adapters.spark_contracts.core.pending import SESSION_ENDPOINT, Application
@@ -133,7 +134,12 @@ class _ConnectionSpark:
             endpoint = f"{SESSION_ENDPOINT}{socket.gethostname()}/{os.getpid()}"
         else:
             endpoint = f"{method}://{credentials.host}:{getattr(credentials, 'port', '')}"
-        return Application(endpoint, self.get_conf("spark.app.id") or "")
+        try:
+            app_id = self.get_conf("spark.app.id") or ""
+        except DbtDatabaseError as exc:  # unknown: a table it records is never provably gone
+            logger.debug(f"could not read spark.app.id: {exc}")
+            app_id = ""
+        return Application(endpoint, app_id)
 
     def can_observe(self) -> bool:
         handle = self._handle()

@@ -262,11 +262,7 @@ def plan_run(inputs: RunInputs) -> RunDecision:
     # A table rebuild's `create or replace ... as select` runs its query in a nested execution
     # whose observed metrics never reach the session (Delta 4.3): it stages.
     observe = (
-        not pending
-        and load is not None
-        and bool(load.discard_metrics)
-        and i.observable
-        and i.strategy != REBUILD
+        load is not None and bool(load.discard_metrics) and i.observable and i.strategy != REBUILD
     )
     observed = suffixed(i.view, "__observed") if observe else None
     model_source = load.coerced_view(i.view) if load is not None else i.view
