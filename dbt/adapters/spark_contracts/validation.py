@@ -65,10 +65,19 @@ def settings_at_run(adapter: Any, model: Dict[str, Any], run_vars: Dict[str, Any
         return validate_node_config(node)
 
 
+class _NoContext(dict):  # type: ignore[type-arg]
+    """The empty rendering context of the `var()` below, in both of dbt's shapes: a mapping up
+    to dbt-core 1.11, an object whose `_ctx` is that mapping from 1.12 on."""
+
+    @property
+    def _ctx(self) -> Dict[str, Any]:
+        return self
+
+
 def _run_vars(adapter: Any, node: Any) -> Dict[str, Any]:
     from dbt.context.providers import RuntimeVar  # dbt's own `var()`: project vars and --vars
 
-    return read_run_vars(RuntimeVar({}, adapter.config, node))
+    return read_run_vars(RuntimeVar(_NoContext(), adapter.config, node))
 
 
 def _node_config(adapter: Any, node: Any, run_vars: Dict[str, Any]) -> NodeConfig:
