@@ -8,8 +8,9 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
+from dbt.adapters.spark_contracts import derby_metastore
 from dbt.adapters.spark_contracts import jars as jar_resolution
 
 if TYPE_CHECKING:
@@ -39,6 +40,10 @@ class EmbeddedSparkConfig:
         return self.warehouse_dir / "metastore_db"
 
     @property
+    def metastore_url(self) -> str:
+        return f"jdbc:derby:;databaseName={self.metastore_dir};create=true"
+
+    @property
     def iceberg_warehouse(self) -> Path:
         return self.warehouse_dir / "iceberg"
 
@@ -59,9 +64,7 @@ class EmbeddedSparkConfig:
             f"spark.sql.catalog.{self.iceberg_catalog}.warehouse": str(self.iceberg_warehouse),
             "spark.sql.warehouse.dir": str(self.warehouse_dir),
             "spark.sql.catalogImplementation": "hive",
-            "spark.hadoop.javax.jdo.option.ConnectionURL": (
-                f"jdbc:derby:;databaseName={self.metastore_dir};create=true"
-            ),
+            derby_metastore.URL_KEY: self.metastore_url,
             "spark.driver.extraJavaOptions": (
                 f"-Dderby.system.home={self.warehouse_dir} -Dlog4j2.configurationFile={LOG4J_CONFIG}"
             ),
@@ -130,8 +133,58 @@ def get_session(config: EmbeddedSparkConfig) -> SparkSession:
             builder = builder.config(key, value)
         session = builder.enableHiveSupport().getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
+        _widen_view_text(session, config)
         _active, _active_config = session, config
         return session
+
+
+def _widen_view_text(session: SparkSession, config: EmbeddedSparkConfig) -> None:
+    """Views longer than 32,700 characters on the embedded Derby metastore (derby_metastore):
+    its view text columns become CLOBs, before any statement runs. Should that fail, the
+    session still starts (only such views are affected), with a warning saying so."""
+    conf = dict(session.sparkContext.getConf().getAll())
+    if not derby_metastore.applies(conf, config.metastore_url):
+        return
+    try:
+        widened = derby_metastore.widen_view_text(
+            session._jvm,
+            config.metastore_url,
+            config.metastore_dir,
+            lambda: session.catalog.databaseExists("default"),
+        )
+    except Exception as exc:
+        _logger().warning(
+            f"Could not make the view text columns of the embedded Derby metastore "
+            f"({config.metastore_dir}) CLOBs: {_reason(exc)}. "
+            f"A view whose SQL is longer than {derby_metastore.LONG_VARCHAR_LIMIT:,} characters "
+            "will fail to create; materialize such a model as a table, or use method thrift or "
+            "connect with a metastore on a server database."
+        )
+        return
+    if widened:
+        _logger().info(
+            f"Embedded Derby metastore {config.metastore_dir}: {', '.join(widened)} are now "
+            f"CLOBs (views longer than {derby_metastore.LONG_VARCHAR_LIMIT:,} characters)"
+        )
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of the root cause's message (of the Java exception behind a py4j error:
+    Derby's own, e.g. "ERROR XSDB6: Another instance of Derby may have already booted ...")."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        while java is not None and java.getCause() is not None:
+            java = java.getCause()
+        text = str(java.toString()) if java is not None else str(exc).strip()
+    except Exception:
+        text = str(exc).strip()
+    return text.splitlines()[0].rstrip(".") if text else repr(exc)
+
+
+def _logger() -> Any:
+    from dbt.adapters.events.logging import AdapterLogger
+
+    return AdapterLogger("SparkContracts")
 
 
 def thread_session(config: EmbeddedSparkConfig) -> SparkSession:
