@@ -1,6 +1,11 @@
 # Two commands from a fresh clone: `make demo` and `make test` (Python 3.10+, Java 17, Maven or HTTPS).
 PYTHON ?= python3
-VENV   := .venv
+# The dbt-core line of the venv (setup.py allows 1.10-1.12): `make <target>` uses .venv with
+# dbt-core 1.11; `make <target> DBT=1.12` (or 1.10) uses .venv-1.12, each installed under
+# .ci/constraints-dbt$(DBT).txt.
+DBT    ?= 1.11
+VENV   := $(if $(filter 1.11,$(DBT)),.venv,.venv-$(DBT))
+CONSTRAINTS := .ci/constraints-dbt$(DBT).txt
 BIN    := $(VENV)/bin
 JARS   := $(CURDIR)/.jars
 PYTEST_ARGS ?=
@@ -11,13 +16,13 @@ WORKERS ?= 3
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
 .PHONY: install jars demo test unit functional functional-ci suites suites-servers faults faults-ci servers lint bench clean bad-day \
-	cluster cluster-stop cluster-test cluster-ci bench-methods
+	cluster cluster-stop cluster-test cluster-ci bench-methods test-dbt112 steps functional-tests
 
 install: $(VENV)/.installed
-$(VENV)/.installed: setup.py
+$(VENV)/.installed: setup.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
 # Fetches only what the folder lacks (Delta, Iceberg, and the cluster's Derby server and client).
@@ -40,10 +45,11 @@ functional: install jars
 
 # dbt's official dbt-tests-adapter suites (tests/functional/adapter) on the session method, Delta
 # by default; prints the per-suite table the README quotes.
+SUITES_XML := reports/suites-session$(if $(filter 1.11,$(DBT)),,-dbt$(DBT)).xml
 suites: install jars
 	mkdir -p reports
-	$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=15 --junitxml=reports/suites-session.xml $(PYTEST_ARGS); \
-	  status=$$?; $(BIN)/python .ci/suite_table.py session=reports/suites-session.xml; exit $$status
+	$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=15 --junitxml=$(SUITES_XML) $(PYTEST_ARGS); \
+	  status=$$?; $(BIN)/python .ci/suite_table.py session=$(SUITES_XML); exit $$status
 
 # The same suites through a local Thrift Server and a Spark Connect server (not in CI: ~2x slower).
 suites-servers: install jars
@@ -154,6 +160,24 @@ cluster-ci: install jars
 # CI: each step's minutes printed at the end (.ci/steps.py); stops at the first failing step.
 test: install jars
 	@$(BIN)/python .ci/steps.py lint unit functional-ci cluster-ci
+
+# dbt-core 1.12 (not in `make test`): on .venv-1.12 (dbt-core 1.12.0, .ci/constraints-dbt1.12.txt)
+# the unit tests, dbt's official suites (with `dbt seed --empty`) and the functional tests of
+# what 1.12 changed: the model config on_error, and parse-time validation (1.12's var() broke it).
+DBT112_TESTS := tests/functional/test_on_error.py tests/functional/test_parse_validation.py \
+	tests/functional/test_model_contract.py
+test-dbt112:
+	@$(MAKE) --no-print-directory DBT=1.12 install jars
+	@$(MAKE) --no-print-directory DBT=1.12 steps STEPS="unit suites functional-tests" \
+	  TESTS="$(DBT112_TESTS)"
+
+# Steps in turn with their minutes (.ci/steps.py): make steps STEPS="unit suites" [DBT=1.12]
+steps: install
+	@$(BIN)/python .ci/steps.py $(STEPS)
+
+# Named functional tests: make functional-tests TESTS="tests/functional/a.py ..." [DBT=1.12]
+functional-tests: install jars
+	$(BIN)/pytest $(TESTS) -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=10 $(PYTEST_ARGS)
 
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py

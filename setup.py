@@ -19,12 +19,14 @@ setup(
     package_data={"dbt.adapters.spark_contracts": ["log4j2.properties"], "dbt.include.spark_contracts": ["dbt_project.yml", "macros/*.sql", "macros/**/*.sql"]},
     python_requires=">=3.10",
     install_requires=[
-        "dbt-core>=1.10,<1.12",
+        "dbt-core>=1.10,<1.13",
         "dbt-spark[PyHive]>=1.10,<1.12",
         "dbt-adapters>=1.10,<2.0",
         "pyspark[connect]==4.1.1",
         "delta-spark==4.3.1",
         "pandas>=2.0,<3",
+        # core/pydantic_contract.py imports annotated_types (pydantic 2's) at import time
+        "pydantic>=2,<3",
     ],
     extras_require={
         "dev": [
@@ -34,6 +36,8 @@ setup(
             "hypothesis>=6",
             "ruff>=0.6",
             "mypy>=1.10",
+            "build>=1.2",
+            "twine>=5",
         ]
     },
     entry_points={},
