@@ -16,7 +16,7 @@ WORKERS ?= 3
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
 .PHONY: install jars demo test unit functional functional-ci suites suites-servers faults faults-ci servers lint bench clean bad-day \
-	cluster cluster-stop cluster-test cluster-ci bench-methods test-dbt112 steps functional-tests
+	cluster cluster-stop cluster-test cluster-ci bench-methods test-dbt112 steps functional-tests wheel wheel-test
 
 install: $(VENV)/.installed
 $(VENV)/.installed: setup.py $(CONSTRAINTS)
@@ -179,6 +179,20 @@ steps: install
 functional-tests: install jars
 	$(BIN)/pytest $(TESTS) -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=10 $(PYTEST_ARGS)
 
+# The adapter's sdist and wheel in dist/ (the adapter only: dbt/adapters/spark_contracts with its
+# jars package and log4j2.properties, dbt/include/spark_contracts), checked by twine.
+wheel: install
+	rm -rf dist build
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
+# The wheel in a fresh venv outside the repository, its dependencies from PyPI (the dbt-core line
+# of $(CONSTRAINTS)), the jars fetched with the documented command into the filled .jars (a
+# check, no download), then `dbt debug` and a one-model `dbt run` on the embedded Spark in a dbt
+# project outside the repository (.ci/wheel_smoke.sh).
+wheel-test: wheel jars
+	.ci/wheel_smoke.sh dist/*.whl $(CONSTRAINTS) $(JARS)
+
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py
 	$(BIN)/python benchmarks/bench_delta_evolution.py
@@ -191,4 +205,4 @@ bench-methods: install jars
 	$(call with_cluster,$(BIN)/python benchmarks/bench_methods.py --cluster $(CLUSTER_DIR) || status=1)
 
 clean:
-	rm -rf $(VENV) $(JARS) reports integration_tests/target integration_tests/spark-warehouse logs .cluster
+	rm -rf $(VENV) $(JARS) reports dist build integration_tests/target integration_tests/spark-warehouse logs .cluster

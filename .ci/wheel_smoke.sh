@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The wheel installed as a user installs it: a fresh venv outside the repository, the wheel with
+# its dependencies from PyPI, the jars fetched with the documented command
+# (`python -m dbt.adapters.spark_contracts.jars fetch <dir>`), then, in a dbt project outside
+# the repository, `dbt debug` and a one-model `dbt run` on the embedded Spark (method: session).
+# Passes when run_results.json says success and the table holds the model's row.
+#
+#   .ci/wheel_smoke.sh <wheel> [constraints.txt] [jars dir]
+#
+# constraints: the dbt-core line to install (`make wheel-test` passes .ci/constraints-dbt$(DBT).txt:
+#   without it pip takes the newest dbt-core 1.12.x, whose parser package builds only with
+#   access to GitHub). jars dir: a folder to fetch into; `make wheel-test` passes the repository's
+#   filled .jars, so the documented fetch runs and finds every jar there (no download); without
+#   it the jars are downloaded into the temporary folder.
+set -euo pipefail
+
+wheel=$(realpath "$1")
+constraints=${2:+$(realpath "$2")}
+jars=${3:+$(realpath "$3")}
+python=${PYTHON:-python3}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dbt-spark-contracts-wheel.XXXXXX")
+keep=${KEEP_WHEEL_SMOKE:-0}
+trap 'status=$?; if [ "$keep" = 1 ] || [ $status != 0 ]; then echo "left in $work"; else rm -rf "$work"; fi' EXIT
+cd "$work"                       # nothing of the repository on the path from here on
+unset PYTHONPATH DBT_SPARK_CONTRACTS_JARS DBT_PROFILES_DIR
+began=$(date +%s)
+step() { printf '\n== %s (%ss)\n' "$1" $(($(date +%s) - began)); }
+
+step "fresh venv in $work/venv, the wheel and its dependencies from PyPI"
+"$python" -m venv venv
+venv/bin/pip install --quiet --upgrade pip
+venv/bin/pip install --quiet ${constraints:+-c "$constraints"} "$wheel"
+venv/bin/pip list 2>/dev/null | grep -Ei '^(dbt-core|dbt-spark|dbt-adapters|pyspark|delta-spark) '
+venv/bin/python - <<'EOF'
+import importlib.util, pathlib, sys
+import dbt.adapters.spark_contracts as adapter
+where = pathlib.Path(adapter.__file__).resolve()
+assert pathlib.Path(sys.prefix).resolve() in where.parents, f"adapter imported from {where}"
+assert importlib.util.find_spec("spark_contracts_dev") is None, "development tooling installed"
+print("adapter from", where.parent)
+EOF
+
+step "jars: python -m dbt.adapters.spark_contracts.jars fetch"
+jars=${jars:-$work/jars}
+venv/bin/python -m dbt.adapters.spark_contracts.jars fetch "$jars"
+export DBT_SPARK_CONTRACTS_JARS=$jars
+
+step "a dbt project outside the repository: dbt debug, dbt run"
+mkdir -p project/models
+cat > project/dbt_project.yml <<'EOF'
+name: wheel_smoke
+version: "1.0"
+config-version: 2
+profile: wheel_smoke
+EOF
+cat > project/profiles.yml <<'EOF'
+wheel_smoke:
+  target: dev
+  outputs:
+    dev:
+      type: spark_contracts
+      method: session
+      schema: wheel_smoke
+      threads: 1
+EOF
+cat > project/models/smoke.sql <<'EOF'
+{{ config(materialized='table') }}
+select 1 as id, 'installed from the wheel' as note
+EOF
+cd project
+../venv/bin/dbt debug --profiles-dir .
+../venv/bin/dbt run --profiles-dir .
+../venv/bin/python - <<'EOF'
+import json
+
+from dbt.cli.main import dbtRunner
+
+results = json.load(open("target/run_results.json"))["results"]
+assert [(r["unique_id"], r["status"]) for r in results] == [("model.wheel_smoke.smoke", "success")], results
+shown = dbtRunner().invoke(
+    ["show", "--profiles-dir", ".", "--inline", "select id, note from {{ ref('smoke') }}", "--limit", "10"]
+)
+assert shown.success, shown.exception
+rows = [tuple(row) for row in shown.result.results[0].agate_table.rows]
+assert rows == [(1, "installed from the wheel")], rows
+print("run_results: success; wheel_smoke.smoke holds", rows)
+EOF
+step "wheel smoke test passed"
