@@ -17,7 +17,6 @@ VARCHARs (their metastores are opened by spark-submit JVMs, where the adapter ru
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import yaml
 from dbt.tests.util import run_dbt
 
 from tests.functional.conftest import TEST_JAVA_OPTIONS
+from tests.functional.test_embedded_spark import _env
 
 pytestmark = pytest.mark.profile("session")
 
@@ -173,18 +173,6 @@ out["long_view_replaced"] = rows(stats)
 print("RESULT " + json.dumps(out))
 spark.stop()
 """
-
-
-def _env() -> Dict[str, str]:
-    env = dict(os.environ)
-    for key in ("DBT_PROFILES_DIR", "DBT_PROJECT_DIR", "DBT_TARGET", "DBT_PROFILE"):
-        env.pop(key, None)
-    env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
-    env["DBT_USE_COLORS"] = "false"
-    env["PYTHONUNBUFFERED"] = "1"
-    if "DBT_SPARK_CONTRACTS_JARS" not in env and (REPO / ".jars").is_dir():
-        env["DBT_SPARK_CONTRACTS_JARS"] = str(REPO / ".jars")
-    return env
 
 
 def _result_of(script: Path, *args: str) -> Dict[str, Any]:

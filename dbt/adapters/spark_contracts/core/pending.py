@@ -75,13 +75,18 @@ def lease_name(relation: str, invocation_id: str) -> str:
     return suffixed(relation, LEASE_SUFFIX + run_key(invocation_id))
 
 
-def heartbeat_of(properties: Mapping[str, str]) -> float | None:
-    """The heartbeat a pending or lease table's properties carry (None: none, or not a number)."""
+def _number(properties: Mapping[str, str], key: str) -> float | None:
+    """Table property `key` (any case) as a number; None: not there, or not a number."""
     lowered = {k.lower(): v for k, v in properties.items()}
     try:
-        return float(lowered[BEAT_PROPERTY])
+        return float(lowered[key])
     except (KeyError, ValueError):
         return None
+
+
+def heartbeat_of(properties: Mapping[str, str]) -> float | None:
+    """The heartbeat a pending or lease table's properties carry (None: none, or not a number)."""
+    return _number(properties, BEAT_PROPERTY)
 
 
 def lease_is_fresh(heartbeat: float | None, now: float, lease_seconds: float) -> bool:
@@ -169,11 +174,7 @@ class Pending:
 
 def created_of(properties: Mapping[str, str]) -> float | None:
     """When a pending table was made, as its `CREATED_PROPERTY` says (None: not said)."""
-    lowered = {k.lower(): v for k, v in properties.items()}
-    try:
-        return float(lowered[CREATED_PROPERTY])
-    except (KeyError, ValueError):
-        return None
+    return _number(properties, CREATED_PROPERTY)
 
 
 @dataclass(frozen=True)
