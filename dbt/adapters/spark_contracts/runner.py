@@ -1,6 +1,7 @@
 """Carrying a `ModelRun` out on one connection: stage, check, count, quarantine, the multi-step
 changes under a durable intent, the one load; every failure after a change restores."""
 
+import random
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
@@ -46,6 +47,8 @@ from dbt.adapters.spark_contracts.run_errors import (
 )
 from dbt.adapters.spark_contracts.spark_handle import Spark
 
+# rounds of two runs taking their leases at one moment before this one gives up (_lease_alone)
+LEASE_ROUNDS = 5
 logger = AdapterLogger("SparkContracts")
 
 # --------------------------------------------------------------------------- the runner
@@ -154,11 +157,7 @@ class Runner(QuarantineSteps):
         # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
         if run.table_format != "delta":
             out.restore_version = self.current_version(run.relation, run.table_format)
-        self._take_lease(run)  # before the intent: a live run's intent is never repaired
-        others = self.live_runs(run.relation, run.invocation_id)
-        if others:  # its intent on the table: never written over
-            self._let_go_of_lease(run)
-            raise RunInProgress(run.unique_id, run.relation, ", ".join(others), 0.0)
+        self._lease_alone(run)  # before the intent: a live run's intent is never repaired
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
@@ -168,6 +167,26 @@ class Runner(QuarantineSteps):
         for statement in run.statements:
             self._step(run, statement, lambda s=statement: self.spark.run(s))
             out.executed.append(statement)
+
+    def _lease_alone(self, run: ModelRun) -> None:
+        """Take the run's lease and hold it only if no other run of the model holds one.
+
+        Two runs that take their leases at one moment each see the other's. Both let go, wait a
+        random while (longer on each round) and look again: a run that finds the other's lease
+        still there fails, naming it (that run goes on, or fails in turn only if it saw this
+        one's lease, which is gone); a run that finds it gone takes its lease again. So of two
+        runs at once one goes on, never neither (but for `LEASE_ROUNDS` ties in a row)."""
+        for round_ in range(1, LEASE_ROUNDS + 1):
+            self._take_lease(run)
+            others = self.live_runs(run.relation, run.invocation_id)
+            if not others:
+                return
+            self._let_go_of_lease(run)
+            if round_ < LEASE_ROUNDS:
+                time.sleep(random.uniform(0.5, 2.0) * round_)
+                others = self.live_runs(run.relation, run.invocation_id)
+            if others:  # its intent on the table: never written over
+                raise RunInProgress(run.unique_id, run.relation, ", ".join(others), 0.0)
 
     def _take_lease(self, run: ModelRun) -> None:
         lease, now = lease_name(run.relation, run.invocation_id), int(time.time())

@@ -201,10 +201,12 @@ class Project:
             fields = json.loads(meta["schemaString"])["fields"]
             schema = [(f["name"], json.dumps(f["type"])) for f in fields]
             return schema, INTENT in meta.get("configuration", {})
-        version = (self.table_dir(table) / "metadata" / "version-hint.text").read_text().strip()
-        meta = json.loads(
-            (self.table_dir(table) / "metadata" / f"v{version}.metadata.json").read_text()
-        )
+        metadata = self.table_dir(table) / "metadata"
+        # the newest vN.metadata.json, as Iceberg's Hadoop catalogue finds it without the hint
+        # (version-hint.text is deleted and renamed back on every commit: a reader polling
+        # during a run meets the gap)
+        version = max(int(p.name[1:].split(".")[0]) for p in metadata.glob("v*.metadata.json"))
+        meta = json.loads((metadata / f"v{version}.metadata.json").read_text())
         current = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
         schema = [(f["name"], json.dumps(f["type"])) for f in current["fields"]]
         return schema, INTENT in meta.get("properties", {})

@@ -1,0 +1,117 @@
+"""Two runs of one model taking their leases at one moment (CI saw both fail, each naming the
+other): of the two, one goes on and the other fails naming it, never neither. The Runner's own
+lease steps against one shared, scripted catalogue of lease tables; no Spark."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dbt.adapters.spark_contracts import runner as runner_module
+from dbt.adapters.spark_contracts.run import Runner, RunReport
+from dbt.adapters.spark_contracts.run_errors import RunInProgress
+
+
+class Catalogue:
+    """Lease tables as `create table if not exists`, `drop table`, `show tables` and
+    `show tblproperties` see them; `first_look` holds both runs' first listing until both
+    have taken their leases (the tie)."""
+
+    def __init__(self, runs: int) -> None:
+        self.tables: dict[str, dict[str, str]] = {}
+        self.lock = threading.Lock()
+        self.first_look = threading.Barrier(runs)
+        self.looked: set[int] = set()
+
+    def connection(self) -> Connection:
+        return Connection(self)
+
+
+class Connection:
+    def __init__(self, catalogue: Catalogue) -> None:
+        self.catalogue = catalogue
+
+    def run(self, sql: str) -> None:
+        cat = self.catalogue
+        created = re.match(r"create table if not exists (\S+) .*tblproperties \((.*)\)$", sql)
+        if created:
+            props = dict(re.findall(r"'([^']+)' = '([^']*)'", created.group(2)))
+            with cat.lock:
+                cat.tables.setdefault(created.group(1).lower(), props)
+            return
+        dropped = re.match(r"drop table if exists (\S+)$", sql)
+        if dropped:
+            with cat.lock:
+                cat.tables.pop(dropped.group(1).lower(), None)
+            return
+        assert sql.startswith("alter table"), sql  # a heartbeat
+
+    def fetch(self, sql: str) -> list[dict]:
+        cat = self.catalogue
+        listed = re.match(r"show tables in (\S+) like '(\S+)\*'$", sql)
+        if listed:
+            me = threading.get_ident()
+            if me not in cat.looked:
+                cat.looked.add(me)
+                cat.first_look.wait(timeout=10)
+            schema, prefix = listed.groups()
+            with cat.lock:
+                return [
+                    {"tableName": t.split(".", 1)[1]}
+                    for t in cat.tables
+                    if t.startswith(f"{schema}.{prefix}".lower())
+                ]
+        props = re.match(r"show tblproperties (\S+)$", sql)
+        assert props, sql
+        with cat.lock:
+            table = cat.tables.get(props.group(1).lower())
+        if table is None:
+            raise RuntimeError(f"Table or view not found: {props.group(1)}")
+        return [{"key": k, "value": v} for k, v in table.items()]
+
+
+def model_run(invocation_id: str) -> SimpleNamespace:
+    return SimpleNamespace(
+        relation="db.t", invocation_id=invocation_id, table_format="delta", unique_id="model.p.t"
+    )
+
+
+def test_two_runs_at_one_moment_one_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    sleep = runner_module.time.sleep
+    monkeypatch.setattr(runner_module.time, "sleep", lambda s: sleep(s / 20))
+    catalogue = Catalogue(2)
+    outcomes: dict[str, object] = {}
+
+    def run(invocation_id: str) -> None:
+        runner = Runner(catalogue.connection(), RunReport(), tmp_path)  # type: ignore[arg-type]
+        try:
+            runner._lease_alone(model_run(invocation_id))  # type: ignore[arg-type]
+            outcomes[invocation_id] = "goes on"
+            runner.out.run_lease.stop()
+        except RunInProgress as exc:
+            outcomes[invocation_id] = exc
+
+    threads = [threading.Thread(target=run, args=(inv,)) for inv in ("aaaa1111", "bbbb2222")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert catalogue.looked == {t.ident for t in threads}, "the two runs did not tie"
+    going = [inv for inv, outcome in outcomes.items() if outcome == "goes on"]
+    assert len(going) == 1, outcomes
+    (failed,) = [outcome for outcome in outcomes.values() if outcome != "goes on"]
+    assert isinstance(failed, RunInProgress) and failed.invocation_id == going[0], outcomes
+    # the run that goes on holds its lease; the one that failed left none behind
+    assert list(catalogue.tables) == [f"db.t__dbt_lease_{going[0]}"], catalogue.tables
+
+
+def test_a_run_alone_takes_its_lease_at_once(tmp_path: Path):
+    catalogue = Catalogue(1)
+    runner = Runner(catalogue.connection(), RunReport(), tmp_path)  # type: ignore[arg-type]
+    runner._lease_alone(model_run("cccc3333"))  # type: ignore[arg-type]
+    runner.out.run_lease.stop()
+    assert list(catalogue.tables) == ["db.t__dbt_lease_cccc3333"]
