@@ -414,10 +414,12 @@ def test_blocked_plan_lists_each_change_with_reason_and_var():
     assert p.summary() == (
         "schema change plan (parquet):\n"
         "blocked, nothing will change:\n"
-        "  - type narrowed `a`: BIGINT -> INT: narrowing a type loses values; "
-        "permit with --vars '{allow_full_refresh: true}'\n"
+        "  - type narrowed `a`: BIGINT -> INT: narrowing a type loses values; a destructive "
+        "change, blocked by on_destructive_change: error (default); permit with "
+        "schema_evolution: {on_destructive_change: allow} or --vars '{allow_full_refresh: true}'\n"
         "  - column removed `b`: parquet cannot drop `b` in place: removing it deletes its data; "
-        "permit with --vars '{allow_column_removal: true}'"
+        "a destructive change, blocked by on_destructive_change: error (default); permit with "
+        "schema_evolution: {on_destructive_change: allow} or --vars '{allow_column_removal: true}'"
     )
     assert p.to_dict()["blocked"][1]["permitted_by"] == "allow_column_removal"
 

@@ -248,8 +248,13 @@ class RunPathMethods(metaclass=AdapterMeta):
             repairs=repairs,
             quarantine_format=quarantine_format,
         )
-        if (run.has_changes or run.blocked or run.plan.notes or repairs) and not run.dry_run:
+        if (
+            run.has_changes or run.blocked or run.plan.notes or run.plan.ignored or repairs
+        ) and not run.dry_run:
             logger.info(run.summary())  # a dry run logs its own `[dry run]` line
+        if not run.blocked:  # `warn`: applied (or, in a dry run, to be), each change named
+            for warning in run.plan.warnings:
+                logger.warning(f"{unique_id} ({relation}): {warning}")
         runner.out = runs.RunOutcome(repairs=list(repairs))
         runner.record(run)
         return run

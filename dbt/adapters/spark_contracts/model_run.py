@@ -19,6 +19,7 @@ from dbt.adapters.spark_contracts.core.decision import (
     ContractDecision,
 )
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
+from dbt.adapters.spark_contracts.core.fit import fits_view
 from dbt.adapters.spark_contracts.core.intent import (
     Intent,
 )
@@ -132,6 +133,9 @@ class ModelRun:
     # the discarded rows go to a pending table before the load, into the quarantine after it
     quarantine_pending: bool = False
     quarantine_format: Optional[str] = None  # of <relation>__quarantine in dbt's cache, if there
+    # `on_*_change: ignore`: `view` is the view of this SELECT, the model's output as it fits
+    # the table (core/fit.py); the runner defines it first
+    fits: Optional[str] = None
 
     @classmethod
     def planned(
@@ -153,13 +157,14 @@ class ModelRun:
             dry_run=inputs.settings.dry_run,
             mode=decided.mode,
             write=decided.write,
-            view=inputs.view,
+            view=fits_view(inputs.view) if decided.fits else inputs.view,
             stage=decided.stage,
             observed=decided.observed,
             commit_tag=commit_tag,
             contract=decided.contract,
             load_sql=decided.load,
             quarantine_pending=decided.quarantine_pending,
+            fits=decided.fits,
             **facts,
         )
 

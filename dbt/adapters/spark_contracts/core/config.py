@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from .change_policy import ADDITIVE_KEY, DESTRUCTIVE_KEY, ChangePolicy
 from .plan import ON_SCHEMA_CHANGE, STRATEGIES, ColumnEvolution, Policy
 
-EVOLUTION_KEYS = ("strategy", "columns")
+EVOLUTION_KEYS = ("strategy", "columns", ADDITIVE_KEY, DESTRUCTIVE_KEY)
 COLUMN_KEYS = ("default", "backfill")
-# Every run-level var the adapter reads, with its default when the run does not set it.
+# Every run-level var the adapter reads, with its default when the run does not set it (the
+# permission vars: None, so that a var the run gave wins over a model's change policy).
 RUN_VAR_DEFAULTS: Mapping[str, Any] = {
-    "allow_full_refresh": False,
-    "allow_column_removal": False,
+    "allow_full_refresh": None,
+    "allow_column_removal": None,
     "schema_evolution_dry_run": False,
     "schema_contract": None,
 }
@@ -24,8 +26,8 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class RunVars:
-    allow_full_refresh: bool = False
-    allow_column_removal: bool = False
+    allow_full_refresh: bool | None = None  # None: not given
+    allow_column_removal: bool | None = None
     dry_run: bool = False
 
 
@@ -47,6 +49,10 @@ def _as_bool(model: str, key: str, value: Any) -> bool:
     raise ConfigError(f"{model}: --vars `{key}` must be true or false, got {value!r}")
 
 
+def _given_bool(model: str, key: str, value: Any) -> bool | None:
+    return None if value is None else _as_bool(model, key, value)
+
+
 def read_run_vars(var: Callable[[str, Any], Any]) -> dict[str, Any]:
     """The run vars as dbt's `var(name, default)` resolves them for one node."""
     return {name: var(name, default) for name, default in RUN_VAR_DEFAULTS.items()}
@@ -54,11 +60,9 @@ def read_run_vars(var: Callable[[str, Any], Any]) -> dict[str, Any]:
 
 def parse_run_vars(model: str, raw: Mapping[str, Any]) -> RunVars:
     return RunVars(
-        allow_full_refresh=_as_bool(
-            model, "allow_full_refresh", raw.get("allow_full_refresh", False)
-        ),
-        allow_column_removal=_as_bool(
-            model, "allow_column_removal", raw.get("allow_column_removal", False)
+        allow_full_refresh=_given_bool(model, "allow_full_refresh", raw.get("allow_full_refresh")),
+        allow_column_removal=_given_bool(
+            model, "allow_column_removal", raw.get("allow_column_removal")
         ),
         dry_run=_as_bool(
             model, "schema_evolution_dry_run", raw.get("schema_evolution_dry_run", False)
@@ -118,11 +122,16 @@ def parse_policy(model: str, schema_evolution: Any, run_vars: RunVars) -> Policy
         raise ConfigError(
             f"{model}: `schema_evolution.strategy` is {strategy!r}; allowed: {', '.join(STRATEGIES)}"
         )
+    try:
+        changes = ChangePolicy.parse(model, raw)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return Policy(
         strategy=strategy,
         allow_full_refresh=run_vars.allow_full_refresh,
         allow_column_removal=run_vars.allow_column_removal,
         columns=_parse_columns(model, raw.get("columns")),
+        changes=changes,
     )
 
 
@@ -139,8 +148,16 @@ def resolve_settings(
         raise ConfigError(
             f"{model}: `on_schema_change` is {on_schema_change!r}; allowed: {', '.join(ON_SCHEMA_CHANGE)}"
         )
+    policy = parse_policy(model, schema_evolution, run_vars)
+    ignores = [key for key, value in policy.changes.to_dict().items() if value == "ignore"]
+    if ignores and schema_contract is not None:
+        raise ConfigError(
+            f"{model}: `schema_evolution.{ignores[0]}: ignore` with a `schema_contract`; the "
+            "contract decides what reaches the table: use its `columns` / `data_type` modes "
+            "(discard_value, discard_row, freeze) instead, or set allow / warn / error"
+        )
     return EvolutionSettings(
-        policy=parse_policy(model, schema_evolution, run_vars),
+        policy=policy,
         on_schema_change=setting.lower(),
         uses_evolution=schema_evolution is not None or schema_contract is not None,
         dry_run=run_vars.dry_run,

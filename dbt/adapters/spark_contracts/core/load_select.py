@@ -69,7 +69,7 @@ def _kind(t: SparkType) -> str:
     return t.name if isinstance(t, Primitive) else type(t).__name__.lower()
 
 
-def _castable(source: SparkType, target: SparkType) -> bool:
+def castable(source: SparkType, target: SparkType) -> bool:
     if _kind(target) in _TEXT:
         return True
     return _kind(target) in _CASTS.get(_kind(source), set())
@@ -95,7 +95,7 @@ def _coerce_leaf(expr: str, source: SparkType, target: SparkType) -> Built:
     target_sql = target.to_sql()
     if safe_cast(source, target):
         return Built(f"CAST({expr} AS {target_sql})")
-    if not _castable(source, target):
+    if not castable(source, target):
         return Built(f"CAST(NULL AS {target_sql})", (f"{expr} IS NOT NULL",))
     attempt = f"try_cast({expr} AS {target_sql})"
     if _lossy(source, target):

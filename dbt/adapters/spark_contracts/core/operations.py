@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .change_policy import OnChange, Verdict
 from .diff import Change, Path
 from .types import SparkType, Struct
 
@@ -156,17 +157,44 @@ Operation = (
 
 @dataclass(frozen=True)
 class BlockedChange:
-    """An unsafe change without its permission; `permitted_by` names the run var (or None)."""
+    """An unsafe change without its permission; `permitted_by` names the run var (or None);
+    `verdict`: the change policy's (core/change_policy.py), where it decided."""
 
     change: Change
     reason: str
     permitted_by: str | None
+    verdict: Verdict | None = None
 
     def describe(self) -> str:
         text = f"{self.change.describe()}: {self.reason}"
-        if self.permitted_by:
+        if self.verdict is not None:
+            text += f"; a {self.verdict.change_class.value} change, blocked by "
+            text += f"{self.verdict.decided_by}; permit with {self.verdict.permits()}"
+        elif self.permitted_by:
             text += f"; permit with --vars '{{{self.permitted_by}: true}}'"
         return text
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One planned change and the change policy's verdict on it."""
+
+    change: Change
+    verdict: Verdict
+
+    def describe(self) -> str:
+        v = self.verdict
+        return (
+            f"{self.change.describe()}: {v.change_class.value}, {v.action.value} "
+            f"({v.decided_by}); cost: {v.cost.value}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "change": self.change.describe(),
+            "path": self.change.dotted,
+            **self.verdict.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -177,6 +205,17 @@ class Plan:
     operations: tuple[Operation, ...] = ()
     blocked: tuple[BlockedChange, ...] = ()
     notes: tuple[str, ...] = ()
+    judged: tuple[Judged, ...] = ()  # every change the policy judged (schema_evolution)
+
+    @property
+    def ignored(self) -> tuple[Judged, ...]:
+        """Changes `ignore` keeps out of the table: the load writes what fits."""
+        return tuple(j for j in self.judged if j.verdict.action is OnChange.IGNORE)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One line per change applied under `warn` (the adapter names the model)."""
+        return tuple(j.describe() for j in self.judged if j.verdict.action is OnChange.WARN)
 
     @property
     def is_blocked(self) -> bool:
@@ -199,13 +238,17 @@ class Plan:
         return next((op for op in self.operations if isinstance(op, FullRefresh)), None)
 
     def summary(self) -> str:
-        if self.is_empty and not self.notes:
+        if self.is_empty and not self.notes and not self.ignored:
             return f"no schema change ({self.table_format})"
         lines = [f"schema change plan ({self.table_format}):"]
         lines += [f"  - {op.describe()}" for op in self.operations]
         if self.blocked:
             lines.append("blocked, nothing will change:")
             lines += [f"  - {b.describe()}" for b in self.blocked]
+        if self.ignored:
+            lines.append("ignored, the table keeps its schema there:")
+            lines += [f"  - {j.describe()}" for j in self.ignored]
+        lines += [f"warning: {w}" for w in self.warnings]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -222,9 +265,11 @@ class Plan:
                     "path": b.change.dotted,
                     "reason": b.reason,
                     "permitted_by": b.permitted_by,
+                    **(b.verdict.to_dict() if b.verdict is not None else {}),
                 }
                 for b in self.blocked
             ],
+            "changes": [j.to_dict() for j in self.judged],
             "notes": list(self.notes),
             "rewrites_data": self.rewrites_data,
         }

@@ -15,6 +15,7 @@ from .capabilities import (
     TableFeature,
     capabilities_for,
 )
+from .change_policy import ChangeClass, ChangePolicy, Cost, OnChange, Verdict, judge
 from .constraints import enforced_not_null_columns, not_null_constraint_name
 from .diff import (
     REMOVALS,
@@ -40,6 +41,7 @@ from .operations import (
     DropNotNull,
     EnableTableFeature,
     FullRefresh,
+    Judged,
     NewColumn,
     Operation,
     Plan,
@@ -64,12 +66,14 @@ class ColumnEvolution:
 
 @dataclass(frozen=True)
 class Policy:
-    """What the user allows: the model's `schema_evolution` plus the run-level permission vars."""
+    """What the user allows: the model's `schema_evolution` plus the run-level permission vars
+    (None: the run did not give the var, which then permits nothing)."""
 
     strategy: str = "alter_and_backfill"
-    allow_full_refresh: bool = False
-    allow_column_removal: bool = False
+    allow_full_refresh: bool | None = None
+    allow_column_removal: bool | None = None
     columns: Mapping[str, ColumnEvolution] = field(default_factory=dict, hash=False)
+    changes: ChangePolicy = ChangePolicy()
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -82,6 +86,9 @@ class Policy:
 
     def permits(self, var: str | None) -> bool:
         return var is None or bool(getattr(self, var))
+
+    def run_vars(self) -> dict[str, bool | None]:
+        return {FULL_REFRESH: self.allow_full_refresh, COLUMN_REMOVAL: self.allow_column_removal}
 
     def unknown_columns(self, compiled: Struct) -> tuple[str, ...]:
         """`columns` entries that name no column of the compiled schema (warned: written ahead of
@@ -258,6 +265,34 @@ def _tightened_note(changes: list[Change], props: Mapping[str, str]) -> tuple[st
     return (f"NOT NULL in the model but nullable in the table (not enforced): {', '.join(paths)}",)
 
 
+_ADDITIVE = (ColumnAdded, FieldAdded, TypeWidened, NullabilityRelaxed)
+
+
+def _classify(change: Change, treatment: _Treatment) -> tuple[ChangeClass, Cost]:
+    """Additive: made in the format's metadata (a backfill aside); everything else, and every
+    change the format makes only by a rewrite or a full refresh, destructive."""
+    if treatment.how is _How.FULL_REFRESH:
+        return ChangeClass.DESTRUCTIVE, Cost.FULL_REFRESH
+    if treatment.how is _How.REWRITE:
+        return ChangeClass.DESTRUCTIVE, Cost.REWRITE
+    if treatment.how is _How.NOOP:
+        return ChangeClass.ADDITIVE, Cost.NONE
+    backfills = any(isinstance(op, Backfill) for op in treatment.ops)
+    cost = Cost.BACKFILL if backfills else Cost.METADATA
+    additive = isinstance(change, _ADDITIVE)
+    return (ChangeClass.ADDITIVE if additive else ChangeClass.DESTRUCTIVE), cost
+
+
+def _verdict(change: Change, treatment: _Treatment, policy: Policy, mode: Mode) -> Verdict:
+    change_class, cost = _classify(change, treatment)
+    if mode is not Mode.EVOLVE:  # dbt's on_schema_change: its own semantics, the vars' gates
+        action = OnChange.ALLOW if policy.permits(treatment.gate) else OnChange.ERROR
+        return Verdict(change_class, cost, action, "on_schema_change", treatment.gate)
+    # strategy full_refresh is the model's own permission for what the vars gate
+    gate = None if policy.strategy == "full_refresh" else treatment.gate
+    return judge(change_class, cost, gate, policy.run_vars(), policy.changes)
+
+
 def _plan(
     diff: SchemaDiff,
     fmt: str,
@@ -272,23 +307,27 @@ def _plan(
     treated = [(change, _treat(change, ctx)) for change in diff.changes]
     notes = tuple(dict.fromkeys(t.note for _, t in treated if t.note))
     notes += _tightened_note(list(diff.changes), props)
-    acting = [(c, t) for c, t in treated if t.how is not _How.NOOP]
+    verdicts = [(c, t, _verdict(c, t, policy, mode)) for c, t in treated if t.how is not _How.NOOP]
+    judged = tuple(Judged(c, v) for c, _, v in verdicts) if mode is Mode.EVOLVE else ()
+    blocked = tuple(
+        BlockedChange(c, t.reason or v.decided_by, v.gate, v if judged else None)
+        for c, t, v in verdicts
+        if v.action is OnChange.ERROR
+    )
+    if blocked:
+        return Plan(caps.name, blocked=blocked, notes=notes, judged=judged)
+    acting = [(c, t) for c, t, v in verdicts if v.action in (OnChange.ALLOW, OnChange.WARN)]
     if not acting:
-        return Plan(caps.name, notes=notes)
+        return Plan(caps.name, notes=notes, judged=judged)
     if policy.strategy == "full_refresh" and mode is Mode.EVOLVE:
         reason = "schema_evolution strategy full_refresh; " + "; ".join(
             c.describe() for c, _ in acting
         )
-        return Plan(caps.name, (FullRefresh(reason),), notes=notes)
-    blocked = tuple(
-        BlockedChange(c, t.reason, t.gate) for c, t in acting if not policy.permits(t.gate)
-    )
-    if blocked:
-        return Plan(caps.name, blocked=blocked, notes=notes)
+        return Plan(caps.name, (FullRefresh(reason),), notes=notes, judged=judged)
     hows = {t.how for _, t in acting}
     if _How.FULL_REFRESH in hows:
         why = [f"{c.describe()} ({t.reason})" for c, t in acting if t.how is _How.FULL_REFRESH]
-        return Plan(caps.name, (FullRefresh("; ".join(why)),), notes=notes)
+        return Plan(caps.name, (FullRefresh("; ".join(why)),), notes=notes, judged=judged)
     if _How.REWRITE in hows:
         reason = "; ".join(t.reason for _, t in acting if t.how is _How.REWRITE)
         fills = {k: v.backfill or v.default or "NULL" for k, v in policy.columns.items()}
@@ -302,8 +341,9 @@ def _plan(
             if isinstance(op, (SetColumnDefault, AddNotNullCheck))
             or (isinstance(op, EnableTableFeature) and op.property == feature)
         ]
-        return Plan(caps.name, (rewrite, *_merge_ops(after)), notes=notes)
-    return Plan(caps.name, _merge_ops([op for _, t in acting for op in t.ops]), notes=notes)
+        return Plan(caps.name, (rewrite, *_merge_ops(after)), notes=notes, judged=judged)
+    ops = _merge_ops([op for _, t in acting for op in t.ops])
+    return Plan(caps.name, ops, notes=notes, judged=judged)
 
 
 def plan_schema_change(

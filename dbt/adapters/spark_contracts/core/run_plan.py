@@ -15,12 +15,12 @@ strategy decision of its own: "can this format replace atomically" is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
 from .capabilities import CAPABILITIES
-from .config import EvolutionSettings
+from .config import ConfigError, EvolutionSettings
 from .contract import SchemaContract
 from .decision import (
     ContractDecision,
@@ -30,6 +30,7 @@ from .diff import SchemaDiff, diff_schemas
 from .enforce import (
     decide,
 )
+from .fit import fits_view, fitted_schema, fitted_select
 from .load_select import (
     LoadSql,
     check_quarantine_columns,
@@ -212,11 +213,18 @@ class RunDecision:
     # row with its reasons; the load reads the kept rows from it, the quarantine the discarded
     # (core/pending.py)
     quarantine_pending: bool = False
+    # `on_*_change: ignore`: the SELECT (over the model's view) of what fits the table, read
+    # by the run instead of the view (RunInputs.view of the second pass names it; core/fit.py)
+    fits: str | None = None
 
 
 def plan_run(inputs: RunInputs) -> RunDecision:
     """The contract (SPEC §3), the schema-change plan (§4), how the write goes, and the SQL
-    around it; the schemas are diffed once."""
+    around it; the schemas are diffed once (twice where the model ignores a change)."""
+    return _plan_run(inputs, fit=True)
+
+
+def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     i = inputs
     diff = diff_schemas(i.deployed, i.compiled)
     decision = None
@@ -233,6 +241,8 @@ def plan_run(inputs: RunInputs) -> RunDecision:
     diff, plan, mode = plan_change(
         i.deployed, i.compiled, i.table_format, i.properties, i.settings, decision, diff
     )
+    if plan.ignored and fit:
+        return _fitted_run(i, diff, plan, decision is not None)
     written = (
         decision.target if decision is not None and decision.target is not None else i.compiled
     )
@@ -285,4 +295,26 @@ def plan_run(inputs: RunInputs) -> RunDecision:
         decision,
         load,
         quarantine_pending=pending,
+    )
+
+
+def _fitted_run(i: RunInputs, diff: SchemaDiff, plan: Plan, contracted: bool) -> RunDecision:
+    """`ignore`d changes: the run reads the model's output as it fits the table (each ignored
+    change taken back, core/fit.py) and is planned again from that; the plan file shows the
+    ignored changes beside what the second plan does."""
+    if contracted:  # validation refuses this at parse; a run never gets here with one
+        raise ConfigError(
+            f"{i.relation}: `on_additive_change` / `on_destructive_change: ignore` with a "
+            "schema_contract; the contract decides what reaches the table (discard_value)"
+        )
+    fitted = fitted_schema(i.deployed, i.compiled, [j.change for j in plan.ignored])
+    # planned once more, not fitted again: a removed column the table keeps is ignored again
+    again = _plan_run(replace(i, compiled=fitted, view=fits_view(i.view)), fit=False)
+    first = {j.change for j in plan.ignored}
+    judged = (*plan.ignored, *(j for j in again.plan.judged if j.change not in first))
+    return replace(
+        again,
+        diff=diff,
+        plan=replace(again.plan, judged=judged),
+        fits=fitted_select(i.compiled, fitted, i.view),
     )

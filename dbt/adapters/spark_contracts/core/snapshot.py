@@ -83,6 +83,12 @@ def plan_snapshot(
     plan = plan_schema_change(
         diff_schemas(deployed, target), table_format, properties, settings.policy, deployed, target
     )
+    if plan.ignored:  # a snapshot records its source's columns as they are
+        raise SnapshotContractError(
+            f"{unique_id}: a snapshot cannot ignore a change of its source (it would record "
+            f"false changes): {'; '.join(j.describe() for j in plan.ignored)}; set "
+            "on_additive_change / on_destructive_change to allow, warn or error on snapshots"
+        )
     insert = tuple(
         quote_identifier(f.name) for f in staged.fields if target.field(f.name) is not None
     )

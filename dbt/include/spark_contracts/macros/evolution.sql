@@ -22,7 +22,7 @@
     {%- if run.drop_first -%}
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql', compiled_code), 'sql') %}
+    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql', run.fits or compiled_code), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
   {%- else -%}
     {#-- rendered before anything runs: the run knows the relation its load reads --#}
