@@ -31,6 +31,7 @@ class TestEvolutionConfigErrorsAtParse:
         return {
             "bad_strategy.sql": model("{'strategy': 'yolo'}"),
             "unknown_key.sql": model("{'stratgy': 'full_refresh'}"),
+            "bad_policy.sql": model("{'on_destructive_change': 'sometimes'}"),
             "good.sql": model("{'strategy': 'alter_and_backfill'}"),
         }
 
@@ -45,6 +46,10 @@ class TestEvolutionConfigErrorsAtParse:
         assert (
             "model.test.unknown_key (models/unknown_key.sql): `schema_evolution` has unknown "
             "key(s) stratgy; allowed: strategy, columns" in message
+        )
+        assert (
+            "model.test.bad_policy (models/bad_policy.sql): `schema_evolution."
+            "on_destructive_change` is 'sometimes'; allowed: allow, warn, error, ignore" in message
         )
         assert "model.test.good" not in message
         assert tables_in(project) == set()  # not even the good model was built
