@@ -100,6 +100,19 @@ BAD = {
         "models/evolution_undeclared.sql",
         ["`schema_evolution.columns` names nope", "enforced contract", "allowed: id, note"],
     ),
+    "variant_style": (
+        "models/variant_style.sql",
+        ["`schema_contract.variant_columns` is 'json'", "allowed: typed, native"],
+    ),
+    # a format that cannot store a VARIANT column, named with the way out
+    "variant_parquet": (
+        "models/variant_parquet.sql",
+        ["variant_columns` is 'native'", "file_format 'parquet'", "variant_columns: typed"],
+    ),
+    "variant_iceberg_v2": (
+        "models/variant_iceberg_v2.sql",
+        ["Iceberg format-version 2", "'format-version': '3'", "variant_columns: typed"],
+    ),
 }
 
 PROPERTIES = """
@@ -176,6 +189,12 @@ class TestBadConfigFailsParse:
             "on_schema_change.sql": INC % "on_schema_change='append'",
             "evolution_undeclared.sql": INC
             % "schema_evolution={'columns': {'nope': {'default': '1'}}}",
+            "variant_style.sql": INC % "schema_contract={'variant_columns': 'json'}",
+            "variant_parquet.sql": INC
+            % "file_format='parquet', schema_contract={'variant_columns': 'native'}",
+            "variant_iceberg_v2.sql": INC
+            % "file_format='iceberg', tbl_properties={'format-version': '2'}, "
+            "schema_contract={'variant_columns': 'native'}",
             "yml_contract.sql": "{{ config(materialized='table') }}\n" + plain,
             "check_no_expression.sql": plain,
             "column_check_no_expression.sql": plain,

@@ -71,6 +71,25 @@ COLUMN_DEFAULTS = TableFeature(
     accepted=("enabled",),
 )
 
+# A VARIANT column (probed on Spark 4.1.1, Delta 4.3.1, Iceberg 1.12.0): Delta's ADD COLUMNS
+# enables variantType by itself, the plan sets it first so the protocol upgrade is on record;
+# Iceberg refuses VARIANT before format v3 (ALTER TABLE SET TBLPROPERTIES upgrades a v2 table);
+# Spark's parquet tables store it without a feature.
+VARIANT_TYPE_FEATURE = TableFeature(
+    "delta.feature.variantType",
+    "supported",
+    irreversible=True,
+    note="adds the Delta variantType table feature (a protocol upgrade: readers need Delta 4.0+)",
+    accepted=("enabled",),
+)
+ICEBERG_V3 = TableFeature(
+    "format-version",
+    "3",
+    irreversible=True,
+    note="upgrades the Iceberg table to format v3, which stores VARIANT (irreversible: "
+    "readers need Iceberg 1.10+)",
+)
+
 INTEGRAL_UP = {
     ("tinyint", "smallint"),
     ("tinyint", "int"),
@@ -103,6 +122,7 @@ class FormatCapabilities:
     atomic_rewrite: bool
     update: bool
     managed_properties: tuple[str, ...]
+    variant_feature: TableFeature | None = None  # what a VARIANT column needs first
 
     def can_widen(self, from_type: SparkType, to_type: SparkType, nested: bool) -> bool:
         """True when ALTER COLUMN TYPE does this widening without rewriting data."""
@@ -151,6 +171,7 @@ DELTA = FormatCapabilities(
     drop_nested_in_collection=True,
     drop_column_feature=COLUMN_MAPPING,
     default_feature=COLUMN_DEFAULTS,
+    variant_feature=VARIANT_TYPE_FEATURE,
     atomic_rewrite=True,
     update=True,
     managed_properties=(
@@ -182,6 +203,7 @@ ICEBERG = FormatCapabilities(
     drop_nested_in_collection=True,
     drop_column_feature=None,
     default_feature=None,
+    variant_feature=ICEBERG_V3,
     atomic_rewrite=True,
     update=True,
     managed_properties=(

@@ -16,7 +16,12 @@ from .config import ConfigError
 
 ENTITIES = ("tables", "columns", "data_type")
 QUARANTINE = "quarantine"
-CONTRACT_KEYS = (*ENTITIES, QUARANTINE)
+VARIANT_COLUMNS = "variant_columns"
+CONTRACT_KEYS = (*ENTITIES, QUARANTINE, VARIANT_COLUMNS)
+# where `data_type: evolve` keeps a value that does not coerce: dlt's typed columns
+# (`<col>__v_<type>`, one per type) or one native VARIANT column `<col>__v`
+TYPED, NATIVE = "typed", "native"
+VARIANT_STYLES = (TYPED, NATIVE)
 CONFIG_KEY = "schema_contract"
 RUN_KEY = "--vars schema_contract"
 
@@ -46,6 +51,11 @@ class SchemaContract:
     columns: ContractMode = ContractMode.EVOLVE
     data_type: ContractMode = ContractMode.EVOLVE
     quarantine: bool = False
+    variant_columns: str = TYPED
+
+    @property
+    def native_variants(self) -> bool:
+        return self.variant_columns == NATIVE
 
     def mode(self, entity: str) -> ContractMode:
         """The mode of `tables`, `columns` or `data_type`."""
@@ -61,6 +71,7 @@ class SchemaContract:
             "columns": self.columns.value,
             "data_type": self.data_type.value,
             "quarantine": self.quarantine,
+            **({VARIANT_COLUMNS: self.variant_columns} if self.native_variants else {}),
         }
 
 
@@ -70,11 +81,14 @@ class _Partial:
 
     modes: Mapping[str, ContractMode]
     quarantine: bool | None
+    variant_columns: str | None = None
 
     def apply_to(self, contract: SchemaContract) -> SchemaContract:
         changes: dict[str, Any] = dict(self.modes)
         if self.quarantine is not None:
             changes[QUARANTINE] = self.quarantine
+        if self.variant_columns is not None:
+            changes[VARIANT_COLUMNS] = self.variant_columns
         return replace(contract, **changes)
 
 
@@ -102,6 +116,14 @@ def _parse_quarantine(model: str, key: str, value: Any) -> bool:
     )
 
 
+def _parse_variant_columns(model: str, key: str, value: Any) -> str:
+    if isinstance(value, str) and value.strip().lower() in VARIANT_STYLES:
+        return value.strip().lower()
+    raise ConfigError(
+        f"{model}: `{key}.{VARIANT_COLUMNS}` is {value!r}; allowed: {', '.join(VARIANT_STYLES)}"
+    )
+
+
 def _parse(model: str, key: str, value: Any) -> _Partial:
     """A string is shorthand for every entity; a mapping names some entities and quarantine."""
     if isinstance(value, str):
@@ -123,7 +145,10 @@ def _parse(model: str, key: str, value: Any) -> _Partial:
     quarantine = value.get(QUARANTINE)
     if QUARANTINE in value:
         quarantine = _parse_quarantine(model, key, quarantine)
-    return _Partial(modes, quarantine)
+    variants = None
+    if VARIANT_COLUMNS in value:
+        variants = _parse_variant_columns(model, key, value[VARIANT_COLUMNS])
+    return _Partial(modes, quarantine, variants)
 
 
 def resolve_contract(

@@ -23,6 +23,7 @@ CREATE, FAIL, SKIP, LOAD = "create", "fail", "skip", "load"
 WIDEN, VARIANT = "widen", "variant"
 
 VARIANT_INFIX = "__v_"
+NATIVE_VARIANT_SUFFIX = "__v"  # `variant_columns: native`: one VARIANT column per column
 _Key = tuple[str, ...]
 
 

@@ -21,6 +21,7 @@ from .decision import (
     CREATE,
     FAIL,
     LOAD,
+    NATIVE_VARIANT_SUFFIX,
     SKIP,
     VARIANT,
     VARIANT_INFIX,
@@ -69,9 +70,25 @@ def type_tag(t: SparkType) -> str:
     return re.sub(r"[^a-z0-9]+", "_", t.simple_string().lower()).strip("_")
 
 
-def variant_name(column: str, compiled_type: SparkType) -> str:
-    """dlt's variant column: `score__v_string` for string values of the column `score`."""
+VARIANT_TYPE = Primitive("variant")
+
+
+def variant_name(column: str, compiled_type: SparkType, native: bool = False) -> str:
+    """dlt's variant column: `score__v_string` for string values of the column `score`; with
+    `variant_columns: native`, `score__v` (of type VARIANT) for values of any type."""
+    if native:
+        return f"{column}{NATIVE_VARIANT_SUFFIX}"
     return f"{column}{VARIANT_INFIX}{type_tag(compiled_type)}"
+
+
+def is_native_variant(field: Field, columns: set[str]) -> bool:
+    """`field` is the native variant column `<column>__v` of one of `columns` (lower-cased)."""
+    name = field.name.lower()
+    return (
+        field.type == VARIANT_TYPE
+        and name.endswith(NATIVE_VARIANT_SUFFIX)
+        and name[: -len(NATIVE_VARIANT_SUFFIX)] in columns
+    )
 
 
 def decide(
@@ -109,12 +126,12 @@ def _decide_existing(
             _decide_added(change, contract.columns, violations, new_columns)
         elif isinstance(change, (TypeWidened, TypeNarrowed, TypeChanged)):
             if not safe_cast(change.compiled, change.deployed):
-                checks.append(_decide_value(change, contract.data_type, caps, compiled))
+                checks.append(_decide_value(change, contract, caps, compiled))
     action = FAIL if violations else LOAD
     accepted = {_key(n.path) for n in new_columns if n.mode is ContractMode.EVOLVE}
     widened = {_key(c.path) for c in checks if c.handling == WIDEN}
     target = merge_structs(deployed, compiled, _accepted(accepted, widened))
-    target = _with_variants(target, deployed, compiled, checks)
+    target = _with_variants(target, deployed, compiled, checks, contract.native_variants)
     return ContractDecision(
         contract,
         action,
@@ -232,18 +249,19 @@ def _decide_added(
 
 def _decide_value(
     change: TypeWidened | TypeNarrowed | TypeChanged,
-    mode: ContractMode,
+    contract: SchemaContract,
     caps: FormatCapabilities,
     compiled: Struct,
 ) -> ValueCheck:
-    path, old, new = change.path, change.deployed, change.compiled
+    path, old, new, mode = change.path, change.deployed, change.compiled, contract.data_type
     if mode is not ContractMode.EVOLVE:
         return ValueCheck(path, old, new, mode.value)
     if caps.can_widen(old, new, nested=len(path) > 1):
         return ValueCheck(path, old, new, WIDEN)
     column = compiled.field(path[0])
     assert column is not None, f"compiled schema lacks {path[0]}"
-    return ValueCheck(path, old, new, VARIANT, variant_name(path[0], column.type))
+    name = variant_name(path[0], column.type, contract.native_variants)
+    return ValueCheck(path, old, new, VARIANT, name)
 
 
 def _accepted(add: set[_Key], widen: set[_Key]) -> MergeRules:
@@ -259,7 +277,7 @@ def _accepted(add: set[_Key], widen: set[_Key]) -> MergeRules:
 
 
 def _with_variants(
-    target: Struct, deployed: Struct, compiled: Struct, checks: list[ValueCheck]
+    target: Struct, deployed: Struct, compiled: Struct, checks: list[ValueCheck], native: bool
 ) -> Struct:
     fields = list(target.fields)
     kept = _deployed_variants(deployed, compiled)
@@ -270,7 +288,7 @@ def _with_variants(
         existing = deployed.field(name)
         column = compiled.field(check.path[0])
         assert column is not None
-        fields.append(existing or Field(name, as_nullable(column.type)))
+        fields.append(existing or Field(name, VARIANT_TYPE if native else as_nullable(column.type)))
     names = {f.name.lower() for f in fields}
     fields += [f for f in kept if f.name.lower() not in names]
     return Struct(tuple(fields))
@@ -283,6 +301,8 @@ def _deployed_variants(deployed: Struct, compiled: Struct) -> list[Field]:
         f
         for f in deployed.fields
         if compiled.field(f.name) is None
-        and VARIANT_INFIX in f.name
-        and f.name.lower().rsplit(VARIANT_INFIX, 1)[0] in columns
+        and (
+            (VARIANT_INFIX in f.name and f.name.lower().rsplit(VARIANT_INFIX, 1)[0] in columns)
+            or is_native_variant(f, columns)
+        )
     ]

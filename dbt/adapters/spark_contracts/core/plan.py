@@ -48,7 +48,7 @@ from .operations import (
     SetColumnDefault,
 )
 from .rewrite import Mode, build_rewrite, in_collection
-from .types import Struct, as_nullable
+from .types import Primitive, Struct, as_nullable
 
 FULL_REFRESH = "allow_full_refresh"
 COLUMN_REMOVAL = "allow_column_removal"
@@ -175,6 +175,8 @@ def _treat_new_column(
         column = NewColumn(change.path, new_type, change.field.comment, default=default)
         return _Treatment(_How.OPS, (AddColumns((column,)),), note=note)
     ops: list[Operation] = [AddColumns((NewColumn(change.path, new_type, change.field.comment),))]
+    if new_type == Primitive("variant"):
+        ops = [*ctx.feature(ctx.caps.variant_feature), *ops]
     note = None
     if default and style is DefaultStyle.SET_DEFAULT_THEN_UPDATE:
         ops += [*ctx.feature(ctx.caps.default_feature), SetColumnDefault(name, default)]

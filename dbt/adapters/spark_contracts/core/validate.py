@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .capabilities import DEFAULT_FILE_FORMAT
 from .config import ConfigError, EvolutionSettings, resolve_settings
 from .constraint_checks import check_constraints
 from .contract import SchemaContract, resolve_contract
@@ -115,6 +116,35 @@ def _check_materialization_support(node: NodeConfig) -> None:
             raise ConfigError(snapshot_refusal(node.model, refused))
 
 
+# Table formats that store a VARIANT column. Probed on Spark 4.1.1 with the Hive metastore the
+# adapter uses: Delta and Iceberg (v3) do; a parquet table's ALTER TABLE ADD COLUMNS (c VARIANT)
+# is refused by the metastore ("types incompatible with the existing columns"); ORC and CSV
+# refuse VARIANT columns.
+VARIANT_FORMATS = ("delta", "iceberg")
+
+
+def check_native_variants(node: NodeConfig, contract: SchemaContract | None) -> None:
+    """`variant_columns: native` needs a format that stores VARIANT; an Iceberg model whose
+    `tbl_properties` pin a format version before v3 cannot hold one either."""
+    if contract is None or not contract.native_variants:
+        return
+    file_format = str(node.config.get("file_format") or DEFAULT_FILE_FORMAT).lower()
+    if file_format not in VARIANT_FORMATS:
+        raise ConfigError(
+            f"{node.model}: `schema_contract.variant_columns` is 'native', but file_format "
+            f"{file_format!r} cannot store a VARIANT column; use variant_columns: typed, or a "
+            f"file_format of {', '.join(VARIANT_FORMATS)}"
+        )
+    properties = node.config.get("tbl_properties") or {}
+    version = str(properties.get("format-version", "")).strip() if file_format == "iceberg" else ""
+    if version.isdigit() and int(version) < 3:
+        raise ConfigError(
+            f"{node.model}: `schema_contract.variant_columns` is 'native', but tbl_properties "
+            f"pin Iceberg format-version {version}, which cannot store a VARIANT column; set "
+            "'format-version': '3', or use variant_columns: typed"
+        )
+
+
 def _check_microbatch(node: NodeConfig) -> None:
     check_microbatch_config(node.model, node.config)
 
@@ -148,4 +178,5 @@ def validate_node_config(node: NodeConfig) -> NodeSettings:
     )
     for check in CHECKS:
         check(node)
+    check_native_variants(node, contract)
     return NodeSettings(contract, evolution, declared)
