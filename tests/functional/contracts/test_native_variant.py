@@ -133,3 +133,51 @@ class TestNativeVariantColumns:
             (3, 4, 5, None),
             (4, 5, None, "worse"),
         ]
+
+
+MERGED = (
+    "{% if var('v', 1) == 1 %}select 1 as id, cast(10 as int) as score"
+    "{% elif var('v', 1) == 2 %}select 1 as id, '10' as score union all "
+    "select 3 as id, 'not_a_number' as score"
+    "{% else %}select 1 as id, '10' as score union all "
+    "select 3 as id, 'still_bad' as score{% endif %}\n"
+)
+SNAPSHOT = (
+    "{% snapshot scores_snapshot %}\n"
+    "{{ config(strategy='check', unique_key='id', check_cols='all', target_schema=schema, "
+    "file_format='delta') }}\n"
+    "select * from {{ ref('scores') }}\n{% endsnapshot %}\n"
+)
+
+
+class TestSnapshotOfANativeVariantColumn:
+    """A snapshot (check_cols: all) of a merge model with a native variant column: the snapshot
+    gains `score__v` (VARIANT) through the planner, and a change only in the variant's value
+    is recorded (compared through to_json: Spark cannot compare VARIANT values)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"scores.sql": model("delta", MERGED, "merge")}
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"scores_snapshot.sql": SNAPSHOT}
+
+    def test_snapshot_records_a_change_of_the_variant_value(self, project):
+        for v in (1, 2, 3):
+            run_dbt(["run", "--vars", f"{{v: {v}}}"])
+            run_dbt(["snapshot", "--vars", f"{{v: {v}}}"])
+        snap = rel(project, "scores_snapshot")
+        assert schema_of(project, snap)["score__v"] == "variant"
+        sql = (
+            "select id, score, variant_get(score__v, '$', 'string'), dbt_valid_to is null "
+            f"from {snap} order by id, dbt_valid_from"
+        )
+        rows = [tuple(r) for r in project.run_sql(sql, fetch="all")]
+        assert rows == [
+            # dbt's check strategy: the run that adds a column records every row again
+            (1, 10, None, False),
+            (1, 10, None, True),
+            (3, None, "not_a_number", False),
+            (3, None, "still_bad", True),
+        ]

@@ -37,3 +37,66 @@
         then insert ({{ insert_cols | join(', ') }})
         values ({% for column in insert_cols %}DBT_INTERNAL_SOURCE.{{ column }}{{ ", " if not loop.last }}{% endfor %})
 {% endmacro %}
+
+
+{#-- dbt's check strategy, with one change: a VARIANT column (a native variant column
+     `<col>__v`, see docs/contracts.md) is compared through `to_json`, since Spark cannot
+     compare VARIANT values (`!=` on one fails with INVALID_ORDERING_TYPE). Other columns are
+     compared as dbt does. --#}
+{% macro snapshot_check_strategy(node, snapshotted_rel, current_rel, model_config, target_exists) %}
+    {% set check_cols_config = config.get('check_cols') %}
+    {% set primary_key = config.get('unique_key') %}
+    {% set hard_deletes = adapter.get_hard_deletes_behavior(config) %}
+    {% set invalidate_hard_deletes = hard_deletes == 'invalidate' %}
+    {% set updated_at = config.get('updated_at') or snapshot_get_time() %}
+
+    {% set column_added, check_cols = snapshot_check_all_get_existing_columns(node, target_exists, check_cols_config) %}
+
+    {%- set variants = [] -%}
+    {%- if target_exists -%}
+      {%- set target_relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
+      {%- for column in adapter.get_columns_in_relation(target_relation) -%}
+        {%- if column.dtype | lower == 'variant' -%}
+          {%- do variants.append(adapter.quote(column.name) | lower) -%}
+        {%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+
+    {%- set row_changed_expr -%}
+    (
+    {%- if column_added -%}
+        {{ get_true_sql() }}
+    {%- else -%}
+    {%- for col in check_cols -%}
+        {%- if col | lower in variants -%}
+          {%- set old = 'to_json(' ~ snapshotted_rel ~ '.' ~ col ~ ')' -%}
+          {%- set new = 'to_json(' ~ current_rel ~ '.' ~ col ~ ')' -%}
+        {%- else -%}
+          {%- set old = snapshotted_rel ~ '.' ~ col -%}
+          {%- set new = current_rel ~ '.' ~ col -%}
+        {%- endif -%}
+        {{ old }} != {{ new }}
+        or
+        (
+            (({{ old }} is null) and not ({{ new }} is null))
+            or
+            ((not {{ old }} is null) and ({{ new }} is null))
+        )
+        {%- if not loop.last %} or {% endif -%}
+    {%- endfor -%}
+    {%- endif -%}
+    )
+    {%- endset %}
+
+    {% set scd_args = api.Relation.scd_args(primary_key, updated_at) %}
+    {% set scd_id_expr = snapshot_hash_arguments(scd_args) %}
+
+    {% do return({
+        "unique_key": primary_key,
+        "updated_at": updated_at,
+        "row_changed": row_changed_expr,
+        "scd_id": scd_id_expr,
+        "invalidate_hard_deletes": invalidate_hard_deletes,
+        "hard_deletes": hard_deletes
+    }) %}
+{% endmacro %}
