@@ -25,9 +25,11 @@ $(VENV)/.installed: setup.py $(CONSTRAINTS)
 	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
-# Fetches only what the folder lacks (Delta, Iceberg, and the cluster's Derby server and client).
+# Fetches only what the folder lacks (Delta, Iceberg, and the cluster's Derby server and client),
+# and the REST catalog server's jars (dev and tests only, not the adapter's) into .jars/rest.
 jars: install
 	@$(BIN)/python -m dbt.adapters.spark_contracts.jars fetch $(JARS) >/dev/null
+	@$(BIN)/python -m spark_contracts_dev.rest_catalog fetch $(JARS)/rest >/dev/null
 
 demo: install jars
 	cd integration_tests && ../$(BIN)/python demo.py
@@ -95,6 +97,24 @@ faults: install jars
 # CI's share of the fault matrix: SIGKILL at the middle and the last commit of each format.
 faults-ci: install jars
 	DBT_SPARK_CONTRACTS_KILL_SAMPLE=1 $(BIN)/pytest tests/functional/evolution/test_kill.py -q -p no:cacheprovider --show-capture=no -n 2
+
+# The Iceberg contract and evolution suites with the Iceberg catalog in a REST catalog server
+# (spark_contracts_dev.rest_catalog: Iceberg 1.11's RESTCatalogServer, one per pytest worker) on
+# session, then through local thrift and connect servers; each method's seconds printed. Not in
+# CI (tests/functional/test_rest_catalog.py is). Without the 10-minute bad day and test_kill
+# (which times its kills by the Hadoop catalogue's files).
+REST_CATALOG_TESTS := tests/functional/contracts tests/functional/evolution -k iceberg \
+	--ignore=tests/functional/contracts/test_quarantine_bad_day.py \
+	--ignore=tests/functional/evolution/test_kill.py
+.PHONY: rest-catalog-test
+rest-catalog-test: install jars
+	@status=0; for profile in session thrift connect; do \
+	  start=$$(date +%s); workers=2; [ $$profile = session ] && workers=$(WORKERS); \
+	  $(BIN)/pytest $(REST_CATALOG_TESTS) -q -p no:cacheprovider --show-capture=no \
+	    -n $$workers --dist loadscope --durations=10 \
+	    --iceberg-catalog rest --profile $$profile $(PYTEST_ARGS) || status=1; \
+	  echo "rest-catalog-test $$profile: $$(( $$(date +%s) - start )) s"; \
+	done; exit $$status
 
 # The connection tests through local-mode servers started from the pyspark wheel (not in CI: the
 # cluster runs them in `make cluster-ci`).

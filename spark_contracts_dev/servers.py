@@ -158,10 +158,13 @@ def start(
     config = EmbeddedSparkConfig(
         warehouse_dir=warehouse,
         jars_dir=jar_resolution.configured_jars_dir(jars_dir),
-        # the session default for dbt-spark's credentials; servers get it from their conf
-        server_side_parameters={"spark.sql.ansi.enabled": "false"},
+        # the session default for dbt-spark's credentials; servers get it from their conf.
+        # `conf` is there too: one that sets the Iceberg catalog's type (e.g. rest) replaces the
+        # Hadoop catalog as on the embedded session.
+        server_side_parameters={"spark.sql.ansi.enabled": "false", **(conf or {})},
     )
-    config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
+    if config.iceberg_catalog_is_hadoop:
+        config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
     log_path = warehouse / f"{kind}-server-{port}.log"
     env = dict(os.environ, SPARK_HOME=str(spark_home()))
     env.pop(CONNECT_TOKEN_ENV, None)

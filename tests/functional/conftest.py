@@ -1,6 +1,9 @@
 """Functional tests run dbt for real against a real Spark: `--profile session` (default, the
 embedded SparkSession), `thrift` or `connect` (local servers started from the pyspark wheel, or
-the servers of a running cluster when $DBT_SPARK_CONTRACTS_CLUSTER names its cluster.json)."""
+the servers of a running cluster when $DBT_SPARK_CONTRACTS_CLUSTER names its cluster.json).
+`--iceberg-catalog rest` (or $DBT_SPARK_CONTRACTS_ICEBERG_CATALOG=rest) points the Iceberg
+catalog at a REST catalog server of each test process's own (spark_contracts_dev.rest_catalog)
+instead of the Hadoop catalog under the warehouse."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import pytest
 
 from dbt.adapters.spark_contracts import session as embedded
 from dbt.adapters.spark_contracts.credentials import SparkContractsCredentials
+from spark_contracts_dev import rest_catalog as rest
 from spark_contracts_dev.cluster import Cluster
 from tests.functional.probes import Count, evaluation_probes
 from tests.functional.servers import start_local_server
@@ -19,6 +23,7 @@ from tests.functional.servers import start_local_server
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 CLUSTER_ENV_VAR = "DBT_SPARK_CONTRACTS_CLUSTER"  # set by `make cluster-test` / `make cluster-ci`
+ICEBERG_CATALOG_ENV_VAR = "DBT_SPARK_CONTRACTS_ICEBERG_CATALOG"  # `make rest-catalog-test`: rest
 # The embedded session's JVM in the tests (each xdist worker's, and each `dbt` process a test
 # starts): C1-only JIT and the serial collector. Measured on 2 cores, the C2 compiler and G1's
 # threads took about 40% of a test JVM's CPU: every query's generated code is new code to
@@ -53,6 +58,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("session", "thrift", "connect"),
         help="which connection method the functional tests use",
     )
+    parser.addoption(
+        "--iceberg-catalog",
+        action="store",
+        default=os.environ.get(ICEBERG_CATALOG_ENV_VAR, "hadoop"),
+        choices=("hadoop", "rest"),
+        help="the Iceberg catalog: the Hadoop catalog under the warehouse (default), or a local "
+        "REST catalog server per test process (session, and the local thrift / connect servers)",
+    )
+
+
+def iceberg_rest(config: pytest.Config) -> bool:
+    """Whether the Iceberg catalog under test is the REST catalog (`--iceberg-catalog rest`)."""
+    return bool(config.getoption("--iceberg-catalog") == "rest")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -110,7 +128,28 @@ def warehouse_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
 
 
 @pytest.fixture(scope="session")
-def dbt_profile_target(request: pytest.FixtureRequest, warehouse_dir: str) -> dict:
+def rest_catalog(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Optional[rest.RestCatalog]:
+    """This test process's REST catalog server under `--iceberg-catalog rest` (one per xdist
+    worker, stopped when it ends), else None."""
+    if not iceberg_rest(request.config):
+        return None
+    server = rest.start(tmp_path_factory.mktemp("rest_catalog"))
+    request.addfinalizer(server.stop)
+    return server
+
+
+@pytest.fixture(scope="session")
+def iceberg_parameters(rest_catalog: Optional[rest.RestCatalog]) -> dict:
+    """The Spark settings of the Iceberg catalog under test ({} for the Hadoop default)."""
+    return rest_catalog.spark_conf() if rest_catalog is not None else {}
+
+
+@pytest.fixture(scope="session")
+def dbt_profile_target(
+    request: pytest.FixtureRequest, warehouse_dir: str, iceberg_parameters: dict
+) -> dict:
     profile = request.config.getoption("--profile")
     if profile == "session":
         return {
@@ -118,16 +157,21 @@ def dbt_profile_target(request: pytest.FixtureRequest, warehouse_dir: str) -> di
             "method": "session",
             "warehouse_dir": warehouse_dir,
             "threads": 4,
-            "server_side_parameters": dict(JVM_PARAMETERS),
+            "server_side_parameters": {**JVM_PARAMETERS, **iceberg_parameters},
         }
     cluster = _cluster_for(request.config)
+    if cluster is not None and iceberg_parameters:
+        raise pytest.UsageError(
+            "--iceberg-catalog rest configures the local thrift / connect servers; a running "
+            f"cluster (${CLUSTER_ENV_VAR}) keeps the catalog it was started with"
+        )
     if cluster is not None:
         port = cluster.thrift_port if profile == "thrift" else cluster.connect_port
         if port is None:
             raise pytest.UsageError(f"the cluster in {cluster.dir} runs no {profile} server")
         host = "127.0.0.1"
     else:
-        server = start_local_server(profile, warehouse_dir)
+        server = start_local_server(profile, warehouse_dir, conf=iceberg_parameters)
         request.addfinalizer(server.stop)
         port, host = server.port, "localhost"
     if profile == "thrift":

@@ -1,5 +1,6 @@
 """The embedded Spark: one in-process SparkSession per process, Delta owning `spark_catalog`,
-Iceberg as a named Hadoop catalog, and a persistent warehouse and Derby metastore on disk."""
+Iceberg as a named Hadoop catalog (or the catalog `server_side_parameters` set up, e.g. a REST
+catalog), and a persistent warehouse and Derby metastore on disk."""
 
 from __future__ import annotations
 
@@ -47,6 +48,18 @@ class EmbeddedSparkConfig:
     def iceberg_warehouse(self) -> Path:
         return self.warehouse_dir / "iceberg"
 
+    @property
+    def iceberg_catalog_is_hadoop(self) -> bool:
+        """Whether the Iceberg catalog is the default Hadoop catalog under `warehouse_dir`: unless
+        `server_side_parameters` give it another `type` (e.g. `rest`) or a `catalog-impl`. The
+        catalog is then theirs alone: no Hadoop `type` or local `warehouse` is added (a REST
+        server reads `warehouse` as its own setting)."""
+        prefix = f"spark.sql.catalog.{self.iceberg_catalog}."
+        params = self.server_side_parameters
+        if f"{prefix}catalog-impl" in params:
+            return False
+        return str(params.get(f"{prefix}type", "hadoop")).lower() == "hadoop"
+
     def spark_conf(self) -> Dict[str, str]:
         """The Spark configuration, also used to start local thrift / connect servers."""
         conf: Dict[str, str] = {
@@ -60,8 +73,6 @@ class EmbeddedSparkConfig:
             ),
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             f"spark.sql.catalog.{self.iceberg_catalog}": "org.apache.iceberg.spark.SparkCatalog",
-            f"spark.sql.catalog.{self.iceberg_catalog}.type": "hadoop",
-            f"spark.sql.catalog.{self.iceberg_catalog}.warehouse": str(self.iceberg_warehouse),
             "spark.sql.warehouse.dir": str(self.warehouse_dir),
             "spark.sql.catalogImplementation": "hive",
             derby_metastore.URL_KEY: self.metastore_url,
@@ -82,6 +93,11 @@ class EmbeddedSparkConfig:
             # Delta: new tables can widen types in place (metadata only).
             "spark.databricks.delta.properties.defaults.enableTypeWidening": "true",
         }
+        if self.iceberg_catalog_is_hadoop:
+            conf[f"spark.sql.catalog.{self.iceberg_catalog}.type"] = "hadoop"
+            conf[f"spark.sql.catalog.{self.iceberg_catalog}.warehouse"] = str(
+                self.iceberg_warehouse
+            )
         if self.jars_dir is not None:
             conf["spark.jars"] = ",".join(str(p) for p in jar_resolution.jar_paths(self.jars_dir))
         else:
@@ -125,7 +141,8 @@ def get_session(config: EmbeddedSparkConfig) -> SparkSession:
             return _active
         check_java()
         # The Iceberg Hadoop catalog cannot list namespaces under a folder that does not exist.
-        config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
+        if config.iceberg_catalog_is_hadoop:
+            config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
         from pyspark.sql import SparkSession
 
         builder = SparkSession.builder

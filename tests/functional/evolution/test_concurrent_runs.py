@@ -69,6 +69,9 @@ class Target:
     output: dict
     warehouse: Path
     reader: Any = None
+    # Iceberg in a REST catalog (`--iceberg-catalog rest`): its tables are read by name (the
+    # Hadoop catalogue's folder layout, which a read by path needs, is not there)
+    iceberg_by_name: bool = False
 
 
 class Invocation:
@@ -168,8 +171,7 @@ class DbtProject:
         """The table's column names (read like `query`; through `dbt show`, of a row)."""
         reader = self.target.reader
         if reader is not None:
-            path = str(self.table_dir(table))
-            return list(reader.read.format(self.fmt(table)).load(path).columns)
+            return list(self._read(table).columns)
         shown = self.run(
             "show",
             "--quiet",
@@ -182,6 +184,15 @@ class DbtProject:
         )
         assert shown.returncode == 0, shown.output()
         return list(self._shown(shown.output())[0])
+
+    def _read(self, table: str) -> Any:
+        """The table as the test process's Spark reads it now: by path, or (an Iceberg table in
+        a REST catalog) by name, refreshed past its catalog's cache."""
+        reader = self.target.reader
+        if self.target.iceberg_by_name and self.fmt(table) == "iceberg":
+            reader.sql(f"refresh table {self.relation(table)}")
+            return reader.table(self.relation(table))
+        return reader.read.format(self.fmt(table)).load(str(self.table_dir(table)))
 
     @staticmethod
     def _shown(text: str) -> list[dict]:
@@ -197,9 +208,7 @@ class DbtProject:
             views = {}
             for alias, table in tables.items():
                 view = f"v_{uuid.uuid4().hex[:12]}"
-                reader.read.format(self.fmt(table)).load(
-                    str(self.table_dir(table))
-                ).createOrReplaceTempView(view)
+                self._read(table).createOrReplaceTempView(view)
                 views[alias] = view
             return [tuple(r) for r in reader.sql(sql.format(**views)).collect()]
         inline = sql.format(**{alias: self.relation(t) for alias, t in tables.items()})
@@ -268,13 +277,14 @@ def concurrent_target(request: pytest.FixtureRequest, tmp_path_factory) -> Targe
         return Target(request.getfixturevalue("dbt_profile_target"), warehouse)
     warehouse = tmp_path_factory.mktemp("concurrent_warehouse")
     params = shared_metastore(request, tmp_path_factory.mktemp("concurrent_derby"))
+    iceberg = request.getfixturevalue("iceberg_parameters")
     output = {
         "type": "spark_contracts",
         "method": "session",
         "warehouse_dir": str(warehouse),
-        "server_side_parameters": params,
+        "server_side_parameters": {**params, **iceberg},
     }
-    return Target(output, warehouse, request.getfixturevalue("worker_spark"))
+    return Target(output, warehouse, request.getfixturevalue("worker_spark"), bool(iceberg))
 
 
 # ---- the models and what each load holds ------------------------------------------------------

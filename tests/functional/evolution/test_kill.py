@@ -28,7 +28,7 @@ import yaml
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.lease import LEASE_ENV
-from tests.functional.conftest import JVM_PARAMETERS
+from tests.functional.conftest import JVM_PARAMETERS, iceberg_rest
 
 DBT = str(Path(sys.executable).with_name("dbt"))
 INTENT = "dbt_spark_contracts.intent"
@@ -257,6 +257,12 @@ def kill_target(request, tmp_path) -> tuple:
     """The profile output, warehouse and reader (see Project) of the `--profile` under test; the
     session method gets a warehouse of its own (each dbt process is then its own embedded
     Spark), read by path by the test process's."""
+    if iceberg_rest(request.config) and "iceberg" in request.node.nodeid.lower():
+        pytest.skip(
+            "--iceberg-catalog rest: this test times its SIGKILL by the Hadoop catalogue's "
+            "metadata/vN.metadata.json files and reads the table by path; a REST catalog "
+            "commits NNNNN-<uuid>.metadata.json files that a read by path cannot load"
+        )
     if request.config.getoption("--profile") == "session":
         warehouse = tmp_path / "warehouse"
         target = {

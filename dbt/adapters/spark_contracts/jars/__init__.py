@@ -25,14 +25,17 @@ class MavenJar:
     group: str
     artifact: str
     version: str
+    classifier: str = ""  # e.g. "tests", "test-fixtures": a jar published beside the main one
 
     @property
     def coordinate(self) -> str:
-        return f"{self.group}:{self.artifact}:{self.version}"
+        tail = f":{self.classifier}" if self.classifier else ""
+        return f"{self.group}:{self.artifact}:{self.version}{tail}"
 
     @property
     def file_name(self) -> str:
-        return f"{self.artifact}-{self.version}.jar"
+        tail = f"-{self.classifier}" if self.classifier else ""
+        return f"{self.artifact}-{self.version}{tail}.jar"
 
     @property
     def url(self) -> str:
@@ -98,14 +101,22 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 </project>
 """
 _DEP = (
-    "<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
+    "<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>{c}"
     "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion>"
     "</exclusions></dependency>"
 )
 
 
 def _fetch_with_maven(target: Path, mvn: str, jars: Sequence[MavenJar]) -> None:
-    deps = "".join(_DEP.format(g=j.group, a=j.artifact, v=j.version) for j in jars)
+    deps = "".join(
+        _DEP.format(
+            g=j.group,
+            a=j.artifact,
+            v=j.version,
+            c=f"<classifier>{j.classifier}</classifier>" if j.classifier else "",
+        )
+        for j in jars
+    )
     with tempfile.TemporaryDirectory() as work:
         pom = Path(work) / "pom.xml"
         pom.write_text(_POM.format(deps=deps))
@@ -135,18 +146,19 @@ def _fetch_with_https(target: Path, jars: Sequence[MavenJar]) -> None:
         (target / jar.file_name).write_bytes(payload)
 
 
-def fetch(target: Path) -> list[Path]:
-    """Fill `target` with the required and the cluster's jars from Maven Central (mvn when
-    present, else HTTPS); only the missing ones are fetched."""
+def fetch(target: Path, jars: Sequence[MavenJar] = ALL_JARS) -> list[Path]:
+    """Fill `target` with `jars` (by default the required and the cluster's) from Maven Central
+    (mvn when present, else HTTPS); only the missing ones are fetched. Each jar is fetched
+    alone, without its dependencies: a list names every jar it needs."""
     target.mkdir(parents=True, exist_ok=True)
-    missing = [jar for jar in ALL_JARS if not (target / jar.file_name).is_file()]
+    missing = [jar for jar in jars if not (target / jar.file_name).is_file()]
     if missing:
         mvn = shutil.which("mvn")
         if mvn:
             _fetch_with_maven(target, mvn, missing)
         else:
             _fetch_with_https(target, missing)
-    return jar_paths(target, ALL_JARS)
+    return jar_paths(target, jars)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
