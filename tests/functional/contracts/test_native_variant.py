@@ -53,6 +53,11 @@ MODELS = {
     "native_iceberg": model("iceberg", TOP_LEVEL),
     "native_merge_iceberg": model("iceberg", TOP_LEVEL, "merge"),
     "native_nested_delta": model("delta", NESTED),
+    "native_nested_iceberg": model("iceberg", NESTED),
+    # a table model rebuilds from the model's rows: v2's rows, then v3's
+    "native_table_delta": model("delta", TOP_LEVEL).replace(
+        "materialized='incremental', incremental_strategy='append'", "materialized='table'"
+    ),
 }
 
 
@@ -117,8 +122,15 @@ class TestNativeVariantColumns:
         rows = project.run_sql(f"show tblproperties {rel(project, 'native_iceberg')}", fetch="all")
         assert dict(tuple(r) for r in rows).get("format-version") == "3"
 
-    def test_a_rejected_struct_field_is_kept_at_its_path(self, project, outcome):
-        name = "native_nested_delta"
+    def test_a_table_model_rebuilds_with_the_variant_column(self, project, outcome):
+        name = "native_table_delta"
+        for results in outcome:
+            assert str(results[name].status) == "success", results[name].message
+        assert schema_of(project, rel(project, name))["score__v"] == "variant"
+        assert read_back(project, name) == [(4, None, "also_bad")]
+
+    @pytest.mark.parametrize("name", ["native_nested_delta", "native_nested_iceberg"])
+    def test_a_rejected_struct_field_is_kept_at_its_path(self, project, outcome, name):
         for results in outcome:
             assert str(results[name].status) == "success", results[name].message
         assert schema_of(project, rel(project, name))["s__v"] == "variant"
