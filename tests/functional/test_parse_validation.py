@@ -113,6 +113,14 @@ BAD = {
         "models/variant_iceberg_v2.sql",
         ["Iceberg format-version 2", "'format-version': '3'", "variant_columns: typed"],
     ),
+    "variant_iceberg_merge": (
+        "models/variant_iceberg_merge.sql",
+        [
+            "'native' on an Iceberg merge model",
+            "BaseScan.includeColumnStats",
+            "variant_columns: typed",
+        ],
+    ),
 }
 
 PROPERTIES = """
@@ -194,6 +202,9 @@ class TestBadConfigFailsParse:
             % "file_format='parquet', schema_contract={'variant_columns': 'native'}",
             "variant_iceberg_v2.sql": INC
             % "file_format='iceberg', tbl_properties={'format-version': '2'}, "
+            "schema_contract={'variant_columns': 'native'}",
+            "variant_iceberg_merge.sql": INC
+            % "file_format='iceberg', incremental_strategy='merge', unique_key='id', "
             "schema_contract={'variant_columns': 'native'}",
             "yml_contract.sql": "{{ config(materialized='table') }}\n" + plain,
             "check_no_expression.sql": plain,

@@ -110,6 +110,38 @@ def test_iceberg_pinned_before_v3_fails_naming_the_fix(version, fails):
     assert "'format-version': '3'" in str(info.value)
 
 
+def test_an_iceberg_merge_model_fails_naming_the_iceberg_bug_and_typed():
+    config = {
+        "file_format": "iceberg",
+        "incremental_strategy": "merge",
+        "schema_contract": NATIVE,
+    }
+    n = NodeConfig(
+        model="model.p.m (models/m.sql)", config=config, run_vars={}, materialized="incremental"
+    )
+    with pytest.raises(ConfigError) as info:
+        validate_node_config(n)
+    assert "Iceberg merge model" in str(info.value)
+    assert "variant_columns: typed" in str(info.value)
+    # append on Iceberg, and merge on Delta, are fine
+    validate_node_config(
+        NodeConfig(
+            model=n.model,
+            config={**config, "incremental_strategy": "append"},
+            run_vars={},
+            materialized="incremental",
+        )
+    )
+    validate_node_config(
+        NodeConfig(
+            model=n.model,
+            config={**config, "file_format": "delta"},
+            run_vars={},
+            materialized="incremental",
+        )
+    )
+
+
 @pytest.mark.parametrize("fmt", [None, "delta", "iceberg"])
 def test_delta_and_iceberg_accept_native(fmt):
     config = {"schema_contract": NATIVE, **({"file_format": fmt} if fmt else {})}

@@ -51,7 +51,6 @@ MODELS = {
     "native_delta": model("delta", TOP_LEVEL),
     "native_merge_delta": model("delta", TOP_LEVEL, "merge"),
     "native_iceberg": model("iceberg", TOP_LEVEL),
-    "native_merge_iceberg": model("iceberg", TOP_LEVEL, "merge"),
     "native_nested_delta": model("delta", NESTED),
     "native_nested_iceberg": model("iceberg", NESTED),
     # a table model rebuilds from the model's rows: v2's rows, then v3's
@@ -87,15 +86,6 @@ class TestNativeVariantColumns:
             "native_delta",
             "native_merge_delta",
             "native_iceberg",
-            pytest.param(
-                "native_merge_iceberg",
-                marks=pytest.mark.xfail(
-                    strict=True,
-                    reason="Iceberg 1.12.0 on Spark 4.1: a scan of a table whose VARIANT column no "
-                    "data file holds yet fails (NullPointerException in "
-                    "BaseScan.includeColumnStats), and a merge scans its target",
-                ),
-            ),
         ],
     )
     def test_an_uncoercible_value_is_kept_in_one_variant_column(self, project, outcome, name):

@@ -135,6 +135,15 @@ def check_native_variants(node: NodeConfig, contract: SchemaContract | None) -> 
             f"{file_format!r} cannot store a VARIANT column; use variant_columns: typed, or a "
             f"file_format of {', '.join(VARIANT_FORMATS)}"
         )
+    strategy = str(node.config.get("incremental_strategy") or "").lower()
+    if file_format == "iceberg" and node.materialized == "incremental" and strategy == "merge":
+        raise ConfigError(
+            f"{node.model}: `schema_contract.variant_columns` is 'native' on an Iceberg merge "
+            "model: Iceberg 1.12 cannot scan a table whose new VARIANT column no data file "
+            "holds yet (NullPointerException in BaseScan.includeColumnStats), and a merge "
+            "scans its target first; use variant_columns: typed, or incremental_strategy "
+            "append"
+        )
     properties = node.config.get("tbl_properties") or {}
     version = str(properties.get("format-version", "")).strip() if file_format == "iceberg" else ""
     if version.isdigit() and int(version) < 3:
