@@ -278,3 +278,35 @@ def test_the_load_reads_the_fitted_output_and_the_table_keeps_its_schema():
         "SELECT `id`, IF(`s` IS NULL, NULL, named_struct('x', try_cast(`s`.`x` AS INT), "
         "'y', CAST(NULL AS INT))) AS `s`, try_cast(`n` AS INT) AS `n` FROM db.t__dbt_tmp"
     )
+
+
+@pytest.mark.parametrize(
+    "strategy, evolution",
+    [
+        ("append", {"strategy": "full_refresh"}),  # the plan is a full refresh
+        ("table", {}),  # a table model's rebuild
+    ],
+)
+def test_a_rebuild_keeps_an_ignored_removed_column(strategy, evolution):
+    """A rebuild writes every row from the output: an ignored removed column stays in the
+    table (NULL), never dropped with its values by the rebuild (review finding)."""
+    deployed = S("id int, c string")
+    compiled = S("id int, d string")
+    from dbt.adapters.spark_contracts.core.config import resolve_settings as settings_of
+
+    inputs = RunInputs(
+        relation="db.t",
+        view="db.t__dbt_tmp",
+        invocation_id="0123456789abcdef",
+        table_format="delta",
+        strategy=strategy,
+        deployed=deployed,
+        properties={},
+        compiled=compiled,
+        settings=settings_of(
+            "model.p.t", {**evolution, "on_destructive_change": "ignore"}, None, None, {}
+        ),
+    )
+    decided = plan_run(inputs)
+    assert decided.fits is not None and "CAST(NULL AS STRING) AS `c`" in decided.fits
+    assert [j.change.dotted for j in decided.plan.ignored] == ["c"]

@@ -264,3 +264,24 @@ def test_native_variant_columns_are_one_variant_per_column(deployed, compiled, f
     sql = render_load_select(made, "src", deployed, compiled, "r")
     for name in made.variant_columns:
         assert name in sql.columns
+
+
+def test_an_iceberg_model_merging_by_default_fails_too():
+    """No incremental_strategy: the adapter merges on Iceberg when the model has a unique_key
+    (impl.default_incremental_strategy), and that merge scans its target first."""
+    config = {"file_format": "iceberg", "unique_key": "id", "schema_contract": NATIVE}
+    n = NodeConfig(
+        model="model.p.m (models/m.sql)", config=config, run_vars={}, materialized="incremental"
+    )
+    with pytest.raises(ConfigError) as info:
+        validate_node_config(n)
+    assert "Iceberg merge model" in str(info.value)
+    appends = {"file_format": "iceberg", "schema_contract": NATIVE}
+    validate_node_config(
+        NodeConfig(
+            model="model.p.m (models/m.sql)",
+            config=appends,
+            run_vars={},
+            materialized="incremental",
+        )
+    )

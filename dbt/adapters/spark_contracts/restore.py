@@ -229,23 +229,29 @@ class Restorer:
             raise RunInProgress(unique_id, intent.relation, intent.invocation_id, now - heartbeat)
 
     def live_runs(self, relation: str, invocation_id: str) -> Tuple[str, ...]:
-        """Other runs of the model holding a fresh lease on `relation` (named in a failure)."""
+        """Other runs of the model holding a fresh lease on `relation`. Fails closed: a listing
+        that fails raises (the run then changes nothing), and a lease whose properties cannot
+        be read counts as live unless it is no longer listed (its run let go of it)."""
         schema, name = relation.rsplit(".", 1)
         own = lease_name(relation, invocation_id).rsplit(".", 1)[1].lower()
-        try:
-            listed = self.spark.fetch(f"show tables in {schema} like '{name}{LEASE_SUFFIX}*'")
-            found: List[str] = []
-            for row in listed:
-                table = str(row.get("tableName") or "")
-                if not table or table.lower() == own:
-                    continue
+        pattern = f"show tables in {schema} like '{name}{LEASE_SUFFIX}*'"
+
+        def listed() -> List[str]:
+            tables = (str(row.get("tableName") or "") for row in self.spark.fetch(pattern))
+            return [t for t in tables if t and t.lower() != own]
+
+        found: List[str] = []
+        for table in listed():
+            try:
                 props = self._properties(f"{schema}.{table}")
-                if lease_is_fresh(heartbeat_of(props), time.time(), lease_seconds()):
-                    found.append(props.get(RUN_PROPERTY, table))
-            return tuple(found)
-        except Exception as exc:  # naming them is a courtesy: the failure is reported anyway
-            logger.debug(f"could not list the leases on {relation}: {exc}")
-            return ()
+            except Exception as exc:
+                if table in listed():  # still there, unreadable: it may be a live run's
+                    logger.debug(f"could not read the lease {table}: {exc}")
+                    found.append(table)
+                continue
+            if lease_is_fresh(heartbeat_of(props), time.time(), lease_seconds()):
+                found.append(props.get(RUN_PROPERTY, table))
+        return tuple(found)
 
     def _properties(self, table: str) -> Dict[str, str]:
         rows = self.spark.fetch(f"show tblproperties {table}")

@@ -157,9 +157,11 @@ class Runner(QuarantineSteps):
         out = self.out
         # Delta: the version before the commit that writes the intent, found by a restore
         # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
+        self._lease_alone(run)  # before the intent: a live run's intent is never repaired
+        # read once the lease is held: a run that finished while this one waited for it
+        # committed before this point, so the restore never takes that run's commits back
         if run.table_format != "delta":
             out.restore_version = self.current_version(run.relation, run.table_format)
-        self._lease_alone(run)  # before the intent: a live run's intent is never repaired
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
@@ -352,7 +354,11 @@ class Runner(QuarantineSteps):
         self._settle_own_pending(run, restored=True)
         self._let_go_of_lease(run)
         self.record(run)
-        others = self.live_runs(run.relation, run.invocation_id)
+        try:  # naming them is a courtesy: the failure is reported anyway
+            others = self.live_runs(run.relation, run.invocation_id)
+        except Exception as list_exc:
+            logger.debug(f"{run.unique_id}: could not list the leases: {list_exc}")
+            others = ()
         raise RunUndone(run.unique_id, step, out.restored, exc, others) from exc
 
     def raise_value_violation(self, run: ModelRun, samples: List[Dict[str, Any]]) -> None:

@@ -162,12 +162,15 @@ def _fit_leaf(expr: str, source: SparkType, target: SparkType) -> Built:
 def fitted_select(compiled: Struct, fitted: Struct, view: str) -> str:
     """The model's output (`view`, of schema `compiled`) as `fitted`: each column by name, cast
     where an ignored change left the table's type or shape (structs by field name, a field the
-    table keeps but the model dropped NULL)."""
+    table keeps but the model dropped NULL; a column the model dropped, where a rebuild keeps
+    it, NULL)."""
     items = []
     for field in fitted.fields:
         source = compiled.field(field.name)
-        assert source is not None, field.name
         name = quote_identifier(field.name)
+        if source is None:  # a column the table keeps and a rebuild writes: NULL
+            items.append(f"CAST(NULL AS {field.type.to_sql()}) AS {name}")
+            continue
         value = coerce(name, source.type, field.type, _fit_leaf, same_type).value
         items.append(name if value == name else f"{value} AS {name}")
     return f"SELECT {', '.join(items)} FROM {view}"

@@ -26,7 +26,7 @@ from .decision import (
     ContractDecision,
     ContractViolation,
 )
-from .diff import SchemaDiff, diff_schemas
+from .diff import ColumnRemoved, SchemaDiff, diff_schemas
 from .enforce import (
     decide,
 )
@@ -307,9 +307,17 @@ def _fitted_run(i: RunInputs, diff: SchemaDiff, plan: Plan, contracted: bool) ->
             f"{i.relation}: `on_additive_change` / `on_destructive_change: ignore` with a "
             "schema_contract; the contract decides what reaches the table (discard_value)"
         )
-    fitted = fitted_schema(i.deployed, i.compiled, [j.change for j in plan.ignored])
+    ignored = [j.change for j in plan.ignored]
+    fitted = fitted_schema(i.deployed, i.compiled, ignored)
     # planned once more, not fitted again: a removed column the table keeps is ignored again
     again = _plan_run(replace(i, compiled=fitted, view=fits_view(i.view)), fit=False)
+    removed = tuple(c.field for c in ignored if isinstance(c, ColumnRemoved))
+    rebuilds = again.plan.full_refresh is not None or again.write.path is WritePath.REPLACE
+    if removed and (rebuilds or i.strategy == REBUILD):
+        # a rebuild writes every row from the output: a removed column the table keeps is in
+        # it, NULL (every row of a rebuilt table is a new row)
+        fitted = Struct((*fitted.fields, *removed))
+        again = _plan_run(replace(i, compiled=fitted, view=fits_view(i.view)), fit=False)
     first = {j.change for j in plan.ignored}
     judged = (*plan.ignored, *(j for j in again.plan.judged if j.change not in first))
     return replace(

@@ -135,8 +135,11 @@ def check_native_variants(node: NodeConfig, contract: SchemaContract | None) -> 
             f"{file_format!r} cannot store a VARIANT column; use variant_columns: typed, or a "
             f"file_format of {', '.join(VARIANT_FORMATS)}"
         )
+    # unset: the adapter's default, merge on Iceberg (impl.default_incremental_strategy), which
+    # scans its target when the model has a unique_key (without one it appends)
     strategy = str(node.config.get("incremental_strategy") or "").lower()
-    if file_format == "iceberg" and node.materialized == "incremental" and strategy == "merge":
+    merges = strategy == "merge" or (not strategy and bool(node.config.get("unique_key")))
+    if file_format == "iceberg" and node.materialized == "incremental" and merges:
         raise ConfigError(
             f"{node.model}: `schema_contract.variant_columns` is 'native' on an Iceberg merge "
             "model: Iceberg 1.12 cannot scan a table whose new VARIANT column no data file "
