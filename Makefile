@@ -203,8 +203,9 @@ test: install jars
 # what 1.12 changed: the model config on_error, and parse-time validation (1.12's var() broke it).
 DBT112_TESTS := tests/functional/test_on_error.py tests/functional/test_parse_validation.py \
 	tests/functional/test_model_contract.py
-# CI's share on dbt-core 1.12.0: dbt's official `seed --empty` suite and the functional tests of
-# what 1.12 changed (on_error; parse-time validation, which 1.12's var() broke), in .venv-1.12.
+# CI's share on dbt-core 1.12.0, in .venv-1.12: dbt's official empty-flag suites (test_empty.py,
+# `seed --empty` among them) and the functional tests of what 1.12 changed (on_error;
+# parse-time validation, which 1.12's var() broke).
 DBT112_CI_TESTS := tests/functional/test_on_error.py tests/functional/test_parse_validation.py \
 	tests/functional/adapter/test_empty.py
 dbt112-ci:

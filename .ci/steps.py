@@ -1,7 +1,7 @@
 """Run `make <step>` for each step in turn, stop at the first that fails, and print the minutes
 each took (CI keeps no files: the table is the record).
 
-    python .ci/steps.py lint unit functional-ci cluster-ci
+    python .ci/steps.py lint unit functional-ci cluster-ci dbt112-ci
 """
 
 from __future__ import annotations

@@ -110,6 +110,8 @@ class ContractMethods(metaclass=AdapterMeta):
             self.execute(statement)
         if planned.plan.operations:
             logger.info(f"{unique_id} ({target}): {planned.plan.summary()}")
+        for warning in planned.plan.warnings:  # `warn`: applied, each change named
+            logger.warning(f"{unique_id} ({target}): {warning}")
         return list(planned.insert_columns)
 
     @available
