@@ -242,29 +242,27 @@ def test_ignoring_every_change_leaves_nothing_to_change(deployed: Struct, compil
     fitted_select(compiled, fitted, "v")  # renders for every pair
 
 
-def test_the_load_reads_the_fitted_output_and_the_table_keeps_its_schema():
-    deployed = S("id int, s struct<x:int,y:int>, n int, gone string")
-    compiled = S("id int, s struct<x:bigint,z:string>, n string, extra int")
-    from dbt.adapters.spark_contracts.core.config import resolve_settings as settings_of
-
+def planned_run(deployed: Struct, compiled: Struct, strategy: str, evolution: dict):
+    """`plan_run` for a Delta table `db.t` under `schema_evolution: evolution`."""
     inputs = RunInputs(
         relation="db.t",
         view="db.t__dbt_tmp",
         invocation_id="0123456789abcdef",
         table_format="delta",
-        strategy="append",
+        strategy=strategy,
         deployed=deployed,
         properties={},
         compiled=compiled,
-        settings=settings_of(
-            "model.p.t",
-            {"on_additive_change": "ignore", "on_destructive_change": "ignore"},
-            None,
-            None,
-            {},
-        ),
+        settings=resolve_settings("model.p.t", evolution, None, None, {}),
     )
-    decided = plan_run(inputs)
+    return plan_run(inputs)
+
+
+def test_the_load_reads_the_fitted_output_and_the_table_keeps_its_schema():
+    deployed = S("id int, s struct<x:int,y:int>, n int, gone string")
+    compiled = S("id int, s struct<x:bigint,z:string>, n string, extra int")
+    evolution = {"on_additive_change": "ignore", "on_destructive_change": "ignore"}
+    decided = planned_run(deployed, compiled, "append", evolution)
     assert decided.plan.operations == () and decided.statements == ()
     assert [j.change.dotted for j in decided.plan.ignored] == [
         "s.x",
@@ -292,21 +290,7 @@ def test_a_rebuild_keeps_an_ignored_removed_column(strategy, evolution):
     table (NULL), never dropped with its values by the rebuild (review finding)."""
     deployed = S("id int, c string")
     compiled = S("id int, d string")
-    from dbt.adapters.spark_contracts.core.config import resolve_settings as settings_of
-
-    inputs = RunInputs(
-        relation="db.t",
-        view="db.t__dbt_tmp",
-        invocation_id="0123456789abcdef",
-        table_format="delta",
-        strategy=strategy,
-        deployed=deployed,
-        properties={},
-        compiled=compiled,
-        settings=settings_of(
-            "model.p.t", {**evolution, "on_destructive_change": "ignore"}, None, None, {}
-        ),
-    )
-    decided = plan_run(inputs)
+    evolution = {**evolution, "on_destructive_change": "ignore"}
+    decided = planned_run(deployed, compiled, strategy, evolution)
     assert decided.fits is not None and "CAST(NULL AS STRING) AS `c`" in decided.fits
     assert [j.change.dotted for j in decided.plan.ignored] == ["c"]
