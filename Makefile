@@ -40,7 +40,7 @@ lint: install
 	$(BIN)/mypy dbt/adapters/spark_contracts/core
 
 unit: install
-	$(BIN)/pytest tests/unit -q -p no:cacheprovider
+	$(BIN)/pytest tests/unit -q -p no:cacheprovider -n 2
 
 functional: install jars
 	$(BIN)/pytest tests/functional -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=15 --ignore=tests/functional/evolution/test_kill.py --ignore=tests/functional/adapter $(PYTEST_ARGS)
@@ -68,22 +68,36 @@ suites-servers: install jars
 # (tests/unit/test_fault_matrix.py). What CI leaves out is `make functional-extra`.
 KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired \
 	--deselect tests/functional/evolution/test_kill.py::test_repair_while_the_dead_runs_statement_still_runs
-# Not in CI, to keep it near 30 minutes on 2 cores (`make functional-extra` runs exactly these;
-# 50 minutes of worker time in the CI run of 2026-11-26 evening, bad day aside):
-# - the bad day (1.2 M discarded rows, ~300 MB, maxResultSize 64m) and two of the four
-#   concurrent cases (also `make bad-day`, per method); CI keeps one concurrent case per format
-#   (Iceberg evolve, Delta quarantine) and every quarantine event;
+# Not in CI, to keep it near 30 minutes on 2 cores (`make functional-extra` runs exactly these):
+# - the bad day (1.2 M discarded rows, ~300 MB, maxResultSize 64m) and three of the four
+#   concurrent cases (also `make bad-day`, per method); CI keeps one concurrent case (Delta
+#   quarantine) and every quarantine event;
 # - the real SIGKILLs of a Delta run (TestKillMidRunDelta: 11 minutes of worker time); CI keeps
 #   Iceberg's;
+# - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a server stays in cluster-ci);
+# - the second dbt process of test_embedded_spark and the docs catalog it generates (the first
+#   process's run stays);
 # - the Derby metastore widened in place (test_long_view_text; CI keeps the long view itself);
-# - dbt's official snapshot, clone / hooks / unit-test and docs suites, and test_basic's
-#   TestIncrementalUniqueKey and snapshot classes (`make suites` runs every official suite).
+# - column settings ahead of their column, snapshot keys and deletes, and pydantic's predicates
+#   checked against pydantic value by value;
+# - dbt's official snapshot, clone / hooks / unit-test, docs, on_schema_change, constraints and
+#   microbatch suites, and test_basic's TestIncrementalUniqueKey and snapshot classes (`make
+#   suites` runs every official suite).
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
+EMBEDDED := tests/functional/test_embedded_spark.py
 EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/adapter/test_snapshots.py tests/functional/adapter/test_clone_hooks_units.py \
-	tests/functional/adapter/test_docs.py
-EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" \
+	tests/functional/adapter/test_docs.py tests/functional/adapter/test_on_schema_change.py \
+	tests/functional/adapter/test_constraints.py tests/functional/adapter/test_microbatch_suites.py \
+	tests/functional/evolution/test_column_settings_timing.py \
+	tests/functional/test_snapshot_keys_and_deletes.py
+EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
 	tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
+	tests/functional/test_connection_resilience.py::test_ctrl_c_cancels_the_load_in_the_embedded_session \
+	$(EMBEDDED)::test_second_run_in_new_process $(EMBEDDED)::test_providers_on_the_real_tables \
+	$(EMBEDDED)::test_incremental_appended_after_restart $(EMBEDDED)::test_catalogs_list_the_tables \
+	$(EMBEDDED)::test_docs_catalog_has_full_nested_types $(EMBEDDED)::test_docs_catalog_lists_every_model \
+	tests/functional/contracts/test_pydantic_contract.py::TestPredicatesAgreeWithPydantic \
 	tests/functional/test_long_view_text.py::test_a_metastore_from_before_is_widened_in_place \
 	tests/functional/adapter/test_basic.py::TestIncrementalUniqueKey \
 	tests/functional/adapter/test_basic.py::TestSnapshotCheckCols \
