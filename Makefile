@@ -75,28 +75,33 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 # - the real SIGKILLs of a Delta run (TestKillMidRunDelta: 11 minutes of worker time); CI keeps
 #   Iceberg's;
 # - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a server stays in cluster-ci);
-# - the second dbt process of test_embedded_spark and the docs catalog it generates (the first
-#   process's run stays);
+# - test_embedded_spark (dbt in new processes on the embedded session; `make demo` does the same
+#   from a clean clone);
+# - the feature tour on the session (cluster-ci runs it over Thrift and Connect);
+# - the Iceberg microbatch class (Delta's stays), snapshots of a native variant column and of an
+#   evolving view (the snapshot contracts stay);
 # - the Derby metastore widened in place (test_long_view_text; CI keeps the long view itself);
 # - column settings ahead of their column, snapshot keys and deletes, and pydantic's predicates
 #   checked against pydantic value by value;
-# - dbt's official snapshot, clone / hooks / unit-test, docs, on_schema_change, constraints and
-#   microbatch suites, and test_basic's TestIncrementalUniqueKey and snapshot classes (`make
-#   suites` runs every official suite).
+# - dbt's official snapshot, clone / hooks / unit-test, docs, on_schema_change, constraints,
+#   microbatch and Python-model suites, and test_basic's TestSimpleMaterializations,
+#   TestIncrementalUniqueKey and snapshot classes (`make suites` runs every official suite).
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
-EMBEDDED := tests/functional/test_embedded_spark.py
 EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/adapter/test_snapshots.py tests/functional/adapter/test_clone_hooks_units.py \
 	tests/functional/adapter/test_docs.py tests/functional/adapter/test_on_schema_change.py \
 	tests/functional/adapter/test_constraints.py tests/functional/adapter/test_microbatch_suites.py \
 	tests/functional/evolution/test_column_settings_timing.py \
-	tests/functional/test_snapshot_keys_and_deletes.py
+	tests/functional/test_snapshot_keys_and_deletes.py tests/functional/test_embedded_spark.py \
+	tests/functional/adapter/test_python_model.py
 EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
 	tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
 	tests/functional/test_connection_resilience.py::test_ctrl_c_cancels_the_load_in_the_embedded_session \
-	$(EMBEDDED)::test_second_run_in_new_process $(EMBEDDED)::test_providers_on_the_real_tables \
-	$(EMBEDDED)::test_incremental_appended_after_restart $(EMBEDDED)::test_catalogs_list_the_tables \
-	$(EMBEDDED)::test_docs_catalog_has_full_nested_types $(EMBEDDED)::test_docs_catalog_lists_every_model \
+	tests/functional/test_microbatch.py::TestMicrobatchIceberg \
+	tests/functional/cluster/test_feature_tour.py \
+	tests/functional/adapter/test_basic.py::TestSimpleMaterializations \
+	tests/functional/contracts/test_native_variant.py::TestSnapshotOfANativeVariantColumn \
+	tests/functional/contracts/test_view_snapshot_contracts.py::TestSnapshotEvolution \
 	tests/functional/contracts/test_pydantic_contract.py::TestPredicatesAgreeWithPydantic \
 	tests/functional/test_long_view_text.py::test_a_metastore_from_before_is_widened_in_place \
 	tests/functional/adapter/test_basic.py::TestIncrementalUniqueKey \
@@ -162,15 +167,18 @@ CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
 	tests/functional/test_python_models.py tests/functional/test_connection_methods.py \
 	tests/functional/test_schema_reads.py tests/functional/test_connection_resilience.py \
 	tests/functional/cluster
-# CI's share (`make test`): every feature once per format in one project (feature tour), the
-# table formats and schema analysis through the servers, the cluster's lifecycle and the loss
-# (and restart) of a worker on this shared cluster (thrift pass only), a failed start, and
-# cancel / retries / connection errors / token
-# (test_connection_resilience.py, against a server of its own).
+# CI's share (`make test`): every feature once per format in one project (feature tour), schema
+# analysis through the servers, the loss (and restart) of a worker during a load on this shared
+# cluster (thrift pass only), a failed start, and cancel / retries / connection errors / token
+# (test_connection_resilience.py, against a server of its own). `make cluster-test` adds the
+# cluster's lifecycle and shared metastore, the table formats and merge through a server (the
+# feature tour covers them in CI) and the full functional suites.
 CLUSTER_CI_TESTS ?= tests/functional/cluster/test_feature_tour.py \
-	tests/functional/cluster/test_cluster.py::TestCluster \
+	tests/functional/cluster/test_cluster.py::TestCluster::test_worker_loss_during_load \
 	tests/functional/cluster/test_cluster.py::test_start_failure_names_the_part_and_stops_what_started \
-	tests/functional/test_connection_methods.py tests/functional/test_connection_resilience.py
+	tests/functional/test_connection_methods.py::TestSchemaAnalysisThroughServer \
+	tests/functional/test_connection_methods.py::test_thrift_schema_forms_match_spark_json \
+	tests/functional/test_connection_resilience.py
 
 cluster: install jars
 	$(CLUSTER) start --dir $(CLUSTER_DIR)
@@ -196,17 +204,23 @@ endef
 # The tests $(1) over thrift, then connect, on the cluster; fails if any pass failed.
 define passes_on_cluster
 for profile in thrift connect; do \
-	  DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) -q \
+	  only=; [ $$profile = connect ] && only="$(2)"; \
+	  DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) $$only -q \
 	    -p no:cacheprovider --show-capture=no -n 2 --dist loadgroup --durations=15 \
 	    --profile $$profile $(PYTEST_ARGS) || status=1; \
 	done
 endef
+# cluster-ci's Connect pass leaves to the Thrift pass what does not depend on the method's
+# client: Ctrl-C on a server and a server lost mid-run (both run on Connect in cluster-test).
+RESILIENCE := tests/functional/test_connection_resilience.py
+CONNECT_CI_SKIPS := --deselect $(RESILIENCE)::test_ctrl_c_cancels_the_load_on_the_server \
+	--deselect $(RESILIENCE)::test_server_lost_in_the_middle_of_a_run
 
 cluster-test: install jars
 	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_TESTS)))
 
 cluster-ci: install jars
-	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_CI_TESTS)))
+	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_CI_TESTS),$(CONNECT_CI_SKIPS)))
 
 # CI: each step's minutes printed at the end (.ci/steps.py); stops at the first failing step.
 test: install jars

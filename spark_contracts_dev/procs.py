@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Protocol, Sequence
 
 
 @dataclass(frozen=True)
@@ -151,3 +152,20 @@ def signal_and_wait(pids: Sequence[int], timeout: float = 30.0) -> list[int]:
     while time.monotonic() < deadline and any(_alive(p) for p in killed):
         time.sleep(0.1)
     return killed
+
+
+class Served(Protocol):
+    """A server started as a child process (servers.Server, rest_catalog.RestCatalog)."""
+
+    process: subprocess.Popen
+
+    def stop(self) -> None: ...
+
+
+def serve_until_interrupted(server: Served) -> int:
+    """Wait on a server run in the foreground; Ctrl-C stops it. The exit status of `main`."""
+    try:
+        server.process.wait()
+    except KeyboardInterrupt:
+        server.stop()
+    return 0

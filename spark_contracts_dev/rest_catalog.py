@@ -42,6 +42,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.jars import MavenJar
 from dbt.adapters.spark_contracts.session import DEFAULT_ICEBERG_CATALOG, check_java
+from spark_contracts_dev.procs import serve_until_interrupted
 from spark_contracts_dev.servers import free_port, spark_home
 
 MAIN_CLASS = "org.apache.iceberg.rest.RESTCatalogServer"
@@ -298,11 +299,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"REST catalog on {server.uri} (warehouse {server.warehouse}, log {server.log_path})")
     for key, value in server.spark_conf().items():
         print(f"  {key}: {value}")
-    try:
-        server.process.wait()
-    except KeyboardInterrupt:
-        server.stop()
-    return 0
+    return serve_until_interrupted(server)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from typing import Dict, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
+from spark_contracts_dev.procs import serve_until_interrupted
 
 MAIN_CLASSES = {
     "thrift": "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
@@ -208,11 +209,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     token = args.token or (os.environ.get(CONNECT_TOKEN_ENV) if args.kind == "connect" else None)
     server = start(args.kind, args.warehouse_dir, args.port, args.jars_dir, token=token)
     print(f"{args.kind} server listening on localhost:{server.port} (log: {server.log_path})")
-    try:
-        server.process.wait()
-    except KeyboardInterrupt:
-        server.stop()
-    return 0
+    return serve_until_interrupted(server)
 
 
 if __name__ == "__main__":

@@ -136,6 +136,16 @@ def test_iceberg_models_evolve_and_quarantine_in_a_rest_catalog(tmp_path: Path) 
         for name in names:
             metadata = server.warehouse / SCHEMA / name / "metadata"
             assert list(metadata.glob("*.metadata.json")), metadata
+        # the stage, pending and lease tables the runs dropped left no files there (PURGE;
+        # Iceberg deletes their files, the local file system keeps the empty folders)
+        own = [
+            p
+            for p in (server.warehouse / SCHEMA).iterdir()
+            if any(mark in p.name for mark in ("__dbt_stage_", "__dbt_lease_", "__pending_"))
+        ]
+        assert own, "the runs made no stage, pending or lease table"
+        leftovers = sorted(str(f) for p in own for f in p.rglob("*") if f.is_file())
+        assert leftovers == [], leftovers
         # ... and the Hadoop catalogue's folder under the warehouse was never made
         assert not (warehouse / "iceberg").exists()
         assert server.running(), server.log_path.read_text()[-4000:]

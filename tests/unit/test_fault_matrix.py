@@ -135,7 +135,7 @@ class FakeDelta:
             )
         if re.match(r"create table if not exists db\.t__dbt_lease_\w+ \(lease int\)", low):
             return None  # the run's lease (its heartbeat thread never beats here)
-        if m := re.match(r"drop table if exists (\S+)$", low):
+        if m := re.match(r"drop table if exists (\S+)(?: purge)?$", low):
             self.stages.discard(m.group(1))
             return None
         if m := re.match(r"create table (db\.t__dbt_stage_\w+) using parquet as select", low):

@@ -33,7 +33,7 @@ from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.pending import is_pending_of
 from dbt.adapters.spark_contracts.core.plan import Policy
 from dbt.adapters.spark_contracts.core.run_plan import RunInputs
-from dbt.adapters.spark_contracts.lease import LEASE_ENV
+from dbt.adapters.spark_contracts.lease import LEASE_ENV, ModelKey
 from dbt.adapters.spark_contracts.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run import (
     ModelRun,
@@ -128,7 +128,7 @@ class FakeTables(FakeDelta):
             if not set(rows) & set(self.quarantine):
                 self.quarantine += rows
             return None
-        if m := re.match(r"drop table if exists (\S+__pending_\w+)$", low):
+        if m := re.match(r"drop table if exists (\S+__pending_\w+)(?: purge)?$", low):
             self._statement()
             self.pendings.pop(m.group(1), None)
             return None
@@ -217,7 +217,8 @@ def a_run(table: FakeTables, invocation: str, tmp_path: Path) -> Any:
     runner.tag_commits(commit_tag(invocation, MODEL))
     others = [n for n in table.pendings if is_pending_of(n.split(".")[-1], "t__quarantine")]
     own = model_run(table, invocation).pending_table.lower()
-    runner.settle_pending(TABLE, "delta", QUARANTINE, [n for n in others if n != own], MODEL)
+    key = ModelKey(TABLE, invocation, "delta", MODEL)
+    runner.settle_pending(key, QUARANTINE, [n for n in others if n != own])
     run = model_run(table, invocation)
     return runner.execute(run, f"insert into {TABLE} select * from {run.source}")
 

@@ -43,7 +43,7 @@ class Connection:
             with cat.lock:
                 cat.tables.setdefault(created.group(1).lower(), props)
             return
-        dropped = re.match(r"drop table if exists (\S+)$", sql)
+        dropped = re.match(r"drop table if exists (\S+)(?: purge)?$", sql)
         if dropped:
             with cat.lock:
                 cat.tables.pop(dropped.group(1).lower(), None)

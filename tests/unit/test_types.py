@@ -310,3 +310,19 @@ def test_is_widening(src, dst, expected):
 @given(spark_types(), spark_types())
 def test_widening_is_antisymmetric(a, b):
     assert not (is_widening(a, b) and is_widening(b, a))
+
+
+@pytest.mark.parametrize(
+    "table_format, expected",
+    [
+        ("iceberg", "drop table if exists db.t__dbt_stage_x purge"),
+        ("delta", "drop table if exists db.t__dbt_stage_x"),
+        ("parquet", "drop table if exists db.t__dbt_stage_x"),
+    ],
+)
+def test_own_tables_beside_an_iceberg_model_are_purged(table_format: str, expected: str) -> None:
+    """A REST catalog's DROP leaves an Iceberg table's files in the warehouse; PURGE deletes
+    them. The adapter's own tables beside Delta and Parquet models are dropped as before."""
+    from dbt.adapters.spark_contracts.core.types import drop_sql
+
+    assert drop_sql("db.t__dbt_stage_x", table_format) == expected

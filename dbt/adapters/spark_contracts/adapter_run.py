@@ -46,6 +46,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (
 )
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.errors import config_errors_as_compilation_errors
+from dbt.adapters.spark_contracts.lease import ModelKey
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
 if TYPE_CHECKING:
@@ -199,9 +200,8 @@ class RunPathMethods(metaclass=AdapterMeta):
         pendings = self._pending_tables(spark, relation, invocation_id) if quarantines else []
         if pendings:  # other runs' discarded rows, not yet in the quarantine (core/pending.py)
             quarantine = suffixed(str(relation), QUARANTINE_SUFFIX)
-            repairs += tuple(
-                runner.settle_pending(str(relation), table_format, quarantine, pendings, unique_id)
-            )
+            model_key = ModelKey(str(relation), invocation_id, table_format, unique_id)
+            repairs += tuple(runner.settle_pending(model_key, quarantine, pendings))
         config = model.get("config") or {}
         inputs = RunInputs(
             relation=str(relation),

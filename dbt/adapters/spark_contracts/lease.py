@@ -6,7 +6,8 @@ run that is still alive. Released (heartbeat "0") when the run lets go of the ta
 import os
 import threading
 import time
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -15,6 +16,29 @@ from dbt.adapters.spark_contracts.spark_handle import Spark
 
 logger = AdapterLogger("SparkContracts")
 LEASE_ENV = "DBT_SPARK_CONTRACTS_LEASE_SECONDS"
+
+
+class LeaseOwner(Protocol):
+    """Who holds a model's run lease: a planned `ModelRun`, or a `ModelKey` while settling."""
+
+    @property
+    def relation(self) -> str: ...
+    @property
+    def invocation_id(self) -> str: ...
+    @property
+    def table_format(self) -> str: ...
+    @property
+    def unique_id(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    """One invocation's run of one model, before its run is planned."""
+
+    relation: str
+    invocation_id: str
+    table_format: str
+    unique_id: str
 
 
 def lease_seconds() -> float:

@@ -32,7 +32,7 @@ from dbt.adapters.spark_contracts.core.pending import (
     manual_move,
 )
 from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
-from dbt.adapters.spark_contracts.core.types import quote_identifier, sql_string
+from dbt.adapters.spark_contracts.core.types import drop_sql, quote_identifier, sql_string
 from dbt.adapters.spark_contracts.lease import Heartbeat, beat_sql, lease_seconds
 from dbt.adapters.spark_contracts.model_run import (
     ICEBERG_TAG_KEY,
@@ -168,12 +168,12 @@ class QuarantineSteps(Restorer):
                 if not self._exists(quarantine):
                     raise
             if self._holds(quarantine, invocation_id):
-                self.spark.run(f"drop table if exists {pending}")
+                self.spark.run(drop_sql(pending, table_format))
                 self._unset_loaded(relation, table_format, invocation_id)
                 return f"{quarantine} held its rows already: dropped {pending}"
             if table_format in LOGGED:
                 self._merge_once(table_format, quarantine, pending, invocation_id)
-                self.spark.run(f"drop table if exists {pending}")
+                self.spark.run(drop_sql(pending, table_format))
                 return f"moved {pending} into {quarantine}"
         insert = (
             f"insert into {quarantine} by name select * from {pending} where {PENDING_DISCARDED}"
@@ -182,7 +182,7 @@ class QuarantineSteps(Restorer):
             self.spark.run(insert)
         elif self.out.rows_discarded:  # the run's own, when it discarded any
             self._insert_quarantined(run, insert)
-        self.spark.run(f"drop table if exists {pending}")
+        self.spark.run(drop_sql(pending, table_format))
         owner = invocation_id if run is None else run.invocation_id
         if owner is not None:
             self._unset_loaded(relation, table_format, owner)
@@ -273,7 +273,7 @@ class QuarantineSteps(Restorer):
                     run.relation, run.table_format, run.quarantine_table, pending, None, run
                 )
             else:
-                self.spark.run(f"drop table if exists {pending}")
+                self.spark.run(drop_sql(pending, run.table_format))
                 done = f"dropped {pending} (the run's load is not in the table)"
             self.out.pending = None
             self._stop_lease()
@@ -288,7 +288,7 @@ class QuarantineSteps(Restorer):
             return None
 
     # -- another run's pending table
-    def settle_pending(
+    def _settle_pendings(
         self,
         relation: str,
         table_format: str,
@@ -334,7 +334,7 @@ class QuarantineSteps(Restorer):
             if decision.action is Action.MOVE:
                 what = self._move(relation, table_format, quarantine, name, run)
             else:
-                self.spark.run(f"drop table if exists {name}")
+                self.spark.run(drop_sql(name, table_format))
                 what = f"dropped {name}"
             message = f"settled run {run}'s discarded rows: {what} ({decision.reason})"
             logger.warning(f"{unique_id}: {message}")

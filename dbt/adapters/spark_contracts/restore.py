@@ -30,7 +30,7 @@ from dbt.adapters.spark_contracts.core.pending import (
 )
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import suffixed, undo_swap
-from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.core.types import drop_sql, sql_string
 from dbt.adapters.spark_contracts.lease import lease_seconds
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_USER_METADATA,
@@ -260,7 +260,7 @@ class Restorer:
     def _drop_lease(self, intent: Intent, unique_id: str) -> None:
         lease = lease_name(intent.relation, intent.invocation_id)
         try:
-            self.spark.run(f"drop table if exists {lease}")
+            self.spark.run(drop_sql(lease, intent.table_format))
         except Exception as exc:
             logger.warning(f"{unique_id}: could not drop {lease}, the dead run's lease: {exc}")
 
@@ -307,7 +307,7 @@ class Restorer:
         self.check_lease(intent, unique_id)
         dead_stage = stage_name(intent.relation, intent.invocation_id)
         try:
-            self.spark.run(f"drop table if exists {dead_stage}")
+            self.spark.run(drop_sql(dead_stage, intent.table_format))
         except Exception as exc:  # a leftover stage harms nothing; say so
             logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
         if intent.table_format not in ("delta", "iceberg"):
@@ -333,7 +333,7 @@ class Restorer:
         # the dead run's discarded rows belong to the load just taken back
         pending = pending_name(suffixed(intent.relation, QUARANTINE_SUFFIX), intent.invocation_id)
         try:
-            self.spark.run(f"drop table if exists {pending}")
+            self.spark.run(drop_sql(pending, intent.table_format))
         except Exception as exc:
             raise RestoreFailed(
                 unique_id,

@@ -4,7 +4,7 @@ changes under a durable intent, the one load; every failure after a change resto
 import random
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -24,8 +24,8 @@ from dbt.adapters.spark_contracts.core.outcome import (
     history_rows,
 )
 from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY, RUN_PROPERTY, lease_name
-from dbt.adapters.spark_contracts.core.types import sql_string
-from dbt.adapters.spark_contracts.lease import Heartbeat, beat_sql
+from dbt.adapters.spark_contracts.core.types import drop_sql, sql_string
+from dbt.adapters.spark_contracts.lease import Heartbeat, LeaseOwner, ModelKey, beat_sql
 from dbt.adapters.spark_contracts.model_run import (
     DELTA_AUTO_MERGE,
     DELTA_USER_METADATA,
@@ -107,7 +107,7 @@ class Runner(QuarantineSteps):
             self._write_pending(run, pending)
             self._take_counts(run)  # observed while writing it, else one query over it
         elif run.stage:
-            self.spark.run(f"drop table if exists {run.stage}")
+            self.spark.run(drop_sql(run.stage, run.table_format))
             self.spark.run(
                 f"create table {run.stage} using {stage_format(run.table_format)} "
                 f"as select * from {run.observed or base}"
@@ -172,7 +172,7 @@ class Runner(QuarantineSteps):
             self._step(run, statement, lambda s=statement: self.spark.run(s))
             out.executed.append(statement)
 
-    def _lease_alone(self, run: ModelRun) -> None:
+    def _lease_alone(self, run: LeaseOwner) -> None:
         """Take the run's lease and hold it only if no other run of the model holds one.
 
         Two runs that take their leases at one moment each see the other's. Both let go, wait a
@@ -192,7 +192,31 @@ class Runner(QuarantineSteps):
             if others:  # its intent on the table: never written over
                 raise RunInProgress(run.unique_id, run.relation, ", ".join(others), 0.0)
 
-    def _take_lease(self, run: ModelRun) -> None:
+    def settle_pending(
+        self, model: ModelKey, quarantine: str, pendings: Sequence[str]
+    ) -> List[str]:
+        """Other runs' pending tables of `model`, settled while this run holds the model's lease
+        alone: two runs never settle one pending table at once, also where the quarantine's
+        format has no conflict check (Parquet). If another run holds the lease, the tables are
+        left for a later run (nothing is lost: they stay pending)."""
+        if not pendings:
+            return []
+        try:
+            self._lease_alone(model)
+        except RunInProgress as exc:
+            logger.info(
+                f"{model.unique_id}: run {exc.invocation_id} of the model holds its lease; "
+                f"{len(pendings)} pending table(s) left for a later run"
+            )
+            return []
+        try:
+            return self._settle_pendings(
+                model.relation, model.table_format, quarantine, pendings, model.unique_id
+            )
+        finally:
+            self._let_go_of_lease(model)
+
+    def _take_lease(self, run: LeaseOwner) -> None:
         lease, now = lease_name(run.relation, run.invocation_id), int(time.time())
         self.spark.run(
             f"create table if not exists {lease} (lease int) using "
@@ -210,19 +234,19 @@ class Runner(QuarantineSteps):
         beat.stop()
         try:
             if self.out.intent is None:
-                self.spark.run(f"drop table if exists {beat.table}")
+                self.spark.run(drop_sql(beat.table, run.table_format))
             else:
                 self.spark.run(beat_sql(beat.table, 0))
         except Exception as exc:  # it runs out by itself
             logger.warning(f"{run.unique_id}: could not release its lease {beat.table}: {exc}")
 
-    def _let_go_of_lease(self, run: ModelRun) -> None:
+    def _let_go_of_lease(self, run: LeaseOwner) -> None:
         beat, self.out.run_lease = self.out.run_lease, None
         if beat is None:
             return
         beat.stop()
         try:
-            self.spark.run(f"drop table if exists {beat.table}")
+            self.spark.run(drop_sql(beat.table, run.table_format))
         except Exception as exc:  # it runs out by itself
             logger.warning(f"{run.unique_id}: could not drop its lease {beat.table}: {exc}")
 
@@ -313,7 +337,7 @@ class Runner(QuarantineSteps):
         if self.out.staged:
             self.out.staged = False
             try:
-                self.spark.run(f"drop table if exists {run.stage}")
+                self.spark.run(drop_sql(run.stage, run.table_format))
             except Exception as exc:  # a leftover stage harms nothing; say so
                 logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
 
