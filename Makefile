@@ -61,20 +61,20 @@ suites-servers: install jars
 	$(BIN)/python .ci/suite_table.py thrift=reports/suites-thrift.xml connect=reports/suites-connect.xml
 
 # CI's functional share in one pytest run (each xdist worker one JVM, the work balanced across
-# them): the functional tests, a subset of dbt's official suites (their table printed from the
-# same XML), and the real SIGKILLs of test_kill.py::TestKillMidRunIceberg (during the
-# backfill's UPDATE, and between a load and its quarantine insert); the kill at every commit of
-# both formats is `make faults`, the statement-by-statement matrix is a unit test
-# (tests/unit/test_fault_matrix.py). What CI leaves out is `make functional-extra`.
+# them): the functional tests and a subset of dbt's official suites (their table printed from the
+# same XML). The real SIGKILLs are `make faults-ci` (mid-run, per format) and `make faults` (at
+# every commit); the statement-by-statement fault matrices are unit tests
+# (tests/unit/test_fault_matrix*.py, in CI). What CI leaves out is `make functional-extra`.
 KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired \
 	--deselect tests/functional/evolution/test_kill.py::test_repair_while_the_dead_runs_statement_still_runs
 # Not in CI, to keep it near 30 minutes on 2 cores (`make functional-extra` runs exactly these):
-# - the bad day (1.2 M discarded rows, ~300 MB, maxResultSize 64m) and three of the four
-#   concurrent cases (also `make bad-day`, per method); CI keeps one concurrent case (Delta
-#   quarantine) and every quarantine event;
-# - the real SIGKILLs of a Delta run (TestKillMidRunDelta: 11 minutes of worker time); CI keeps
-#   Iceberg's;
-# - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a server stays in cluster-ci);
+# - the bad day (1.2 M discarded rows, ~300 MB, maxResultSize 64m) and the four concurrent cases
+#   (also `make bad-day`, per method); CI keeps every quarantine event, and the lease's tie-break
+#   and stale-plan check are unit tests;
+# - the real SIGKILLs of a Delta and an Iceberg run (`make faults-ci` runs them too; the
+#   statement-by-statement fault matrices are unit tests, in CI);
+# - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a Thrift server stays in
+#   cluster-ci);
 # - test_embedded_spark (dbt in new processes on the embedded session; `make demo` does the same
 #   from a clean clone);
 # - the feature tour on the session (cluster-ci runs it over Thrift and Connect);
@@ -85,7 +85,8 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   checked against pydantic value by value;
 # - dbt's official snapshot, clone / hooks / unit-test, docs, on_schema_change, constraints,
 #   microbatch and Python-model suites, and test_basic's TestSimpleMaterializations,
-#   TestIncrementalUniqueKey and snapshot classes (`make suites` runs every official suite).
+#   TestEphemeral, TestEmpty, TestIncrementalUniqueKey and snapshot classes (`make suites` runs
+#   every official suite).
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
 EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/adapter/test_snapshots.py tests/functional/adapter/test_clone_hooks_units.py \
@@ -95,7 +96,9 @@ EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/test_snapshot_keys_and_deletes.py tests/functional/test_embedded_spark.py \
 	tests/functional/adapter/test_python_model.py
 EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
-	tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
+	"$(CONCURRENT)[q_delta]" tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
+	tests/functional/evolution/test_kill.py::TestKillMidRunIceberg \
+	tests/functional/adapter/test_basic.py::TestEphemeral tests/functional/adapter/test_basic.py::TestEmpty \
 	tests/functional/test_connection_resilience.py::test_ctrl_c_cancels_the_load_in_the_embedded_session \
 	tests/functional/test_microbatch.py::TestMicrobatchIceberg \
 	tests/functional/cluster/test_feature_tour.py \
@@ -168,13 +171,13 @@ CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
 	tests/functional/test_schema_reads.py tests/functional/test_connection_resilience.py \
 	tests/functional/cluster
 # CI's share (`make test`): every feature once per format in one project (feature tour), schema
-# analysis through the servers, the loss (and restart) of a worker during a load on this shared
-# cluster (thrift pass only), a failed start, and cancel / retries / connection errors / token
+# analysis through the servers, a failed start, and cancel / retries / connection errors / token
 # (test_connection_resilience.py, against a server of its own). `make cluster-test` adds the
-# cluster's lifecycle and shared metastore, the table formats and merge through a server (the
-# feature tour covers them in CI) and the full functional suites.
+# loss (and restart) of a worker during a quarantining load with exact counts, the cluster's
+# lifecycle and shared metastore, the table formats and merge through a server (the feature
+# tour covers them in CI) and the evolution, contract, model-contract, constraint,
+# Python-model, schema-read and connection tests (CLUSTER_TESTS).
 CLUSTER_CI_TESTS ?= tests/functional/cluster/test_feature_tour.py \
-	tests/functional/cluster/test_cluster.py::TestCluster::test_worker_loss_during_load \
 	tests/functional/cluster/test_cluster.py::test_start_failure_names_the_part_and_stops_what_started \
 	tests/functional/test_connection_methods.py::TestSchemaAnalysisThroughServer \
 	tests/functional/test_connection_methods.py::test_thrift_schema_forms_match_spark_json \
@@ -204,8 +207,8 @@ endef
 # The tests $(1) over thrift, then connect, on the cluster; fails if any pass failed.
 define passes_on_cluster
 for profile in thrift connect; do \
-	  only=; [ $$profile = connect ] && only="$(2)"; \
-	  DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) $$only -q \
+	  skips=; [ $$profile = connect ] && skips="$(2)"; \
+	  DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) $$skips -q \
 	    -p no:cacheprovider --show-capture=no -n 2 --dist loadgroup --durations=15 \
 	    --profile $$profile $(PYTEST_ARGS) || status=1; \
 	done

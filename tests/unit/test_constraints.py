@@ -242,10 +242,10 @@ class _Recorder:
     "exists, fail_on, tail, restored",
     [
         (False, None, "INSERT INTO ic.s.t q", False),
-        (False, "INSERT INTO ic.s.t ", "DROP TABLE IF EXISTS ic.s.t", False),
-        (True, None, "DROP TABLE IF EXISTS ic.s.t__s", False),
-        (True, "INSERT INTO ic.s.t__s", "DROP TABLE IF EXISTS ic.s.t__s", False),
-        (True, "INSERT INTO ic.s.t SELECT", "DROP TABLE IF EXISTS ic.s.t__s", True),
+        (False, "INSERT INTO ic.s.t ", "drop table if exists ic.s.t purge", False),
+        (True, None, "drop table if exists ic.s.t__s purge", False),
+        (True, "INSERT INTO ic.s.t__s", "drop table if exists ic.s.t__s purge", False),
+        (True, "INSERT INTO ic.s.t SELECT", "drop table if exists ic.s.t__s purge", True),
     ],
 )
 def test_explicit_build_undoes_a_failing_step(exists, fail_on, tail, restored):

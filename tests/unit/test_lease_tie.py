@@ -115,3 +115,69 @@ def test_a_run_alone_takes_its_lease_at_once(tmp_path: Path):
     runner._lease_alone(model_run("cccc3333"))  # type: ignore[arg-type]
     runner.out.run_lease.stop()
     assert list(catalogue.tables) == ["db.t__dbt_lease_cccc3333"]
+
+
+class Deployed(Connection):
+    """The lease catalogue, and `spark.deployed` as the table is now."""
+
+    def __init__(self, catalogue: Catalogue, schema: object) -> None:
+        super().__init__(catalogue)
+        self.schema = schema
+
+    def deployed(self, table: str, describable: bool) -> tuple:
+        return self.schema, {}
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_plan_made_before_another_runs_change_is_not_carried_out(
+    tmp_path: Path, changed: bool
+) -> None:
+    """A multi-step run holding its lease reads the table's schema again before its intent:
+    the same schema goes on (rows loaded meanwhile are no reason to stop); a schema another run
+    changed since the plan fails the run before any change, naming both schemas, its lease
+    let go."""
+    from dbt.adapters.spark_contracts.core.parse import parse_type
+    from dbt.adapters.spark_contracts.run_errors import TableChangedMeanwhile
+
+    planned = parse_type("struct<id:bigint,n:bigint>")
+    now = parse_type("struct<id:bigint,n:bigint,note:string>") if changed else planned
+    catalogue = Catalogue(1)
+    spark = Deployed(catalogue, now)
+    run = SimpleNamespace(
+        relation="db.t",
+        invocation_id="cccc3333",
+        table_format="delta",
+        unique_id="model.p.t",
+        deployed=planned,
+        statements=[],
+        commit_tag="tag",
+        plan=SimpleNamespace(operations=()),
+    )
+    runner = Runner(spark, RunReport(), tmp_path)  # type: ignore[arg-type]
+    if not changed:
+        intents = []
+        spark.run = intents.append  # type: ignore[method-assign]
+        runner._begin_steps(run)  # type: ignore[arg-type]
+        runner.out.run_lease.stop()
+        assert any("set tblproperties" in s for s in intents), intents  # the intent went on
+        return
+    with pytest.raises(TableChangedMeanwhile) as caught:
+        runner._begin_steps(run)  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "note" in message and "left the table as it was" in message, message
+    assert runner.out.intent is None and catalogue.tables == {}  # no intent; lease let go
+
+
+def test_a_failure_while_looking_for_other_runs_lets_go_of_the_lease(tmp_path: Path) -> None:
+    """Listing the other leases fails (it fails closed): the run's own lease is let go, so no
+    heartbeat keeps a lease of a run that stopped fresh."""
+
+    class Failing(Connection):
+        def fetch(self, sql: str) -> list[dict]:
+            raise RuntimeError("listing failed")
+
+    catalogue = Catalogue(1)
+    runner = Runner(Failing(catalogue), RunReport(), tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="listing failed"):
+        runner._lease_alone(model_run("dddd4444"))  # type: ignore[arg-type]
+    assert runner.out.run_lease is None and catalogue.tables == {}

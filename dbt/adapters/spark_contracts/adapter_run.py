@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 from dbt.adapters.base.meta import AdapterMeta
 
-from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT
+from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT, LOGGED
 from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
 
 logger = AdapterLogger("SparkContracts")
@@ -284,7 +284,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         return self.table_format_of(cached) if cached is not None else None
 
     def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
-        describable = self.table_format_of(relation) not in ("delta", "iceberg")
+        describable = self.table_format_of(relation) not in LOGGED
         return spark.deployed(str(relation), describable)
 
     def _spark(self) -> _ConnectionSpark:

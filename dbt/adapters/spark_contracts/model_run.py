@@ -15,6 +15,7 @@ from dbt.adapters.spark_contracts.core import (
     Struct,
     quote_identifier,
 )
+from dbt.adapters.spark_contracts.core.capabilities import LOGGED
 from dbt.adapters.spark_contracts.core.decision import (
     ContractDecision,
 )
@@ -399,11 +400,7 @@ def stage_format(table_format: str) -> str:
     return "iceberg" if table_format == "iceberg" else "parquet"
 
 
-def _quarantine_format(run: ModelRun) -> str:
-    """The table's own format where rows can be deleted again (triage), else parquet."""
-    return pending_format(run.table_format)
-
-
-def pending_format(table_format: str) -> str:
-    """A quarantine's format for a model table in `table_format`."""
-    return table_format if table_format in ("delta", "iceberg") else "parquet"
+def quarantine_format_for(table_format: str) -> str:
+    """A quarantine's (and a run lease's) format beside a model table in `table_format`: the
+    table's own where rows can be deleted again (triage), else parquet."""
+    return table_format if table_format in LOGGED else "parquet"

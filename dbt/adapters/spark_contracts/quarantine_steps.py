@@ -11,6 +11,7 @@ from typing import Any, List, Optional, Sequence
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
+from dbt.adapters.spark_contracts.core.capabilities import LOGGED
 from dbt.adapters.spark_contracts.core.load_select import PENDING_DISCARDED, RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.pending import (
     APP_PROPERTY,
@@ -25,7 +26,6 @@ from dbt.adapters.spark_contracts.core.pending import (
     ModelRecord,
     Pending,
     application_gone,
-    created_of,
     decide_pending,
     load_state,
     loaded_property,
@@ -38,8 +38,7 @@ from dbt.adapters.spark_contracts.model_run import (
     ICEBERG_TAG_KEY,
     ModelRun,
     RunOutcome,
-    _quarantine_format,
-    pending_format,
+    quarantine_format_for,
     stage_format,
 )
 from dbt.adapters.spark_contracts.restore import Restorer
@@ -47,7 +46,6 @@ from dbt.adapters.spark_contracts.run_errors import QuarantineMismatch, Quaranti
 from dbt.adapters.spark_contracts.spark_handle import process_running
 
 logger = AdapterLogger("SparkContracts")
-LOGGED = ("delta", "iceberg")  # formats whose table keeps a log of its commits
 
 
 class QuarantineSteps(Restorer):
@@ -61,7 +59,7 @@ class QuarantineSteps(Restorer):
         if run.quarantine_format is None:
             self.spark.run(
                 f"create table if not exists {run.quarantine_table} using "
-                f"{_quarantine_format(run)} as select * from ({select}) where false"
+                f"{quarantine_format_for(run.table_format)} as select * from ({select}) where false"
             )
 
     def _insert_quarantined(self, run: ModelRun, sql: str) -> None:
@@ -142,7 +140,9 @@ class QuarantineSteps(Restorer):
             self._stop_lease()  # renewed until the pending table is gone: no one else moves it
         except Exception as exc:
             self._release(pending)
-            raise QuarantinePending(run.unique_id, pending, run.quarantine_table, exc) from exc
+            raise QuarantinePending(
+                run.unique_id, pending, run.quarantine_table, exc, run.table_format
+            ) from exc
         self.out.pending = None
         self.out.quarantined = self.out.rows_discarded
 
@@ -162,7 +162,7 @@ class QuarantineSteps(Restorer):
             try:
                 self.spark.run(
                     f"create table if not exists {quarantine} using "
-                    f"{pending_format(table_format)} as select * from {pending} where false"
+                    f"{quarantine_format_for(table_format)} as select * from {pending} where false"
                 )
             except DbtDatabaseError:  # another run settling at once may have made it first
                 if not self._exists(quarantine):
@@ -283,7 +283,7 @@ class QuarantineSteps(Restorer):
             logger.warning(
                 f"{run.unique_id}: the run's discarded rows stay in {pending} ({exc}); the "
                 f"model's next run settles it, or by hand: "
-                f"{manual_move(pending, run.quarantine_table)}"
+                f"{manual_move(pending, run.quarantine_table, run.table_format)}"
             )
             return None
 
@@ -304,13 +304,13 @@ class QuarantineSteps(Restorer):
         for name in pendings:
             try:
                 properties = self._properties(name)
-                created = None
-                if created_of(properties) is None:  # made before the property was set
-                    created = self._created(name, pending_format(table_format))
             except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
                 logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
                 continue
-            pending = Pending.from_properties(name, properties, created)
+            # every pending table records when it was made (CREATED_PROPERTY); one that does
+            # not is still moved when its load is in the log, else kept with a warning, never
+            # dropped on an absence (core/pending.decide_pending)
+            pending = Pending.from_properties(name, properties)
             if record is None:
                 record = self._model_record(relation, table_format)
             if here is None:
@@ -328,7 +328,7 @@ class QuarantineSteps(Restorer):
                 logger.warning(
                     f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
                     f"finish; {decision.reason}, so it is kept. By hand: "
-                    f"{manual_move(name, quarantine)}"
+                    f"{manual_move(name, quarantine, table_format)}"
                 )
                 continue
             if decision.action is Action.MOVE:
@@ -340,11 +340,6 @@ class QuarantineSteps(Restorer):
             logger.warning(f"{unique_id}: {message}")
             done.append(message)
         return done
-
-    def _created(self, table: str, table_format: str) -> Optional[float]:
-        """When `table` was made, from its own log (None where it keeps none)."""
-        log = self._log(table, table_format)
-        return min((e.timestamp for e in log), default=None) if log is not None else None
 
     def _model_record(self, relation: str, table_format: str) -> ModelRecord:
         if table_format in LOGGED:

@@ -12,6 +12,7 @@ from dbt.adapters.spark_contracts.core import (
     Struct,
     quote_identifier,
 )
+from dbt.adapters.spark_contracts.core.capabilities import LOGGED
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Commit,
@@ -228,13 +229,15 @@ class Restorer:
             assert heartbeat is not None
             raise RunInProgress(unique_id, intent.relation, intent.invocation_id, now - heartbeat)
 
-    def live_runs(self, relation: str, invocation_id: str) -> Tuple[str, ...]:
+    def live_runs(
+        self, relation: str, invocation_id: str, suffix: str = LEASE_SUFFIX
+    ) -> Tuple[str, ...]:
         """Other runs of the model holding a fresh lease on `relation`. Fails closed: a listing
         that fails raises (the run then changes nothing), and a lease whose properties cannot
         be read counts as live unless it is no longer listed (its run let go of it)."""
         schema, name = relation.rsplit(".", 1)
-        own = lease_name(relation, invocation_id).rsplit(".", 1)[1].lower()
-        pattern = f"show tables in {schema} like '{name}{LEASE_SUFFIX}*'"
+        own = lease_name(relation, invocation_id, suffix).rsplit(".", 1)[1].lower()
+        pattern = f"show tables in {schema} like '{name}{suffix}*'"
 
         def listed() -> List[str]:
             tables = (str(row.get("tableName") or "") for row in self.spark.fetch(pattern))
@@ -310,7 +313,7 @@ class Restorer:
             self.spark.run(drop_sql(dead_stage, intent.table_format))
         except Exception as exc:  # a leftover stage harms nothing; say so
             logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
-        if intent.table_format not in ("delta", "iceberg"):
+        if intent.table_format not in LOGGED:
             self._clear_intent(intent.relation)
             self._drop_lease(intent, unique_id)
             return (
@@ -340,7 +343,7 @@ class Restorer:
                 f"repairing after run {intent.invocation_id}",
                 DbtRuntimeError(f"the table was restored; its pending rows in {pending} stay"),
                 exc,
-                f"DROP TABLE {pending}",
+                drop_sql(pending, intent.table_format),
             ) from exc
         self._drop_lease(intent, unique_id)
         message = f"repaired after run {intent.invocation_id} died half way: {done}"

@@ -84,12 +84,34 @@ class RunInProgress(DbtRuntimeError):
         )
 
 
+class TableChangedMeanwhile(DbtRuntimeError):
+    """Another run of the model changed the table's schema after this run read it (and let go
+    of its lease before this run took its own): this run's plan was made against the schema
+    before, so it fails before its first change to the table (run it again: it plans against
+    the table as it is now)."""
+
+    def __init__(self, unique_id: str, relation: str, planned: str, now: str):
+        self.unique_id, self.relation = unique_id, relation
+        super().__init__(
+            f"{unique_id}: {relation} changed after this run read it (planned against "
+            f"{planned}, the table is now {now}), most likely by another run of the model; "
+            "this run left the table as it was. Run it again to plan against the table as it is."
+        )
+
+
 class QuarantinePending(DbtRuntimeError):
     """The load committed, and moving the run's discarded rows from its pending table into the
     quarantine failed: the load stays, the rows wait in the pending table (nothing is lost),
     and the model's next run moves them before anything else (core/pending.py)."""
 
-    def __init__(self, unique_id: str, pending: str, quarantine: str, cause: BaseException):
+    def __init__(
+        self,
+        unique_id: str,
+        pending: str,
+        quarantine: str,
+        cause: BaseException,
+        table_format: str,
+    ):
         self.unique_id, self.pending, self.quarantine, self.cause = (
             unique_id,
             pending,
@@ -99,7 +121,7 @@ class QuarantinePending(DbtRuntimeError):
         super().__init__(
             f"{unique_id}: the load committed, but its discarded rows could not be moved from "
             f"{pending} into {quarantine}: {cause}. They are kept in {pending}; the model's "
-            f"next run moves them first. By hand: {manual_move(pending, quarantine)}"
+            f"next run moves them first. By hand: {manual_move(pending, quarantine, table_format)}"
         )
 
 

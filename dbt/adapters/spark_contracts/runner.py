@@ -11,6 +11,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
 )
+from dbt.adapters.spark_contracts.core.capabilities import LOGGED
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
@@ -23,7 +24,13 @@ from dbt.adapters.spark_contracts.core.outcome import (
     history_relation,
     history_rows,
 )
-from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY, RUN_PROPERTY, lease_name
+from dbt.adapters.spark_contracts.core.pending import (
+    BEAT_PROPERTY,
+    LEASE_SUFFIX,
+    RUN_PROPERTY,
+    SETTLE_SUFFIX,
+    lease_name,
+)
 from dbt.adapters.spark_contracts.core.types import drop_sql, sql_string
 from dbt.adapters.spark_contracts.lease import Heartbeat, LeaseOwner, ModelKey, beat_sql
 from dbt.adapters.spark_contracts.model_run import (
@@ -33,7 +40,7 @@ from dbt.adapters.spark_contracts.model_run import (
     ContractsAdapterResponse,
     ModelRun,
     RunOutcome,
-    pending_format,
+    quarantine_format_for,
     stage_format,
 )
 from dbt.adapters.spark_contracts.quarantine_steps import QuarantineSteps
@@ -44,6 +51,7 @@ from dbt.adapters.spark_contracts.run_errors import (
     RunInProgress,
     RunUndone,
     SchemaContractViolation,
+    TableChangedMeanwhile,
 )
 from dbt.adapters.spark_contracts.spark_handle import Spark
 
@@ -158,6 +166,9 @@ class Runner(QuarantineSteps):
         # Delta: the version before the commit that writes the intent, found by a restore
         # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
         self._lease_alone(run)  # before the intent: a live run's intent is never repaired
+        # another run may have changed the table since this one read it (and let go of its
+        # lease before this one took its own): the plan holds only for the schema it read
+        self._check_unchanged(run)
         # read once the lease is held: a run that finished while this one waited for it
         # committed before this point, so the restore never takes that run's commits back
         if run.table_format != "delta":
@@ -172,37 +183,55 @@ class Runner(QuarantineSteps):
             self._step(run, statement, lambda s=statement: self.spark.run(s))
             out.executed.append(statement)
 
-    def _lease_alone(self, run: LeaseOwner) -> None:
+    def _lease_alone(self, run: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
         """Take the run's lease and hold it only if no other run of the model holds one.
 
         Two runs that take their leases at one moment each see the other's. Both let go, wait a
         random while (longer on each round) and look again: a run that finds the other's lease
         still there fails, naming it (that run goes on, or fails in turn only if it saw this
         one's lease, which is gone); a run that finds it gone takes its lease again. So of two
-        runs at once one goes on, never neither (but for `LEASE_ROUNDS` ties in a row)."""
+        runs at once one goes on, never neither (but for `LEASE_ROUNDS` ties in a row). A
+        failure while it holds its lease lets go of it (no heartbeat outlives the call)."""
         for round_ in range(1, LEASE_ROUNDS + 1):
-            self._take_lease(run)
-            others = self.live_runs(run.relation, run.invocation_id)
+            self._take_lease(run, suffix)
+            try:
+                others = self.live_runs(run.relation, run.invocation_id, suffix)
+            except BaseException:
+                self._let_go_of_lease(run)
+                raise
             if not others:
                 return
             self._let_go_of_lease(run)
             if round_ < LEASE_ROUNDS:
                 time.sleep(random.uniform(0.5, 2.0) * round_)
-                others = self.live_runs(run.relation, run.invocation_id)
+                others = self.live_runs(run.relation, run.invocation_id, suffix)
             if others:  # its intent on the table: never written over
                 raise RunInProgress(run.unique_id, run.relation, ", ".join(others), 0.0)
+
+    def _check_unchanged(self, run: ModelRun) -> None:
+        """Once the run holds its lease, before its first change: the table's schema is still
+        the one the plan was made against, or the run fails leaving the table as it was
+        (`TableChangedMeanwhile`). Rows another run loaded meanwhile are no reason: an append
+        or a merge goes on over them."""
+        now, _ = self.spark.deployed(run.relation, run.table_format not in LOGGED)
+        if now != run.deployed:
+            self._let_go_of_lease(run)
+            raise TableChangedMeanwhile(
+                run.unique_id, run.relation, run.deployed.simple_string(), now.simple_string()
+            )
 
     def settle_pending(
         self, model: ModelKey, quarantine: str, pendings: Sequence[str]
     ) -> List[str]:
-        """Other runs' pending tables of `model`, settled while this run holds the model's lease
-        alone: two runs never settle one pending table at once, also where the quarantine's
-        format has no conflict check (Parquet). If another run holds the lease, the tables are
-        left for a later run (nothing is lost: they stay pending)."""
+        """Other runs' pending tables of `model`, settled while this run holds the model's
+        settling lease (`SETTLE_SUFFIX`) alone: two runs never settle one pending table at once,
+        also where the quarantine's format has no conflict check (Parquet). Only settlers look
+        for that lease, so a multi-step run of the model is never held up by it. A run that
+        finds another settler's lease leaves the tables for a later run (they stay pending)."""
         if not pendings:
             return []
         try:
-            self._lease_alone(model)
+            self._lease_alone(model, SETTLE_SUFFIX)
         except RunInProgress as exc:
             logger.info(
                 f"{model.unique_id}: run {exc.invocation_id} of the model holds its lease; "
@@ -216,11 +245,11 @@ class Runner(QuarantineSteps):
         finally:
             self._let_go_of_lease(model)
 
-    def _take_lease(self, run: LeaseOwner) -> None:
-        lease, now = lease_name(run.relation, run.invocation_id), int(time.time())
+    def _take_lease(self, run: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
+        lease, now = lease_name(run.relation, run.invocation_id, suffix), int(time.time())
         self.spark.run(
             f"create table if not exists {lease} (lease int) using "
-            f"{pending_format(run.table_format)} tblproperties ('{RUN_PROPERTY}' = "
+            f"{quarantine_format_for(run.table_format)} tblproperties ('{RUN_PROPERTY}' = "
             f"{sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}')"
         )
         self.out.run_lease = Heartbeat(self.spark, lease).start()
@@ -345,7 +374,7 @@ class Runner(QuarantineSteps):
         """Put the table back after `step` failed (if this run changed it), then raise."""
         out = self.out
         self.drop_stage(run)
-        if out.quarantined and run.table_format in ("delta", "iceberg"):
+        if out.quarantined and run.table_format in LOGGED:
             try:  # a microbatch batch quarantines before its load
                 self.unquarantine(run.quarantine_table, run.invocation_id)
                 out.quarantined = None

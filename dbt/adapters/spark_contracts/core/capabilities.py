@@ -13,6 +13,9 @@ from .operations import EnableTableFeature
 from .types import Decimal, SparkType, is_widening, type_kind
 
 DEFAULT_FILE_FORMAT = "delta"  # this adapter's default table format (dbt-spark's: parquet)
+# formats whose table keeps a log of its commits (Delta's log, Iceberg's snapshots): its schema
+# and properties come from its catalog entry, and a run's load is found in that log
+LOGGED = ("delta", "iceberg")
 
 
 class DefaultStyle(Enum):

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .render import tblproperties_clause
-from .types import Field, Struct, as_nullable, quote_identifier
+from .types import Field, Struct, as_nullable, drop_sql, quote_identifier
 
 ENFORCED = "enforced"
 NOT_ENFORCED = "not_enforced"
@@ -228,11 +228,11 @@ class ExplicitBuild:
 
     @property
     def drop_stage(self) -> str:
-        return f"DROP TABLE IF EXISTS {self.stage}"
+        return drop_sql(str(self.stage), "iceberg")
 
     @property
     def drop_relation(self) -> str:
-        return f"DROP TABLE IF EXISTS {self.relation}"
+        return drop_sql(self.relation, "iceberg")
 
     def restore_sql(self, snapshot_id: int) -> str:
         """Make the old snapshot current again after a REPLACE (not an ancestor any more, so

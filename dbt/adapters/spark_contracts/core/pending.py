@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .render import suffixed
+from .types import drop_sql
 
 PENDING_SUFFIX = "__pending_"  # <relation>__quarantine__pending_<run>
 TAG_PROPERTY = "dbt_spark_contracts.pending_tag"  # the run's commit tag, on the pending table
@@ -67,12 +68,16 @@ def loaded_property(invocation_id: str) -> str:
 
 
 LEASE_SUFFIX = "__dbt_lease_"  # <relation>__dbt_lease_<run>: a multi-step run's lease
+# <relation>__dbt_settle_<run>: held while a run settles other runs' pending tables; only
+# settlers look for it, so settling never stops a multi-step run of the model
+SETTLE_SUFFIX = "__dbt_settle_"
 
 
-def lease_name(relation: str, invocation_id: str) -> str:
+def lease_name(relation: str, invocation_id: str, suffix: str = LEASE_SUFFIX) -> str:
     """The lease of a run that changes `relation` in several steps under its intent: another
-    run of the model repairs that intent only once the lease is gone or has run out."""
-    return suffixed(relation, LEASE_SUFFIX + run_key(invocation_id))
+    run of the model repairs that intent only once the lease is gone or has run out. With
+    `SETTLE_SUFFIX`: the lease of a run settling other runs' pending tables."""
+    return suffixed(relation, suffix + run_key(invocation_id))
 
 
 def _number(properties: Mapping[str, str], key: str) -> float | None:
@@ -287,8 +292,10 @@ def load_state(record: ModelRecord, tag: str) -> Loaded:
     return state
 
 
-def manual_move(pending: str, quarantine: str) -> str:
+def manual_move(pending: str, quarantine: str, table_format: str) -> str:
+    """The statements that settle a pending table by hand (beside a model in `table_format`)."""
+    drop = drop_sql(pending, table_format)
     return (
-        f"INSERT INTO {quarantine} BY NAME SELECT * FROM {pending}; DROP TABLE {pending} "
-        f"(if the model's load of that run is in its table), or DROP TABLE {pending} (if not)"
+        f"INSERT INTO {quarantine} BY NAME SELECT * FROM {pending}; {drop} "
+        f"(if the model's load of that run is in its table), or {drop} (if not)"
     )
