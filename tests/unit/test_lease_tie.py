@@ -181,3 +181,35 @@ def test_a_failure_while_looking_for_other_runs_lets_go_of_the_lease(tmp_path: P
     with pytest.raises(RuntimeError, match="listing failed"):
         runner._lease_alone(model_run("dddd4444"))  # type: ignore[arg-type]
     assert runner.out.run_lease is None and catalogue.tables == {}
+
+
+def test_a_pending_tables_heartbeat_waits_until_the_table_is_made() -> None:
+    """While the pending table is being made (its CREATE TABLE AS SELECT), no beat is sent:
+    each would fail on a table that does not exist yet and warn the user. Once it is made, the
+    beats begin at once."""
+    import contextlib
+
+    from dbt.adapters.spark_contracts.lease import Heartbeat
+
+    sent: list[str] = []
+
+    class Own:
+        def run(self, sql: str) -> None:
+            sent.append(sql)
+
+    class Spark:
+        @contextlib.contextmanager
+        def own_connection(self, name: str):
+            yield Own()
+
+    beat = Heartbeat(Spark(), "db.t__quarantine__pending_x", interval=0.05, made=False).start()
+    try:
+        runner_module.time.sleep(0.4)  # several intervals while the table is being made
+        assert sent == []
+        beat.made()
+        deadline = runner_module.time.monotonic() + 5
+        while not sent and runner_module.time.monotonic() < deadline:
+            runner_module.time.sleep(0.05)
+        assert sent and "db.t__quarantine__pending_x set tblproperties" in sent[0], sent
+    finally:
+        beat.stop()

@@ -61,21 +61,36 @@ def beat_sql(table: str, at: Optional[float] = None) -> str:
 
 
 class Heartbeat:
-    """Renews `table`'s lease every `interval` seconds until `stop()`."""
+    """Renews `table`'s lease every `interval` seconds until `stop()`. `made=False`: the table
+    is still being made (a pending table's CREATE TABLE AS SELECT, whose creation time counts
+    as a sign of life); the beats begin once `made()` is called, so none fails on a table that
+    does not exist yet."""
 
-    def __init__(self, spark: Spark, table: str, interval: Optional[float] = None) -> None:
+    def __init__(
+        self, spark: Spark, table: str, interval: Optional[float] = None, made: bool = True
+    ) -> None:
         self.spark, self.table = spark, table
         self.interval = interval if interval is not None else min(BEAT_SECONDS, lease_seconds() / 3)
         self._stop = threading.Event()
+        self._made = threading.Event()
+        if made:
+            self._made.set()
         self._thread = threading.Thread(target=self._beat, name=f"lease {table}", daemon=True)
 
     def start(self) -> "Heartbeat":
         self._thread.start()
         return self
 
+    def made(self) -> None:
+        """The table exists now: beat at once if a beat is due, then every `interval`."""
+        self._made.set()
+
     def _beat(self) -> None:
         if self._stop.wait(self.interval):
             return  # a short run: no connection opened, no beat
+        while not self._made.is_set():  # the table is being made: nothing to renew yet
+            if self._stop.wait(min(1.0, self.interval)):
+                return
         failures = 0
         while True:
             try:

@@ -101,9 +101,9 @@ class QuarantineSteps(Restorer):
         pending table, every row with its reasons (`select`, core/load_select.pending_from);
         the table tagged with the run's commit tag, its lease fresh."""
         pending, now = run.pending_table, int(time.time())
-        # renewed from now on (a beat before the table exists fails and is tried again); the
-        # table's own creation also counts as a sign of life (core/pending.decide_pending)
-        self.out.lease = Heartbeat(self.spark, pending).start()
+        # renewed once the table is made; until then its creation time (taken now) counts as
+        # the sign of life (core/pending.decide_pending)
+        lease = self.out.lease = Heartbeat(self.spark, pending, made=False).start()
         properties = (
             f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, "
             f"'{RUN_PROPERTY}' = {sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}', "
@@ -115,6 +115,7 @@ class QuarantineSteps(Restorer):
             f"create table {pending} using {stage_format(run.table_format)} "
             f"tblproperties ({properties}) as {select}"
         )
+        lease.made()
 
     def _ready_for_pending(self, run: ModelRun) -> None:
         """The quarantine made ready to take the pending table's discarded rows, before the
