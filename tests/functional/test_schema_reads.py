@@ -52,6 +52,12 @@ EXPECTED_SCHEMA_ANALYSIS = {"thrift": 3, "connect": 2, "session": 2}
 # SHOW TBLPROPERTIES statements of the run: the embedded session reads the properties with the
 # schema, in the table's catalog
 EXPECTED_PROPERTIES = {"thrift": 1, "connect": 1, "session": 0}
+# A run that changes the table in several steps (Iceberg's ALTER, then the load) reads the
+# table once more when it holds its lease, before its first change: another run may have
+# changed the schema since (runner.Runner._check_unchanged). The same read as the first one:
+REREAD_SCHEMA = {"thrift": 2, "connect": 1, "session": 1}
+REREAD_PROPERTIES = EXPECTED_PROPERTIES
+MULTI_STEP = {"iceberg_changed"}  # Delta's changes here ride in the load's one commit
 
 
 @dataclass(frozen=True)
@@ -197,10 +203,13 @@ class TestSchemaReadsPerIncrementalRun:
         print(report)
         changes = results[0].adapter_response.get("schema_changes") or []
         assert bool(changes) == (v == 2), report
+        reread = name in MULTI_STEP
         schema = [s for s in sent if s.kind == "schema"]
-        assert len(schema) == EXPECTED_SCHEMA_ANALYSIS[profile], report
+        expected = EXPECTED_SCHEMA_ANALYSIS[profile] + (REREAD_SCHEMA[profile] if reread else 0)
+        assert len(schema) == expected, report
         properties = [s for s in sent if s.kind == "properties"]
-        assert len(properties) == EXPECTED_PROPERTIES[profile], report
+        expected = EXPECTED_PROPERTIES[profile] + (REREAD_PROPERTIES[profile] if reread else 0)
+        assert len(properties) == expected, report
 
 
 CONTRACT_MODEL = """
