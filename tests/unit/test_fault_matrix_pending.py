@@ -61,7 +61,6 @@ def stamp(seconds: int) -> datetime.datetime:
 class Pending:
     rows: List[str]  # run ids, a row each
     properties: Dict[str, str]
-    created: int
 
 
 @dataclass
@@ -96,7 +95,7 @@ class FakeTables(FakeDelta):
             )
             pairs["dbt_spark_contracts.created"] = str(next(CLOCK))
             run_id = re.search(r"'([^']+)' AS `_dbt_run_id`", text).group(1)  # type: ignore[union-attr]
-            self.pendings[m.group(1).lower()] = Pending([run_id] * self.discards, pairs, 0)
+            self.pendings[m.group(1).lower()] = Pending([run_id] * self.discards, pairs)
             return None
         if low.startswith(f"create table if not exists {QUARANTINE} using delta"):
             self._statement()
@@ -155,10 +154,6 @@ class FakeTables(FakeDelta):
         if m := re.match(r"show tblproperties (\S+)$", low):
             self._statement()
             return [{"key": k, "value": v} for k, v in self.pendings[m.group(1)].properties.items()]
-        if m := re.match(r"describe history (\S+__pending_\w+)$", low):
-            self._statement()
-            made = self.pendings[m.group(1)].created
-            return [{"version": 0, "timestamp": stamp(made), "operation": "CREATE TABLE AS SELECT"}]
         if low == f"describe history {TABLE}":
             self._statement()
             return [

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from dbt.adapters.spark_contracts.core.pending import (
     BEAT_PROPERTY,
+    CREATED_PROPERTY,
     LOADED_PREFIX,
     RUN_PROPERTY,
     TAG_PROPERTY,
@@ -162,8 +163,14 @@ def test_a_pending_table_is_named_by_its_run_and_read_back_from_its_properties()
     assert is_pending_of("T__Quarantine__pending_0a1b2c3d4e5f", "t__quarantine")
     assert not is_pending_of("t__quarantine", "t__quarantine")
     read = Pending.from_properties(
-        name, {TAG_PROPERTY.upper(): TAG, RUN_PROPERTY: "inv-1", BEAT_PROPERTY: "12"}, 3.0
+        name,
+        {
+            TAG_PROPERTY.upper(): TAG,
+            RUN_PROPERTY: "inv-1",
+            BEAT_PROPERTY: "12",
+            CREATED_PROPERTY: "3",
+        },
     )
     assert (read.tag, read.run, read.heartbeat, read.created) == (TAG, "inv-1", 12.0, 3.0)
-    unnamed = Pending.from_properties(name, {BEAT_PROPERTY: "x"}, None)
+    unnamed = Pending.from_properties(name, {BEAT_PROPERTY: "x"})
     assert decide_pending(unnamed, ModelRecord([], {}), NOW).action is Action.KEEP

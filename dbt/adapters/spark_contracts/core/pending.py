@@ -161,20 +161,17 @@ class Pending:
     tag: str | None
     run: str | None
     heartbeat: float | None
-    # when it was made: its `CREATED_PROPERTY` (the run's clock just before it made the table),
-    # else its own log's first commit; None where neither says
+    # when it was made: its `CREATED_PROPERTY` (the run's clock just before it made the table);
+    # None where it does not say
     created: float | None
     application: Application | None = None  # where its run's statements ran
 
     @classmethod
-    def from_properties(
-        cls, name: str, properties: Mapping[str, str], created: float | None = None
-    ) -> Pending:
+    def from_properties(cls, name: str, properties: Mapping[str, str]) -> Pending:
         lowered = {k.lower(): v for k, v in properties.items()}
         tag, run = lowered.get(TAG_PROPERTY), lowered.get(RUN_PROPERTY)
-        made = created_of(properties) or created
         application = Application.from_property(lowered.get(APP_PROPERTY))
-        return cls(name, tag, run, heartbeat_of(properties), made, application)
+        return cls(name, tag, run, heartbeat_of(properties), created_of(properties), application)
 
 
 def created_of(properties: Mapping[str, str]) -> float | None:
