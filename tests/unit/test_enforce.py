@@ -33,6 +33,7 @@ from dbt.adapters.spark_contracts.core.enforce import (
     variant_name,
 )
 from dbt.adapters.spark_contracts.core.load_select import (
+    PENDING_KEPT,
     LoadSql,
     render_load_select,
 )
@@ -62,8 +63,16 @@ def test_a_cast_read_more_than_once_is_computed_once_below_its_readers():
         S("id int, n string"),
         "r",
     )
-    assert sql.coerced == (("__dbt_coerced_0", "try_cast(`n` AS INT)"),)
-    assert sql.coerced_select("m") == "SELECT *, try_cast(`n` AS INT) AS `__dbt_coerced_0` FROM m"
+    assert sql.coerced == (
+        (
+            "__dbt_coerced_0",
+            "CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`n` AS INT) END",
+        ),
+    )
+    assert (
+        sql.coerced_select("m")
+        == "SELECT *, CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`n` AS INT) END AS `__dbt_coerced_0` FROM m"
+    )
     assert "try_cast" not in sql.select
     assert sql.discard_count_sql is not None and "try_cast" not in sql.discard_count_sql
     # a SELECT that must read its source alone (a first build's CREATE) hoists nothing
@@ -369,8 +378,8 @@ def test_data_type_evolve_incompatible_goes_to_variant_column(fmt):
         decision, "src", S("id int, score int"), S("id int, score string"), "r"
     )
     assert expanded(sql.select, sql) == (
-        "SELECT `id`, try_cast(`score` AS INT) AS `score`, CASE WHEN (`score` IS NOT NULL AND "
-        "try_cast(`score` AS INT) IS NULL) THEN `score` END AS `score__v_string` FROM src"
+        "SELECT `id`, CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END AS `score`, CASE WHEN (`score` IS NOT NULL AND "
+        "CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) THEN `score` END AS `score__v_string` FROM src"
     )
     assert sql.columns == ("id", "score", "score__v_string")
     plan = plan_schema_change(
@@ -397,15 +406,15 @@ def test_variant_column_of_an_earlier_run_is_reused_or_kept():
 def test_data_type_freeze_raises_inside_the_load():
     sql = load("freeze", "id int, score int", "id int, score string")
     assert expanded(sql.select, sql) == (
-        "SELECT `id`, CASE WHEN (`score` IS NOT NULL AND try_cast(`score` AS INT) IS NULL) THEN "
+        "SELECT `id`, CASE WHEN (`score` IS NOT NULL AND CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) THEN "
         "raise_error(concat('schema_contract data_type freeze: column ', 'score', ' (deployed "
         "INT, compiled STRING) value ', cast(`score` AS STRING), ' does not coerce')) ELSE "
-        "try_cast(`score` AS INT) END AS `score` FROM src"
+        "CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END END AS `score` FROM src"
     )
     assert expanded(sql.violation_sample_sql, sql) == (
         "SELECT 'score' AS column_name, value, 'values do not coerce into the deployed column\\'s "
         "type' AS reason FROM (SELECT DISTINCT CAST(`score` AS STRING) AS "
-        "value FROM src WHERE (`score` IS NOT NULL AND try_cast(`score` AS INT) IS NULL) LIMIT 5)"
+        "value FROM src WHERE (`score` IS NOT NULL AND CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) LIMIT 5)"
         " AS s0"
     )
     assert sql.discard_count_sql is None
@@ -430,8 +439,8 @@ def test_data_type_discard_row_filters_and_quarantines():
         == f"SELECT `id`, try_cast(`n` AS INT) AS `n` FROM src WHERE NOT ({bad})"
     )
     reason = (
-        f"CASE WHEN ({bad}) THEN concat_ws('; ', CASE WHEN {bad} THEN 'data_type discard_row: "
-        f"`n` value does not coerce into INT' END) END AS `_contract_reason`, "
+        f"CASE WHEN {bad} THEN 'data_type discard_row: "
+        f"`n` value does not coerce into INT' END AS `_contract_reason`, "
         f"'run-7' AS `_dbt_run_id`"
     )
     assert expanded(sql.quarantine_select, sql) == (
@@ -452,11 +461,48 @@ def test_no_quarantine_without_the_flag_or_without_discarded_rows():
 
 def test_data_type_discard_value_nulls_the_value():
     sql = load("discard_value", "id int, score int", "id int, score string")
-    assert expanded(sql.select, sql) == "SELECT `id`, try_cast(`score` AS INT) AS `score` FROM src"
+    assert (
+        expanded(sql.select, sql)
+        == "SELECT `id`, CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END AS `score` FROM src"
+    )
     assert expanded(sql.discard_count_sql, sql) == (
-        "SELECT 0 AS rows_discarded, count_if(((`score` IS NOT NULL AND try_cast(`score` AS INT) "
+        "SELECT 0 AS rows_discarded, count_if(((`score` IS NOT NULL AND CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END "
         "IS NULL))) AS values_discarded FROM src"
     )
+
+
+def test_the_reason_evaluates_each_discard_predicate_once():
+    """Two ways to discard a row: the quarantine's reason names each that holds, and reads each
+    predicate once a row (the pending table holds every row: no predicate twice per row)."""
+    sql = load(
+        {"columns": "discard_row", "data_type": "discard_row", "quarantine": True},
+        "id int, n int",
+        "id int, n string, extra int",
+    )
+    row = expanded(sql.quarantine_row, sql) or ""
+    reason = row.split(", ", 3)[3]
+    bad_n = "(`n` IS NOT NULL AND CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE "
+    assert reason.startswith("nullif(concat_ws('; ', CASE WHEN ")
+    assert reason.count(bad_n) == 1 and reason.count("`extra` IS NOT NULL") == 1
+    assert reason.endswith("END), '') AS `_contract_reason`")
+
+
+def test_a_pending_source_picks_its_kept_rows_by_their_reason():
+    """A pending table knows which rows it keeps: the load and the count read the reason, the
+    discard predicates (and their casts) are not evaluated again."""
+    decision = run(
+        {"data_type": "discard_row", "quarantine": True}, "id int, n int", "id int, n string"
+    )
+    sql = render_load_select(
+        decision, "p", S("id int, n int"), S("id int, n string"), "r1", False, PENDING_KEPT
+    )
+    assert sql.select.endswith("FROM p WHERE `_contract_reason` IS NULL")
+    assert sql.discard_count_sql == (
+        "SELECT count_if(NOT (`_contract_reason` IS NULL)) AS rows_discarded, "
+        "0 AS values_discarded FROM p"
+    )
+    # observed over the model's rows (no reason there yet): the predicates themselves
+    assert "try_cast" in sql.discard_metrics[0][1]
 
 
 def test_fractional_into_integral_checks_the_value_round_trips():
@@ -485,8 +531,8 @@ def test_nested_leaf_change_per_value_and_variant_of_whole_column():
         decision, "src", S("s struct<a:int, b:int>"), S("s struct<a:bigint, b:string>"), "r"
     )
     assert expanded(sql.select, sql) == (
-        "SELECT IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'b', try_cast(`s`.`b` AS INT))) "
-        "AS `s`, CASE WHEN (`s`.`b` IS NOT NULL AND try_cast(`s`.`b` AS INT) IS NULL) THEN `s` "
+        "SELECT IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'b', CASE WHEN `s`.`b` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`s`.`b` AS INT) END)) "
+        "AS `s`, CASE WHEN (`s`.`b` IS NOT NULL AND CASE WHEN `s`.`b` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`s`.`b` AS INT) END IS NULL) THEN `s` "
         "END AS `s__v_struct` FROM src"
     )
 
@@ -494,8 +540,8 @@ def test_nested_leaf_change_per_value_and_variant_of_whole_column():
 def test_map_value_discard_row():
     sql = load("discard_row", "m map<string,int>", "m map<string,string>")
     assert expanded(sql.select, sql) == (
-        "SELECT transform_values(`m`, (k0, v0) -> try_cast(v0 AS INT)) AS `m` FROM src WHERE NOT "
-        "(coalesce(exists(map_values(`m`), v0 -> (v0 IS NOT NULL AND try_cast(v0 AS INT) IS "
+        "SELECT transform_values(`m`, (k0, v0) -> CASE WHEN v0 RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(v0 AS INT) END) AS `m` FROM src WHERE NOT "
+        "(coalesce(exists(map_values(`m`), v0 -> (v0 IS NOT NULL AND CASE WHEN v0 RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(v0 AS INT) END IS "
         "NULL)), false))"
     )
 
@@ -503,7 +549,7 @@ def test_map_value_discard_row():
 def test_mixed_modes_count_values_only_in_kept_rows():
     value = {"columns": "discard_row", "data_type": "discard_value"}
     sql = load(value, "n int", "n string, c int")
-    bad = "(`n` IS NOT NULL AND try_cast(`n` AS INT) IS NULL)"
+    bad = "(`n` IS NOT NULL AND CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`n` AS INT) END IS NULL)"
     assert expanded(sql.discard_count_sql, sql) == (
         "SELECT count_if((`c` IS NOT NULL)) AS rows_discarded, "
         f"count_if(NOT ((`c` IS NOT NULL)) AND ({bad})) AS values_discarded FROM src"

@@ -113,11 +113,14 @@ def test_quarantined_rows_go_to_the_runs_pending_table_never_the_driver(fmt, obs
         # counted while the pending table is written where the connection observes metrics
         # (Spark applies a result task's accumulator updates once), else by a query over it
         assert (decided.observed is not None) is (observable and strategy != "table")
+        # the kept rows are those the pending table gave no reason: no predicate runs again
         assert decided.load.select.endswith(
-            "FROM db.t__quarantine__pending_inv WHERE NOT ((`n` IS NOT NULL AND "
-            "try_cast(`n` AS BIGINT) IS NULL))"
+            "FROM db.t__quarantine__pending_inv WHERE `_contract_reason` IS NULL"
         )
-        assert "FROM db.t__quarantine__pending_inv" in (decided.load.discard_count_sql or "")
+        assert decided.load.discard_count_sql == (
+            "SELECT count_if(NOT (`_contract_reason` IS NULL)) AS rows_discarded, 0 AS "
+            "values_discarded FROM db.t__quarantine__pending_inv"
+        )
         # the pending table is written from the model's view, every row
         written = decided.load.pending_from(decided.observed or "t__tmp") or ""
         assert written.endswith(f"FROM {decided.observed or 't__tmp'}") and " WHERE " not in written

@@ -24,7 +24,7 @@ from .diff import (
     _TypeChange,
     same_type,
 )
-from .load_select import castable
+from .load_select import castable, try_cast_sql
 from .types import Array, Field, Map, SparkType, Struct, quote_identifier
 
 
@@ -155,7 +155,7 @@ def _fit_leaf(expr: str, source: SparkType, target: SparkType) -> Built:
     """A value as the table's type where it fits (`try_cast`: NULL where it does not, under
     ANSI too); NULL where Spark has no cast between the two types."""
     if castable(source, target):
-        return Built(f"try_cast({expr} AS {target.to_sql()})")
+        return Built(try_cast_sql(expr, source, target))
     return Built(f"CAST(NULL AS {target.to_sql()})")
 
 

@@ -37,6 +37,7 @@ WIDEN, VARIANT = "widen", "variant"
 REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
 # a pending table's discarded rows (its kept rows have no reason)
 PENDING_DISCARDED = f"`{REASON_COLUMN}` IS NOT NULL"
+PENDING_KEPT = f"`{REASON_COLUMN}` IS NULL"
 
 
 def check_quarantine_columns(relation: str, compiled: Struct) -> None:
@@ -93,13 +94,31 @@ def _coerce(expr: str, source: SparkType, target: SparkType) -> Built:
     return coerce(expr, source, target, _coerce_leaf, _same)
 
 
+# A text value whose first character is printable ASCII but no digit, sign, point or blank can
+# never be an integral or decimal number (Spark trims only characters <= 0x20; probed on Spark
+# 4.1, ANSI on and off). `try_cast` finds that out by throwing and catching an exception, some
+# 6 microseconds a value: 1 M such values cost seconds per reading. This anchored pattern looks
+# at the first character only and answers NULL at once; every other value goes to `try_cast`.
+NOT_A_NUMBER = "'^[!-*,/:-~]'"
+_NUMBER_TARGETS = ("tinyint", "smallint", "int", "bigint", "decimal")
+
+
+def try_cast_sql(expr: str, source: SparkType, target: SparkType) -> str:
+    """`try_cast(expr AS target)`, answered without an exception where a text value's first
+    character rules a number out (`NOT_A_NUMBER`); the same result for every value."""
+    attempt = f"try_cast({expr} AS {target.to_sql()})"
+    if _kind(source) in _TEXT and _kind(target) in _NUMBER_TARGETS:
+        return f"CASE WHEN {expr} RLIKE {NOT_A_NUMBER} THEN NULL ELSE {attempt} END"
+    return attempt
+
+
 def _coerce_leaf(expr: str, source: SparkType, target: SparkType) -> Built:
     target_sql = target.to_sql()
     if safe_cast(source, target):
         return Built(f"CAST({expr} AS {target_sql})")
     if not castable(source, target):
         return Built(f"CAST(NULL AS {target_sql})", (f"{expr} IS NOT NULL",))
-    attempt = f"try_cast({expr} AS {target_sql})"
+    attempt = try_cast_sql(expr, source, target)
     if _lossy(source, target):
         bad = f"({expr} IS NOT NULL AND ({attempt} IS NULL OR {attempt} <> {expr}))"
         return Built(f"IF({attempt} = {expr}, {attempt}, NULL)", (bad,))
@@ -126,6 +145,8 @@ class LoadSql:
     violation_sample_sql: str | None = None
     discard_metrics: tuple[tuple[str, str], ...] = ()
     source: str = ""
+    # `discard_metrics` over a source that knows its kept rows (a pending table), if it does
+    counted: tuple[tuple[str, str], ...] = ()
     # the quarantine: a discarded row's columns plus its reasons, and what discards a row
     quarantine_row: str | None = None
     quarantine_where: str | None = None
@@ -173,7 +194,8 @@ class LoadSql:
     def discard_count_sql(self) -> str | None:
         if not self.discard_metrics:
             return None
-        aggregates = ", ".join(f"{expr} AS {name}" for name, expr in self.discard_metrics)
+        metrics = self.counted or self.discard_metrics
+        aggregates = ", ".join(f"{expr} AS {name}" for name, expr in metrics)
         return f"SELECT {aggregates} FROM {self.source}"
 
 
@@ -268,7 +290,7 @@ def _render_column(
     ref = quote_identifier(source.name)
     built = _coerce(ref, source.type, field.type)
     if isinstance(source.type, Primitive) and isinstance(field.type, Primitive):
-        built = load.hoist(built, f"try_cast({ref} AS {field.type.to_sql()})")
+        built = load.hoist(built, try_cast_sql(ref, source.type, field.type))
     value, columns_mode = built.value, decision.contract.columns
     value = _apply_rules(load, decision, field, ref, built.value, value)
     if built.new:
@@ -371,12 +393,15 @@ def render_load_select(
     compiled: Struct,
     run_id: str,
     hoist: bool = True,
+    kept: str | None = None,
 ) -> LoadSql:
     """The one SELECT that loads `source` (a rendered relation or view) under the decision.
 
     `deployed` is the schema the decision was made against (its `target` already carries it).
     `hoist`: casts read more than once become columns of `coerced_select` (the caller reads
-    `source` through that view); off where the SELECT must read `source` alone.
+    `source` through that view); off where the SELECT must read `source` alone. `kept`: where
+    `source` knows its kept rows already (a pending table: `PENDING_KEPT`), the load and the
+    count pick them by it instead of evaluating every discard predicate again.
     """
     if decision.table_action not in (CREATE, LOAD) or decision.target is None:
         raise ValueError(f"nothing to load: the contract decided {decision.table_action!r}")
@@ -393,13 +418,14 @@ def render_load_select(
             _discard(load, "columns", decision.contract.columns, what, predicate)
     select = f"SELECT {', '.join(load.items)} FROM {source}"
     if load.row_filters:
-        select += " WHERE " + " AND ".join(f"NOT ({p})" for _, p in load.row_filters)
+        select += " WHERE " + (kept or " AND ".join(f"NOT ({p})" for _, p in load.row_filters))
     return LoadSql(
         select,
         tuple(load.columns),
         _violation_samples(load, source),
         _discard_metrics(load),
         source,
+        _pending_counts(load, kept),
         *_quarantine(load, decision, compiled),
         run_id,
         tuple(load.coerced),
@@ -428,14 +454,25 @@ def _discard_metrics(load: _Load) -> tuple[tuple[str, str], ...]:
     return (("rows_discarded", rows), ("values_discarded", values))
 
 
+def _pending_counts(load: _Load, kept: str | None) -> tuple[tuple[str, str], ...]:
+    """`_discard_metrics` over a source that knows its kept rows (`kept`); () elsewhere."""
+    if kept is None or not load.row_filters:
+        return ()
+    values = " + ".join(f"count_if({kept} AND ({p}))" for p in load.value_drops) or "0"
+    return (("rows_discarded", f"count_if(NOT ({kept}))"), ("values_discarded", values))
+
+
 def _quarantine(
     load: _Load, decision: ContractDecision, compiled: Struct
 ) -> tuple[str | None, str | None]:
     """A discarded row's columns plus its reasons, and the predicate that discards a row."""
     if not decision.contract.quarantine or not load.row_filters:
         return None, None
-    reasons = ", ".join(f"CASE WHEN {p} THEN {sql_string(r)} END" for r, p in load.row_filters)
+    reasons = [f"CASE WHEN {p} THEN {sql_string(r)} END" for r, p in load.row_filters]
     columns = ", ".join(quote_identifier(f.name) for f in compiled.fields)
     where = " OR ".join(f"({p})" for _, p in load.row_filters)
-    reason = f"CASE WHEN {where} THEN concat_ws('; ', {reasons}) END"
+    # each predicate evaluated once a row: concat_ws skips the NULLs of those that hold not
+    reason = (
+        reasons[0] if len(reasons) == 1 else f"nullif(concat_ws('; ', {', '.join(reasons)}), '')"
+    )
     return f"{columns}, {reason} AS {quote_identifier(REASON_COLUMN)}", where

@@ -32,6 +32,7 @@ from .enforce import (
 )
 from .fit import fits_view, fitted_schema, fitted_select
 from .load_select import (
+    PENDING_KEPT,
     LoadSql,
     check_quarantine_columns,
     render_load_select,
@@ -267,7 +268,7 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     if decision is not None and pending:
         stage = pending_name(suffixed(i.relation, QUARANTINE_SUFFIX), i.invocation_id)
         load = render_load_select(
-            decision, stage, i.deployed, i.compiled, i.invocation_id, hoist=False
+            decision, stage, i.deployed, i.compiled, i.invocation_id, False, PENDING_KEPT
         )
     # A table rebuild's `create or replace ... as select` runs its query in a nested execution
     # whose observed metrics never reach the session (Delta 4.3): it stages.
