@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, get_session
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig, get_session
 
 DEFAULT_JARS = Path(__file__).resolve().parents[1] / ".jars"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig, check_java
 from spark_contracts_dev.cluster_commands import (  # noqa: F401 (named here for tests)
     DERBY_CLASS,
     DERBY_CLIENT_DRIVER,

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
+from dbt.adapters.spark_contracts.connection.session import DEFAULT_ICEBERG_CATALOG, check_java
 from dbt.adapters.spark_contracts.jars import MavenJar
-from dbt.adapters.spark_contracts.session import DEFAULT_ICEBERG_CATALOG, check_java
 from spark_contracts_dev.procs import serve_until_interrupted
 from spark_contracts_dev.servers import free_port, spark_home
 

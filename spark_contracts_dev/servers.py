@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, check_java
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig, check_java
 from spark_contracts_dev.procs import serve_until_interrupted
 
 MAIN_CLASSES = {

@@ -13,8 +13,8 @@ from typing import Any, Optional
 
 import pytest
 
-from dbt.adapters.spark_contracts import session as embedded
-from dbt.adapters.spark_contracts.credentials import SparkContractsCredentials
+from dbt.adapters.spark_contracts.connection import session as embedded
+from dbt.adapters.spark_contracts.connection.credentials import SparkContractsCredentials
 from spark_contracts_dev import rest_catalog as rest
 from spark_contracts_dev.cluster import Cluster
 from tests.functional.probes import Count, evaluation_probes

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator
 
 import pytest
 
-from dbt.adapters.spark_contracts import session as embedded
+from dbt.adapters.spark_contracts.connection import session as embedded
 
 Count = Callable[..., int]
 ROWS = 200  # the rows a probed model outputs in its changing run

@@ -125,7 +125,10 @@ def test_thrift_schema_forms_match_spark_json():
     """The two forms thrift's `schema_json` reads (no server needed) give Spark's JSON schema."""
     from pyspark.sql import types as T
 
-    from dbt.adapters.spark_contracts.schema_io import describe_json_to_json, describe_rows_to_json
+    from dbt.adapters.spark_contracts.connection.schema_io import (
+        describe_json_to_json,
+        describe_rows_to_json,
+    )
 
     expected = T.StructType(
         [

@@ -88,7 +88,7 @@ from pathlib import Path
 from dbt.cli.main import dbtRunner
 
 from dbt.adapters.spark_contracts.jars import configured_jars_dir
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, get_session
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig, get_session
 
 project, warehouse, schema = sys.argv[1], Path(sys.argv[2]).resolve(), sys.argv[3]
 dirs = ["--project-dir", project, "--profiles-dir", project]

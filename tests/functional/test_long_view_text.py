@@ -97,9 +97,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.spark_contracts import derby_metastore
+from dbt.adapters.spark_contracts.connection import derby_metastore
 from dbt.adapters.spark_contracts.jars import configured_jars_dir
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig
 
 warehouse, schema, java_options = Path(sys.argv[1]).resolve(), sys.argv[2], sys.argv[3]
 config = EmbeddedSparkConfig(
@@ -130,9 +130,9 @@ from pathlib import Path
 
 from dbt.cli.main import dbtRunner
 
-from dbt.adapters.spark_contracts import derby_metastore
+from dbt.adapters.spark_contracts.connection import derby_metastore
 from dbt.adapters.spark_contracts.jars import configured_jars_dir
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig, get_session
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig, get_session
 
 project, warehouse, schema = sys.argv[1], Path(sys.argv[2]).resolve(), sys.argv[3]
 dirs = ["--project-dir", project, "--profiles-dir", project]

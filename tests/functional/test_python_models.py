@@ -295,7 +295,7 @@ def model_evaluations(request, monkeypatch, tmp_path):
     profile = request.config.getoption("--profile")
     if profile == "session":
         return request.getfixturevalue("evaluations")
-    from dbt.adapters.spark_contracts import connections
+    from dbt.adapters.spark_contracts.connection import connections
 
     calls = tmp_path / "probe_eval_calls"
     calls.write_bytes(b"")

@@ -11,8 +11,8 @@ import time
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.spark_contracts import session as embedded
-from dbt.adapters.spark_contracts.errors import QueryTimeoutError
+from dbt.adapters.spark_contracts.connection import session as embedded
+from dbt.adapters.spark_contracts.connection.errors import QueryTimeoutError
 
 # Each row sleeps 3s in its task: range(5) over 2 cores runs 3 rows in one task, 9s uncancelled.
 SLOW_QUERY = (

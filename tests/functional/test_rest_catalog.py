@@ -47,7 +47,7 @@ select 2 as id, 'bad' as n union all select 3 as id, '30' as n
 SCRIPT = """
 import json, sys
 from dbt.cli.main import dbtRunner
-from dbt.adapters.spark_contracts import session as embedded
+from dbt.adapters.spark_contracts.connection import session as embedded
 
 def run(*args):
     res = dbtRunner().invoke([*args, "--profiles-dir", ".", "--project-dir", "."])

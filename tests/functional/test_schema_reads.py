@@ -23,8 +23,8 @@ import pytest
 from dbt.adapters.factory import get_adapter_by_type
 from dbt.tests.util import get_connection, run_dbt
 
-from dbt.adapters.spark_contracts import connections as spark_connections
-from dbt.adapters.spark_contracts import cursor as spark_cursor
+from dbt.adapters.spark_contracts.connection import connections as spark_connections
+from dbt.adapters.spark_contracts.connection import cursor as spark_cursor
 
 MODEL = """
 {{ config(materialized='incremental', file_format='FORMAT', unique_key='id', schema_evolution={}) }}
@@ -319,7 +319,7 @@ class TestDeployedTableRead:
 
     @pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
     def test_schema_and_properties(self, project: Any, fmt: str) -> None:
-        from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark, from_json
+        from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark, from_json
 
         catalog = "iceberg." if fmt == "iceberg" else ""
         relation = f"{catalog}{project.test_schema}.deployed_{fmt}"
@@ -354,13 +354,13 @@ class TestDeployedTableRead:
         """SHOW TBLPROPERTIES redacts a value that matches Spark's redaction patterns (`url`,
         `token`, ...): the intent of a model or column so named is stored hex-encoded and reads
         back whole by either read."""
+        from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
         from dbt.adapters.spark_contracts.core.intent import (
             INTENT_PROPERTY,
             Intent,
             commit_tag,
             find_intent,
         )
-        from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
 
         catalog = "iceberg." if fmt == "iceberg" else ""
         relation = f"{catalog}{project.test_schema}.page_urls"

@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig
 from spark_contracts_dev import cluster as local_cluster
 from spark_contracts_dev.cluster import Cluster, Sizing, cluster_conf
 from spark_contracts_dev.procs import (

@@ -12,14 +12,14 @@ from typing import Any, Dict
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_contracts import credentials as creds_module
 from dbt.adapters.spark_contracts import jars
-from dbt.adapters.spark_contracts import session as embedded
-from dbt.adapters.spark_contracts.credentials import (
+from dbt.adapters.spark_contracts.connection import credentials as creds_module
+from dbt.adapters.spark_contracts.connection import session as embedded
+from dbt.adapters.spark_contracts.connection.credentials import (
     ContractsConnectionMethod,
     SparkContractsCredentials,
 )
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig
 
 JAR_FILES = (
     "delta-spark_2.13-4.3.1.jar",

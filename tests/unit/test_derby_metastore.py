@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.spark_contracts import derby_metastore
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig
+from dbt.adapters.spark_contracts.connection import derby_metastore
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig
 
 
 def _conf(tmp_path: Path, **overrides: str) -> dict:

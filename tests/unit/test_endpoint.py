@@ -7,6 +7,14 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dbt.adapters.spark_contracts.connection.credentials import SparkContractsCredentials
+from dbt.adapters.spark_contracts.connection.errors import (
+    ConnectionLostError,
+    connection_error_detail,
+    is_connection_error,
+    to_dbt_error,
+)
+from dbt.adapters.spark_contracts.connection.remote import connect_failure, endpoint_of
 from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.endpoint import (
     CONNECT_DEFAULT_RETRIES,
@@ -15,14 +23,6 @@ from dbt.adapters.spark_contracts.core.endpoint import (
     connect_retry_settings,
     host_address,
 )
-from dbt.adapters.spark_contracts.credentials import SparkContractsCredentials
-from dbt.adapters.spark_contracts.errors import (
-    ConnectionLostError,
-    connection_error_detail,
-    is_connection_error,
-    to_dbt_error,
-)
-from dbt.adapters.spark_contracts.remote import connect_failure, endpoint_of
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_connect_profile_keys_reach_url_endpoint_and_retries() -> None:
     assert (
         endpoint_of(creds).label == "spark_contracts method connect, sc://spark.example.com:15003"
     )
-    from dbt.adapters.spark_contracts.remote import retry_settings
+    from dbt.adapters.spark_contracts.connection.remote import retry_settings
 
     settings = retry_settings(creds)
     assert (settings.max_retries, settings.max_backoff_ms) == (7, 3000)
@@ -172,7 +172,7 @@ def test_thrift_does_not_resend_a_statement_unless_asked(method: str) -> None:
 
 @pytest.mark.parametrize("code", ["UNAUTHENTICATED", "PERMISSION_DENIED"])
 def test_a_refused_client_is_neither_a_lost_connection_nor_a_database_error(code: str) -> None:
-    from dbt.adapters.spark_contracts.errors import ServerRefusedError, is_refusal
+    from dbt.adapters.spark_contracts.connection.errors import ServerRefusedError, is_refusal
 
     exc = _grpc_error(code, "invalid authentication token\ndebug")
     assert is_refusal(exc) and not is_connection_error(exc)
@@ -194,7 +194,7 @@ def test_deadline_exceeded_is_a_lost_connection() -> None:
 def test_only_the_connect_clients_retries_warning_is_silenced() -> None:
     import warnings
 
-    from dbt.adapters.spark_contracts.remote import silence_retries_warning
+    from dbt.adapters.spark_contracts.connection.remote import silence_retries_warning
 
     text = "[RETRIES_EXCEEDED] The maximum number of retries has been exceeded."
     with warnings.catch_warnings(record=True) as seen:

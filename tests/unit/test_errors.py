@@ -13,7 +13,7 @@ from pyspark.errors import PySparkValueError
 from pyspark.errors.exceptions.captured import AnalysisException
 from pyspark.errors.exceptions.connect import AnalysisException as ConnectAnalysisException
 
-from dbt.adapters.spark_contracts.errors import (
+from dbt.adapters.spark_contracts.connection.errors import (
     is_database_error,
     is_spark_error,
     spark_error_message,

@@ -37,6 +37,7 @@ from dbt.adapters.spark_contracts.run import (
     RunReport,
     RunUndone,
 )
+from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
 
 TABLE = "db.t"
 MODEL = "model.p.t"
@@ -201,7 +202,7 @@ def planned_run(inputs: RunInputs, unique_id: str) -> ModelRun:
 def a_run(table: FakeDelta, invocation: str, tmp_path: Path) -> None:
     """One dbt run of the model: repair a dead run's intent first, then plan and execute."""
     runner = Runner(table, RunReport(), tmp_path)
-    runner.tag_commits(commit_tag(invocation, MODEL))  # before the repair, as adapter_run does
+    CommitTags().set(table, commit_tag(invocation, MODEL))  # before the repair, as adapter_run does
     dead = find_intent(dict(table.current.properties))
     if dead is not None and dead.invocation_id != invocation:
         runner.repair(dead, MODEL)

@@ -33,8 +33,6 @@ from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.pending import is_pending_of
 from dbt.adapters.spark_contracts.core.plan import Policy
 from dbt.adapters.spark_contracts.core.run_plan import RunInputs
-from dbt.adapters.spark_contracts.lease import LEASE_ENV, ModelKey
-from dbt.adapters.spark_contracts.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run import (
     ModelRun,
     QuarantineMismatch,
@@ -42,6 +40,9 @@ from dbt.adapters.spark_contracts.run import (
     Runner,
     RunReport,
 )
+from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
+from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
+from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version, planned_run
 
 DEPLOYED = parse_type("struct<id:bigint,n:bigint>")
@@ -209,7 +210,7 @@ def a_run(table: FakeTables, invocation: str, tmp_path: Path) -> Any:
     """As adapter_run.plan_model_run and execute_model_run do it: the repair step (other runs'
     pending tables, as dbt's relation cache lists them), the plan, the run."""
     runner = Runner(table, RunReport(), tmp_path)
-    runner.tag_commits(commit_tag(invocation, MODEL))
+    CommitTags().set(table, commit_tag(invocation, MODEL))
     others = [n for n in table.pendings if is_pending_of(n.split(".")[-1], "t__quarantine")]
     own = model_run(table, invocation).pending_table.lower()
     key = ModelKey(TABLE, invocation, "delta", MODEL)

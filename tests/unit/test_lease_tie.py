@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from dbt.adapters.spark_contracts import runner as runner_module
 from dbt.adapters.spark_contracts.run import Runner, RunReport
-from dbt.adapters.spark_contracts.run_errors import RunInProgress
+from dbt.adapters.spark_contracts.run import lease as lease_module
+from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
 
 
 class Catalogue:
@@ -81,17 +81,17 @@ def model_run(invocation_id: str) -> SimpleNamespace:
 
 
 def test_two_runs_at_one_moment_one_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    sleep = runner_module.time.sleep
-    monkeypatch.setattr(runner_module.time, "sleep", lambda s: sleep(s / 20))
+    sleep = lease_module.time.sleep
+    monkeypatch.setattr(lease_module.time, "sleep", lambda s: sleep(s / 20))
     catalogue = Catalogue(2)
     outcomes: dict[str, object] = {}
 
     def run(invocation_id: str) -> None:
         runner = Runner(catalogue.connection(), RunReport(), tmp_path)  # type: ignore[arg-type]
         try:
-            runner._lease_alone(model_run(invocation_id))  # type: ignore[arg-type]
+            runner.leases.alone(model_run(invocation_id))  # type: ignore[arg-type]
             outcomes[invocation_id] = "goes on"
-            runner.out.run_lease.stop()
+            runner.leases.held.stop()
         except RunInProgress as exc:
             outcomes[invocation_id] = exc
 
@@ -112,8 +112,8 @@ def test_two_runs_at_one_moment_one_goes_on(tmp_path: Path, monkeypatch: pytest.
 def test_a_run_alone_takes_its_lease_at_once(tmp_path: Path):
     catalogue = Catalogue(1)
     runner = Runner(catalogue.connection(), RunReport(), tmp_path)  # type: ignore[arg-type]
-    runner._lease_alone(model_run("cccc3333"))  # type: ignore[arg-type]
-    runner.out.run_lease.stop()
+    runner.leases.alone(model_run("cccc3333"))  # type: ignore[arg-type]
+    runner.leases.held.stop()
     assert list(catalogue.tables) == ["db.t__dbt_lease_cccc3333"]
 
 
@@ -137,7 +137,7 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
     changed since the plan fails the run before any change, naming both schemas, its lease
     let go."""
     from dbt.adapters.spark_contracts.core.parse import parse_type
-    from dbt.adapters.spark_contracts.run_errors import TableChangedMeanwhile
+    from dbt.adapters.spark_contracts.run.run_errors import TableChangedMeanwhile
 
     planned = parse_type("struct<id:bigint,n:bigint>")
     now = parse_type("struct<id:bigint,n:bigint,note:string>") if changed else planned
@@ -158,7 +158,7 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
         intents = []
         spark.run = intents.append  # type: ignore[method-assign]
         runner._begin_steps(run)  # type: ignore[arg-type]
-        runner.out.run_lease.stop()
+        runner.leases.held.stop()
         assert any("set tblproperties" in s for s in intents), intents  # the intent went on
         return
     with pytest.raises(TableChangedMeanwhile) as caught:
@@ -179,8 +179,8 @@ def test_a_failure_while_looking_for_other_runs_lets_go_of_the_lease(tmp_path: P
     catalogue = Catalogue(1)
     runner = Runner(Failing(catalogue), RunReport(), tmp_path)  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="listing failed"):
-        runner._lease_alone(model_run("dddd4444"))  # type: ignore[arg-type]
-    assert runner.out.run_lease is None and catalogue.tables == {}
+        runner.leases.alone(model_run("dddd4444"))  # type: ignore[arg-type]
+    assert runner.leases.held is None and catalogue.tables == {}
 
 
 def test_a_pending_tables_heartbeat_waits_until_the_table_is_made() -> None:
@@ -189,7 +189,7 @@ def test_a_pending_tables_heartbeat_waits_until_the_table_is_made() -> None:
     beats begin at once."""
     import contextlib
 
-    from dbt.adapters.spark_contracts.lease import Heartbeat
+    from dbt.adapters.spark_contracts.run.lease import Heartbeat
 
     sent: list[str] = []
 
@@ -204,12 +204,12 @@ def test_a_pending_tables_heartbeat_waits_until_the_table_is_made() -> None:
 
     beat = Heartbeat(Spark(), "db.t__quarantine__pending_x", interval=0.05, made=False).start()
     try:
-        runner_module.time.sleep(0.4)  # several intervals while the table is being made
+        lease_module.time.sleep(0.4)  # several intervals while the table is being made
         assert sent == []
         beat.made()
-        deadline = runner_module.time.monotonic() + 5
-        while not sent and runner_module.time.monotonic() < deadline:
-            runner_module.time.sleep(0.05)
+        deadline = lease_module.time.monotonic() + 5
+        while not sent and lease_module.time.monotonic() < deadline:
+            lease_module.time.sleep(0.05)
         assert sent and "db.t__quarantine__pending_x set tblproperties" in sent[0], sent
     finally:
         beat.stop()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dbt.adapters.spark_contracts.cursor import _observed
+from dbt.adapters.spark_contracts.connection.cursor import _observed
 
 
 class Future:

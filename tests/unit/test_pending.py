@@ -136,7 +136,7 @@ def test_a_pending_table_made_lately_is_alive_whatever_its_first_heartbeat_says(
 
 
 def test_timestamps_read_back_as_thrift_prints_them():
-    from dbt.adapters.spark_contracts.quarantine_steps import _epoch, _restored_to
+    from dbt.adapters.spark_contracts.run.table_log import _epoch, _restored_to
 
     assert _epoch("2026-11-26 12:00:05.1") == _epoch("2026-11-26 12:00:05.100000")
     assert _epoch("2026-11-26 12:00:05") + 0.5 == _epoch("2026-11-26 12:00:05.5")

@@ -10,15 +10,15 @@ from typing import Any, Dict, List, Optional
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_contracts.connection.credentials import SparkContractsCredentials
+from dbt.adapters.spark_contracts.connection.cursor import SparkSessionCursor
+from dbt.adapters.spark_contracts.connection.errors import QueryTimeoutError, to_dbt_error
 from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.deadline import (
     StatementDeadline,
     query_timeout_seconds,
     timeout_message,
 )
-from dbt.adapters.spark_contracts.credentials import SparkContractsCredentials
-from dbt.adapters.spark_contracts.cursor import SparkSessionCursor
-from dbt.adapters.spark_contracts.errors import QueryTimeoutError, to_dbt_error
 
 
 @pytest.mark.parametrize("value, seconds", [(None, None), (2, 2.0), (0.5, 0.5)])
@@ -170,7 +170,7 @@ def test_no_timeout_sets_no_tag() -> None:
 def test_connect_warns_when_the_profile_loads_that_query_timeout_is_not_applied(
     monkeypatch,
 ) -> None:
-    from dbt.adapters.spark_contracts import credentials as creds_module
+    from dbt.adapters.spark_contracts.connection import credentials as creds_module
 
     warnings: List[str] = []
     monkeypatch.setattr(creds_module.logger, "warning", warnings.append)

@@ -10,7 +10,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
     history_rows,
 )
 from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.report import RunReport
+from dbt.adapters.spark_contracts.run.report import RunReport
 
 ADD = (AddColumns((NewColumn(("note",), parse_type("string")),)),)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.spark_contracts import jars
+from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig
 from dbt.adapters.spark_contracts.jars import MavenJar
-from dbt.adapters.spark_contracts.session import EmbeddedSparkConfig
 from spark_contracts_dev import rest_catalog as rest
 
 REST = {"spark.sql.catalog.iceberg.type": "rest", "spark.sql.catalog.iceberg.uri": "http://h:1"}

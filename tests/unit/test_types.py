@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from spark_type_strategies import simple_names, spark_types
 
+from dbt.adapters.spark_contracts.connection.schema_io import type_to_json
 from dbt.adapters.spark_contracts.core.parse import from_spark_json, parse_columns, parse_type
 from dbt.adapters.spark_contracts.core.types import (
     PRIMITIVE_NAMES,
@@ -23,7 +24,6 @@ from dbt.adapters.spark_contracts.core.types import (
     is_widening,
     quote_identifier,
 )
-from dbt.adapters.spark_contracts.schema_io import type_to_json
 
 INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
 

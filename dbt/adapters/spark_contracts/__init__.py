@@ -3,8 +3,8 @@
 from dbt.adapters.base import AdapterPlugin
 
 from dbt.adapters.spark_contracts.column import SparkContractsColumn  # noqa: F401
-from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager  # noqa: F401
-from dbt.adapters.spark_contracts.credentials import SparkContractsCredentials
+from dbt.adapters.spark_contracts.connection.connections import SparkContractsConnectionManager  # noqa: F401
+from dbt.adapters.spark_contracts.connection.credentials import SparkContractsCredentials
 from dbt.adapters.spark_contracts.impl import SparkContractsAdapter
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation  # noqa: F401
 from dbt.include import spark_contracts

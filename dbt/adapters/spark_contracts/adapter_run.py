@@ -12,6 +12,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
 from dbt.adapters.spark_contracts.core.config import read_run_vars
 from dbt.adapters.spark_contracts.core.intent import (
     commit_tag,
@@ -45,8 +46,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (
     replaces_atomically,
 )
 from dbt.adapters.spark_contracts.core.types import sql_string
-from dbt.adapters.spark_contracts.errors import config_errors_as_compilation_errors
-from dbt.adapters.spark_contracts.lease import ModelKey
+from dbt.adapters.spark_contracts.run.lease import ModelKey
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ if TYPE_CHECKING:
 
 from dbt.adapters.base.meta import AdapterMeta
 
+from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
 from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT, LOGGED
-from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
 
 logger = AdapterLogger("SparkContracts")
 
@@ -88,6 +88,8 @@ def _plan_batch(
 
 class RunPathMethods(metaclass=AdapterMeta):
     """Mixed into `SparkContractsAdapter`; every method Jinja calls is one step."""
+
+    _tags: runs.CommitTags  # the adapter's: which threads carry a node's commit tag
 
     @available
     def plan_build(
@@ -143,28 +145,22 @@ class RunPathMethods(metaclass=AdapterMeta):
         spark = self._spark()
         runner = self._runner(spark, invocation_id)
         tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
-        runner.tag_commits(tag)  # every commit of this run carries it
-        try:
-            run = self._plan_model_run(
-                spark,
-                runner,
-                relation,
-                view,
-                model,
-                contract,
-                declared,
-                settings,
-                strategy,
-                invocation_id,
-                tag,
-                table_options,
-            )
-        except BaseException:
-            runner.untag()  # a later node on this thread must not commit under this tag
-            raise
-        if run.blocked or run.dry_run:
-            runner.untag()  # nothing will be written
-        return run
+        self._tags.set(spark, tag)  # every commit of this node carries it, until its end
+        # cleared when dbt ends the node (post_model_hook), whatever happens in between
+        return self._plan_model_run(
+            spark,
+            runner,
+            relation,
+            view,
+            model,
+            contract,
+            declared,
+            settings,
+            strategy,
+            invocation_id,
+            tag,
+            table_options,
+        )
 
     def _plan_model_run(
         self,
@@ -351,7 +347,6 @@ class RunPathMethods(metaclass=AdapterMeta):
         self, run: runs.ModelRun, response: Any
     ) -> runs.ContractsAdapterResponse:
         runner = self._runner(self._spark(), run.invocation_id)
-        runner.untag()  # the rebuild's commits carried the run's tag; later nodes must not
         runner.out = runs.RunOutcome(repairs=list(run.repairs))
         runner.record(run)
         return run.response(str(response), runner.out)

@@ -19,12 +19,12 @@ from typing_extensions import TypeAlias
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
-from dbt.adapters.spark_contracts.connections import SparkContractsConnectionManager
+from dbt.adapters.spark_contracts.connection.connections import SparkContractsConnectionManager
+from dbt.adapters.spark_contracts.connection.credentials import set_project_root
 from dbt.adapters.spark_contracts.constraints import (
     support_for,
 )
 from dbt.adapters.spark_contracts.core.clone import CloneFacts, ClonePlan, plan_clone
-from dbt.adapters.spark_contracts.credentials import set_project_root
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
 from dbt.adapters.spark_contracts.validation import validate_manifest
 
@@ -62,6 +62,7 @@ class SparkContractsAdapter(RunPathMethods, ContractMethods, CatalogMethods, Spa
         set_project_root(getattr(config, "project_root", None))
         super().__init__(config, mp_context)
         self._report = runs.RunReport()  # per adapter instance, restarted per invocation id
+        self._tags = runs.CommitTags()  # the threads whose session carries a node's commit tag
 
     @classmethod
     def type(cls) -> str:
@@ -73,6 +74,13 @@ class SparkContractsAdapter(RunPathMethods, ContractMethods, CatalogMethods, Spa
         is known. Bad adapter config fails here, as a parsing error."""
         validate_manifest(self, macro_resolver)
         super().set_macro_resolver(macro_resolver)
+
+    def post_model_hook(self, config: Any, context: Any) -> None:
+        """dbt calls this after every node's materialization, whatever happened (a `finally`):
+        the node's commit tag leaves its thread's session here, so no later node commits under
+        it."""
+        self._tags.clear(self._spark)
+        super().post_model_hook(config, context)
 
     def cleanup_connections(self) -> None:
         """dbt calls this once a command's nodes and hooks are done: say what the run did."""

@@ -11,10 +11,10 @@ from typing import Any, Dict
 
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_contracts.connection.cursor import SparkSessionConnectionWrapper
+from dbt.adapters.spark_contracts.connection.errors import spark_error_message
 from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.python_model import check_python_model, python_view_name
-from dbt.adapters.spark_contracts.cursor import SparkSessionConnectionWrapper
-from dbt.adapters.spark_contracts.errors import spark_error_message
 
 
 def python_model_view(handle: Any, method: str, compiled_code: str, model: Dict[str, Any]) -> str:

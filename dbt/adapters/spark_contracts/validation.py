@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 from dbt.adapters.factory import get_adapter_package_names
 from dbt.exceptions import ParsingError
 
+from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
 from dbt.adapters.spark_contracts.core.config import ConfigError, read_run_vars
 from dbt.adapters.spark_contracts.core.validate import (
     NodeConfig,
@@ -15,7 +16,6 @@ from dbt.adapters.spark_contracts.core.validate import (
     model_label,
     validate_node_config,
 )
-from dbt.adapters.spark_contracts.errors import config_errors_as_compilation_errors
 
 # Resource types whose materializations this adapter runs (tests, sources, ... are not built).
 BUILT_RESOURCE_TYPES = ("model", "seed", "snapshot")

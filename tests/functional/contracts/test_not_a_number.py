@@ -1,4 +1,4 @@
-"""The load's fast answer for a text value that cannot be a number (core/load_select.py,
+"""The load's fast answer for a text value that cannot be a number (core/checked_cast.py,
 `NOT_A_NUMBER`) gives what `try_cast` gives, on real Spark, for every printable ASCII first
 character and the blanks, signs and points Spark accepts, with ANSI on and off: the pattern only
 saves the exception `try_cast` throws and catches inside."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_contracts.core.load_select import try_cast_sql
+from dbt.adapters.spark_contracts.core.checked_cast import try_cast_sql
 from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.types import Primitive, quote_identifier, sql_string
 

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from dbt.adapters.spark_contracts import run as runs
-from dbt.adapters.spark_contracts.lease import LEASE_ENV
+from dbt.adapters.spark_contracts.run.lease import LEASE_ENV
 from tests.functional.conftest import JVM_PARAMETERS, iceberg_rest
 
 DBT = str(Path(sys.executable).with_name("dbt"))

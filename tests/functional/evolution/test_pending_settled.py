@@ -24,6 +24,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
 from dbt.adapters.spark_contracts.core.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
@@ -33,11 +34,10 @@ from dbt.adapters.spark_contracts.core.pending import (
     Application,
     loaded_property,
 )
-from dbt.adapters.spark_contracts.lease import ModelKey
-from dbt.adapters.spark_contracts.model_run import stage_format
-from dbt.adapters.spark_contracts.report import RunReport
-from dbt.adapters.spark_contracts.runner import Runner
-from dbt.adapters.spark_contracts.spark_handle import _ConnectionSpark
+from dbt.adapters.spark_contracts.run.lease import ModelKey
+from dbt.adapters.spark_contracts.run.model_run import stage_format
+from dbt.adapters.spark_contracts.run.report import RunReport
+from dbt.adapters.spark_contracts.run.runner import Runner
 from tests.functional.probes import versioned_model
 
 FORMATS = ("delta", "iceberg")

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.spark_contracts import cursor as spark_cursor
 from dbt.adapters.spark_contracts import run as runs
-from dbt.adapters.spark_contracts import session as embedded
+from dbt.adapters.spark_contracts.connection import cursor as spark_cursor
+from dbt.adapters.spark_contracts.connection import session as embedded
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 from tests.functional.probes import probe_model
 
@@ -169,3 +169,20 @@ class TestForeignCommitIsKept:
         message = results[0].message
         assert "another writer committed" in message and "streaming-job" in message, message
         assert 99 in [r[0] for r in rows_of(project, table, "id")]
+
+
+class TestTheTagEndsWithTheNode:
+    """dbt ends every node with `post_model_hook` (in a `finally`): the node's commit tag leaves
+    the thread's session there, on real Spark, whatever the node's materialization did."""
+
+    def test_post_model_hook_clears_the_sessions_tag(self, project):
+        adapter = project.adapter
+        with adapter.connection_named("tag_probe"):
+            spark = adapter._spark()
+            adapter._tags.set(spark, "dbt-spark-contracts:probe:model.test.x")
+            assert (
+                spark.get_conf(runs.DELTA_USER_METADATA) == "dbt-spark-contracts:probe:model.test.x"
+            )
+            adapter.post_model_hook({}, None)
+            assert not spark.get_conf(runs.DELTA_USER_METADATA)
+            assert not spark.get_conf(runs.ICEBERG_SNAPSHOT_TAG)

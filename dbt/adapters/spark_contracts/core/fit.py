@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from .checked_cast import castable, try_cast_sql
 from .coerce import Built, coerce
 from .diff import (
     Change as DiffChange,
@@ -24,7 +25,6 @@ from .diff import (
     _TypeChange,
     same_type,
 )
-from .load_select import castable, try_cast_sql
 from .types import Array, Field, Map, SparkType, Struct, quote_identifier
 
 

@@ -7,16 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
-from .coerce import Built, coerce
+from .checked_cast import checked_coerce, checked_leaf, try_cast_sql
+from .coerce import Built
 from .config import ConfigError
 from .contract import ContractMode
 from .decision import (
     ContractDecision,
     ValueCheck,
     _key,
-)
-from .enforce import (
-    safe_cast,
 )
 from .types import (
     Array,
@@ -25,7 +23,6 @@ from .types import (
     Primitive,
     SparkType,
     Struct,
-    as_nullable,
     quote_identifier,
     sql_string,
 )
@@ -53,76 +50,6 @@ def check_quarantine_columns(relation: str, compiled: Struct) -> None:
             "the column in the model, or set schema_contract quarantine: false. Nothing was "
             "changed."
         )
-
-
-_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
-_TEXT = ("string", "char", "varchar")
-_CASTS = {  # try_cast pairs Spark 4 accepts (probed); anything casts to string
-    **{k: {*_NUMERIC, "boolean", "timestamp"} for k in _NUMERIC},
-    "boolean": {*_NUMERIC, "boolean"},
-    "date": {"date", "timestamp", "timestamp_ntz"},
-    "timestamp": {*_NUMERIC, "date", "timestamp", "timestamp_ntz"},
-    "timestamp_ntz": {"date", "timestamp", "timestamp_ntz"},
-    "binary": {"binary"},
-    **{k: {*_NUMERIC, "boolean", "date", "timestamp", "timestamp_ntz", "binary"} for k in _TEXT},
-}
-
-
-def _kind(t: SparkType) -> str:
-    return t.name if isinstance(t, Primitive) else type(t).__name__.lower()
-
-
-def castable(source: SparkType, target: SparkType) -> bool:
-    if _kind(target) in _TEXT:
-        return True
-    return _kind(target) in _CASTS.get(_kind(source), set())
-
-
-def _lossy(source: SparkType, target: SparkType) -> bool:
-    """Fractional into integral/decimal: try_cast truncates, so compare the result as well."""
-    fractional = _kind(source) in ("float", "double", "decimal")
-    return fractional and _kind(target) in (*_NUMERIC[:4], "decimal")
-
-
-def _same(source: SparkType, target: SparkType) -> bool:
-    """Equal up to nullability and comments (field names compared as spelled)."""
-    return as_nullable(source).simple_string() == as_nullable(target).simple_string()
-
-
-def _coerce(expr: str, source: SparkType, target: SparkType) -> Built:
-    """`expr` (compiled type `source`) as the deployed/target type, recursing by field name."""
-    return coerce(expr, source, target, _coerce_leaf, _same)
-
-
-# A text value whose first character is printable ASCII but no digit, sign, point or blank can
-# never be an integral or decimal number (Spark trims only characters <= 0x20; probed on Spark
-# 4.1, ANSI on and off). `try_cast` finds that out by throwing and catching an exception, some
-# 6 microseconds a value: 1 M such values cost seconds per reading. This anchored pattern looks
-# at the first character only and answers NULL at once; every other value goes to `try_cast`.
-NOT_A_NUMBER = "'^[!-*,/:-~]'"
-_NUMBER_TARGETS = ("tinyint", "smallint", "int", "bigint", "decimal")
-
-
-def try_cast_sql(expr: str, source: SparkType, target: SparkType) -> str:
-    """`try_cast(expr AS target)`, answered without an exception where a text value's first
-    character rules a number out (`NOT_A_NUMBER`); the same result for every value."""
-    attempt = f"try_cast({expr} AS {target.to_sql()})"
-    if _kind(source) in _TEXT and _kind(target) in _NUMBER_TARGETS:
-        return f"CASE WHEN {expr} RLIKE {NOT_A_NUMBER} THEN NULL ELSE {attempt} END"
-    return attempt
-
-
-def _coerce_leaf(expr: str, source: SparkType, target: SparkType) -> Built:
-    target_sql = target.to_sql()
-    if safe_cast(source, target):
-        return Built(f"CAST({expr} AS {target_sql})")
-    if not castable(source, target):
-        return Built(f"CAST(NULL AS {target_sql})", (f"{expr} IS NOT NULL",))
-    attempt = try_cast_sql(expr, source, target)
-    if _lossy(source, target):
-        bad = f"({expr} IS NOT NULL AND ({attempt} IS NULL OR {attempt} <> {expr}))"
-        return Built(f"IF({attempt} = {expr}, {attempt}, NULL)", (bad,))
-    return Built(attempt, (f"({expr} IS NOT NULL AND {attempt} IS NULL)",))
 
 
 @dataclass(frozen=True)
@@ -288,7 +215,7 @@ def _render_column(
         load.items.append(f"CAST(NULL AS {field.type.to_sql()}) AS {quote_identifier(field.name)}")
         return
     ref = quote_identifier(source.name)
-    built = _coerce(ref, source.type, field.type)
+    built = checked_coerce(ref, source.type, field.type)
     if isinstance(source.type, Primitive) and isinstance(field.type, Primitive):
         built = load.hoist(built, try_cast_sql(ref, source.type, field.type))
     value, columns_mode = built.value, decision.contract.columns
@@ -341,7 +268,7 @@ def native_variant_value(decision: ContractDecision, ref: str, source: Field) ->
         if len(check.path) == 1 or not _through_structs(source.type, check.path[1:]):
             return whole
         leaf = ref + "".join(f".{quote_identifier(segment)}" for segment in check.path[1:])
-        bad = _coerce_leaf(leaf, check.compiled_type, check.deployed_type).bad
+        bad = checked_leaf(leaf, check.compiled_type, check.deployed_type).bad
         node = tree
         for segment in check.path[1:-1]:
             child = node.setdefault(segment, {})

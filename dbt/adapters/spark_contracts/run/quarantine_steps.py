@@ -3,14 +3,13 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` is one; `Restorer` puts tables back."""
 
-import datetime
-import re
 import time
-from typing import Any, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
+from dbt.adapters.spark_contracts.connection.spark_handle import process_running
 from dbt.adapters.spark_contracts.core.capabilities import LOGGED
 from dbt.adapters.spark_contracts.core.load_select import PENDING_DISCARDED, RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.pending import (
@@ -22,7 +21,6 @@ from dbt.adapters.spark_contracts.core.pending import (
     Action,
     Application,
     Loaded,
-    LogEntry,
     ModelRecord,
     Pending,
     application_gone,
@@ -33,17 +31,20 @@ from dbt.adapters.spark_contracts.core.pending import (
 )
 from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
 from dbt.adapters.spark_contracts.core.types import drop_sql, quote_identifier, sql_string
-from dbt.adapters.spark_contracts.lease import Heartbeat, beat_sql, lease_seconds
-from dbt.adapters.spark_contracts.model_run import (
-    ICEBERG_TAG_KEY,
+from dbt.adapters.spark_contracts.run.lease import (
+    Heartbeat,
+    beat_sql,
+    lease_seconds,
+    table_properties,
+)
+from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
     RunOutcome,
     quarantine_format_for,
     stage_format,
 )
-from dbt.adapters.spark_contracts.restore import Restorer
-from dbt.adapters.spark_contracts.run_errors import QuarantineMismatch, QuarantinePending
-from dbt.adapters.spark_contracts.spark_handle import process_running
+from dbt.adapters.spark_contracts.run.restore import Restorer
+from dbt.adapters.spark_contracts.run.run_errors import QuarantineMismatch, QuarantinePending
 
 logger = AdapterLogger("SparkContracts")
 
@@ -304,7 +305,7 @@ class QuarantineSteps(Restorer):
         here: Optional[Application] = None
         for name in pendings:
             try:
-                properties = self._properties(name)
+                properties = table_properties(self.spark, name)
             except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
                 logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
                 continue
@@ -344,58 +345,5 @@ class QuarantineSteps(Restorer):
 
     def _model_record(self, relation: str, table_format: str) -> ModelRecord:
         if table_format in LOGGED:
-            return ModelRecord(self._log(relation, table_format), {})
-        return ModelRecord(None, self._properties(relation))
-
-    def _log(self, table: str, table_format: str) -> Optional[List[LogEntry]]:
-        """A Delta or Iceberg table's commits, oldest first (Iceberg: a snapshot rolled back,
-        no longer in the current lineage, is no load); None for a table that keeps no log."""
-        if table_format == "iceberg":
-            self.spark.run(f"refresh table {table}")
-            rows = self.spark.fetch(
-                f"select h.made_current_at as ts, s.operation, "
-                f"s.summary['{ICEBERG_TAG_KEY}'] as tag, h.is_current_ancestor as current "
-                f"from {table}.history h join {table}.snapshots s on h.snapshot_id = s.snapshot_id "
-                "order by h.made_current_at"
-            )
-            return [
-                LogEntry(_epoch(r["ts"]), r.get("tag") or None, str(r.get("operation") or ""))
-                if str(r.get("current")).lower() in ("true", "1")
-                else LogEntry(_epoch(r["ts"]), None, "rolled back")
-                for r in rows
-            ]
-        if table_format != "delta":
-            return None
-        rows = self.spark.fetch(f"describe history {table}")
-        rows.sort(key=lambda r: int(r["version"]))
-        return [
-            LogEntry(
-                _epoch(r["timestamp"]),
-                r.get("userMetadata") or None,
-                str(r["operation"]),
-                int(r["version"]),
-                _restored_to(r) if str(r["operation"]).upper() == "RESTORE" else None,
-            )
-            for r in rows
-        ]
-
-
-def _restored_to(row: Any) -> Optional[int]:
-    """A Delta RESTORE's target version, from DESCRIBE HISTORY's operationParameters (a map on
-    the session and over Connect, its text over Thrift)."""
-    found = re.search(
-        r"['\"]?version['\"]?\s*[:=]\s*['\"]?(\d+)", str(row.get("operationParameters"))
-    )
-    return int(found.group(1)) if found else None
-
-
-def _epoch(value: Any) -> float:
-    """A timestamp as Spark returns it (a datetime, or its text over thrift) in seconds; both
-    sides of a comparison go through here, so the session's time zone cancels out."""
-    if isinstance(value, datetime.datetime):
-        return value.replace(tzinfo=datetime.timezone.utc).timestamp()
-    text = str(value).strip().replace(" ", "T", 1)
-    if "." in text:  # Python 3.10's fromisoformat takes 3 or 6 fractional digits only
-        head, fraction = text.split(".", 1)
-        text = f"{head}.{(fraction + '000000')[:6]}"
-    return datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc).timestamp()
+            return ModelRecord(self.log(table_format).entries(relation), {})
+        return ModelRecord(None, table_properties(self.spark, relation))

@@ -17,24 +17,31 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
-from dbt.adapters.spark_contracts import session as embedded
-from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
-from dbt.adapters.spark_contracts.credentials import (
+from dbt.adapters.spark_contracts.connection import session as embedded
+from dbt.adapters.spark_contracts.connection.credentials import (
     ContractsConnectionMethod,
     SparkContractsCredentials,
 )
-from dbt.adapters.spark_contracts.cursor import (
+from dbt.adapters.spark_contracts.connection.cursor import (
     SparkSessionConnectionWrapper,
     SparkSessionHandle,
 )
-from dbt.adapters.spark_contracts.errors import (
+from dbt.adapters.spark_contracts.connection.errors import (
     ConnectionLostError,
     ServerRefusedError,
     to_dbt_error,
     transport_error_classes,
 )
-from dbt.adapters.spark_contracts.remote import connect_failure, endpoint_of, new_connect_session
-from dbt.adapters.spark_contracts.schema_io import describe_json_to_json, describe_rows_to_json
+from dbt.adapters.spark_contracts.connection.remote import (
+    connect_failure,
+    endpoint_of,
+    new_connect_session,
+)
+from dbt.adapters.spark_contracts.connection.schema_io import (
+    describe_json_to_json,
+    describe_rows_to_json,
+)
+from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
 
 logger = AdapterLogger("SparkContracts")
 

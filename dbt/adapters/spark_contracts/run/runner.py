@@ -1,13 +1,12 @@
 """Carrying a `ModelRun` out on one connection: stage, check, count, quarantine, the multi-step
 changes under a durable intent, the one load; every failure after a change restores."""
 
-import random
-import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
 )
@@ -25,27 +24,20 @@ from dbt.adapters.spark_contracts.core.outcome import (
     history_rows,
 )
 from dbt.adapters.spark_contracts.core.pending import (
-    BEAT_PROPERTY,
-    LEASE_SUFFIX,
-    RUN_PROPERTY,
     SETTLE_SUFFIX,
-    lease_name,
 )
-from dbt.adapters.spark_contracts.core.types import drop_sql, sql_string
-from dbt.adapters.spark_contracts.lease import Heartbeat, LeaseOwner, ModelKey, beat_sql
-from dbt.adapters.spark_contracts.model_run import (
+from dbt.adapters.spark_contracts.core.types import drop_sql
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.model_run import (
     DELTA_AUTO_MERGE,
-    DELTA_USER_METADATA,
-    ICEBERG_SNAPSHOT_TAG,
     ContractsAdapterResponse,
     ModelRun,
     RunOutcome,
-    quarantine_format_for,
     stage_format,
 )
-from dbt.adapters.spark_contracts.quarantine_steps import QuarantineSteps
-from dbt.adapters.spark_contracts.report import RunReport
-from dbt.adapters.spark_contracts.run_errors import (
+from dbt.adapters.spark_contracts.run.quarantine_steps import QuarantineSteps
+from dbt.adapters.spark_contracts.run.report import RunReport
+from dbt.adapters.spark_contracts.run.run_errors import (
     ForeignCommits,
     RestoreFailed,
     RunInProgress,
@@ -53,10 +45,7 @@ from dbt.adapters.spark_contracts.run_errors import (
     SchemaContractViolation,
     TableChangedMeanwhile,
 )
-from dbt.adapters.spark_contracts.spark_handle import Spark
 
-# rounds of two runs taking their leases at one moment before this one gives up (_lease_alone)
-LEASE_ROUNDS = 5
 logger = AdapterLogger("SparkContracts")
 
 # --------------------------------------------------------------------------- the runner
@@ -67,6 +56,7 @@ class Runner(QuarantineSteps):
 
     def __init__(self, spark: Spark, report: RunReport, target_dir: Path) -> None:
         self.spark, self.report, self.target_dir = spark, report, target_dir
+        self.leases = Leases(spark)  # the model-level leases this run takes and lets go
         self.out = RunOutcome()  # a runner carries one run out: what happened to it
 
     def execute(
@@ -84,19 +74,9 @@ class Runner(QuarantineSteps):
         except BaseException:
             self.drop_stage(run)
             self._settle_own_pending(run, restored=False)
-            self._release_run_lease(run)
-            self.untag()
+            self.leases.release(run, keep=self.out.intent is not None)
             raise
         return self._load(run, load_sql)  # cleans up after itself, whatever happens
-
-    # -- the commit tag: set for one model's run, in its thread's own session
-    def tag_commits(self, tag: str) -> None:
-        self.spark.set_conf(DELTA_USER_METADATA, tag)
-        self.spark.set_conf(ICEBERG_SNAPSHOT_TAG, tag)
-
-    def untag(self) -> None:
-        self.spark.set_conf(DELTA_USER_METADATA, None)
-        self.spark.set_conf(ICEBERG_SNAPSHOT_TAG, None)
 
     # -- steps
     def _prepare(self, run: ModelRun) -> str:
@@ -165,7 +145,7 @@ class Runner(QuarantineSteps):
         out = self.out
         # Delta: the version before the commit that writes the intent, found by a restore
         # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
-        self._lease_alone(run)  # before the intent: a live run's intent is never repaired
+        self.leases.alone(run)  # before the intent: a live run's intent is never repaired
         # another run may have changed the table since this one read it (and let go of its
         # lease before this one took its own): the plan holds only for the schema it read
         self._check_unchanged(run)
@@ -183,31 +163,6 @@ class Runner(QuarantineSteps):
             self._step(run, statement, lambda s=statement: self.spark.run(s))
             out.executed.append(statement)
 
-    def _lease_alone(self, run: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
-        """Take the run's lease and hold it only if no other run of the model holds one.
-
-        Two runs that take their leases at one moment each see the other's. Both let go, wait a
-        random while (longer on each round) and look again: a run that finds the other's lease
-        still there fails, naming it (that run goes on, or fails in turn only if it saw this
-        one's lease, which is gone); a run that finds it gone takes its lease again. So of two
-        runs at once one goes on, never neither (but for `LEASE_ROUNDS` ties in a row). A
-        failure while it holds its lease lets go of it (no heartbeat outlives the call)."""
-        for round_ in range(1, LEASE_ROUNDS + 1):
-            self._take_lease(run, suffix)
-            try:
-                others = self.live_runs(run.relation, run.invocation_id, suffix)
-            except BaseException:
-                self._let_go_of_lease(run)
-                raise
-            if not others:
-                return
-            self._let_go_of_lease(run)
-            if round_ < LEASE_ROUNDS:
-                time.sleep(random.uniform(0.5, 2.0) * round_)
-                others = self.live_runs(run.relation, run.invocation_id, suffix)
-            if others:  # its intent on the table: never written over
-                raise RunInProgress(run.unique_id, run.relation, ", ".join(others), 0.0)
-
     def _check_unchanged(self, run: ModelRun) -> None:
         """Once the run holds its lease, before its first change: the table's schema is still
         the one the plan was made against, or the run fails leaving the table as it was
@@ -215,7 +170,7 @@ class Runner(QuarantineSteps):
         or a merge goes on over them."""
         now, _ = self.spark.deployed(run.relation, run.table_format not in LOGGED)
         if now != run.deployed:
-            self._let_go_of_lease(run)
+            self.leases.let_go(run)
             raise TableChangedMeanwhile(
                 run.unique_id, run.relation, run.deployed.simple_string(), now.simple_string()
             )
@@ -231,7 +186,7 @@ class Runner(QuarantineSteps):
         if not pendings:
             return []
         try:
-            self._lease_alone(model, SETTLE_SUFFIX)
+            self.leases.alone(model, SETTLE_SUFFIX)
         except RunInProgress as exc:
             logger.info(
                 f"{model.unique_id}: run {exc.invocation_id} of the model holds its lease; "
@@ -243,41 +198,7 @@ class Runner(QuarantineSteps):
                 model.relation, model.table_format, quarantine, pendings, model.unique_id
             )
         finally:
-            self._let_go_of_lease(model)
-
-    def _take_lease(self, run: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
-        lease, now = lease_name(run.relation, run.invocation_id, suffix), int(time.time())
-        self.spark.run(
-            f"create table if not exists {lease} (lease int) using "
-            f"{quarantine_format_for(run.table_format)} tblproperties ('{RUN_PROPERTY}' = "
-            f"{sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}')"
-        )
-        self.out.run_lease = Heartbeat(self.spark, lease).start()
-
-    def _release_run_lease(self, run: ModelRun) -> None:
-        """A failed run whose intent may stay: its lease released (not dropped), so the next
-        run repairs at once; with no intent on the table it goes."""
-        beat, self.out.run_lease = self.out.run_lease, None
-        if beat is None:
-            return
-        beat.stop()
-        try:
-            if self.out.intent is None:
-                self.spark.run(drop_sql(beat.table, run.table_format))
-            else:
-                self.spark.run(beat_sql(beat.table, 0))
-        except Exception as exc:  # it runs out by itself
-            logger.warning(f"{run.unique_id}: could not release its lease {beat.table}: {exc}")
-
-    def _let_go_of_lease(self, run: LeaseOwner) -> None:
-        beat, self.out.run_lease = self.out.run_lease, None
-        if beat is None:
-            return
-        beat.stop()
-        try:
-            self.spark.run(drop_sql(beat.table, run.table_format))
-        except Exception as exc:  # it runs out by itself
-            logger.warning(f"{run.unique_id}: could not drop its lease {beat.table}: {exc}")
+            self.leases.let_go(model)
 
     def intent_of(self, run: ModelRun) -> Intent:
         added = tuple(
@@ -326,12 +247,11 @@ class Runner(QuarantineSteps):
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
             if self.out.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
-                self._let_go_of_lease(run)
+                self.leases.let_go(run)
             if self.out.pending is not None:  # the load is in: the rows follow it
                 self._finish_pending(run)
         finally:
             self.drop_stage(run)
-            self.untag()
         self.record(run)
         self._append_history(run)
         line = run.outcome_line(self.out)
@@ -383,7 +303,6 @@ class Runner(QuarantineSteps):
         intent = out.intent
         if intent is None:
             self._settle_own_pending(run, restored=False)
-            self.untag()
             self.record(run)
             raise exc
         try:
@@ -391,24 +310,22 @@ class Runner(QuarantineSteps):
         except ForeignCommits as foreign:
             out.restored = f"NOT RESTORED: {foreign}"
             self._settle_own_pending(run, restored=False)
-            self._release_run_lease(run)
+            self.leases.release(run, keep=self.out.intent is not None)
             self.record(run)
             raise
         except Exception as restore_exc:
             out.restored = f"RESTORE FAILED: {restore_exc}"
             self._stop_lease()
-            self._release_run_lease(run)  # its intent stays: the next run repairs it
+            self.leases.release(run, keep=True)  # its intent stays: the next run repairs it
             self.record(run)
             raise RestoreFailed(
                 run.unique_id, step, exc, restore_exc, self.manual_repair(intent)
             ) from exc
-        finally:
-            self.untag()
         self._settle_own_pending(run, restored=True)
-        self._let_go_of_lease(run)
+        self.leases.let_go(run)
         self.record(run)
         try:  # naming them is a courtesy: the failure is reported anyway
-            others = self.live_runs(run.relation, run.invocation_id)
+            others = self.leases.live_runs(run.relation, run.invocation_id)
         except Exception as list_exc:
             logger.debug(f"{run.unique_id}: could not list the leases: {list_exc}")
             others = ()
@@ -441,7 +358,6 @@ class Runner(QuarantineSteps):
     def raise_violation(
         self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
     ) -> None:
-        self.untag()
         error = SchemaContractViolation(unique_id, relation, violation, values)
         entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
         self.report.record(self.target_dir, unique_id, entry)

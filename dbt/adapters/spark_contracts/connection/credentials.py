@@ -13,16 +13,16 @@ from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
+from dbt.adapters.spark_contracts.connection.session import (
+    DEFAULT_ICEBERG_CATALOG,
+    DEFAULT_WAREHOUSE_DIR,
+    EmbeddedSparkConfig,
+)
 from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
 from dbt.adapters.spark_contracts.core.endpoint import (
     CONNECT_DEFAULT_RETRIES,
     connect_retry_settings,
-)
-from dbt.adapters.spark_contracts.session import (
-    DEFAULT_ICEBERG_CATALOG,
-    DEFAULT_WAREHOUSE_DIR,
-    EmbeddedSparkConfig,
 )
 
 # Keys dbt itself reads from a target; they never reach the credentials class as unknown keys.

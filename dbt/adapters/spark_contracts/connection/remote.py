@@ -10,6 +10,11 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.exceptions import FailedToConnectError
 
+from dbt.adapters.spark_contracts.connection.credentials import (
+    ContractsConnectionMethod,
+    SparkContractsCredentials,
+)
+from dbt.adapters.spark_contracts.connection.errors import connection_error_detail
 from dbt.adapters.spark_contracts.core.endpoint import (
     Endpoint,
     RetrySettings,
@@ -17,11 +22,6 @@ from dbt.adapters.spark_contracts.core.endpoint import (
     connect_retry_settings,
     host_address,
 )
-from dbt.adapters.spark_contracts.credentials import (
-    ContractsConnectionMethod,
-    SparkContractsCredentials,
-)
-from dbt.adapters.spark_contracts.errors import connection_error_detail
 
 logger = AdapterLogger("SparkContracts")
 

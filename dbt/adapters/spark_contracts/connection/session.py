@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
-from dbt.adapters.spark_contracts import derby_metastore
 from dbt.adapters.spark_contracts import jars as jar_resolution
+from dbt.adapters.spark_contracts.connection import derby_metastore
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -13,8 +13,11 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 
+from dbt.adapters.spark_contracts.connection.errors import (
+    QueryTimeoutError,
+    spark_errors_as_dbt_errors,
+)
 from dbt.adapters.spark_contracts.core.deadline import StatementDeadline
-from dbt.adapters.spark_contracts.errors import QueryTimeoutError, spark_errors_as_dbt_errors
 
 SessionFactory = Callable[[], Any]
 logger = AdapterLogger("SparkContracts")

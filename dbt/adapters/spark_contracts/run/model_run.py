@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.spark_contracts.connection.spark_handle import Observed
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
     DropColumns,
@@ -42,7 +43,6 @@ from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
 )
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
 from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision, merged_by_name
-from dbt.adapters.spark_contracts.spark_handle import Observed
 
 logger = AdapterLogger("SparkContracts")
 
@@ -95,7 +95,6 @@ class RunOutcome:
     observation: Optional[Observed] = field(default=None, repr=False)
     pending: Optional[str] = None  # the run's pending table of discarded rows (core/pending.py)
     lease: Any = field(default=None, repr=False)  # its heartbeat, while the run holds it
-    run_lease: Any = field(default=None, repr=False)  # a multi-step run's lease's heartbeat
     restored: Optional[str] = None
     rows_discarded: Optional[int] = None
     values_discarded: Optional[int] = None

@@ -16,7 +16,9 @@ out), `restore` (putting a table back, repairs), `run_errors`, `report`. This mo
 for the adapter and the tests (`from dbt.adapters.spark_contracts import run as runs`).
 """
 
-from dbt.adapters.spark_contracts.model_run import (
+from dbt.adapters.spark_contracts.connection.spark_handle import Observed, Spark, from_json
+from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
+from dbt.adapters.spark_contracts.run.model_run import (
     DELTA_AUTO_MERGE,
     DELTA_USER_METADATA,
     ICEBERG_SNAPSHOT_TAG,
@@ -31,9 +33,9 @@ from dbt.adapters.spark_contracts.model_run import (
     merge_column_lists,
     stage_name,
 )
-from dbt.adapters.spark_contracts.report import RunReport
-from dbt.adapters.spark_contracts.restore import Restorer
-from dbt.adapters.spark_contracts.run_errors import (
+from dbt.adapters.spark_contracts.run.report import RunReport
+from dbt.adapters.spark_contracts.run.restore import Restorer
+from dbt.adapters.spark_contracts.run.run_errors import (
     ABSENT,
     ForeignCommits,
     QuarantineMismatch,
@@ -43,10 +45,10 @@ from dbt.adapters.spark_contracts.run_errors import (
     RunUndone,
     SchemaContractViolation,
 )
-from dbt.adapters.spark_contracts.runner import Runner
-from dbt.adapters.spark_contracts.spark_handle import Observed, Spark, from_json
+from dbt.adapters.spark_contracts.run.runner import Runner
 
 __all__ = [
+    "CommitTags",
     "ABSENT",
     "DELTA_AUTO_MERGE",
     "DELTA_USER_METADATA",

@@ -1,0 +1,135 @@
+"""Putting a table back: the versions and commits a restore reads, the restore itself (never over
+another writer's commit), and the repair of a table a dead run left with its intent."""
+
+from typing import List, Optional, Sequence
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.capabilities import LOGGED
+from dbt.adapters.spark_contracts.core.intent import (
+    INTENT_PROPERTY,
+    Intent,
+    foreign_commits,
+)
+from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
+from dbt.adapters.spark_contracts.core.pending import (
+    pending_name,
+)
+from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.render import suffixed
+from dbt.adapters.spark_contracts.core.types import drop_sql, sql_string
+from dbt.adapters.spark_contracts.run.lease import Leases
+from dbt.adapters.spark_contracts.run.model_run import (
+    stage_name,
+)
+from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed
+from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
+
+logger = AdapterLogger("SparkContracts")
+
+
+class Restorer:
+    """The restore half of the `Runner`: reads commits and puts a table back."""
+
+    spark: Spark
+    leases: Leases
+
+    # -- the table's log, through its format's driver (run/table_log.py)
+    def log(self, table_format: str) -> TableLog:
+        return table_log(self.spark, table_format)
+
+    def current_version(self, relation: str, table_format: str) -> Optional[int]:
+        return self.log(table_format).current_version(relation)
+
+    def restore(self, intent: Intent, executed: Optional[Sequence[str]] = None) -> str:
+        """Put the table back to the intent's restore point, unless another writer committed
+        after it (then `ForeignCommits`, and nothing is undone). `executed`: the statements this
+        process saw complete (a parquet rewrite stopped midway is taken back from them; on
+        Iceberg only the columns its own ADD COLUMNS added are dropped: another run of the model
+        may have added the same ones); None for a dead run's (not known)."""
+        log = self.log(intent.table_format)
+        intent = log.restore_point(intent)
+        after = log.commits_after(intent)
+        foreign = foreign_commits(after, intent.commit_tag)
+        if foreign:
+            raise ForeignCommits(
+                intent.relation,
+                intent.restore_version,
+                foreign,
+                "The run's own changes were left in place.",
+            )
+        done: List[str] = []
+        if intent.quarantine:  # first: a kill after it leaves the intent, and this is repeatable
+            self.unquarantine(intent.quarantine, intent.invocation_id)
+            done.append(f"took the run's rows out of {intent.quarantine}")
+        done += log.put_back(intent, after, executed)
+        if not log.restores_properties:
+            self._clear_intent(intent.relation)
+            done.append("cleared the run's intent")
+        return "; ".join(done)
+
+    def unquarantine(self, quarantine: str, invocation_id: str) -> None:
+        """Delete one run's rows from a quarantine (a Delta or Iceberg table)."""
+        self.spark.run(
+            f"delete from {quarantine} where `{RUN_ID_COLUMN}` = {sql_string(invocation_id)}"
+        )
+
+    def manual_repair(self, intent: Intent) -> str:
+        return self.log(intent.table_format).manual_repair(intent)
+
+    def _clear_intent(self, relation: str) -> None:
+        self.spark.run(
+            f"alter table {relation} unset tblproperties if exists ('{INTENT_PROPERTY}')"
+        )
+
+    def repair(self, intent: Intent, unique_id: str) -> str:
+        """A dead run's intent found on the table: put it back before anything else, and drop
+        the dead run's stage table (its name holds that run's invocation id: no live run's)."""
+        logger.warning(
+            f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
+            f"({intent.unique_id}), which did not finish; repairing the table first"
+        )
+        self.leases.check_dead(intent, unique_id)
+        dead_stage = stage_name(intent.relation, intent.invocation_id)
+        try:
+            self.spark.run(drop_sql(dead_stage, intent.table_format))
+        except Exception as exc:  # a leftover stage harms nothing; say so
+            logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
+        if intent.table_format not in LOGGED:
+            self._clear_intent(intent.relation)
+            self.leases.drop_dead(intent, unique_id)
+            return (
+                f"repaired forward after run {intent.invocation_id}: {intent.table_format} keeps "
+                "no history, its completed steps stay (a rewrite stopped between its renames "
+                "was put back first); intent cleared"
+            )
+        try:
+            done = self.restore(intent)
+        except ForeignCommits:
+            raise
+        except Exception as exc:
+            raise RestoreFailed(
+                unique_id,
+                f"repairing after run {intent.invocation_id}",
+                DbtRuntimeError("a previous run died half way"),
+                exc,
+                self.manual_repair(intent),
+            ) from exc
+        # the dead run's discarded rows belong to the load just taken back
+        pending = pending_name(suffixed(intent.relation, QUARANTINE_SUFFIX), intent.invocation_id)
+        try:
+            self.spark.run(drop_sql(pending, intent.table_format))
+        except Exception as exc:
+            raise RestoreFailed(
+                unique_id,
+                f"repairing after run {intent.invocation_id}",
+                DbtRuntimeError(f"the table was restored; its pending rows in {pending} stay"),
+                exc,
+                drop_sql(pending, intent.table_format),
+            ) from exc
+        self.leases.drop_dead(intent, unique_id)
+        message = f"repaired after run {intent.invocation_id} died half way: {done}"
+        logger.warning(f"{unique_id}: {message}")
+        return message

@@ -1,0 +1,317 @@
+"""Each format's log, one driver per format: the version a run starts from, the commits after
+it and who made them, putting a table back, the statement that does it by hand, and the log a
+pending table is settled from (core/pending.py). Delta through `DESCRIBE HISTORY` and `RESTORE`,
+Iceberg through its metadata tables and procedures; a file-source table (Parquet) keeps no log.
+Every per-format choice of the restore path lives here (`table_log`)."""
+
+import datetime
+import re
+from dataclasses import replace
+from typing import Any, List, Optional, Sequence, Tuple
+
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core import Struct, quote_identifier
+from dbt.adapters.spark_contracts.core.intent import (
+    INTENT_PROPERTY,
+    Commit,
+    Intent,
+    describe_commits,
+    foreign_commits,
+)
+from dbt.adapters.spark_contracts.core.pending import LogEntry
+from dbt.adapters.spark_contracts.core.render import undo_swap
+from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_TAG_KEY
+from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed
+
+
+class TableLog:
+    """A table that keeps no log (a file source: Parquet). The base of the drivers."""
+
+    # a restore that brings the table's properties back takes the intent away with it
+    restores_properties = False
+
+    def __init__(self, spark: Spark) -> None:
+        self.spark = spark
+
+    def current_version(self, relation: str) -> Optional[int]:
+        return None
+
+    def restore_point(self, intent: Intent) -> Intent:
+        return intent
+
+    def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
+        return ()
+
+    def put_back(
+        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[str]]
+    ) -> List[str]:
+        """No history to go back to: a rewrite stopped midway is taken back from the statements
+        this process saw complete."""
+        undo = undo_swap(intent.relation, executed or ())
+        for statement in undo:
+            self.spark.run(statement)
+        return ["took the unfinished rewrite back (the old table is in place)"] if undo else []
+
+    def manual_repair(self, intent: Intent) -> str:
+        return f"ALTER TABLE {intent.relation} UNSET TBLPROPERTIES ('{INTENT_PROPERTY}')"
+
+    def entries(self, table: str) -> Optional[List[LogEntry]]:
+        """The table's commits, oldest first; None: it keeps no log."""
+        return None
+
+
+class DeltaLog(TableLog):
+    restores_properties = True
+
+    def current_version(self, relation: str) -> Optional[int]:
+        rows = self.spark.fetch(f"describe history {relation} limit 1")
+        return int(rows[0]["version"]) if rows else None
+
+    def restore_point(self, intent: Intent) -> Intent:
+        """A run records none (no history read on its path): it is the version before the commit
+        that wrote the intent, the run's first SET TBLPROPERTIES carrying its tag (a repair the
+        run made before it is a RESTORE and stays). Without that commit in the history no
+        version is safe: it fails."""
+        if intent.restore_version is not None:
+            return intent
+        rows = self.spark.fetch(f"describe history {intent.relation}")
+        written = [
+            int(r["version"])
+            for r in rows
+            if r.get("userMetadata") == intent.commit_tag
+            and str(r.get("operation")) == "SET TBLPROPERTIES"
+        ]
+        if not written:  # past the log's retention, or written by hand: no safe version
+            raise DbtRuntimeError(
+                f"{intent.relation}: the commit that wrote run {intent.invocation_id}'s intent "
+                f"(tag {intent.commit_tag}) is not in the table's history"
+            )
+        return replace(intent, restore_version=min(written) - 1)
+
+    def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
+        if intent.restore_version is None:
+            return ()
+        return self._commits_after(intent.relation, intent.restore_version)
+
+    def _commits_after(self, relation: str, version: int) -> Tuple[Commit, ...]:
+        rows = self.spark.fetch(f"describe history {relation}")
+        return tuple(
+            sorted(
+                (
+                    Commit(int(r["version"]), str(r["operation"]), r.get("userMetadata") or None)
+                    for r in rows
+                    if int(r["version"]) > version
+                ),
+                key=lambda c: int(c.version),
+            )
+        )
+
+    def put_back(
+        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[str]]
+    ) -> List[str]:
+        return [self._restore(intent, after)]
+
+    def _restore(self, intent: Intent, checked: Tuple[Commit, ...]) -> str:
+        """RESTORE, then make sure no other writer committed between the check and the RESTORE
+        (it would have been undone with the run's changes): if one did, RESTORE again to the
+        version just before ours, which holds that commit, and fail naming it."""
+        relation, version = intent.relation, int(intent.restore_version or 0)
+        last_checked = max((int(c.version) for c in checked), default=version)
+        tag = self.spark.get_conf(DELTA_USER_METADATA)  # what this session's RESTORE carries
+        self.spark.run(f"restore table {relation} to version as of {version}")
+        later = self._commits_after(relation, last_checked)
+        ours = max(
+            (int(c.version) for c in later if c.operation == "RESTORE" and c.tag == tag),
+            default=None,
+        )
+        if ours is None:
+            raise RestoreFailed(
+                intent.unique_id,
+                "restoring",
+                DbtRuntimeError("the run's own RESTORE commit is not in the table's history"),
+                DbtRuntimeError(describe_commits(later) or "no commits after the check"),
+                self.manual_repair(intent),
+            )
+        # the dead run's own statement, finished by a server after its client died, may land
+        # here too: it is the run's change (the RESTORE undoes it), not another writer's
+        raced = foreign_commits((c for c in later if int(c.version) < ours), intent.commit_tag)
+        if not raced:
+            return f"restored to Delta version {version}"
+        after_ours = tuple(c for c in later if int(c.version) > ours)
+        if after_ours:  # taking the RESTORE back now would undo these: leave it to a person
+            raise ForeignCommits(
+                relation,
+                version,
+                raced + after_ours,
+                f"The first ones committed while the run was restoring and were undone by its "
+                f"RESTORE (version {ours}); commits after it exist, so it was not taken back. "
+                f"RESTORE TABLE {relation} TO VERSION AS OF {ours - 1} brings the raced commits "
+                "back but undoes the later ones: decide by hand.",
+            )
+        self.spark.run(f"restore table {relation} to version as of {ours - 1}")
+        raise ForeignCommits(
+            relation,
+            version,
+            raced,
+            f"They committed while the run was restoring; the restore was taken back "
+            f"(RESTORE to version {ours - 1}), so the run's own changes stay in place.",
+        )
+
+    def manual_repair(self, intent: Intent) -> str:
+        if intent.restore_version is None:
+            return (
+                f"RESTORE TABLE {intent.relation} TO VERSION AS OF the version before the first "
+                f"commit whose userMetadata is '{intent.commit_tag}' (DESCRIBE HISTORY "
+                f"{intent.relation}), then ALTER TABLE {intent.relation} UNSET TBLPROPERTIES "
+                f"('{INTENT_PROPERTY}') if it is still set"
+            )
+        return (
+            f"dbt run-operation restore_table --args '{{relation: {intent.relation}, "
+            f"version: {intent.restore_version}}}' (or RESTORE TABLE {intent.relation} TO "
+            f"VERSION AS OF {intent.restore_version})"
+        )
+
+    def entries(self, table: str) -> Optional[List[LogEntry]]:
+        rows = self.spark.fetch(f"describe history {table}")
+        rows.sort(key=lambda r: int(r["version"]))
+        return [
+            LogEntry(
+                _epoch(r["timestamp"]),
+                r.get("userMetadata") or None,
+                str(r["operation"]),
+                int(r["version"]),
+                _restored_to(r) if str(r["operation"]).upper() == "RESTORE" else None,
+            )
+            for r in rows
+        ]
+
+
+class IcebergLog(TableLog):
+    def current_version(self, relation: str) -> Optional[int]:
+        self.spark.run(f"refresh table {relation}")  # not the session catalog's cached copy
+        rows = self.spark.fetch(
+            f"select snapshot_id from {relation}.history where is_current_ancestor "
+            "order by made_current_at desc limit 1"
+        )
+        return int(rows[0]["snapshot_id"]) if rows else None
+
+    def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
+        relation, version = intent.relation, intent.restore_version
+        # the session's Iceberg catalog caches the table: see other sessions' commits too
+        self.spark.run(f"refresh table {relation}")
+        rows = self.spark.fetch(
+            f"select h.snapshot_id, s.operation, s.summary['{ICEBERG_TAG_KEY}'] as tag "
+            f"from {relation}.history h join {relation}.snapshots s "
+            "on h.snapshot_id = s.snapshot_id order by h.made_current_at"
+        )
+        ids = [int(r["snapshot_id"]) for r in rows]
+        start = ids.index(version) + 1 if version in ids else 0
+        return tuple(
+            Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("tag") or None)
+            for r in rows[start:]
+        )
+
+    def put_back(
+        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[str]]
+    ) -> List[str]:
+        """Only the columns the run's own ADD COLUMNS added are dropped (another run of the
+        model may have added the same ones), then the table is rolled back to its snapshot."""
+        relation, done = intent.relation, []
+        if intent.added_columns:
+            schema = self.spark.relation_schema(relation, False)
+            present = [
+                p
+                for p in intent.added_columns
+                if _has_path(schema, p) and (executed is None or _added_by(p, executed))
+            ]
+            if present:
+                paths = ", ".join(".".join(quote_identifier(s) for s in p) for p in present)
+                self.spark.run(f"alter table {relation} drop columns ({paths})")
+                done.append("dropped the columns the run added")
+        if (
+            intent.restore_version is not None
+            and self.current_version(relation) != intent.restore_version
+        ):
+            catalog, ident = relation.split(".", 1)
+            self.spark.run(
+                f"call {catalog}.system.rollback_to_snapshot('{ident}', {intent.restore_version})"
+            )
+            done.append(f"rolled back to Iceberg snapshot {intent.restore_version}")
+        return done
+
+    def manual_repair(self, intent: Intent) -> str:
+        catalog, ident = intent.relation.split(".", 1)
+        return (
+            f"CALL {catalog}.system.rollback_to_snapshot('{ident}', {intent.restore_version}), "
+            f"then ALTER TABLE {intent.relation} UNSET TBLPROPERTIES ('{INTENT_PROPERTY}')"
+        )
+
+    def entries(self, table: str) -> Optional[List[LogEntry]]:
+        """A snapshot rolled back, no longer in the current lineage, is no load."""
+        self.spark.run(f"refresh table {table}")
+        rows = self.spark.fetch(
+            f"select h.made_current_at as ts, s.operation, "
+            f"s.summary['{ICEBERG_TAG_KEY}'] as tag, h.is_current_ancestor as current "
+            f"from {table}.history h join {table}.snapshots s on h.snapshot_id = s.snapshot_id "
+            "order by h.made_current_at"
+        )
+        return [
+            LogEntry(_epoch(r["ts"]), r.get("tag") or None, str(r.get("operation") or ""))
+            if str(r.get("current")).lower() in ("true", "1")
+            else LogEntry(_epoch(r["ts"]), None, "rolled back")
+            for r in rows
+        ]
+
+
+_DRIVERS = {"delta": DeltaLog, "iceberg": IcebergLog}
+
+
+def table_log(spark: Spark, table_format: str) -> TableLog:
+    """The log driver of a table in `table_format`."""
+    return _DRIVERS.get(table_format, TableLog)(spark)
+
+
+def _added_by(path: Tuple[str, ...], executed: Sequence[str]) -> bool:
+    """One of `executed` is an ADD COLUMNS that added `path` (quoted as the renderer quotes)."""
+    quoted = ".".join(quote_identifier(s) for s in path)
+    return any(" ADD COLUMNS " in e.upper() and quoted in e for e in executed)
+
+
+def _has_path(schema: Struct, path: Tuple[str, ...]) -> bool:
+    current: Any = schema
+    for segment in path:
+        if isinstance(current, Struct):
+            found = current.field(segment)
+            if found is None:
+                return False
+            current = found.type
+        elif segment == "element" and hasattr(current, "element"):
+            current = current.element
+        elif segment == "value" and hasattr(current, "value"):
+            current = current.value
+        else:
+            return False
+    return True
+
+
+def _restored_to(row: Any) -> Optional[int]:
+    """A Delta RESTORE's target version, from DESCRIBE HISTORY's operationParameters (a map on
+    the session and over Connect, its text over Thrift)."""
+    found = re.search(
+        r"['\"]?version['\"]?\s*[:=]\s*['\"]?(\d+)", str(row.get("operationParameters"))
+    )
+    return int(found.group(1)) if found else None
+
+
+def _epoch(value: Any) -> float:
+    """A timestamp as Spark returns it (a datetime, or its text over thrift) in seconds; both
+    sides of a comparison go through here, so the session's time zone cancels out."""
+    if isinstance(value, datetime.datetime):
+        return value.replace(tzinfo=datetime.timezone.utc).timestamp()
+    text = str(value).strip().replace(" ", "T", 1)
+    if "." in text:  # Python 3.10's fromisoformat takes 3 or 6 fractional digits only
+        head, fraction = text.split(".", 1)
+        text = f"{head}.{(fraction + '000000')[:6]}"
+    return datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc).timestamp()

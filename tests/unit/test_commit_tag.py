@@ -1,0 +1,54 @@
+"""A node's commit tag is set for one block: `CommitTags.clear` (dbt's `post_model_hook`) takes
+it out of the thread's session; a thread that carries no tag makes no statement; threads keep
+their own."""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, List, Optional, Tuple
+
+from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
+from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_SNAPSHOT_TAG
+
+
+class Conf:
+    def __init__(self) -> None:
+        self.conf: Dict[str, Optional[str]] = {}
+        self.calls: List[Tuple[str, Optional[str]]] = []
+
+    def set_conf(self, key: str, value: Optional[str]) -> None:
+        self.calls.append((key, value))
+        self.conf[key] = value
+
+
+def test_the_tag_is_set_and_cleared():
+    tags, spark = CommitTags(), Conf()
+    tags.set(spark, "dbt-spark-contracts:inv:model.p.m")  # type: ignore[arg-type]
+    assert tags.tagged()
+    assert spark.conf[DELTA_USER_METADATA] == spark.conf[ICEBERG_SNAPSHOT_TAG]
+    tags.clear(lambda: spark)  # type: ignore[arg-type,return-value]
+    assert not tags.tagged()
+    assert spark.conf == {DELTA_USER_METADATA: None, ICEBERG_SNAPSHOT_TAG: None}
+
+
+def test_a_thread_without_a_tag_makes_no_statement():
+    tags, spark = CommitTags(), Conf()
+    tags.clear(lambda: spark)  # type: ignore[arg-type,return-value]
+    assert spark.calls == []
+
+
+def test_each_thread_clears_its_own():
+    tags, mine, theirs = CommitTags(), Conf(), Conf()
+    tags.set(mine, "mine")  # type: ignore[arg-type]
+    seen: List[bool] = []
+
+    def other() -> None:
+        tags.set(theirs, "theirs")  # type: ignore[arg-type]
+        tags.clear(lambda: theirs)  # type: ignore[arg-type,return-value]
+        seen.append(tags.tagged())
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert seen == [False] and tags.tagged()  # the other thread's end left this one's tag
+    assert mine.conf[DELTA_USER_METADATA] == "mine"
