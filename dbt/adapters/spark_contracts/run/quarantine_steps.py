@@ -58,10 +58,17 @@ class QuarantineSteps(Restorer):
         """The quarantine table, created shaped like `select`'s rows (nothing is read: `where
         false`) unless dbt's cache holds it."""
         if run.quarantine_format is None:
-            self.spark.run(
-                f"create table if not exists {run.quarantine_table} using "
-                f"{quarantine_format_for(run.table_format)} as select * from ({select}) where false"
-            )
+            try:
+                self.spark.run(
+                    f"create table if not exists {run.quarantine_table} using "
+                    f"{quarantine_format_for(run.table_format)} as select * from ({select}) "
+                    "where false"
+                )
+            except DbtDatabaseError:
+                # another run of the model made it between Spark's check and its create (Iceberg
+                # raises then, IF NOT EXISTS or not): there it is, and it is ready
+                if not self._exists(run.quarantine_table):
+                    raise
 
     def _insert_quarantined(self, run: ModelRun, sql: str) -> None:
         """`sql`, an insert into the quarantine. If Spark refuses it and the table lacks
