@@ -189,6 +189,26 @@ def test_the_plan_file_shows_class_cost_and_what_decided():
     )
 
 
+def test_a_rewrite_names_the_files_it_rewrites():
+    """A Parquet column drop rewrites the table's files: once the adapter counted them the plan
+    file names how many; metadata-only changes and an uncounted rewrite keep their words."""
+    p = plan("a int, b int", "a int, d string", "parquet", destructive="allow")
+    assert p.rewrites_files
+    before = {c["path"]: c["cost"] for c in p.to_dict()["changes"]}
+    assert before == {"d": "metadata only", "b": "rewrite of the table's data files"}
+    counted = p.with_data_files(7)
+    after = {c["path"]: c["cost"] for c in counted.to_dict()["changes"]}
+    assert after == {"d": "metadata only", "b": "rewrite of 7 data files"}
+    assert "cost: rewrite of 7 data files" in "\n".join(j.describe() for j in counted.judged)
+    assert p.with_data_files(1).to_dict()["changes"][1]["cost"] == "rewrite of 1 data file"
+    # a blocked rewrite names them too (the dry run shows what it would cost)
+    blocked = plan("a int, b int", "a int", "parquet").with_data_files(3)
+    assert [b.verdict.cost_text() for b in blocked.blocked if b.verdict] == [
+        "rewrite of 3 data files"
+    ]
+    assert not plan("a int, b int", "a int", "delta", destructive="allow").rewrites_files
+
+
 # --- parse time ---
 
 

@@ -4,6 +4,7 @@ repair, decide once), its execution in one call, and the run's responses."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.base import available
@@ -221,6 +222,10 @@ class RunPathMethods(metaclass=AdapterMeta):
             decided = plan_run(inputs)
         if decided.violation is not None:
             runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
+        if decided.plan.rewrites_files:  # the plan file names the files a rewrite rewrites
+            files = runner.log(table_format).data_files(str(relation))
+            if files is not None:
+                decided = replace(decided, plan=decided.plan.with_data_files(files))
         if microbatch is not None:
             with config_errors_as_compilation_errors():
                 check_batch_plan(microbatch, decided.plan)

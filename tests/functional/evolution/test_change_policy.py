@@ -135,6 +135,20 @@ class TestChangePolicy:
         assert '"class": "destructive"' in text and '"class": "additive"' in text
         assert '"cost": "metadata only"' in text
 
+    def test_a_parquet_rewrite_names_the_files_it_rewrites(self, project, outcome):
+        """Dropping a column of a Parquet table rewrites its files: the plan file says how many,
+        as many as the table's folder holds."""
+        table = rel(project, "drop_allow", "parquet")
+        rows = project.run_sql(f"describe formatted {table}", fetch="all")
+        location = next(str(r[1]) for r in rows if str(r[0]).strip() == "Location")
+        folder = Path(location.replace("file:", "", 1))
+        on_disk = len([f for f in folder.rglob("*.parquet") if not f.name.startswith((".", "_"))])
+        assert on_disk >= 1
+        entries = outcome["plan_file"]
+        text = json.dumps(entries)
+        files = "file" if on_disk == 1 else "files"
+        assert f'"cost": "rewrite of {on_disk} data {files}"' in text, text
+
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_additive_error_blocks_naming_model_path_class_and_setting(self, project, outcome, fmt):
         model = name("add_error", fmt)

@@ -92,6 +92,14 @@ class Verdict:
     action: OnChange
     decided_by: str  # "on_destructive_change: error", "--vars allow_column_removal: true", ...
     gate: str | None  # the run var that permits the change, where one does
+    files: int | None = None  # the table's data files, where a rewrite's cost names them
+
+    def cost_text(self) -> str:
+        """The cost as the plan file shows it: a rewrite names the files it rewrites where the
+        table's format counts them (core/operations.Plan.with_data_files)."""
+        if self.cost is Cost.REWRITE and self.files is not None:
+            return f"rewrite of {self.files} data file{'' if self.files == 1 else 's'}"
+        return self.cost.value
 
     def permits(self) -> str:
         """How to let a blocked change through."""
@@ -103,7 +111,7 @@ class Verdict:
     def to_dict(self) -> dict[str, str | None]:
         return {
             "class": self.change_class.value,
-            "cost": self.cost.value,
+            "cost": self.cost_text(),
             "action": self.action.value,
             "decided_by": self.decided_by,
         }

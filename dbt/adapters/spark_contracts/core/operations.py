@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .change_policy import OnChange, Verdict
+from .change_policy import Cost, OnChange, Verdict
 from .diff import Change, Path
 from .types import SparkType, Struct
 
@@ -186,7 +186,7 @@ class Judged:
         v = self.verdict
         return (
             f"{self.change.describe()}: {v.change_class.value}, {v.action.value} "
-            f"({v.decided_by}); cost: {v.cost.value}"
+            f"({v.decided_by}); cost: {v.cost_text()}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -232,6 +232,26 @@ class Plan:
     @property
     def rewrites_data(self) -> bool:
         return any(isinstance(op, (Rewrite, FullRefresh, Backfill)) for op in self.operations)
+
+    @property
+    def rewrites_files(self) -> bool:
+        """A change judged (applied or blocked) costs a rewrite of the table's data files."""
+        verdicts = [j.verdict for j in self.judged]
+        verdicts += [b.verdict for b in self.blocked if b.verdict is not None]
+        return any(v.cost is Cost.REWRITE for v in verdicts)
+
+    def with_data_files(self, files: int) -> Plan:
+        """The plan whose rewrite costs name the table's `files` data files."""
+
+        def counted(v: Verdict) -> Verdict:
+            return replace(v, files=files) if v.cost is Cost.REWRITE else v
+
+        judged = tuple(replace(j, verdict=counted(j.verdict)) for j in self.judged)
+        blocked = tuple(
+            replace(b, verdict=counted(b.verdict)) if b.verdict is not None else b
+            for b in self.blocked
+        )
+        return replace(self, judged=judged, blocked=blocked)
 
     @property
     def full_refresh(self) -> FullRefresh | None:

@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 from typing import Any, List, Optional, Sequence, Tuple
 
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core import Struct, quote_identifier
@@ -60,6 +60,18 @@ class TableLog:
     def entries(self, table: str) -> Optional[List[LogEntry]]:
         """The table's commits, oldest first; None: it keeps no log."""
         return None
+
+    def data_files(self, relation: str) -> Optional[int]:
+        """How many data files the table holds (a rewrite's cost in the plan file: only a file
+        source rewrites its files to change a schema), from Spark's file metadata column; None
+        where Spark cannot tell. Read only when a rewrite is planned, which reads them all."""
+        try:
+            rows = self.spark.fetch(
+                f"select count(distinct _metadata.file_path) as files from {relation}"
+            )
+        except DbtDatabaseError:
+            return None
+        return int(rows[0]["files"]) if rows else None
 
 
 class DeltaLog(TableLog):
