@@ -27,6 +27,7 @@ from dbt.adapters.spark_contracts.core.parse import parse_type
 from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
 from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
 from dbt.adapters.spark_contracts.core.types import Struct
+from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
 from tests.unit.spark_type_strategies import spark_types, structs
 
 FORMATS = ("delta", "iceberg", "parquet")
@@ -314,3 +315,19 @@ def test_a_rebuild_keeps_an_ignored_removed_column(strategy, evolution):
     decided = planned_run(deployed, compiled, strategy, evolution)
     assert decided.fits is not None and "CAST(NULL AS STRING) AS `c`" in decided.fits
     assert [j.change.dotted for j in decided.plan.ignored] == ["c"]
+
+
+@pytest.mark.parametrize("key", ["on_additive_change", "on_destructive_change"])
+def test_ignore_on_a_snapshot_fails_at_parse(key):
+    """A snapshot records its source as it is: `ignore` is refused when dbt parses the project,
+    naming the key and what is allowed; a model may ignore, a snapshot may allow."""
+    config = {"schema_evolution": {key: "ignore"}}
+    snapshot = NodeConfig("snapshot.p.s (snapshots/s.sql)", config, {}, resource_type="snapshot")
+    with pytest.raises(ConfigError) as raised:
+        validate_node_config(snapshot)
+    message = str(raised.value)
+    assert f"`schema_evolution.{key}` is 'ignore' on a snapshot" in message
+    assert "allowed on snapshots: allow, warn, error" in message
+    validate_node_config(NodeConfig("model.p.m (models/m.sql)", config, {}))
+    allowed = {"schema_evolution": {key: "allow"}}
+    validate_node_config(NodeConfig("snapshot.p.s", allowed, {}, resource_type="snapshot"))

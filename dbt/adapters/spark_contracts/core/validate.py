@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .capabilities import DEFAULT_FILE_FORMAT
+from .change_policy import ADDITIVE_KEY, DESTRUCTIVE_KEY, ChangePolicy, OnChange
 from .config import ConfigError, EvolutionSettings, resolve_settings
 from .constraint_checks import check_constraints
 from .contract import SchemaContract, resolve_contract
@@ -191,4 +192,26 @@ def validate_node_config(node: NodeConfig) -> NodeSettings:
     for check in CHECKS:
         check(node)
     check_native_variants(node, contract)
+    _check_snapshot_policy(node, evolution.policy.changes)
     return NodeSettings(contract, evolution, declared)
+
+
+def _check_snapshot_policy(node: NodeConfig, changes: ChangePolicy) -> None:
+    """A snapshot records its source's columns as they are: `ignore` would record false
+    changes (a column it leaves out reads as changed on every `check_cols: all` run)."""
+    if node.resource_type != "snapshot":
+        return
+    ignored = [
+        key
+        for key, setting in (
+            (ADDITIVE_KEY, changes.on_additive),
+            (DESTRUCTIVE_KEY, changes.on_destructive),
+        )
+        if setting is OnChange.IGNORE
+    ]
+    if ignored:
+        raise ConfigError(
+            f"{node.model}: `schema_evolution.{ignored[0]}` is 'ignore' on a snapshot, which "
+            "records its source's columns as they are (ignoring a change would record false "
+            "changes); allowed on snapshots: allow, warn, error"
+        )
