@@ -172,6 +172,13 @@ SNAPSHOT = """
 select 1 as id
 {% endsnapshot %}
 """
+SNAPSHOT_IGNORE = """
+{% snapshot snap_ignore %}
+{{ config(unique_key='id', strategy='check', check_cols='all',
+          schema_evolution={'on_destructive_change': 'ignore'}) }}
+select 1 as id
+{% endsnapshot %}
+"""
 
 
 class TestBadConfigFailsParse:
@@ -274,6 +281,22 @@ class TestBadConfigFailsParse:
 
     def test_ls_fails(self, message):
         assert parse_error(["ls"]) == message
+
+
+class TestIgnoreOnASnapshotFailsParse:
+    """`ignore` would make a snapshot record false changes: refused at parse, not at run."""
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"snap_ignore.sql": SNAPSHOT_IGNORE}
+
+    def test_it_names_the_snapshot_the_key_and_what_is_allowed(self, project):
+        message = parse_error(["parse"])
+        assert (
+            "snapshot.test.snap_ignore (snapshots/snap_ignore.sql): "
+            "`schema_evolution.on_destructive_change` is 'ignore' on a snapshot"
+        ) in message
+        assert "allowed on snapshots: allow, warn, error" in message
 
 
 class TestGoodConfigParsesAndVarsAreChecked:
