@@ -295,7 +295,7 @@ def test_the_load_reads_the_fitted_output_and_the_table_keeps_its_schema():
     ]
     assert decided.fits == (
         "SELECT `id`, IF(`s` IS NULL, NULL, named_struct('x', try_cast(`s`.`x` AS INT), "
-        "'y', CAST(NULL AS INT))) AS `s`, CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`n` AS INT) END AS `n` FROM db.t__dbt_tmp"
+        "'y', CAST(NULL AS INT))) AS `s`, CASE WHEN (ascii(`n`) BETWEEN 33 AND 126 AND ascii(`n`) NOT IN (43, 45, 46) AND ascii(`n`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`n` AS INT) END AS `n` FROM db.t__dbt_tmp"
     )
 
 

@@ -52,3 +52,20 @@ def test_each_thread_clears_its_own():
     thread.join()
     assert seen == [False] and tags.tagged()  # the other thread's end left this one's tag
     assert mine.conf[DELTA_USER_METADATA] == "mine"
+
+
+def test_a_failed_clear_leaves_the_thread_tagged_for_the_next_try():
+    tags, spark = CommitTags(), Conf()
+    tags.set(spark, "t")  # type: ignore[arg-type]
+
+    class Lost(Conf):
+        def set_conf(self, key: str, value: Optional[str]) -> None:
+            raise ConnectionError("the connection is gone")
+
+    try:
+        tags.clear(lambda: Lost())  # type: ignore[arg-type,return-value]
+    except ConnectionError:
+        pass
+    assert tags.tagged()  # the next node's end tries again
+    tags.clear(lambda: spark)  # type: ignore[arg-type,return-value]
+    assert not tags.tagged() and spark.conf[DELTA_USER_METADATA] is None

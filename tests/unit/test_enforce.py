@@ -66,12 +66,12 @@ def test_a_cast_read_more_than_once_is_computed_once_below_its_readers():
     assert sql.coerced == (
         (
             "__dbt_coerced_0",
-            "CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`n` AS INT) END",
+            "CASE WHEN (ascii(`n`) BETWEEN 33 AND 126 AND ascii(`n`) NOT IN (43, 45, 46) AND ascii(`n`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`n` AS INT) END",
         ),
     )
     assert (
         sql.coerced_select("m")
-        == "SELECT *, CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`n` AS INT) END AS `__dbt_coerced_0` FROM m"
+        == "SELECT *, CASE WHEN (ascii(`n`) BETWEEN 33 AND 126 AND ascii(`n`) NOT IN (43, 45, 46) AND ascii(`n`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`n` AS INT) END AS `__dbt_coerced_0` FROM m"
     )
     assert "try_cast" not in sql.select
     assert sql.discard_count_sql is not None and "try_cast" not in sql.discard_count_sql
@@ -378,8 +378,8 @@ def test_data_type_evolve_incompatible_goes_to_variant_column(fmt):
         decision, "src", S("id int, score int"), S("id int, score string"), "r"
     )
     assert expanded(sql.select, sql) == (
-        "SELECT `id`, CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END AS `score`, CASE WHEN (`score` IS NOT NULL AND "
-        "CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) THEN `score` END AS `score__v_string` FROM src"
+        "SELECT `id`, CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END AS `score`, CASE WHEN (`score` IS NOT NULL AND "
+        "CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) THEN `score` END AS `score__v_string` FROM src"
     )
     assert sql.columns == ("id", "score", "score__v_string")
     plan = plan_schema_change(
@@ -406,15 +406,15 @@ def test_variant_column_of_an_earlier_run_is_reused_or_kept():
 def test_data_type_freeze_raises_inside_the_load():
     sql = load("freeze", "id int, score int", "id int, score string")
     assert expanded(sql.select, sql) == (
-        "SELECT `id`, CASE WHEN (`score` IS NOT NULL AND CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) THEN "
+        "SELECT `id`, CASE WHEN (`score` IS NOT NULL AND CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) THEN "
         "raise_error(concat('schema_contract data_type freeze: column ', 'score', ' (deployed "
         "INT, compiled STRING) value ', cast(`score` AS STRING), ' does not coerce')) ELSE "
-        "CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END END AS `score` FROM src"
+        "CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END END AS `score` FROM src"
     )
     assert expanded(sql.violation_sample_sql, sql) == (
         "SELECT 'score' AS column_name, value, 'values do not coerce into the deployed column\\'s "
         "type' AS reason FROM (SELECT DISTINCT CAST(`score` AS STRING) AS "
-        "value FROM src WHERE (`score` IS NOT NULL AND CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) LIMIT 5)"
+        "value FROM src WHERE (`score` IS NOT NULL AND CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) LIMIT 5)"
         " AS s0"
     )
     assert sql.discard_count_sql is None
@@ -463,10 +463,10 @@ def test_data_type_discard_value_nulls_the_value():
     sql = load("discard_value", "id int, score int", "id int, score string")
     assert (
         expanded(sql.select, sql)
-        == "SELECT `id`, CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END AS `score` FROM src"
+        == "SELECT `id`, CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END AS `score` FROM src"
     )
     assert expanded(sql.discard_count_sql, sql) == (
-        "SELECT 0 AS rows_discarded, count_if(((`score` IS NOT NULL AND CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END "
+        "SELECT 0 AS rows_discarded, count_if(((`score` IS NOT NULL AND CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END "
         "IS NULL))) AS values_discarded FROM src"
     )
 
@@ -481,7 +481,7 @@ def test_the_reason_evaluates_each_discard_predicate_once():
     )
     row = expanded(sql.quarantine_row, sql) or ""
     reason = row.split(", ", 3)[3]
-    bad_n = "(`n` IS NOT NULL AND CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE "
+    bad_n = "(`n` IS NOT NULL AND CASE WHEN (ascii(`n`) BETWEEN 33 AND 126 AND ascii(`n`) NOT IN (43, 45, 46) AND ascii(`n`) NOT BETWEEN 48 AND 57) THEN NULL ELSE "
     assert reason.startswith("nullif(concat_ws('; ', CASE WHEN ")
     assert reason.count(bad_n) == 1 and reason.count("`extra` IS NOT NULL") == 1
     assert reason.endswith("END), '') AS `_contract_reason`")
@@ -531,8 +531,8 @@ def test_nested_leaf_change_per_value_and_variant_of_whole_column():
         decision, "src", S("s struct<a:int, b:int>"), S("s struct<a:bigint, b:string>"), "r"
     )
     assert expanded(sql.select, sql) == (
-        "SELECT IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'b', CASE WHEN `s`.`b` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`s`.`b` AS INT) END)) "
-        "AS `s`, CASE WHEN (`s`.`b` IS NOT NULL AND CASE WHEN `s`.`b` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`s`.`b` AS INT) END IS NULL) THEN `s` "
+        "SELECT IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'b', CASE WHEN (ascii(`s`.`b`) BETWEEN 33 AND 126 AND ascii(`s`.`b`) NOT IN (43, 45, 46) AND ascii(`s`.`b`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`s`.`b` AS INT) END)) "
+        "AS `s`, CASE WHEN (`s`.`b` IS NOT NULL AND CASE WHEN (ascii(`s`.`b`) BETWEEN 33 AND 126 AND ascii(`s`.`b`) NOT IN (43, 45, 46) AND ascii(`s`.`b`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`s`.`b` AS INT) END IS NULL) THEN `s` "
         "END AS `s__v_struct` FROM src"
     )
 
@@ -540,8 +540,8 @@ def test_nested_leaf_change_per_value_and_variant_of_whole_column():
 def test_map_value_discard_row():
     sql = load("discard_row", "m map<string,int>", "m map<string,string>")
     assert expanded(sql.select, sql) == (
-        "SELECT transform_values(`m`, (k0, v0) -> CASE WHEN v0 RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(v0 AS INT) END) AS `m` FROM src WHERE NOT "
-        "(coalesce(exists(map_values(`m`), v0 -> (v0 IS NOT NULL AND CASE WHEN v0 RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(v0 AS INT) END IS "
+        "SELECT transform_values(`m`, (k0, v0) -> CASE WHEN (ascii(v0) BETWEEN 33 AND 126 AND ascii(v0) NOT IN (43, 45, 46) AND ascii(v0) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(v0 AS INT) END) AS `m` FROM src WHERE NOT "
+        "(coalesce(exists(map_values(`m`), v0 -> (v0 IS NOT NULL AND CASE WHEN (ascii(v0) BETWEEN 33 AND 126 AND ascii(v0) NOT IN (43, 45, 46) AND ascii(v0) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(v0 AS INT) END IS "
         "NULL)), false))"
     )
 
@@ -549,7 +549,7 @@ def test_map_value_discard_row():
 def test_mixed_modes_count_values_only_in_kept_rows():
     value = {"columns": "discard_row", "data_type": "discard_value"}
     sql = load(value, "n int", "n string, c int")
-    bad = "(`n` IS NOT NULL AND CASE WHEN `n` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`n` AS INT) END IS NULL)"
+    bad = "(`n` IS NOT NULL AND CASE WHEN (ascii(`n`) BETWEEN 33 AND 126 AND ascii(`n`) NOT IN (43, 45, 46) AND ascii(`n`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`n` AS INT) END IS NULL)"
     assert expanded(sql.discard_count_sql, sql) == (
         "SELECT count_if((`c` IS NOT NULL)) AS rows_discarded, "
         f"count_if(NOT ((`c` IS NOT NULL)) AND ({bad})) AS values_discarded FROM src"

@@ -213,8 +213,8 @@ def test_an_earlier_runs_variant_column_stays_and_is_null():
 
 def test_the_original_value_goes_into_the_variant():
     assert select("id int, score int", "id int, score string") == (
-        "SELECT `id`, CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END AS `score`, CASE WHEN (`score` IS NOT NULL AND "
-        "CASE WHEN `score` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) THEN CAST(`score` AS VARIANT) END AS `score__v` "
+        "SELECT `id`, CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END AS `score`, CASE WHEN (`score` IS NOT NULL AND "
+        "CASE WHEN (ascii(`score`) BETWEEN 33 AND 126 AND ascii(`score`) NOT IN (43, 45, 46) AND ascii(`score`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`score` AS INT) END IS NULL) THEN CAST(`score` AS VARIANT) END AS `score__v` "
         "FROM src"
     )
 
@@ -231,8 +231,8 @@ def test_a_rejected_struct_field_is_kept_at_its_path():
         "s struct<a:int, b:int, c:struct<d:int>>",
         "s struct<a:bigint, b:string, c:struct<d:string>>",
     )
-    bad_b = "(`s`.`b` IS NOT NULL AND CASE WHEN `s`.`b` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`s`.`b` AS INT) END IS NULL)"
-    bad_d = "(`s`.`c`.`d` IS NOT NULL AND CASE WHEN `s`.`c`.`d` RLIKE '^[!-*,/:-~]' THEN NULL ELSE try_cast(`s`.`c`.`d` AS INT) END IS NULL)"
+    bad_b = "(`s`.`b` IS NOT NULL AND CASE WHEN (ascii(`s`.`b`) BETWEEN 33 AND 126 AND ascii(`s`.`b`) NOT IN (43, 45, 46) AND ascii(`s`.`b`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`s`.`b` AS INT) END IS NULL)"
+    bad_d = "(`s`.`c`.`d` IS NOT NULL AND CASE WHEN (ascii(`s`.`c`.`d`) BETWEEN 33 AND 126 AND ascii(`s`.`c`.`d`) NOT IN (43, 45, 46) AND ascii(`s`.`c`.`d`) NOT BETWEEN 48 AND 57) THEN NULL ELSE try_cast(`s`.`c`.`d` AS INT) END IS NULL)"
     assert text.endswith(
         f"CASE WHEN {bad_b} OR {bad_d} THEN to_variant_object(named_struct("
         f"'b', CASE WHEN {bad_b} THEN `s`.`b` END, "

@@ -78,8 +78,12 @@ class SparkContractsAdapter(RunPathMethods, ContractMethods, CatalogMethods, Spa
     def post_model_hook(self, config: Any, context: Any) -> None:
         """dbt calls this after every node's materialization, whatever happened (a `finally`):
         the node's commit tag leaves its thread's session here, so no later node commits under
-        it."""
-        self._tags.clear(self._spark)
+        it. A failure to clear it (a lost connection) is logged, never raised: it would replace
+        the node's own error; the thread's next node tries again."""
+        try:
+            self._tags.clear(self._spark)
+        except Exception as exc:
+            logger.warning(f"could not clear the commit tag from this thread's session: {exc}")
         super().post_model_hook(config, context)
 
     def cleanup_connections(self) -> None:

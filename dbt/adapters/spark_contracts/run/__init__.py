@@ -12,8 +12,10 @@ The shape of a run (Jinja calls one step at a time and hands the `ModelRun` back
    table is put back, never over another writer's commit; the intent is cleared.
 
 The parts live in their own modules: `model_run` (the plan Jinja reads), `runner` (carrying it
-out), `restore` (putting a table back, repairs), `run_errors`, `report`. This module names them
-for the adapter and the tests (`from dbt.adapters.spark_contracts import run as runs`).
+out), `quarantine_steps` (the pending table and the quarantine), `restore` (putting a table back,
+repairs), `table_log` (each format's log), `lease` (leases and heartbeats), `commit_tag` (a node's
+commit tag), `run_errors`, `report`. This package names them for the adapter and the tests
+(`from dbt.adapters.spark_contracts import run as runs`).
 """
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed, Spark, from_json

@@ -29,14 +29,17 @@ class CommitTags:
         spark.set_conf(ICEBERG_SNAPSHOT_TAG, tag)
 
     def clear(self, spark: Callable[[], Spark]) -> None:
-        """The tag out of this thread's session, if it carries one (no statement otherwise)."""
+        """The tag out of this thread's session, if it carries one (no statement otherwise).
+        The thread counts as tagged until both settings are gone: a failed clear is tried
+        again at the end of the thread's next node."""
         with self._lock:
             if threading.get_ident() not in self._tagged:
                 return
-            self._tagged.discard(threading.get_ident())
         session = spark()
         session.set_conf(DELTA_USER_METADATA, None)
         session.set_conf(ICEBERG_SNAPSHOT_TAG, None)
+        with self._lock:
+            self._tagged.discard(threading.get_ident())
 
     def tagged(self) -> bool:
         with self._lock:

@@ -144,7 +144,7 @@ class Runner(QuarantineSteps):
     def _begin_steps(self, run: ModelRun) -> None:
         out = self.out
         # Delta: the version before the commit that writes the intent, found by a restore
-        # when it needs it (Restorer.restore_point), not read here (~2 s on the run path)
+        # when it needs it (table_log.DeltaLog.restore_point), not read here (~2 s on the run path)
         self.leases.alone(run)  # before the intent: a live run's intent is never repaired
         # another run may have changed the table since this one read it (and let go of its
         # lease before this one took its own): the plan holds only for the schema it read
