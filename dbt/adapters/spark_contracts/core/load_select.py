@@ -352,7 +352,7 @@ def render_load_select(
         _violation_samples(load, source),
         _discard_metrics(load),
         source,
-        _pending_counts(load, kept),
+        _discard_metrics(load, kept) if kept is not None else (),
         *_quarantine(load, decision, compiled),
         run_id,
         tuple(load.coerced),
@@ -371,22 +371,20 @@ def _violation_samples(load: _Load, source: str) -> str | None:
     return " UNION ALL ".join(parts) or None
 
 
-def _discard_metrics(load: _Load) -> tuple[tuple[str, str], ...]:
+def _discard_metrics(load: _Load, kept: str | None = None) -> tuple[tuple[str, str], ...]:
+    """(name, aggregate) pairs: the rows and the values a load discards. `kept`: where the
+    source knows its kept rows (a pending table's reason), a row is picked by it and the row
+    predicates are not evaluated again."""
     if not load.row_filters and not load.value_drops:
         return ()
     dropped = " OR ".join(f"({p})" for _, p in load.row_filters)
-    kept = f"NOT ({dropped}) AND " if dropped else ""
+    if dropped and kept is not None:
+        dropped, keep = f"NOT ({kept})", f"{kept} AND "
+    else:
+        keep = f"NOT ({dropped}) AND " if dropped else ""
     rows = f"count_if({dropped})" if dropped else "0"
-    values = " + ".join(f"count_if({kept}({p}))" for p in load.value_drops) or "0"
+    values = " + ".join(f"count_if({keep}({p}))" for p in load.value_drops) or "0"
     return (("rows_discarded", rows), ("values_discarded", values))
-
-
-def _pending_counts(load: _Load, kept: str | None) -> tuple[tuple[str, str], ...]:
-    """`_discard_metrics` over a source that knows its kept rows (`kept`); () elsewhere."""
-    if kept is None or not load.row_filters:
-        return ()
-    values = " + ".join(f"count_if({kept} AND ({p}))" for p in load.value_drops) or "0"
-    return (("rows_discarded", f"count_if(NOT ({kept}))"), ("values_discarded", values))
 
 
 def _quarantine(
