@@ -143,16 +143,13 @@ class Runner(QuarantineSteps):
 
     def _begin_steps(self, run: ModelRun) -> None:
         out = self.out
-        # Delta: the version before the commit that writes the intent, found by a restore
-        # when it needs it (table_log.DeltaLog.restore_point), not read here (~2 s on the run path)
         self.leases.alone(run)  # before the intent: a live run's intent is never repaired
         # another run may have changed the table since this one read it (and let go of its
         # lease before this one took its own): the plan holds only for the schema it read
         self._check_unchanged(run)
         # read once the lease is held: a run that finished while this one waited for it
         # committed before this point, so the restore never takes that run's commits back
-        if run.table_format != "delta":
-            out.restore_version = self.current_version(run.relation, run.table_format)
+        out.restore_version = self.log(run.table_format).start_point(run.relation)
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(

@@ -38,6 +38,10 @@ class TableLog:
     def current_version(self, relation: str) -> Optional[int]:
         return None
 
+    def start_point(self, relation: str) -> Optional[int]:
+        """The version a multi-step run records in its intent before its first change."""
+        return self.current_version(relation)
+
     def restore_point(self, intent: Intent) -> Intent:
         return intent
 
@@ -80,6 +84,11 @@ class DeltaLog(TableLog):
     def current_version(self, relation: str) -> Optional[int]:
         rows = self.spark.fetch(f"describe history {relation} limit 1")
         return int(rows[0]["version"]) if rows else None
+
+    def start_point(self, relation: str) -> Optional[int]:
+        """None: a restore finds it when it needs it (`restore_point`), so the run path reads
+        no history (~2 s)."""
+        return None
 
     def restore_point(self, intent: Intent) -> Intent:
         """A run records none (no history read on its path): it is the version before the commit
