@@ -184,7 +184,7 @@ class FakeDelta:
 
 
 def model_run(table: FakeDelta, invocation: str) -> ModelRun:
-    """What plan_model_run builds for this run (core/run_plan.plan_run, no Spark)."""
+    """What the adapter's plan_model plans for this run (core/run_plan.plan_run, no Spark)."""
     deployed = parse_type("struct<" + ",".join(f"{c}:bigint" for c in table.current.columns) + ">")
     inputs = RunInputs(
         TABLE, "t__dbt_tmp", invocation, "delta", "merge", deployed, {}, COMPILED, SETTINGS
@@ -193,7 +193,7 @@ def model_run(table: FakeDelta, invocation: str) -> ModelRun:
 
 
 def planned_run(inputs: RunInputs, unique_id: str) -> ModelRun:
-    """The `ModelRun` plan_model_run builds from `inputs` (core/run_plan.plan_run, no Spark)."""
+    """The `ModelRun` the adapter's plan_model builds from `inputs` (core/run_plan.plan_run, no Spark)."""
     return ModelRun.planned(
         inputs, plan_run(inputs), unique_id, commit_tag(inputs.invocation_id, unique_id)
     )

@@ -207,7 +207,7 @@ def model_run(table: FakeTables, invocation: str) -> ModelRun:
 
 
 def a_run(table: FakeTables, invocation: str, tmp_path: Path) -> Any:
-    """As adapter_run.plan_model_run and execute_model_run do it: the repair step (other runs'
+    """As adapter_run.plan_model and execute_model_run do it: the repair step (other runs'
     pending tables, as dbt's relation cache lists them), the plan, the run."""
     runner = Runner(table, RunReport(), tmp_path)
     CommitTags().set(table, commit_tag(invocation, MODEL))

@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from dbt.adapters.spark_contracts.core.capabilities import capabilities_for
 from dbt.adapters.spark_contracts.core.run_plan import (
     Build,
+    BuildFacts,
     Existing,
     creates_with_replace,
     load_strategy,
     plan_build,
+    plan_model,
     replaces_atomically,
 )
 
@@ -33,7 +35,9 @@ def test_only_a_table_of_the_same_atomic_format_is_replaced_in_place(existing, f
 
 @given(st.sampled_from(["table", "incremental"]), FORMATS, EXISTING, st.booleans(), st.booleans())
 def test_every_build_is_one_of_four_actions(materialization, fmt, existing, full_refresh, binds):
-    build = plan_build(materialization, fmt, existing, full_refresh, "merge", "id", None, binds)
+    facts = BuildFacts(materialization, fmt, existing, full_refresh, "merge", "id", None, binds)
+    build = plan_build(facts)
+    assert build.evolves == facts.evolves
     if existing is None:
         assert build.action is Build.CREATE
     elif existing.is_view or full_refresh or (materialization == "table" and not binds):
@@ -51,8 +55,22 @@ def test_every_build_is_one_of_four_actions(materialization, fmt, existing, full
 
 
 def test_a_table_rebuild_that_binds_a_contract_evolves_with_the_table_strategy():
-    build = plan_build("table", "delta", Existing(False, "delta"), False, binds_contract=True)
+    facts = BuildFacts("table", "delta", Existing(False, "delta"), binds_contract=True)
+    build = plan_build(facts)
     assert build.evolves and build.load_strategy == "table"
+
+
+@given(st.sampled_from(["table", "incremental"]), FORMATS, EXISTING, st.booleans(), st.booleans())
+def test_plan_model_reads_the_run_facts_exactly_when_the_build_evolves(
+    materialization, fmt, existing, full_refresh, binds
+):
+    facts = BuildFacts(materialization, fmt, existing, full_refresh, "merge", None, None, binds)
+    if facts.evolves:
+        with pytest.raises(ValueError, match="run facts missing"):
+            plan_model(facts)
+    else:
+        plan = plan_model(facts)
+        assert plan.run is None and plan.build == plan_build(facts)
 
 
 @pytest.mark.parametrize(
@@ -162,3 +180,51 @@ def test_a_quarantining_model_may_not_output_the_quarantines_own_columns(name, q
     message = str(raised.value)
     assert f"db.t: the model outputs `{name}`" in message
     assert "rename the column in the model, or set schema_contract quarantine: false" in message
+
+
+@pytest.mark.parametrize(
+    "materialization,strategy,key,expected",
+    [
+        ("incremental", "merge", None, "append"),
+        ("incremental", "merge", "id", "merge"),
+        ("table", "", None, "table"),
+    ],
+)
+def test_plan_model_plans_the_run_with_the_builds_load_strategy(
+    materialization, strategy, key, expected
+):
+    """One ask: the build evolves, and its run is planned with the strategy the build loads
+    with (a keyless Delta merge appends), whatever the run's facts said."""
+    from dataclasses import replace
+
+    from dbt.adapters.spark_contracts.core.config import EvolutionSettings
+    from dbt.adapters.spark_contracts.core.parse import parse_type
+    from dbt.adapters.spark_contracts.core.plan import Policy
+    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+
+    facts = BuildFacts(
+        materialization,
+        "delta",
+        Existing(False, "delta"),
+        False,
+        strategy,
+        key,
+        None,
+        binds_contract=True,
+    )
+    run = RunInputs(
+        "db.t",
+        "t__tmp",
+        "inv",
+        "delta",
+        "insert_overwrite",
+        parse_type("struct<id:bigint,n:bigint>"),
+        {},
+        parse_type("struct<id:bigint,n:bigint,m:string>"),
+        EvolutionSettings(Policy(), "append_new_columns", True, False),
+    )
+    plan = plan_model(facts, run)
+    assert plan.build.evolves and plan.build.load_strategy == expected
+    assert plan.run == plan_run(replace(run, strategy=expected))
+    # the run facts' own strategy would have decided another write (here: in steps)
+    assert plan.run != plan_run(replace(run, strategy="insert_overwrite"))

@@ -4,16 +4,19 @@ repair, decide once), its execution in one call, and the run's responses."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.base import available
+from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
+from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
+from dbt.adapters.spark_contracts.core.capabilities import LOGGED
 from dbt.adapters.spark_contracts.core.config import read_run_vars
 from dbt.adapters.spark_contracts.core.intent import (
     commit_tag,
@@ -37,28 +40,45 @@ from dbt.adapters.spark_contracts.core.render import (
     suffixed,
 )
 from dbt.adapters.spark_contracts.core.run_plan import (
-    TABLE,
+    BuildFacts,
     BuildPlan,
     Existing,
+    RunDecision,
     RunInputs,
     creates_with_replace,
-    plan_build,
-    plan_run,
+    plan_model,
     replaces_atomically,
 )
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.run.lease import ModelKey
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
-if TYPE_CHECKING:
-    pass
-
-from dbt.adapters.base.meta import AdapterMeta
-
-from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT, LOGGED
-
 logger = AdapterLogger("SparkContracts")
+
+
+@dataclass(frozen=True)
+class PlannedBuild:
+    """What Jinja is handed for one table or incremental build: the build (create, replace,
+    drop then create, or evolve) and, when it evolves, the planned run it hands back."""
+
+    build: BuildPlan
+    run: Optional[runs.ModelRun] = None
+
+    @property
+    def evolves(self) -> bool:
+        return self.build.evolves
+
+    @property
+    def drop_first(self) -> bool:
+        return self.build.drop_first
+
+    @property
+    def is_delta(self) -> bool:
+        return self.build.is_delta
+
+    @property
+    def is_iceberg(self) -> bool:
+        return self.build.is_iceberg
 
 
 def _declared_not_null(model: Dict[str, Any]) -> Tuple[str, ...]:
@@ -93,7 +113,7 @@ class RunPathMethods(metaclass=AdapterMeta):
     _tags: runs.CommitTags  # the adapter's: which threads carry a node's commit tag
 
     @available
-    def plan_build(
+    def plan_model(
         self,
         materialization: str,
         file_format: str,
@@ -101,15 +121,18 @@ class RunPathMethods(metaclass=AdapterMeta):
         model: Dict[str, Any],
         run_vars: Dict[str, Any],
         full_refresh: bool,
-        strategy: str = "",
-    ) -> BuildPlan:
-        """What a table or incremental build does (core/run_plan.py), asked once per build."""
+        strategy: str,
+        compiled_code: str,
+        table_options: str,
+        invocation_id: str,
+    ) -> PlannedBuild:
+        """The one question a table or incremental build asks (core/run_plan.plan_model): what
+        to do with the relation and, when the build evolves, the run planned against the
+        deployed table (the model's query as a temporary view, its schema read, a dead run's
+        work repaired, then decided once, writing nothing)."""
         config = model.get("config") or {}
-        binds = False
-        if materialization == TABLE and existing is not None and not full_refresh:
-            contract, settings, _ = self._resolve_run_settings(model, run_vars)
-            binds = bool(settings.uses_evolution or contract is not None)
-        return plan_build(
+        contract, settings, declared = self._resolve_run_settings(model, run_vars)
+        facts = BuildFacts(
             materialization,
             file_format,
             self._existing(existing),
@@ -117,8 +140,49 @@ class RunPathMethods(metaclass=AdapterMeta):
             strategy,
             config.get("unique_key"),
             config.get("predicates") or config.get("incremental_predicates"),
-            binds,
+            bool(settings.uses_evolution or contract is not None),
         )
+        if not facts.evolves:
+            return PlannedBuild(plan_model(facts).build)
+        assert existing is not None
+        view = existing.incorporate(path={"identifier": existing.identifier + "__dbt_tmp"})
+        view = view.include(database=False, schema=False)
+        spark = self._spark()
+        spark.run(f"create or replace temporary view {view} as {compiled_code}")
+        runner = self._runner(spark, invocation_id)
+        unique_id = model.get("unique_id", str(existing))
+        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
+        self._tags.set(spark, tag)  # every commit of this node carries it, until its end
+        # cleared when dbt ends the node (post_model_hook), whatever happens in between
+        inputs, microbatch, repairs = self._run_facts(
+            spark,
+            runner,
+            existing,
+            view,
+            model,
+            facts,
+            settings,
+            contract,
+            declared,
+            invocation_id,
+            table_options,
+        )
+        with config_errors_as_compilation_errors():
+            planned = plan_model(facts, inputs)
+        assert planned.run is not None
+        run = self._model_run(
+            spark,
+            runner,
+            inputs,
+            planned.run,
+            unique_id,
+            tag,
+            microbatch,
+            repairs,
+            existing,
+            file_format,
+        )
+        return PlannedBuild(planned.build, run)
 
     def _existing(self, relation: Optional[BaseRelation]) -> Optional[Existing]:
         if relation is None:
@@ -129,64 +193,30 @@ class RunPathMethods(metaclass=AdapterMeta):
     def creates_with_replace(self, file_format: str) -> bool:
         return creates_with_replace(file_format)
 
-    @available
-    def plan_model_run(
-        self,
-        relation: BaseRelation,
-        view: BaseRelation,
-        model: Dict[str, Any],
-        run_vars: Dict[str, Any],
-        table_options: str,
-        strategy: str,
-        invocation_id: str,
-    ) -> runs.ModelRun:
-        """Step 1 of an incremental run: analyse, repair what a dead run left, decide (core/)."""
-        unique_id = model.get("unique_id", str(relation))
-        contract, settings, declared = self._resolve_run_settings(model, run_vars)
-        spark = self._spark()
-        runner = self._runner(spark, invocation_id)
-        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
-        self._tags.set(spark, tag)  # every commit of this node carries it, until its end
-        # cleared when dbt ends the node (post_model_hook), whatever happens in between
-        return self._plan_model_run(
-            spark,
-            runner,
-            relation,
-            view,
-            model,
-            contract,
-            declared,
-            settings,
-            strategy,
-            invocation_id,
-            tag,
-            table_options,
-        )
-
-    def _plan_model_run(
+    def _run_facts(
         self,
         spark: runs.Spark,
         runner: runs.Runner,
         relation: BaseRelation,
         view: BaseRelation,
         model: Dict[str, Any],
+        facts: BuildFacts,
+        settings: Any,
         contract: Any,
         declared: Any,
-        settings: Any,
-        strategy: str,
         invocation_id: str,
-        tag: str,
         table_options: str,
-    ) -> runs.ModelRun:
-        """Read, repair (its own step: a dead run's intent is undone before anything is
-        decided), then decide once (core/run_plan.plan_run), writing nothing."""
+    ) -> Tuple[RunInputs, Optional[Microbatch], Tuple[str, ...]]:
+        """What the run is decided from: the model's output schema and the deployed table's,
+        read after the repair step (a dead run's intent is undone, other runs' pending
+        discarded rows settled, before anything is decided)."""
         unique_id = model.get("unique_id", str(relation))
         compiled = runs.compiled_schema(
             spark.relation_schema(str(view), True), _declared_not_null(model)
         )
         self._validate_column_settings(unique_id, settings, compiled, relation)
         table_format = self.table_format_of(relation)
-        microbatch = _plan_batch(unique_id, strategy, table_format, model, compiled)
+        microbatch = _plan_batch(unique_id, facts.load_strategy, table_format, model, compiled)
         deployed, properties = self._deployed(spark, relation)
         repairs: Tuple[str, ...] = ()
         dead = find_intent(properties)
@@ -205,7 +235,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             view=str(view),
             invocation_id=invocation_id,
             table_format=table_format,
-            strategy=strategy,
+            strategy=facts.load_strategy,
             deployed=deployed,
             properties=properties,
             compiled=compiled,
@@ -218,8 +248,24 @@ class RunPathMethods(metaclass=AdapterMeta):
             table_options=table_options,
             observable=spark.can_observe(),
         )
-        with config_errors_as_compilation_errors():
-            decided = plan_run(inputs)
+        return inputs, microbatch, repairs
+
+    def _model_run(
+        self,
+        spark: runs.Spark,
+        runner: runs.Runner,
+        inputs: RunInputs,
+        decided: RunDecision,
+        unique_id: str,
+        tag: str,
+        microbatch: Optional[Microbatch],
+        repairs: Tuple[str, ...],
+        relation: BaseRelation,
+        file_format: str,
+    ) -> runs.ModelRun:
+        """The decided run as Jinja carries it out: refused on a contract violation, the
+        files a rewrite rewrites counted, the batch checked, its plan logged and recorded."""
+        table_format = inputs.table_format
         if decided.violation is not None:
             runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
         if decided.plan.rewrites_files:  # the plan file names the files a rewrite rewrites
@@ -233,7 +279,6 @@ class RunPathMethods(metaclass=AdapterMeta):
         if decided.stage and load is not None and load.discard_metrics and not spark.can_observe():
             method = str(self.config.credentials.method)
             logger.info(runs.counts_not_observed_note(unique_id, method))
-        file_format = config.get("file_format") or DEFAULT_FILE_FORMAT
         quarantine_format = (
             self._sibling_format(relation, QUARANTINE_SUFFIX)
             if load is not None and load.quarantine_row is not None

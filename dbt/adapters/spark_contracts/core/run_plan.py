@@ -1,11 +1,12 @@
 """How one model build goes, decided once before its first statement. Pure.
 
-Two decisions, both frozen values: `plan_build` (what the materialization does with the relation)
-and `plan_run` (an incremental run or planned rebuild: the contract, the schema-change plan, the
-write path, the DDL, whether to stage / observe / quarantine, and the load's SELECT).
+One decision, a frozen value: `plan_model(facts) -> ModelPlan`, made of `plan_build` (what the
+materialization does with the relation) and, when the build evolves, `plan_run` (the run or
+planned rebuild: the contract, the schema-change plan, the write path, the DDL, whether to stage
+/ observe / quarantine, and the load's SELECT).
 
-The table and incremental materializations ask `plan_build` what to do with the relation dbt
-found (or did not find) and carry out the one `BuildPlan` they are handed: create the table,
+The table and incremental materializations ask once (the adapter's `plan_model`) and carry out
+the `ModelPlan` they are handed: create the table,
 replace it in one atomic statement, drop it first where its format cannot replace, or plan the
 run against the deployed table (the incremental run path: `ModelRun`). Jinja holds no format or
 strategy decision of its own: "can this format replace atomically" is
@@ -132,17 +133,48 @@ def load_strategy(
     return strategy
 
 
-def plan_build(
-    materialization: str,
-    file_format: str,
-    existing: Existing | None,
-    full_refresh: bool,
-    strategy: str = "",
-    unique_key: object = None,
-    predicates: Sequence[str] | None = None,
-    binds_contract: bool = False,
-) -> BuildPlan:
-    """What a `table` or `incremental` build does with `existing` (None: no relation).
+@dataclass(frozen=True)
+class BuildFacts:
+    """What a `table` or `incremental` build is decided from before anything is read from the
+    relation: the materialization, the model's format and config, and the relation dbt found
+    (None: no relation)."""
+
+    materialization: str
+    file_format: str
+    existing: Existing | None
+    full_refresh: bool = False
+    strategy: str = ""
+    unique_key: object = None
+    predicates: Sequence[str] | None = None
+    binds_contract: bool = False  # a schema contract or schema_evolution binds the model
+
+    @property
+    def evolves(self) -> bool:
+        """The build is planned against the deployed table (the run's facts are read):
+        incremental over a table, or a table that binds a contract, without `--full-refresh`."""
+        e = self.existing
+        return (
+            e is not None
+            and not e.is_view
+            and not self.full_refresh
+            and (
+                self.materialization == INCREMENTAL
+                or (self.materialization == TABLE and self.binds_contract)
+            )
+        )
+
+    @property
+    def load_strategy(self) -> str:
+        """The strategy an evolving build loads with (`table`: a rebuild planned like a run)."""
+        if self.materialization == TABLE:
+            return TABLE
+        return load_strategy(
+            self.strategy, self.file_format.lower(), self.unique_key, self.predicates
+        )
+
+
+def plan_build(facts: BuildFacts) -> BuildPlan:
+    """What a `table` or `incremental` build does with the relation dbt found.
 
     - no relation: create it;
     - incremental over a table, no `--full-refresh`: evolve (plan against the deployed table,
@@ -150,21 +182,15 @@ def plan_build(
     - table over a table that binds a schema contract / schema_evolution, no `--full-refresh`:
       evolve with the `table` strategy (a rebuild planned like an incremental run);
     - anything else rebuilds: replace atomically where the format can, else drop first."""
-    file_format = file_format.lower()
+    file_format = facts.file_format.lower()
+    existing = facts.existing
     if existing is None:
-        return BuildPlan(Build.CREATE, file_format, strategy, file_format)
-    evolves = (
-        not existing.is_view
-        and not full_refresh
-        and (materialization == INCREMENTAL or (materialization == TABLE and binds_contract))
-    )
-    if evolves:
-        if materialization == TABLE:
-            return BuildPlan(Build.EVOLVE, file_format, TABLE, file_format)
-        load = load_strategy(strategy, file_format, unique_key, predicates)
-        return BuildPlan(Build.EVOLVE, file_format, load, existing.table_format)
+        return BuildPlan(Build.CREATE, file_format, facts.strategy, file_format)
+    if facts.evolves:
+        result = file_format if facts.materialization == TABLE else existing.table_format
+        return BuildPlan(Build.EVOLVE, file_format, facts.load_strategy, result)
     action = Build.REPLACE if replaces_atomically(existing, file_format) else Build.DROP_AND_CREATE
-    return BuildPlan(action, file_format, strategy, file_format)
+    return BuildPlan(action, file_format, facts.strategy, file_format)
 
 
 def stage_name(relation: str, invocation_id: str) -> str:
@@ -223,6 +249,30 @@ def plan_run(inputs: RunInputs) -> RunDecision:
     """The contract (SPEC §3), the schema-change plan (§4), how the write goes, and the SQL
     around it; the schemas are diffed once (twice where the model ignores a change)."""
     return _plan_run(inputs, fit=True)
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One build, decided once: what the materialization does with the relation, and, when it
+    evolves, the run planned against the deployed table."""
+
+    build: BuildPlan
+    run: RunDecision | None = None
+
+
+def plan_model(facts: BuildFacts, run: RunInputs | None = None) -> ModelPlan:
+    """The one decision of a table or incremental build (SPEC §3, §4). `run`: the run's facts,
+    read (and a dead run repaired) exactly when `facts.evolves`; their strategy is the build's
+    load strategy."""
+    build = plan_build(facts)
+    if build.evolves != (run is not None):
+        raise ValueError(
+            f"plan_model: the run's facts are read when the build evolves and only then "
+            f"(build: {build.action.value}; run facts {'given' if run else 'missing'})"
+        )
+    if run is None:
+        return ModelPlan(build)
+    return ModelPlan(build, plan_run(replace(run, strategy=build.load_strategy)))
 
 
 def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:

@@ -5,14 +5,13 @@
   {{ return(adapter.run_vars(var)) }}
 {%- endmacro %}
 
-{% macro spark_contracts_evolve_and_load(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format, sql=none) %}
+{#-- An evolving build carries out its planned run (adapter.plan_model): blocked, a dry run, a
+     full refresh, or the run's statements and its one load in one adapter call. --#}
+{% macro spark_contracts_evolve_and_load(run, target_relation, existing_relation, unique_key, incremental_predicates, sql=none) %}
   {%- set compiled_code = sql if sql is not none else compiled_code -%}
   {%- if config.get('contract').enforced -%}
     {{ get_assert_columns_equivalent(compiled_code) }}
   {%- endif -%}
-  {%- set run = adapter.plan_model_run(
-        existing_relation, tmp_relation, model, spark_contracts_run_vars(),
-        partition_cols(label="partitioned by"), strategy, invocation_id) -%}
   {%- if run.blocked -%}
     {{ exceptions.raise_compiler_error(run.error_message) }}
   {%- elif run.dry_run -%}
@@ -26,7 +25,7 @@
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
   {%- else -%}
     {#-- rendered before anything runs: the run knows the relation its load reads --#}
-    {%- set load_sql = spark_contracts_load_sql(run, strategy, run.source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
+    {%- set load_sql = spark_contracts_load_sql(run, run.strategy, run.source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
     {% do store_result('main', response=adapter.execute_model_run(run, load_sql, existing_relation)) %}
   {%- endif -%}
 {% endmacro %}

@@ -9,8 +9,6 @@
   {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
   {%- set target_relation = this -%}
   {%- set existing_relation = load_relation(this) or adapter.recover_rewrite(this) -%}
-  {#-- a temporary view, for SQL and Python models alike (a Python model is read as SQL) --#}
-  {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
 
   {%- if strategy in ['insert_overwrite', 'microbatch'] and partition_by -%}
     {%- call statement() -%}
@@ -26,15 +24,13 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
-  {#-- one decision (core/run_plan.py): create, replace atomically, drop then create, or evolve --#}
-  {%- set build = adapter.plan_build('incremental', file_format, existing_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy) -%}
-  {%- if build.evolves -%}
-    {%- call statement('create_tmp_relation', language=language) -%}
-      {{ create_table_as(True, tmp_relation, compiled_code, language) }}
-    {%- endcall -%}
-    {{ spark_contracts_evolve_and_load(build.load_strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates, file_format, compiled_code) }}
+  {#-- one question (core/run_plan.plan_model): create, replace atomically, drop then create, or
+       evolve: the run planned against the deployed table, which this carries out --#}
+  {%- set plan = adapter.plan_model('incremental', file_format, existing_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
+  {%- if plan.evolves -%}
+    {{ spark_contracts_evolve_and_load(plan.run, target_relation, existing_relation, unique_key, incremental_predicates, compiled_code) }}
   {%- else -%}
-    {% if build.drop_first %}
+    {% if plan.drop_first %}
       {% do adapter.drop_relation(existing_relation) %}
     {% endif %}
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
@@ -46,5 +42,5 @@
   {{ run_hooks(post_hooks) }}
   {#-- dbt caches the relation returned here: it carries its table format, which the next batch
        of a microbatch model (same invocation) reads from the cache --#}
-  {{ return({'relations': [target_relation.incorporate(is_delta=build.is_delta, is_iceberg=build.is_iceberg)]}) }}
+  {{ return({'relations': [target_relation.incorporate(is_delta=plan.is_delta, is_iceberg=plan.is_iceberg)]}) }}
 {%- endmaterialization %}

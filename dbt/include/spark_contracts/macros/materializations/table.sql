@@ -13,18 +13,14 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
-  {#-- one decision (core/run_plan.py): create, replace atomically, drop then create, or, for a
-       table that exists and binds a schema contract or schema_evolution, a rebuild planned
-       against it like an incremental run (contract modes, gated drops/narrowing) --#}
-  {%- set build = adapter.plan_build('table', file_format, old_relation, model, spark_contracts_run_vars(), should_full_refresh()) -%}
-  {%- if build.evolves -%}
-    {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
-    {%- call statement('create_tmp_relation') -%}
-      {{ create_table_as(True, tmp_relation, compiled_code, 'sql') }}
-    {%- endcall -%}
-    {{ spark_contracts_evolve_and_load(build.load_strategy, tmp_relation, target_relation, old_relation, none, none, file_format, compiled_code) }}
+  {#-- one question (core/run_plan.plan_model): create, replace atomically, drop then create, or,
+       for a table that exists and binds a schema contract or schema_evolution, a rebuild
+       planned against it like an incremental run (contract modes, gated drops/narrowing) --#}
+  {%- set plan = adapter.plan_model('table', file_format, old_relation, model, spark_contracts_run_vars(), should_full_refresh(), '', compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
+  {%- if plan.evolves -%}
+    {{ spark_contracts_evolve_and_load(plan.run, target_relation, old_relation, none, none, compiled_code) }}
   {%- else -%}
-    {% if build.drop_first %}
+    {% if plan.drop_first %}
       {{ adapter.drop_relation(old_relation) }}
     {% endif %}
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
