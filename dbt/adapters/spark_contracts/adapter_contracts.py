@@ -25,6 +25,7 @@ from dbt.adapters.spark_contracts.core.enforce import (
     decide,
     view_violations,
 )
+from dbt.adapters.spark_contracts.core.load import LoadOptions, merge_load, render_load
 from dbt.adapters.spark_contracts.core.load_select import (
     render_load_select,
 )
@@ -276,17 +277,23 @@ class ContractMethods(metaclass=AdapterMeta):
         return "\n".join(lines)
 
     @available
-    def merge_columns(
+    def merge_sql(
         self,
-        source: BaseRelation,
         target: BaseRelation,
-        update_columns: Optional[List[str]] = None,
-        exclude_columns: Optional[List[str]] = None,
-    ) -> Dict[str, List[str]]:
-        """Quoted column lists for MERGE: insert = source ∩ target (target order); update = that,
-        narrowed by `merge_update_columns` or minus `merge_exclude_columns` (case-insensitive)."""
+        source: BaseRelation,
+        unique_key: Any,
+        incremental_predicates: Optional[List[str]],
+        config: Dict[str, Any],
+    ) -> str:
+        """dbt's `get_merge_sql` where no run was planned (a package calling it): a MERGE by
+        name over the columns source and target share, in the table's order (core/load.py)."""
         source_names = {c.name.lower() for c in self.get_columns_in_relation(source)}
         shared = [
             c.name for c in self.get_columns_in_relation(target) if c.name.lower() in source_names
         ]
-        return runs.merge_column_lists(shared, update_columns, exclude_columns)
+        options = replace(
+            LoadOptions.from_config(config),
+            unique_key=LoadOptions.from_config({"unique_key": unique_key}).unique_key,
+            predicates=tuple(incremental_predicates or ()),
+        )
+        return render_load(merge_load(str(target), str(source), shared, options))

@@ -16,12 +16,13 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.core.capabilities import LOGGED
+from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.config import read_run_vars
 from dbt.adapters.spark_contracts.core.intent import (
     commit_tag,
     find_intent,
 )
+from dbt.adapters.spark_contracts.core.load import LoadOptions, Rebuild, render_load
 from dbt.adapters.spark_contracts.core.microbatch import (
     MICROBATCH,
     Microbatch,
@@ -181,6 +182,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             repairs,
             existing,
             file_format,
+            model,
         )
         return PlannedBuild(planned.build, run)
 
@@ -262,10 +264,12 @@ class RunPathMethods(metaclass=AdapterMeta):
         repairs: Tuple[str, ...],
         relation: BaseRelation,
         file_format: str,
+        model: Dict[str, Any],
     ) -> runs.ModelRun:
         """The decided run as Jinja carries it out: refused on a contract violation, the
         files a rewrite rewrites counted, the batch checked, its plan logged and recorded."""
         table_format = inputs.table_format
+        config = model.get("config") or {}
         if decided.violation is not None:
             runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
         if decided.plan.rewrites_files:  # the plan file names the files a rewrite rewrites
@@ -284,16 +288,18 @@ class RunPathMethods(metaclass=AdapterMeta):
             if load is not None and load.quarantine_row is not None
             else None
         )
-        run = runs.ModelRun.planned(
-            inputs,
-            decided,
-            unique_id,
-            tag,
-            microbatch=microbatch,
-            drop_first=not replaces_atomically(self._existing(relation), file_format),
-            repairs=repairs,
-            quarantine_format=quarantine_format,
-        )
+        with config_errors_as_compilation_errors():
+            run = runs.ModelRun.planned(
+                inputs,
+                decided,
+                unique_id,
+                tag,
+                LoadOptions.from_config(config),
+                microbatch=microbatch,
+                drop_first=not replaces_atomically(self._existing(relation), file_format),
+                repairs=repairs,
+                quarantine_format=quarantine_format,
+            )
         if (
             run.has_changes or run.blocked or run.plan.notes or run.plan.ignored or repairs
         ) and not run.dry_run:
@@ -330,7 +336,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         return self.table_format_of(cached) if cached is not None else None
 
     def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
-        describable = self.table_format_of(relation) not in LOGGED
+        describable = is_describable(self.table_format_of(relation))
         return spark.deployed(str(relation), describable)
 
     def _spark(self) -> _ConnectionSpark:
@@ -384,11 +390,17 @@ class RunPathMethods(metaclass=AdapterMeta):
 
     @available
     def execute_model_run(
-        self, run: runs.ModelRun, load_sql: str, existing: BaseRelation
+        self, run: runs.ModelRun, existing: BaseRelation, rebuild_sql: Optional[str] = None
     ) -> runs.ContractsAdapterResponse:
         """Step 2, every side effect of the planned run in one call (runner.Runner.execute): stage,
-        check, count, quarantine, multi-step changes, the one write; undone on failure. A
-        rebuild whose format cannot replace atomically drops the table once every check passed."""
+        check, count, quarantine, multi-step changes, the one write (the run's typed load,
+        rendered by core/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
+        undone on failure. A rebuild whose format cannot replace atomically drops the table once
+        every check passed."""
+        assert run.load is not None, "execute_model_run: the run has no load (blocked or dry)"
+        load_sql = rebuild_sql if isinstance(run.load, Rebuild) else render_load(run.load)
+        if load_sql is None:
+            raise DbtRuntimeError(f"{run.unique_id}: a table rebuild needs its create statement")
         drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None
         return self._runner(self._spark(), run.invocation_id).execute(run, load_sql, drop)
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 from dbt.adapters.spark_contracts.adapter_catalog import CatalogMethods
 from dbt.adapters.spark_contracts.adapter_contracts import ContractMethods
 from dbt.adapters.spark_contracts.adapter_run import RunPathMethods
-from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT
+from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT, row_of
 from dbt.adapters.spark_contracts.core.outcome import history_ddl, history_insert_rows
 
 logger = AdapterLogger("SparkContracts")
@@ -124,7 +124,7 @@ class SparkContractsAdapter(RunPathMethods, ContractMethods, CatalogMethods, Spa
         """
         name = (custom_database_name or "").strip()
         if not name or name.lower() == SESSION_CATALOG:
-            if (file_format or "").lower() == "iceberg":
+            if file_format and row_of(file_format).in_own_catalog:
                 return self.configured_catalogs[0]
             return None
         for catalog in self.configured_catalogs:

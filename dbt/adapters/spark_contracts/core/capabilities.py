@@ -13,9 +13,6 @@ from .operations import EnableTableFeature
 from .types import Decimal, SparkType, is_widening, type_kind
 
 DEFAULT_FILE_FORMAT = "delta"  # this adapter's default table format (dbt-spark's: parquet)
-# formats whose table keeps a log of its commits (Delta's log, Iceberg's snapshots): its schema
-# and properties come from its catalog entry, and a run's load is found in that log
-LOGGED = ("delta", "iceberg")
 
 
 class DefaultStyle(Enum):
@@ -126,6 +123,26 @@ class FormatCapabilities:
     update: bool
     managed_properties: tuple[str, ...]
     variant_feature: TableFeature | None = None  # what a VARIANT column needs first
+    # `insert overwrite table <t> partition (...)` (dbt-spark's form); Iceberg takes neither
+    overwrite_names_partitions: bool = True
+    # the table keeps a log of its commits (Delta's log, Iceberg's snapshots): its schema and
+    # properties come from its catalog entry, a run's load is found in that log, rows can be
+    # deleted again (a quarantine's triage); else a v1 table DESCRIBEd as JSON over thrift
+    logged: bool = True
+    # a run's stage or pending table beside a table of this format (plain parquet: no log, no
+    # statistics), and the adapter's own tables beside it (schema history)
+    stage_format: str = "parquet"
+    history_format: str = "delta"
+    drop_purges: bool = False  # DROP ... PURGE deletes the files (a REST catalog's DROP does not)
+    in_own_catalog: bool = False  # lives in a named catalog (spark_catalog is Delta's)
+    # the session conf an evolving append (or microbatch) sets for its one statement
+    evolving_append_conf: str | None = None
+    # NOT NULL / CHECK constraints are table properties (`delta.constraints.<name>`)
+    constraints_as_properties: bool = False
+    # NOT NULL columns are declared by CREATE + INSERT: the CTAS cannot declare them
+    not_null_needs_create: bool = False
+    # how a microbatch batch replaces its window (core/microbatch.BatchLoad's names)
+    batch_load: str = "PARTITION_OVERWRITE"
 
     def can_widen(self, from_type: SparkType, to_type: SparkType, nested: bool) -> bool:
         """True when ALTER COLUMN TYPE does this widening without rewriting data."""
@@ -177,6 +194,9 @@ DELTA = FormatCapabilities(
     variant_feature=VARIANT_TYPE_FEATURE,
     atomic_rewrite=True,
     update=True,
+    evolving_append_conf="spark.databricks.delta.schema.autoMerge.enabled",
+    constraints_as_properties=True,
+    batch_load="REPLACE_WHERE",
     managed_properties=(
         "delta.constraints.",
         "delta.feature.",
@@ -209,6 +229,13 @@ ICEBERG = FormatCapabilities(
     variant_feature=ICEBERG_V3,
     atomic_rewrite=True,
     update=True,
+    overwrite_names_partitions=False,
+    stage_format="iceberg",  # Iceberg's catalog makes Iceberg tables only
+    history_format="iceberg",
+    drop_purges=True,
+    in_own_catalog=True,
+    not_null_needs_create=True,
+    batch_load="MERGE_WINDOW",
     managed_properties=(
         "current-snapshot-",
         "snapshot-count",
@@ -242,6 +269,7 @@ PARQUET = FormatCapabilities(
     default_feature=None,
     atomic_rewrite=False,
     update=False,
+    logged=False,
     managed_properties=("transient_lastddltime", "spark.sql.", "option."),
 )
 
@@ -257,3 +285,20 @@ def capabilities_for(table_format: str) -> FormatCapabilities:
         raise ValueError(
             f"unknown table format {table_format!r}; expected one of {known}"
         ) from None
+
+
+def row_of(table_format: str) -> FormatCapabilities:
+    """The row of a deployed table's format: any other file-source table (csv, orc, ...) is
+    read as parquet's, a v1 table without a log."""
+    return CAPABILITIES.get(table_format.lower(), PARQUET)
+
+
+def describable(table_format: str) -> bool:
+    """A table of this format is DESCRIBEd as JSON (a v1 table); a logged one is read through
+    a view over it."""
+    return not row_of(table_format).logged
+
+
+def logged(table_format: str) -> bool:
+    """A table of this format keeps a log of its commits (FormatCapabilities.logged)."""
+    return row_of(table_format).logged

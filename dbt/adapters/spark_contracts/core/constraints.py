@@ -36,6 +36,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .capabilities import row_of
 from .render import tblproperties_clause
 from .types import Field, Struct, as_nullable, drop_sql, quote_identifier
 
@@ -118,11 +119,11 @@ class TableConstraints:
     @property
     def explicit_schema(self) -> bool:
         """The build must declare its columns (Iceberg NOT NULL): CREATE + INSERT, not CTAS."""
-        return self.table_format == "iceberg" and bool(self.not_null)
+        return row_of(self.table_format).not_null_needs_create and bool(self.not_null)
 
     def properties(self) -> tuple[tuple[str, str], ...]:
         props: list[tuple[str, str]] = []
-        if self.table_format == "delta":
+        if row_of(self.table_format).constraints_as_properties:
             props += [
                 (DELTA_CONSTRAINT_PREFIX + not_null_constraint_name(c), not_null_expression(c))
                 for c in self.not_null

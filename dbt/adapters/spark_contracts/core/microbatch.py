@@ -28,6 +28,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from .capabilities import row_of
 from .config import ConfigError
 from .operations import Plan
 from .types import Struct, quote_identifier, sql_string
@@ -48,11 +49,8 @@ class BatchLoad(Enum):
 
 
 def load_for(table_format: str) -> BatchLoad:
-    if table_format == "delta":
-        return BatchLoad.REPLACE_WHERE
-    if table_format == "iceberg":
-        return BatchLoad.MERGE_WINDOW
-    return BatchLoad.PARTITION_OVERWRITE
+    """How a batch of a `table_format` table replaces its window (the capability row's)."""
+    return BatchLoad[row_of(table_format).batch_load]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-from .capabilities import CAPABILITIES
+from .capabilities import CAPABILITIES, row_of
 from .config import ConfigError, EvolutionSettings
 from .contract import SchemaContract
 from .decision import (
@@ -123,12 +123,7 @@ def load_strategy(
 ) -> str:
     """A `merge` without a key or predicates only appends: on Delta and Iceberg it is written as
     an append (a `MERGE ... ON FALSE` would scan the whole target; Iceberg's would join it)."""
-    if (
-        strategy == "merge"
-        and not unique_key
-        and not predicates
-        and file_format in ("delta", "iceberg")
-    ):
+    if strategy == "merge" and not unique_key and not predicates and row_of(file_format).update:
         return "append"
     return strategy
 

@@ -65,7 +65,9 @@ def drop_sql(table: str, table_format: str) -> str:
     """Drop one of the adapter's own tables (a stage, a pending table, a lease) beside a model
     table in `table_format`. Beside an Iceberg model they are Iceberg tables: PURGE deletes their
     files too, which a REST catalog's DROP alone leaves in the warehouse."""
-    purge = " purge" if table_format == "iceberg" else ""
+    from .capabilities import row_of  # capabilities imports this module
+
+    purge = " purge" if row_of(table_format).drop_purges else ""
     return f"drop table if exists {table}{purge}"
 
 

@@ -21,7 +21,6 @@ commit tag), `run_errors`, `report`. This package names them for the adapter and
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed, Spark, from_json
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
 from dbt.adapters.spark_contracts.run.model_run import (
-    DELTA_AUTO_MERGE,
     DELTA_USER_METADATA,
     ICEBERG_SNAPSHOT_TAG,
     ICEBERG_TAG_KEY,
@@ -32,7 +31,6 @@ from dbt.adapters.spark_contracts.run.model_run import (
     blocked_message,
     compiled_schema,
     counts_not_observed_note,
-    merge_column_lists,
     stage_name,
 )
 from dbt.adapters.spark_contracts.run.report import RunReport
@@ -52,7 +50,6 @@ from dbt.adapters.spark_contracts.run.runner import Runner
 __all__ = [
     "CommitTags",
     "ABSENT",
-    "DELTA_AUTO_MERGE",
     "DELTA_USER_METADATA",
     "ICEBERG_SNAPSHOT_TAG",
     "ICEBERG_TAG_KEY",
@@ -76,6 +73,5 @@ __all__ = [
     "compiled_schema",
     "counts_not_observed_note",
     "from_json",
-    "merge_column_lists",
     "stage_name",
 ]

@@ -1,7 +1,7 @@
 """One incremental model run as planned: the typed, immutable `ModelRun` Jinja reads and hands
 back, and the adapter response it returns (the connection protocol: spark_handle.py)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -9,14 +9,10 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed
 from dbt.adapters.spark_contracts.core import (
-    AddColumns,
-    DropColumns,
     Plan,
-    Rewrite,
     Struct,
-    quote_identifier,
 )
-from dbt.adapters.spark_contracts.core.capabilities import LOGGED
+from dbt.adapters.spark_contracts.core.capabilities import logged, row_of
 from dbt.adapters.spark_contracts.core.decision import (
     ContractDecision,
 )
@@ -25,10 +21,11 @@ from dbt.adapters.spark_contracts.core.fit import fits_view
 from dbt.adapters.spark_contracts.core.intent import (
     Intent,
 )
+from dbt.adapters.spark_contracts.core.load import Load, LoadOptions, plan_load
 from dbt.adapters.spark_contracts.core.load_select import (
     LoadSql,
 )
-from dbt.adapters.spark_contracts.core.microbatch import Microbatch, select_list
+from dbt.adapters.spark_contracts.core.microbatch import Microbatch
 from dbt.adapters.spark_contracts.core.outcome import (
     outcome_line,
 )
@@ -42,7 +39,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
     stage_name,
 )
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
-from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision, merged_by_name
+from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision
 
 logger = AdapterLogger("SparkContracts")
 
@@ -50,7 +47,6 @@ DELTA_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # Iceberg adds `spark.sql.iceberg.snapshot-property.<key>` to the summary of every snapshot
 ICEBERG_TAG_KEY = "dbt-spark-contracts"
 ICEBERG_SNAPSHOT_TAG = f"spark.sql.iceberg.snapshot-property.{ICEBERG_TAG_KEY}"
-DELTA_AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
 
 
 @dataclass
@@ -136,14 +132,22 @@ class ModelRun:
     # `on_*_change: ignore`: `view` is the view of this SELECT, the model's output as it fits
     # the table (core/fit.py); the runner defines it first
     fits: Optional[str] = None
+    load: Optional[Load] = None  # the one write, when the run loads (core/load.py)
 
     @classmethod
     def planned(
-        cls, inputs: RunInputs, decided: RunDecision, unique_id: str, commit_tag: str, **facts: Any
+        cls,
+        inputs: RunInputs,
+        decided: RunDecision,
+        unique_id: str,
+        commit_tag: str,
+        options: LoadOptions = LoadOptions(),
+        **facts: Any,
     ) -> "ModelRun":
-        """The run `plan_run(inputs)` decided (`decided`); `facts`: what the adapter knows
-        beside it (microbatch, drop_first, repairs, quarantine_format)."""
-        return cls(
+        """The run `plan_run(inputs)` decided (`decided`) with its load typed from the model's
+        `options` (core/load.plan_load) when it loads; `facts`: what the adapter knows beside it
+        (microbatch, drop_first, repairs, quarantine_format)."""
+        run = cls(
             unique_id=unique_id,
             invocation_id=inputs.invocation_id,
             relation=inputs.relation,
@@ -167,6 +171,21 @@ class ModelRun:
             fits=decided.fits,
             **facts,
         )
+        if run.blocked or run.dry_run or run.full_refresh:
+            return run
+        load = plan_load(
+            run.strategy,
+            run.relation,
+            run.source,
+            run.table_format,
+            run.deployed,
+            run._written(),
+            run.plan,
+            run.evolves_in_write,
+            run.microbatch,
+            options,
+        )
+        return replace(run, load=load)
 
     # -- what Jinja reads
     @property
@@ -220,61 +239,8 @@ class ModelRun:
     def pending_table(self) -> str:
         return pending_name(self.quarantine_table, self.invocation_id)
 
-    def columns_after(self) -> List[str]:
-        """The table's top-level columns once the plan's steps have run (before the load)."""
-        if self.evolves_in_write:
-            return list(self._written().names)
-        names = list(self.deployed.names)
-        for op in self.plan.operations:
-            if isinstance(op, Rewrite):
-                names = list(op.target_schema.names)
-            elif isinstance(op, AddColumns):
-                names += [c.path[0] for c in op.columns if len(c.path) == 1]
-            elif isinstance(op, DropColumns):
-                gone = {p[0].lower() for p in op.paths if len(p) == 1}
-                names = [n for n in names if n.lower() not in gone]
-        return names
-
-    def microbatch_sql(self, target: str) -> str:
-        """A microbatch run's load: the batch replaces its window (core/microbatch.py)."""
-        assert self.microbatch is not None
-        if self.evolves_in_write:  # the evolving write appends new columns, in table order
-            order = list(merged_by_name(self.deployed, self._written()).names)
-        else:
-            order = self.columns_after()
-        columns = select_list(order, self._written())
-        return self.microbatch.load_sql(target, self.source, columns)
-
-    def insert_overwrite_sql(self, target: str, partition_clause: str) -> str:
-        """`insert overwrite` (and dbt-spark's partition microbatch) by name from the run's known
-        columns once the plan's steps have run (no DESCRIBE, so it is rendered before the steps
-        change the table; a column the model no longer outputs is written NULL). Iceberg takes
-        no `table` and no partition clause (as in dbt-spark)."""
-        columns = ", ".join(c.sql for c in select_list(self.columns_after(), self._written()))
-        if self.table_format == "iceberg":
-            head = f"insert overwrite {target}"
-        else:
-            head = f"insert overwrite table {target} {partition_clause}".rstrip()
-        # by name: a file-source table keeps its partition columns last, after added columns
-        return f"{head} by name\nselect {columns} from {self.source}"
-
-    def insert_columns(self) -> List[str]:
-        """Columns the append writes (quoted): everything the source has that the table keeps."""
-        after = {n.lower() for n in self.columns_after()}
-        return [quote_identifier(f.name) for f in self._written().fields if f.name.lower() in after]
-
-    def merge_columns(
-        self,
-        update_columns: Optional[List[str]] = None,
-        exclude_columns: Optional[List[str]] = None,
-    ) -> Dict[str, List[str]]:
-        """Quoted column lists for MERGE: insert = source ∩ target (target order); update = that,
-        narrowed by `merge_update_columns` or minus `merge_exclude_columns` (case-insensitive)."""
-        written = self._written()
-        shared = [n for n in self.columns_after() if written.field(n) is not None]
-        return merge_column_lists(shared, update_columns, exclude_columns)
-
     def _written(self) -> Struct:
+        """What the load writes: the contract's target schema, or the model's output."""
         if self.contract is not None and self.contract.target is not None:
             return self.contract.target
         return self.compiled
@@ -372,34 +338,14 @@ def counts_not_observed_note(unique_id: str, method: str) -> str:
     )
 
 
-def merge_column_lists(
-    shared: List[str],
-    update_columns: Optional[List[str]] = None,
-    exclude_columns: Optional[List[str]] = None,
-) -> Dict[str, List[str]]:
-    """MERGE's insert list (`shared`) and update list (narrowed by `merge_update_columns` or
-    minus `merge_exclude_columns`, case-insensitive), quoted."""
-    chosen = shared
-    if update_columns:
-        wanted = {name.lower() for name in update_columns}
-        chosen = [name for name in shared if name.lower() in wanted]
-    elif exclude_columns:
-        excluded = {name.lower() for name in exclude_columns}
-        chosen = [name for name in shared if name.lower() not in excluded]
-    return {
-        "insert": [quote_identifier(n) for n in shared],
-        "update": [quote_identifier(n) for n in chosen],
-    }
-
-
 def stage_format(table_format: str) -> str:
     """A stage's or a pending table's format beside a model table in `table_format`: plain
     parquet (no transaction log, no statistics) unless the table's catalog is Iceberg's, which
     only makes Iceberg tables."""
-    return "iceberg" if table_format == "iceberg" else "parquet"
+    return row_of(table_format).stage_format
 
 
 def quarantine_format_for(table_format: str) -> str:
     """A quarantine's (and a run lease's) format beside a model table in `table_format`: the
     table's own where rows can be deleted again (triage), else parquet."""
-    return table_format if table_format in LOGGED else "parquet"
+    return table_format if logged(table_format) else "parquet"

@@ -10,7 +10,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import process_running
-from dbt.adapters.spark_contracts.core.capabilities import LOGGED
+from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
+from dbt.adapters.spark_contracts.core.capabilities import logged
 from dbt.adapters.spark_contracts.core.load_select import PENDING_DISCARDED, RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.pending import (
     APP_PROPERTY,
@@ -91,7 +92,7 @@ class QuarantineSteps(Restorer):
         table, table_format = run.quarantine_table, run.quarantine_format
         if table_format is None:
             return []
-        existing = self.spark.relation_schema(table, table_format == "parquet")
+        existing = self.spark.relation_schema(table, is_describable(table_format))
         evolution = plan_quarantine(existing, run.compiled, table_format)
         if evolution.conflicts:
             raise QuarantineMismatch(run.unique_id, table, evolution.conflicts) from None
@@ -140,7 +141,7 @@ class QuarantineSteps(Restorer):
         pending = self.out.pending
         assert pending is not None
         try:
-            if run.table_format not in LOGGED:
+            if not logged(run.table_format):
                 self.spark.run(
                     f"alter table {run.relation} set tblproperties "
                     f"('{loaded_property(run.invocation_id)}' = {sql_string(run.commit_tag)})"
@@ -180,7 +181,7 @@ class QuarantineSteps(Restorer):
                 self.spark.run(drop_sql(pending, table_format))
                 self._unset_loaded(relation, table_format, invocation_id)
                 return f"{quarantine} held its rows already: dropped {pending}"
-            if table_format in LOGGED:
+            if logged(table_format):
                 self._merge_once(table_format, quarantine, pending, invocation_id)
                 self.spark.run(drop_sql(pending, table_format))
                 return f"moved {pending} into {quarantine}"
@@ -221,7 +222,7 @@ class QuarantineSteps(Restorer):
         second MERGE's commit fails Delta's and Iceberg's conflict check, or it finds the rows
         and inserts none). A failed MERGE after which the quarantine holds the run's rows was
         the other run's win; any other failure is raised."""
-        schema = self.spark.relation_schema(pending, stage_format(table_format) == "parquet")
+        schema = self.spark.relation_schema(pending, is_describable(stage_format(table_format)))
         columns = [quote_identifier(f.name) for f in schema.fields]
         run_id = quote_identifier(RUN_ID_COLUMN)
         merge = (
@@ -242,7 +243,7 @@ class QuarantineSteps(Restorer):
             logger.info(f"another run moved {pending} into {quarantine} meanwhile")
 
     def _unset_loaded(self, relation: str, table_format: str, invocation_id: str) -> None:
-        if table_format not in LOGGED:
+        if not logged(table_format):
             self.spark.run(
                 f"alter table {relation} unset tblproperties if exists "
                 f"('{loaded_property(invocation_id)}')"
@@ -351,6 +352,6 @@ class QuarantineSteps(Restorer):
         return done
 
     def _model_record(self, relation: str, table_format: str) -> ModelRecord:
-        if table_format in LOGGED:
+        if logged(table_format):
             return ModelRecord(self.log(table_format).entries(relation), {})
         return ModelRecord(None, table_properties(self.spark, relation))

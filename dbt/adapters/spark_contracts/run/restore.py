@@ -7,7 +7,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.capabilities import LOGGED
+from dbt.adapters.spark_contracts.core.capabilities import logged
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
@@ -97,7 +97,7 @@ class Restorer:
             self.spark.run(drop_sql(dead_stage, intent.table_format))
         except Exception as exc:  # a leftover stage harms nothing; say so
             logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
-        if intent.table_format not in LOGGED:
+        if not logged(intent.table_format):
             self._clear_intent(intent.relation)
             self.leases.drop_dead(intent, unique_id)
             return (

@@ -10,7 +10,8 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
 )
-from dbt.adapters.spark_contracts.core.capabilities import LOGGED
+from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
+from dbt.adapters.spark_contracts.core.capabilities import logged, row_of
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
@@ -29,7 +30,6 @@ from dbt.adapters.spark_contracts.core.pending import (
 from dbt.adapters.spark_contracts.core.types import drop_sql
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import (
-    DELTA_AUTO_MERGE,
     ContractsAdapterResponse,
     ModelRun,
     RunOutcome,
@@ -165,7 +165,7 @@ class Runner(QuarantineSteps):
         the one the plan was made against, or the run fails leaving the table as it was
         (`TableChangedMeanwhile`). Rows another run loaded meanwhile are no reason: an append
         or a merge goes on over them."""
-        now, _ = self.spark.deployed(run.relation, run.table_format not in LOGGED)
+        now, _ = self.spark.deployed(run.relation, is_describable(run.table_format))
         if now != run.deployed:
             self.leases.let_go(run)
             raise TableChangedMeanwhile(
@@ -223,20 +223,20 @@ class Runner(QuarantineSteps):
 
     def _load(self, run: ModelRun, sql: str) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
-        auto_merge = (
-            run.evolves_in_write
-            and run.table_format == "delta"
-            and run.strategy in ("append", MICROBATCH)
-        )
+        # an evolving append or batch on a format that evolves it by a session conf (Delta's
+        # autoMerge): set for this statement only, in this thread's own session
+        conf = row_of(run.table_format).evolving_append_conf
+        if not (run.evolves_in_write and run.strategy in ("append", MICROBATCH)):
+            conf = None
         try:
-            if auto_merge:  # this statement only, in this thread's own session
-                previous = self.spark.get_conf(DELTA_AUTO_MERGE)
-                self.spark.set_conf(DELTA_AUTO_MERGE, "true")
+            previous = self.spark.get_conf(conf) if conf else None
+            if conf:
+                self.spark.set_conf(conf, "true")
             try:
                 response = self._step(run, "the load", lambda: self.spark.run(sql))
             finally:
-                if auto_merge:
-                    self.spark.set_conf(DELTA_AUTO_MERGE, previous)
+                if conf:
+                    self.spark.set_conf(conf, previous)
             self.out.loaded = True
             try:
                 self._take_counts(run)
@@ -276,7 +276,7 @@ class Runner(QuarantineSteps):
             out.repairs,
         )
         if rows:
-            using = "iceberg" if run.table_format == "iceberg" else "delta"
+            using = row_of(run.table_format).history_format
             self.report.queue_history(history_relation(run.relation), using, rows)
 
     def drop_stage(self, run: ModelRun) -> None:
@@ -291,7 +291,7 @@ class Runner(QuarantineSteps):
         """Put the table back after `step` failed (if this run changed it), then raise."""
         out = self.out
         self.drop_stage(run)
-        if out.quarantined and run.table_format in LOGGED:
+        if out.quarantined and logged(run.table_format):
             try:  # a microbatch batch quarantines before its load
                 self.unquarantine(run.quarantine_table, run.invocation_id)
                 out.quarantined = None

@@ -7,7 +7,7 @@
 
 {#-- An evolving build carries out its planned run (adapter.plan_model): blocked, a dry run, a
      full refresh, or the run's statements and its one load in one adapter call. --#}
-{% macro spark_contracts_evolve_and_load(run, target_relation, existing_relation, unique_key, incremental_predicates, sql=none) %}
+{% macro spark_contracts_evolve_and_load(run, target_relation, existing_relation, sql=none) %}
   {%- set compiled_code = sql if sql is not none else compiled_code -%}
   {%- if config.get('contract').enforced -%}
     {{ get_assert_columns_equivalent(compiled_code) }}
@@ -24,31 +24,10 @@
     {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql', run.fits or compiled_code), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
   {%- else -%}
-    {#-- rendered before anything runs: the run knows the relation its load reads --#}
-    {%- set load_sql = spark_contracts_load_sql(run, run.strategy, run.source, target_relation, existing_relation, unique_key, incremental_predicates) -%}
-    {% do store_result('main', response=adapter.execute_model_run(run, load_sql, existing_relation)) %}
-  {%- endif -%}
-{% endmacro %}
-
-{#-- The load, rendered before the run's first statement from the run's known columns (no
-     DESCRIBE): append, merge, a Delta/Iceberg microbatch (the batch replaces its window), insert
-     overwrite; evolving the schema inside the write when the run's plan says so. --#}
-{% macro spark_contracts_load_sql(run, strategy, source, target, existing, unique_key, incremental_predicates) %}
-  {%- if strategy == 'table' -%}
-    {{ create_table_as(False, target, 'select * from ' ~ source, 'sql') }}
-  {%- elif strategy == 'append' -%}
-    insert into {{ target }} by name
-    select {{ run.insert_columns() | join(', ') }} from {{ source }}
-  {%- elif strategy == 'merge' -%}
-    {{ spark_contracts__get_merge_sql(target, source, unique_key, none, incremental_predicates, run) }}
-  {%- elif strategy == 'microbatch' and run.microbatch.replaces_window -%}
-    {{ run.microbatch_sql(target) }}
-  {%- elif strategy == 'microbatch' and not config.get('partition_by') -%}
-    {{ exceptions.raise_compiler_error("dbt-spark 'microbatch' incremental strategy requires a `partition_by` config. Ensure you are using a `partition_by` column that is of grain " ~ config.get('batch_size') ~ ".") }}
-  {%- else -%}
-    {#-- insert_overwrite, and dbt-spark's partition microbatch: dbt-spark's SQL from the run's
-         known columns (dbt-spark DESCRIBEs the target, which has not changed yet here) --#}
-    {{ run.insert_overwrite_sql(target, partition_cols(label="partition")) }}
+    {#-- the planned load is typed and rendered by the adapter (core/load.py); a table model's
+         rebuild is dbt-spark's create_table_as over the run's source, as its creation was --#}
+    {%- set rebuild_sql = create_table_as(False, target_relation, 'select * from ' ~ run.source, 'sql') if run.strategy == 'table' else none -%}
+    {% do store_result('main', response=adapter.execute_model_run(run, existing_relation, rebuild_sql)) %}
   {%- endif -%}
 {% endmacro %}
 

@@ -2,11 +2,9 @@
   {%- set file_format = dbt_spark_validate_get_file_format(spark_contracts_file_format()) -%}
   {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or adapter.default_incremental_strategy(file_format), file_format) -%}
   {%- set grant_config = config.get('grants') -%}
-  {%- set unique_key = config.get('unique_key', none) -%}
   {%- set partition_by = config.get('partition_by', none) -%}
   {%- set language = model['language'] -%}
   {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
-  {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
   {%- set target_relation = this -%}
   {%- set existing_relation = load_relation(this) or adapter.recover_rewrite(this) -%}
 
@@ -28,7 +26,7 @@
        evolve: the run planned against the deployed table, which this carries out --#}
   {%- set plan = adapter.plan_model('incremental', file_format, existing_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
   {%- if plan.evolves -%}
-    {{ spark_contracts_evolve_and_load(plan.run, target_relation, existing_relation, unique_key, incremental_predicates, compiled_code) }}
+    {{ spark_contracts_evolve_and_load(plan.run, target_relation, existing_relation, compiled_code) }}
   {%- else -%}
     {% if plan.drop_first %}
       {% do adapter.drop_relation(existing_relation) %}

@@ -18,7 +18,7 @@
        planned against it like an incremental run (contract modes, gated drops/narrowing) --#}
   {%- set plan = adapter.plan_model('table', file_format, old_relation, model, spark_contracts_run_vars(), should_full_refresh(), '', compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
   {%- if plan.evolves -%}
-    {{ spark_contracts_evolve_and_load(plan.run, target_relation, old_relation, none, none, compiled_code) }}
+    {{ spark_contracts_evolve_and_load(plan.run, target_relation, old_relation, compiled_code) }}
   {%- else -%}
     {% if plan.drop_first %}
       {{ adapter.drop_relation(old_relation) }}
