@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 
 from dbt.adapters.base.meta import AdapterMeta
 
-from dbt.adapters.spark_contracts.adapter_run import _declared_not_null
 from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT
+from dbt.adapters.spark_contracts.core.constraints import declared_not_null
 
 logger = AdapterLogger("SparkContracts")
 
@@ -147,7 +147,7 @@ class ContractMethods(metaclass=AdapterMeta):
         if contract is None or declared is None:
             return compiled_sql
         spark = self._spark()
-        compiled = runs.compiled_schema(spark.schema(compiled_sql), _declared_not_null(model))
+        compiled = runs.compiled_schema(spark.schema(compiled_sql), declared_not_null(model))
         table_format = (model.get("config") or {}).get("file_format") or DEFAULT_FILE_FORMAT
         # `tables` was decided already (spark_contracts_may_create), or the table exists
         creating = replace(contract, tables=ContractMode.EVOLVE)

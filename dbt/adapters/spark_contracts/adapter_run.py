@@ -4,7 +4,7 @@ repair, decide once), its execution in one call, and the run's responses."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.base import available
@@ -18,6 +18,7 @@ from dbt.adapters.spark_contracts.connection.errors import config_errors_as_comp
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
 from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.config import read_run_vars
+from dbt.adapters.spark_contracts.core.constraints import declared_not_null
 from dbt.adapters.spark_contracts.core.intent import (
     commit_tag,
     find_intent,
@@ -42,7 +43,6 @@ from dbt.adapters.spark_contracts.core.render import (
 )
 from dbt.adapters.spark_contracts.core.run_plan import (
     BuildFacts,
-    BuildPlan,
     Existing,
     RunDecision,
     RunInputs,
@@ -55,45 +55,6 @@ from dbt.adapters.spark_contracts.run.lease import ModelKey
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
 logger = AdapterLogger("SparkContracts")
-
-
-@dataclass(frozen=True)
-class PlannedBuild:
-    """What Jinja is handed for one table or incremental build: the build (create, replace,
-    drop then create, or evolve) and, when it evolves, the planned run it hands back."""
-
-    build: BuildPlan
-    run: Optional[runs.ModelRun] = None
-
-    @property
-    def evolves(self) -> bool:
-        return self.build.evolves
-
-    @property
-    def drop_first(self) -> bool:
-        return self.build.drop_first
-
-    @property
-    def is_delta(self) -> bool:
-        return self.build.is_delta
-
-    @property
-    def is_iceberg(self) -> bool:
-        return self.build.is_iceberg
-
-
-def _declared_not_null(model: Dict[str, Any]) -> Tuple[str, ...]:
-    """Columns the model declares NOT NULL (column constraints or model-level constraints)."""
-    names = [
-        name
-        for name, column in (model.get("columns") or {}).items()
-        for constraint in column.get("constraints") or []
-        if constraint.get("type") == "not_null"
-    ]
-    for constraint in model.get("constraints") or []:
-        if constraint.get("type") == "not_null":
-            names.extend(constraint.get("columns") or [])
-    return tuple(names)
 
 
 def _plan_batch(
@@ -126,7 +87,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         compiled_code: str,
         table_options: str,
         invocation_id: str,
-    ) -> PlannedBuild:
+    ) -> runs.PlannedBuild:
         """The one question a table or incremental build asks (core/run_plan.plan_model): what
         to do with the relation and, when the build evolves, the run planned against the
         deployed table (the model's query as a temporary view, its schema read, a dead run's
@@ -144,7 +105,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             bool(settings.uses_evolution or contract is not None),
         )
         if not facts.evolves:
-            return PlannedBuild(plan_model(facts).build)
+            return runs.PlannedBuild(plan_model(facts).build)
         assert existing is not None
         view = existing.incorporate(path={"identifier": existing.identifier + "__dbt_tmp"})
         view = view.include(database=False, schema=False)
@@ -184,7 +145,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             file_format,
             model,
         )
-        return PlannedBuild(planned.build, run)
+        return runs.PlannedBuild(planned.build, run)
 
     def _existing(self, relation: Optional[BaseRelation]) -> Optional[Existing]:
         if relation is None:
@@ -214,7 +175,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         discarded rows settled, before anything is decided)."""
         unique_id = model.get("unique_id", str(relation))
         compiled = runs.compiled_schema(
-            spark.relation_schema(str(view), True), _declared_not_null(model)
+            spark.relation_schema(str(view), True), declared_not_null(model)
         )
         self._validate_column_settings(unique_id, settings, compiled, relation)
         table_format = self.table_format_of(relation)

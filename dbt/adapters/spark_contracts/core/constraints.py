@@ -35,6 +35,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .capabilities import row_of
 from .render import tblproperties_clause
@@ -271,3 +272,17 @@ def explicit_build(
         replace=f"CREATE OR REPLACE TABLE {relation} {table_ddl}",
         fill=f"INSERT INTO {relation} SELECT * FROM {stage}",
     )
+
+
+def declared_not_null(model: Mapping[str, Any]) -> tuple[str, ...]:
+    """Columns the model declares NOT NULL (column constraints or model-level constraints)."""
+    names = [
+        name
+        for name, column in (model.get("columns") or {}).items()
+        for constraint in column.get("constraints") or []
+        if constraint.get("type") == "not_null"
+    ]
+    for constraint in model.get("constraints") or []:
+        if constraint.get("type") == "not_null":
+            names.extend(constraint.get("columns") or [])
+    return tuple(names)

@@ -3,13 +3,14 @@ finish, all-or-nothing. Decisions come from `core/`; this module runs them again
 
 The shape of a run (Jinja calls one step at a time and hands the `ModelRun` back):
 
-1. `plan`: analyse the staged view and the deployed table, repair what a dead run left (its
-   durable intent), decide the contract, the evolution plan and the write path.
-2. `prepare`: stage the model's output once when the run needs it (a multi-step change, a
-   freeze check, discard counts, quarantine); check freeze; count discards; quarantine; record
-   the intent and run the multi-step statements.
-3. `load`: the one write (evolving the schema itself on the in-write path); on failure the
-   table is put back, never over another writer's commit; the intent is cleared.
+1. `plan` (the adapter's `plan_model`, asked once per build): analyse the model's view and the
+   deployed table, repair what a dead run left (its durable intent), decide the build, the
+   contract, the evolution plan, the write path and the typed load (core/run_plan, core/load).
+2. `execute` (the adapter's `execute_model_run`): stage the model's output once when the run
+   needs it (a multi-step change, a freeze check, discard counts, quarantine); check freeze;
+   count discards; quarantine; record the intent and run the multi-step statements; then the
+   one write (evolving the schema itself on the in-write path); on failure the table is put
+   back, never over another writer's commit; the intent is cleared.
 
 The parts live in their own modules: `model_run` (the plan Jinja reads), `runner` (carrying it
 out), `quarantine_steps` (the pending table and the quarantine), `restore` (putting a table back,
@@ -27,6 +28,7 @@ from dbt.adapters.spark_contracts.run.model_run import (
     STAGE_SUFFIX,
     ContractsAdapterResponse,
     ModelRun,
+    PlannedBuild,
     RunOutcome,
     blocked_message,
     compiled_schema,
@@ -57,6 +59,7 @@ __all__ = [
     "ContractsAdapterResponse",
     "ForeignCommits",
     "ModelRun",
+    "PlannedBuild",
     "QuarantinePending",
     "RunInProgress",
     "QuarantineMismatch",

@@ -34,6 +34,7 @@ from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
     STAGE_SUFFIX,
+    BuildPlan,
     RunDecision,
     RunInputs,
     stage_name,
@@ -349,3 +350,28 @@ def quarantine_format_for(table_format: str) -> str:
     """A quarantine's (and a run lease's) format beside a model table in `table_format`: the
     table's own where rows can be deleted again (triage), else parquet."""
     return table_format if logged(table_format) else "parquet"
+
+
+@dataclass(frozen=True)
+class PlannedBuild:
+    """What Jinja is handed for one table or incremental build: the build (create, replace,
+    drop then create, or evolve) and, when it evolves, the planned run it hands back."""
+
+    build: BuildPlan
+    run: Optional[ModelRun] = None
+
+    @property
+    def evolves(self) -> bool:
+        return self.build.evolves
+
+    @property
+    def drop_first(self) -> bool:
+        return self.build.drop_first
+
+    @property
+    def is_delta(self) -> bool:
+        return self.build.is_delta
+
+    @property
+    def is_iceberg(self) -> bool:
+        return self.build.is_iceberg
