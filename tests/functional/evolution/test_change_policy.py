@@ -59,6 +59,16 @@ CASES = {
 }
 
 
+# a table model (every run a rebuild) ignoring both classes: the rebuild keeps the table's
+# schema, a removed column the table keeps reads NULL on every row (each row is new)
+REBUILD_IGNORE = (
+    "{{ config(materialized='table', file_format='FMT', schema_evolution="
+    "{'on_additive_change': 'ignore', 'on_destructive_change': 'ignore'}) }}\n"
+    "{% if var('v', 1) == 1 %}select 1 as id, cast(5 as int) as n, 'g' as gone"
+    "{% else %}select 2 as id, cast(6 as int) as n, 'a note' as note{% endif %}\n"
+)
+
+
 def name(case: str, fmt: str) -> str:
     return f"{case}_{fmt}"
 
@@ -79,18 +89,23 @@ def parquet_files(project, table: str) -> int:
 class TestChangePolicy:
     @pytest.fixture(scope="class")
     def models(self):
-        return {
+        incremental = {
             f"{name(case, fmt)}.sql": model(fmt, policy, v2)
             for case, (policy, v2) in CASES.items()
             for fmt in FORMATS
         }
+        rebuilds = {
+            f"{name('rebuild_ignore', fmt)}.sql": REBUILD_IGNORE.replace("FMT", fmt)
+            for fmt in FORMATS
+        }
+        return {**incremental, **rebuilds}
 
     @pytest.fixture(scope="class")
     def outcome(self, project):
         run_dbt(["run"])
         before = {
             name(case, fmt): schema_of(project, rel(project, case, fmt))
-            for case in CASES
+            for case in (*CASES, "rebuild_ignore")
             for fmt in FORMATS
         }
         files = parquet_files(project, rel(project, "drop_allow", "parquet"))
@@ -110,7 +125,7 @@ class TestChangePolicy:
         )
         dry = {
             name(case, fmt): schema_of(project, rel(project, case, fmt))
-            for case in CASES
+            for case in (*CASES, "rebuild_ignore")
             for fmt in FORMATS
         }
         results, log = run_dbt_and_capture(
@@ -222,3 +237,15 @@ class TestChangePolicy:
         rows = rows_of(project, table, "id, n, s.x, s.y, gone")
         # n: '7' fits the int column; s.z and note are not written; s.y and gone read NULL
         assert rows == [(1, 5, 1, 1, "g"), (2, 7, 2, None, None)]
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_ignore_on_a_rebuild_keeps_the_schema_and_reads_null_for_the_removed_column(
+        self, project, outcome, fmt
+    ):
+        """A table model's rebuild under `ignore`: `note` is not added, `gone` stays, and as the
+        rebuild writes every row anew, `gone` is NULL on the one row the model outputs."""
+        model = name("rebuild_ignore", fmt)
+        assert outcome["status"][model] == "success", outcome["messages"][model]
+        table = rel(project, "rebuild_ignore", fmt)
+        assert schema_of(project, table) == outcome["before"][model]
+        assert rows_of(project, table, "id, n, gone") == [(2, 6, None)]
