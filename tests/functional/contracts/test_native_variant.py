@@ -3,7 +3,7 @@
 A value that does not coerce into the deployed column is kept in one VARIANT column
 `<column>__v` (the column itself NULL on that row), on Delta, Iceberg (upgraded to format v3 by
 the plan) and Parquet; through an append and a merge; a rejected struct field at its path in the
-variant. v1 builds each table, v2 brings the uncoercible values, v3 more of them into the
+variant; through an insert_overwrite by partition. v1 builds each table, v2 brings the uncoercible values, v3 more of them into the
 variant column v2 added. The assertions read the real tables and run_results."""
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ NESTED = (
 
 
 def model(fmt: str, body: str, strategy: str = "append") -> str:
-    key = ", unique_key='id'" if strategy == "merge" else ""
+    key = {"merge": ", unique_key='id'", "insert_overwrite": ", partition_by=['id']"}.get(
+        strategy, ""
+    )
     return (
         "{{ config(materialized='incremental', incremental_strategy='"
         + strategy
@@ -50,6 +52,8 @@ def model(fmt: str, body: str, strategy: str = "append") -> str:
 MODELS = {
     "native_delta": model("delta", TOP_LEVEL),
     "native_merge_delta": model("delta", TOP_LEVEL, "merge"),
+    # each run overwrites the partitions its rows are in (ids are new each run)
+    "native_overwrite_delta": model("delta", TOP_LEVEL, "insert_overwrite"),
     "native_iceberg": model("iceberg", TOP_LEVEL),
     "native_nested_delta": model("delta", NESTED),
     "native_nested_iceberg": model("iceberg", NESTED),
@@ -85,6 +89,7 @@ class TestNativeVariantColumns:
         [
             "native_delta",
             "native_merge_delta",
+            "native_overwrite_delta",
             "native_iceberg",
         ],
     )
