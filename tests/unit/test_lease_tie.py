@@ -165,7 +165,7 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
         runner._begin_steps(run)  # type: ignore[arg-type]
     message = str(caught.value)
     assert "note" in message and "left the table as it was" in message, message
-    assert runner.out.intent is None and catalogue.tables == {}  # no intent; lease let go
+    assert runner.state.intent is None and catalogue.tables == {}  # no intent; lease let go
 
 
 def test_a_failure_while_looking_for_other_runs_lets_go_of_the_lease(tmp_path: Path) -> None:

@@ -268,7 +268,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         if not run.blocked:  # `warn`: applied (or, in a dry run, to be), each change named
             for warning in run.plan.warnings:
                 logger.warning(f"{unique_id} ({relation}): {warning}")
-        runner.out = runs.RunOutcome(repairs=list(repairs))
+        runner.events = runs.RunEvents(repairs)
         runner.record(run)
         return run
 
@@ -370,7 +370,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         self, run: runs.ModelRun, response: Any
     ) -> runs.ContractsAdapterResponse:
         runner = self._runner(self._spark(), run.invocation_id)
-        runner.out = runs.RunOutcome(repairs=list(run.repairs))
+        runner.events = runs.RunEvents(run.repairs)
         runner.record(run)
         return run.response(str(response), runner.out)
 
@@ -378,7 +378,7 @@ class RunPathMethods(metaclass=AdapterMeta):
     def dry_run_response(self, run: runs.ModelRun) -> runs.ContractsAdapterResponse:
         return run.response(
             f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed",
-            runs.RunOutcome(repairs=list(run.repairs)),
+            runs.RunOutcome.repaired(run.repairs),
             dry_run=True,
         )
 

@@ -15,7 +15,7 @@ The shape of a run (Jinja calls one step at a time and hands the `ModelRun` back
 The parts live in their own modules: `model_run` (the plan Jinja reads), `runner` (carrying it
 out), `quarantine_steps` (the pending table and the quarantine), `restore` (putting a table back,
 repairs), `table_log` (each format's log), `lease` (leases and heartbeats), `commit_tag` (a node's
-commit tag), `run_errors`, `report`. This package names them for the adapter and the tests
+commit tag), `run_errors`, `outcome_events` (what a run did, as events; its working state), `report`. This package names them for the adapter and the tests
 (`from dbt.adapters.spark_contracts import run as runs`).
 """
 
@@ -29,12 +29,12 @@ from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
     ModelRun,
     PlannedBuild,
-    RunOutcome,
     blocked_message,
     compiled_schema,
     counts_not_observed_note,
     stage_name,
 )
+from dbt.adapters.spark_contracts.run.outcome_events import RunEvents, RunOutcome, RunState
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
@@ -66,7 +66,9 @@ __all__ = [
     "Observed",
     "RestoreFailed",
     "Restorer",
+    "RunEvents",
     "RunOutcome",
+    "RunState",
     "RunReport",
     "RunUndone",
     "Runner",

@@ -7,7 +7,6 @@ from typing import Any, Dict, List, Optional, Tuple
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_contracts.connection.spark_handle import Observed
 from dbt.adapters.spark_contracts.core import (
     Plan,
     Struct,
@@ -18,9 +17,6 @@ from dbt.adapters.spark_contracts.core.decision import (
 )
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.fit import fits_view
-from dbt.adapters.spark_contracts.core.intent import (
-    Intent,
-)
 from dbt.adapters.spark_contracts.core.load import Load, LoadOptions, plan_load
 from dbt.adapters.spark_contracts.core.load_select import (
     LoadSql,
@@ -41,6 +37,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
 )
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
 from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision
+from dbt.adapters.spark_contracts.run.outcome_events import RunOutcome
 
 logger = AdapterLogger("SparkContracts")
 
@@ -78,27 +75,6 @@ def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct
 
 
 # ----------------------------------------------------------------------------- the plan
-
-
-@dataclass
-class RunOutcome:
-    """What happened, filled in by the `Runner` as it carries one run out (the `ModelRun`, the
-    plan, never changes and carries none of it)."""
-
-    executed: List[str] = field(default_factory=list)
-    restore_version: Optional[int] = None
-    intent: Optional[Intent] = None  # written to the table
-    staged: bool = False
-    observation: Optional[Observed] = field(default=None, repr=False)
-    pending: Optional[str] = None  # the run's pending table of discarded rows (core/pending.py)
-    lease: Any = field(default=None, repr=False)  # its heartbeat, while the run holds it
-    restored: Optional[str] = None
-    rows_discarded: Optional[int] = None
-    values_discarded: Optional[int] = None
-    quarantined: Optional[int] = None
-    loaded: bool = False  # the load committed: the plan's changes are in the table
-    violation: Optional[Dict[str, Any]] = None
-    repairs: List[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -284,7 +260,6 @@ class ModelRun:
             "quarantined": out.quarantined,
             "loaded": out.loaded,
             "applied": self.applied_changes() if out.loaded else [],
-            "violation": out.violation,
         }
 
     def outcome_line(self, out: RunOutcome) -> Optional[str]:

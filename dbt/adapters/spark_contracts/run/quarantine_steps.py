@@ -40,9 +40,14 @@ from dbt.adapters.spark_contracts.run.lease import (
 )
 from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
-    RunOutcome,
     quarantine_format_for,
     stage_format,
+)
+from dbt.adapters.spark_contracts.run.outcome_events import (
+    Quarantined,
+    RunEvents,
+    RunOutcome,
+    RunState,
 )
 from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import QuarantineMismatch, QuarantinePending
@@ -51,9 +56,16 @@ logger = AdapterLogger("SparkContracts")
 
 
 class QuarantineSteps(Restorer):
-    """Writes a run's discarded rows; `out` is the run's outcome (the `Runner` sets it)."""
+    """Writes a run's discarded rows; `events` are what the run did, `state` what it holds
+    (the `Runner` sets both for each run)."""
 
-    out: RunOutcome
+    events: RunEvents
+    state: RunState
+
+    @property
+    def out(self) -> RunOutcome:
+        """What the run did so far, computed from its events."""
+        return self.events.outcome
 
     def _ready_quarantine(self, run: ModelRun, select: str) -> None:
         """The quarantine table, created shaped like `select`'s rows (nothing is read: `where
@@ -102,7 +114,7 @@ class QuarantineSteps(Restorer):
         """A microbatch batch's discarded rows, from its stage, before its load."""
         self._ready_quarantine(run, select)
         self._insert_quarantined(run, f"insert into {run.quarantine_table} by name {select}")
-        self.out.quarantined = self.out.rows_discarded
+        self.events.add(Quarantined(self.out.rows_discarded))
 
     # -- the run's own pending table
     def _write_pending(self, run: ModelRun, select: str) -> None:
@@ -112,14 +124,14 @@ class QuarantineSteps(Restorer):
         pending, now = run.pending_table, int(time.time())
         # renewed once the table is made; until then its creation time (taken now) counts as
         # the sign of life (core/pending.decide_pending)
-        lease = self.out.lease = Heartbeat(self.spark, pending, made=False).start()
+        lease = self.state.lease = Heartbeat(self.spark, pending, made=False).start()
         properties = (
             f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, "
             f"'{RUN_PROPERTY}' = {sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}', "
             f"'{CREATED_PROPERTY}' = '{now}', "
             f"'{APP_PROPERTY}' = {sql_string(self.spark.application().to_property())}"
         )
-        self.out.pending = pending  # from here on, a failure settles it
+        self.state.pending = pending  # from here on, a failure settles it
         self.spark.run(
             f"create table {pending} using {stage_format(run.table_format)} "
             f"tblproperties ({properties}) as {select}"
@@ -129,7 +141,7 @@ class QuarantineSteps(Restorer):
     def _ready_for_pending(self, run: ModelRun) -> None:
         """The quarantine made ready to take the pending table's discarded rows, before the
         load: a quarantine that cannot take them fails the run here, before any change."""
-        pending = self.out.pending
+        pending = self.state.pending
         self._ready_quarantine(run, f"select * from {pending}")
         for statement in self._quarantine_evolution(run):
             self.spark.run(statement)
@@ -138,7 +150,7 @@ class QuarantineSteps(Restorer):
         """After the load: parquet records it on the table (it keeps no log); the pending rows
         move into the quarantine; the pending table goes. A failure leaves the load and the
         pending table (released: the next run moves it) and raises `QuarantinePending`."""
-        pending = self.out.pending
+        pending = self.state.pending
         assert pending is not None
         try:
             if not logged(run.table_format):
@@ -153,8 +165,8 @@ class QuarantineSteps(Restorer):
             raise QuarantinePending(
                 run.unique_id, pending, run.quarantine_table, exc, run.table_format
             ) from exc
-        self.out.pending = None
-        self.out.quarantined = self.out.rows_discarded
+        self.state.pending = None
+        self.events.add(Quarantined(self.out.rows_discarded))
 
     def _move(
         self,
@@ -250,7 +262,7 @@ class QuarantineSteps(Restorer):
             )
 
     def _stop_lease(self) -> None:
-        lease, self.out.lease = self.out.lease, None
+        lease, self.state.lease = self.state.lease, None
         if lease is not None:
             lease.stop()
 
@@ -265,7 +277,7 @@ class QuarantineSteps(Restorer):
     def _settle_own_pending(self, run: ModelRun, restored: bool) -> Optional[str]:
         """A failed run's own pending table: dropped if its load is not in the table (never
         committed, or taken back), moved if it is; kept (released) if that cannot be done."""
-        pending = self.out.pending
+        pending = self.state.pending
         if pending is None:
             self._stop_lease()
             return None
@@ -285,7 +297,7 @@ class QuarantineSteps(Restorer):
             else:
                 self.spark.run(drop_sql(pending, run.table_format))
                 done = f"dropped {pending} (the run's load is not in the table)"
-            self.out.pending = None
+            self.state.pending = None
             self._stop_lease()
             return done
         except Exception as exc:

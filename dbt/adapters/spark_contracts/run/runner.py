@@ -32,8 +32,16 @@ from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
     ModelRun,
-    RunOutcome,
     stage_format,
+)
+from dbt.adapters.spark_contracts.run.outcome_events import (
+    Counted,
+    Executed,
+    Loaded,
+    Quarantined,
+    Restored,
+    RunEvents,
+    RunState,
 )
 from dbt.adapters.spark_contracts.run.quarantine_steps import QuarantineSteps
 from dbt.adapters.spark_contracts.run.report import RunReport
@@ -57,7 +65,8 @@ class Runner(QuarantineSteps):
     def __init__(self, spark: Spark, report: RunReport, target_dir: Path) -> None:
         self.spark, self.report, self.target_dir = spark, report, target_dir
         self.leases = Leases(spark)  # the model-level leases this run takes and lets go
-        self.out = RunOutcome()  # a runner carries one run out: what happened to it
+        # a runner carries one run out: what happened to it (events), and what it holds
+        self.events, self.state = RunEvents(), RunState()
 
     def execute(
         self, run: ModelRun, load_sql: str, before_load: Optional[Callable[[], Any]] = None
@@ -66,7 +75,7 @@ class Runner(QuarantineSteps):
         count, quarantine, the multi-step changes under the intent, `before_load` (a rebuild
         that cannot replace atomically drops the table here, once every check has passed),
         the load, clearing the intent. Any failure after a change puts the table back."""
-        self.out = RunOutcome(repairs=list(run.repairs))
+        self.events, self.state = RunEvents(run.repairs), RunState()
         try:
             self._prepare(run)
             if before_load is not None:
@@ -74,13 +83,13 @@ class Runner(QuarantineSteps):
         except BaseException:
             self.drop_stage(run)
             self._settle_own_pending(run, restored=False)
-            self.leases.release(run, keep=self.out.intent is not None)
+            self.leases.release(run, keep=self.state.intent is not None)
             raise
         return self._load(run, load_sql)  # cleans up after itself, whatever happens
 
     # -- steps
     def _prepare(self, run: ModelRun) -> str:
-        out = self.out
+        state = self.state
         if run.fits:  # the output as it fits the table, where the model ignores a change
             self.spark.run(f"create or replace temporary view {run.view} as {run.fits}")
         load = run.load_sql
@@ -89,7 +98,7 @@ class Runner(QuarantineSteps):
         if coerced:
             self.spark.run(f"create or replace temporary view {base} as {coerced}")
         if run.observed is not None and load is not None:
-            out.observation = self.spark.observe(run.observed, base, run.observed_metrics)
+            state.observation = self.spark.observe(run.observed, base, run.observed_metrics)
         pending = load.pending_from(run.observed or base) if load is not None else None
         if pending and run.quarantine_pending:  # read once: every row, from the executors
             self._write_pending(run, pending)
@@ -100,7 +109,7 @@ class Runner(QuarantineSteps):
                 f"create table {run.stage} using {stage_format(run.table_format)} "
                 f"as select * from {run.observed or base}"
             )
-            out.staged = True
+            state.staged = True
             self._take_counts(run)
         if load is not None:
             if load.violation_sample_sql:
@@ -112,24 +121,24 @@ class Runner(QuarantineSteps):
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             if not load.passes_through:
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
-        if out.pending is not None and out.rows_discarded:
+        if state.pending is not None and self.out.rows_discarded:
             self._ready_for_pending(run)  # before any change to the table
         quarantine = load.quarantine_select if load is not None else None
         if run.write.multi_step and run.statements:
             self._begin_steps(run)
-        if quarantine and out.rows_discarded and not run.quarantine_pending:
+        if quarantine and self.out.rows_discarded and not run.quarantine_pending:
             self._step(run, "the quarantine insert", lambda: self._quarantine(run, quarantine))
         return run.source
 
     def _take_counts(self, run: ModelRun) -> None:
         """The discard counts observed in the pass that just read the model's output (and the
         discarded rows, where the load collects them)."""
-        observation, self.out.observation = self.out.observation, None
+        observation, self.state.observation = self.state.observation, None
         if observation is None:
             return
         counts = observation()
         load = run.load_sql
-        staged = self.out.staged or self.out.pending is not None
+        staged = self.state.staged or self.state.pending is not None
         if counts is None and staged and load is not None and load.discard_count_sql:
             counts = self.spark.fetch(load.discard_count_sql)[0]  # from the stage, not the model
         if counts is None:
@@ -138,27 +147,27 @@ class Runner(QuarantineSteps):
             self._set_counts(run, counts)
 
     def _set_counts(self, run: ModelRun, counts: Mapping[str, Any]) -> None:
-        self.out.rows_discarded = int(counts["rows_discarded"] or 0)
-        self.out.values_discarded = int(counts["values_discarded"] or 0)
+        rows, values = counts["rows_discarded"], counts["values_discarded"]
+        self.events.add(Counted(int(rows or 0), int(values or 0)))
 
     def _begin_steps(self, run: ModelRun) -> None:
-        out = self.out
+        state = self.state
         self.leases.alone(run)  # before the intent: a live run's intent is never repaired
         # another run may have changed the table since this one read it (and let go of its
         # lease before this one took its own): the plan holds only for the schema it read
         self._check_unchanged(run)
         # read once the lease is held: a run that finished while this one waited for it
         # committed before this point, so the restore never takes that run's commits back
-        out.restore_version = self.log(run.table_format).start_point(run.relation)
+        state.restore_version = self.log(run.table_format).start_point(run.relation)
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
             f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
         )
-        out.intent = intent
+        state.intent = intent
         for statement in run.statements:
             self._step(run, statement, lambda s=statement: self.spark.run(s))
-            out.executed.append(statement)
+            self.events.add(Executed(statement))
 
     def _check_unchanged(self, run: ModelRun) -> None:
         """Once the run holds its lease, before its first change: the table's schema is still
@@ -209,7 +218,7 @@ class Runner(QuarantineSteps):
             run.unique_id,
             run.relation,
             run.table_format,
-            self.out.restore_version,
+            self.state.restore_version,
             run.commit_tag,
             added,
             run.statements,
@@ -237,15 +246,15 @@ class Runner(QuarantineSteps):
             finally:
                 if conf:
                     self.spark.set_conf(conf, previous)
-            self.out.loaded = True
+            self.events.add(Loaded())
             try:
                 self._take_counts(run)
             except Exception as exc:  # the load has committed: counts are a report
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
-            if self.out.intent is not None:
+            if self.state.intent is not None:
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
                 self.leases.let_go(run)
-            if self.out.pending is not None:  # the load is in: the rows follow it
+            if self.state.pending is not None:  # the load is in: the rows follow it
                 self._finish_pending(run)
         finally:
             self.drop_stage(run)
@@ -280,8 +289,8 @@ class Runner(QuarantineSteps):
             self.report.queue_history(history_relation(run.relation), using, rows)
 
     def drop_stage(self, run: ModelRun) -> None:
-        if self.out.staged:
-            self.out.staged = False
+        if self.state.staged:
+            self.state.staged = False
             try:
                 self.spark.run(drop_sql(run.stage, run.table_format))
             except Exception as exc:  # a leftover stage harms nothing; say so
@@ -289,29 +298,28 @@ class Runner(QuarantineSteps):
 
     def undo(self, run: ModelRun, exc: BaseException, step: str) -> None:
         """Put the table back after `step` failed (if this run changed it), then raise."""
-        out = self.out
         self.drop_stage(run)
-        if out.quarantined and logged(run.table_format):
+        if self.out.quarantined and logged(run.table_format):
             try:  # a microbatch batch quarantines before its load
                 self.unquarantine(run.quarantine_table, run.invocation_id)
-                out.quarantined = None
+                self.events.add(Quarantined(None))
             except Exception as cleanup:
                 logger.warning(f"{run.unique_id}: quarantine rows of this run stay: {cleanup}")
-        intent = out.intent
+        intent = self.state.intent
         if intent is None:
             self._settle_own_pending(run, restored=False)
             self.record(run)
             raise exc
         try:
-            out.restored = self.restore(intent, out.executed)
+            self.events.add(Restored(self.restore(intent, list(self.out.executed))))
         except ForeignCommits as foreign:
-            out.restored = f"NOT RESTORED: {foreign}"
+            self.events.add(Restored(f"NOT RESTORED: {foreign}"))
             self._settle_own_pending(run, restored=False)
-            self.leases.release(run, keep=self.out.intent is not None)
+            self.leases.release(run, keep=self.state.intent is not None)
             self.record(run)
             raise
         except Exception as restore_exc:
-            out.restored = f"RESTORE FAILED: {restore_exc}"
+            self.events.add(Restored(f"RESTORE FAILED: {restore_exc}"))
             self._stop_lease()
             self.leases.release(run, keep=True)  # its intent stays: the next run repairs it
             self.record(run)
@@ -326,7 +334,7 @@ class Runner(QuarantineSteps):
         except Exception as list_exc:
             logger.debug(f"{run.unique_id}: could not list the leases: {list_exc}")
             others = ()
-        raise RunUndone(run.unique_id, step, out.restored, exc, others) from exc
+        raise RunUndone(run.unique_id, step, self.out.restored, exc, others) from exc
 
     def raise_value_violation(self, run: ModelRun, samples: List[Dict[str, Any]]) -> None:
         decision = run.contract

@@ -1,0 +1,121 @@
+"""What happened in one run, as events: the runner and its collaborators (the quarantine steps,
+the restore) append what they did, in order; the outcome the response, the console line and
+`target/schema_changes.json` report is computed from them (`RunOutcome.of`), never filled in
+piece by piece. The runner's working state for the run (its stage, pending table, lease,
+intent) is `RunState`, which no report reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+from dbt.adapters.spark_contracts.connection.spark_handle import Observed
+from dbt.adapters.spark_contracts.core.intent import Intent
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """What the repair step before planning did (a dead run's intent, pending rows)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Executed:
+    """One of the plan's multi-step statements ran."""
+
+    statement: str
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The discard counts of the run's one read of the model's output."""
+
+    rows: int
+    values: int
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """The run's discarded rows are in the quarantine (`rows`), or taken out again (None)."""
+
+    rows: Optional[int]
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The load committed: the plan's changes are in the table."""
+
+
+@dataclass(frozen=True)
+class Restored:
+    """The table was put back after a failure (or why it was not)."""
+
+    text: str
+
+
+Event = Union[Repaired, Executed, Counted, Quarantined, Loaded, Restored]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one run did, computed from its events."""
+
+    executed: Tuple[str, ...] = ()
+    restored: Optional[str] = None
+    rows_discarded: Optional[int] = None
+    values_discarded: Optional[int] = None
+    quarantined: Optional[int] = None
+    loaded: bool = False
+    repairs: Tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, events: Sequence[Event]) -> RunOutcome:
+        rows = values = quarantined = restored = None
+        for event in events:
+            if isinstance(event, Counted):
+                rows, values = event.rows, event.values
+            elif isinstance(event, Quarantined):
+                quarantined = event.rows
+            elif isinstance(event, Restored):
+                restored = event.text
+        return cls(
+            executed=tuple(e.statement for e in events if isinstance(e, Executed)),
+            restored=restored,
+            rows_discarded=rows,
+            values_discarded=values,
+            quarantined=quarantined,
+            loaded=any(isinstance(e, Loaded) for e in events),
+            repairs=tuple(e.text for e in events if isinstance(e, Repaired)),
+        )
+
+    @classmethod
+    def repaired(cls, repairs: Sequence[str]) -> RunOutcome:
+        """The outcome of a run that only planned (a dry run, a full refresh's record)."""
+        return cls.of([Repaired(text) for text in repairs])
+
+
+@dataclass
+class RunState:
+    """The runner's working state for one run: what a failure has to clean up or put back."""
+
+    restore_version: Optional[int] = None
+    intent: Optional[Intent] = None  # written to the table
+    staged: bool = False
+    observation: Optional[Observed] = field(default=None, repr=False)
+    pending: Optional[str] = None  # the run's pending table of discarded rows (core/pending.py)
+    lease: Any = field(default=None, repr=False)  # its heartbeat, while the run holds it
+
+
+class RunEvents:
+    """One run's events, appended as they happen."""
+
+    def __init__(self, repairs: Sequence[str] = ()) -> None:
+        self._events: List[Event] = [Repaired(text) for text in repairs]
+
+    def add(self, event: Event) -> None:
+        self._events.append(event)
+
+    @property
+    def outcome(self) -> RunOutcome:
+        return RunOutcome.of(self._events)
