@@ -107,6 +107,15 @@ def test_a_merge_by_key_and_predicates_with_column_lists():
 def test_a_keyless_merge_matches_nothing_and_an_evolving_merge_uses_star_actions():
     table = s(("id", INT))
     assert load("merge", table, table).on == ("FALSE",)
+    # predicates without a key still match nothing: the merge only inserts (as dbt-spark's)
+    only_predicates = LoadOptions(predicates=("DBT_INTERNAL_DEST.id > 0",))
+    assert load("merge", table, table, options=only_predicates).on == (
+        "DBT_INTERNAL_DEST.id > 0",
+        "FALSE",
+    )
+    assert "on DBT_INTERNAL_DEST.id > 0 and FALSE" in render_load(
+        load("merge", table, table, options=only_predicates)
+    )
     evolving = render_load(load("merge", table, s(("id", INT), ("c", STRING)), in_write=True))
     assert evolving.startswith("merge with schema evolution into db.t")
     assert "update set *" in evolving and "insert *" in evolving

@@ -291,9 +291,12 @@ class ContractMethods(metaclass=AdapterMeta):
         shared = [
             c.name for c in self.get_columns_in_relation(target) if c.name.lower() in source_names
         ]
+        given = LoadOptions.from_config(
+            {"unique_key": unique_key, "incremental_predicates": incremental_predicates}
+        )
         options = replace(
             LoadOptions.from_config(config),
-            unique_key=LoadOptions.from_config({"unique_key": unique_key}).unique_key,
-            predicates=tuple(incremental_predicates or ()),
+            unique_key=given.unique_key,
+            predicates=given.predicates,
         )
         return render_load(merge_load(str(target), str(source), shared, options))

@@ -67,7 +67,7 @@ class Append:
 class Merge:
     target: str
     source: str
-    on: tuple[str, ...]  # the join predicates (the keys', the model's; none: FALSE)
+    on: tuple[str, ...]  # the model's predicates, then the keys'; no key: FALSE as well
     insert: tuple[str, ...]  # quoted: source ∩ target, in the table's order
     update: tuple[str, ...]  # quoted: `insert`, narrowed by the model's column lists
     with_schema_evolution: bool = False  # `*` actions evolve the table inside the merge
@@ -148,11 +148,13 @@ def merge_load(
     """A MERGE by name over the columns source and target share (`shared`, table order)."""
     on = list(options.predicates)
     on += [f"{MERGE_SOURCE}.{key} = {MERGE_TARGET}.{key}" for key in options.unique_key]
+    if not options.unique_key:  # no key: nothing matches, the merge only inserts (dbt-spark's)
+        on.append("FALSE")
     insert, update = merge_columns(shared, options.update_columns, options.exclude_columns)
     return Merge(
         target,
         source,
-        tuple(on) or ("FALSE",),
+        tuple(on),
         insert,
         update,
         with_schema_evolution,
