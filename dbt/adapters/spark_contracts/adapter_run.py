@@ -23,7 +23,7 @@ from dbt.adapters.spark_contracts.core.intent import (
     commit_tag,
     find_intent,
 )
-from dbt.adapters.spark_contracts.core.load import LoadOptions, Rebuild, render_load
+from dbt.adapters.spark_contracts.core.load import LoadOptions, render_load
 from dbt.adapters.spark_contracts.core.microbatch import (
     MICROBATCH,
     Microbatch,
@@ -92,7 +92,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         to do with the relation and, when the build evolves, the run planned against the
         deployed table (the model's query as a temporary view, its schema read, a dead run's
         work repaired, then decided once, writing nothing)."""
-        config = model.get("config") or {}
+        options = LoadOptions.from_config(model.get("config") or {})
         contract, settings, declared = self._resolve_run_settings(model, run_vars)
         facts = BuildFacts(
             materialization,
@@ -100,8 +100,8 @@ class RunPathMethods(metaclass=AdapterMeta):
             self._existing(existing),
             bool(full_refresh),
             strategy,
-            config.get("unique_key"),
-            config.get("predicates") or config.get("incremental_predicates"),
+            options.unique_key,
+            options.predicates,
             bool(settings.uses_evolution or contract is not None),
         )
         if not facts.evolves:
@@ -143,7 +143,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             repairs,
             existing,
             file_format,
-            model,
+            options,
         )
         return runs.PlannedBuild(planned.build, run)
 
@@ -225,12 +225,11 @@ class RunPathMethods(metaclass=AdapterMeta):
         repairs: Tuple[str, ...],
         relation: BaseRelation,
         file_format: str,
-        model: Dict[str, Any],
+        options: LoadOptions,
     ) -> runs.ModelRun:
         """The decided run as Jinja carries it out: refused on a contract violation, the
         files a rewrite rewrites counted, the batch checked, its plan logged and recorded."""
         table_format = inputs.table_format
-        config = model.get("config") or {}
         if decided.violation is not None:
             runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
         if decided.plan.rewrites_files:  # the plan file names the files a rewrite rewrites
@@ -255,7 +254,7 @@ class RunPathMethods(metaclass=AdapterMeta):
                 decided,
                 unique_id,
                 tag,
-                LoadOptions.from_config(config),
+                options,
                 microbatch=microbatch,
                 drop_first=not replaces_atomically(self._existing(relation), file_format),
                 repairs=repairs,
@@ -358,8 +357,9 @@ class RunPathMethods(metaclass=AdapterMeta):
         rendered by core/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
         undone on failure. A rebuild whose format cannot replace atomically drops the table once
         every check passed."""
-        assert run.load is not None, "execute_model_run: the run has no load (blocked or dry)"
-        load_sql = rebuild_sql if isinstance(run.load, Rebuild) else render_load(run.load)
+        if run.load is None:
+            raise DbtRuntimeError(f"{run.unique_id}: the run has no load (blocked or dry run)")
+        load_sql = rebuild_sql if run.rebuilds else render_load(run.load)
         if load_sql is None:
             raise DbtRuntimeError(f"{run.unique_id}: a table rebuild needs its create statement")
         drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .capabilities import capabilities_for
+from .capabilities import row_of
 from .microbatch import Microbatch, SelectColumn, select_list
 from .operations import AddColumns, DropColumns, Plan, Rewrite
 from .types import Struct, quote_identifier
@@ -190,9 +190,9 @@ def plan_load(
         order = list(merged_by_name(deployed, written).names) if evolves_in_write else after
         return ReplaceWindow(target, source, microbatch, select_list(order, written))
     # insert_overwrite, and dbt-spark's partition microbatch (a batch of a format that cannot
-    # replace its window: core/microbatch.plan_microbatch requires `partition_by`): by name (a file-source table keeps
-    # its partition columns last, after added columns)
-    names_table = capabilities_for(table_format).overwrite_names_partitions
+    # replace its window; core/microbatch.plan_microbatch requires `partition_by`): by name, as
+    # a file-source table keeps its partition columns last, after added columns
+    names_table = row_of(table_format).overwrite_names_partitions
     partition = f"partition ({', '.join(options.partition_by)})" if options.partition_by else ""
     return InsertOverwrite(
         target,

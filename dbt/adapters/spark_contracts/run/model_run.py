@@ -17,7 +17,7 @@ from dbt.adapters.spark_contracts.core.decision import (
 )
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.fit import fits_view
-from dbt.adapters.spark_contracts.core.load import Load, LoadOptions, plan_load
+from dbt.adapters.spark_contracts.core.load import Load, LoadOptions, Rebuild, plan_load
 from dbt.adapters.spark_contracts.core.load_select import (
     LoadSql,
 )
@@ -176,6 +176,11 @@ class ModelRun:
     @property
     def full_refresh(self) -> bool:
         return self.plan.full_refresh is not None
+
+    @property
+    def rebuilds(self) -> bool:
+        """The load is a table model's rebuild: dbt-spark's `create_table_as` over `source`."""
+        return isinstance(self.load, Rebuild)
 
     @property
     def drops_before_load(self) -> bool:

@@ -26,7 +26,7 @@
   {%- else -%}
     {#-- the planned load is typed and rendered by the adapter (core/load.py); a table model's
          rebuild is dbt-spark's create_table_as over the run's source, as its creation was --#}
-    {%- set rebuild_sql = create_table_as(False, target_relation, 'select * from ' ~ run.source, 'sql') if run.strategy == 'table' else none -%}
+    {%- set rebuild_sql = create_table_as(False, target_relation, 'select * from ' ~ run.source, 'sql') if run.rebuilds else none -%}
     {% do store_result('main', response=adapter.execute_model_run(run, existing_relation, rebuild_sql)) %}
   {%- endif -%}
 {% endmacro %}
