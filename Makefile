@@ -78,15 +78,17 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 # - test_embedded_spark (dbt in new processes on the embedded session; `make demo` does the same
 #   from a clean clone);
 # - the feature tour on the session (cluster-ci runs it over Thrift and Connect);
-# - the Iceberg microbatch class (Delta's stays), snapshots of a native variant column and of an
-#   evolving view (the snapshot contracts stay);
+# - the Iceberg microbatch class (Delta's stays), snapshots of a native variant column (Delta,
+#   Iceberg) and of an evolving view (the snapshot contracts stay), a native variant column
+#   through microbatch;
 # - the Derby metastore widened in place (test_long_view_text; CI keeps the long view itself);
 # - column settings ahead of their column, snapshot keys and deletes, and pydantic's predicates
 #   checked against pydantic value by value;
 # - dbt's official snapshot, clone / hooks / unit-test, docs, on_schema_change, constraints,
 #   microbatch and Python-model suites, and test_basic's TestSimpleMaterializations,
-#   TestEphemeral, TestEmpty, TestIncrementalUniqueKey and snapshot classes (`make suites` runs
-#   every official suite).
+#   TestEphemeral, TestEmpty, TestIncrementalUniqueKey and snapshot classes, and the two
+#   incremental-predicates classes (CI keeps the merge with predicates and no key; `make suites`
+#   runs every official suite).
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
 EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/adapter/test_snapshots.py tests/functional/adapter/test_clone_hooks_units.py \
@@ -104,12 +106,16 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	tests/functional/cluster/test_feature_tour.py \
 	tests/functional/adapter/test_basic.py::TestSimpleMaterializations \
 	tests/functional/contracts/test_native_variant.py::TestSnapshotOfANativeVariantColumn \
+	tests/functional/contracts/test_native_variant.py::TestSnapshotOfANativeVariantColumnIceberg \
+	tests/functional/contracts/test_native_variant.py::TestNativeVariantThroughMicrobatch \
 	tests/functional/contracts/test_view_snapshot_contracts.py::TestSnapshotEvolution \
 	tests/functional/contracts/test_pydantic_contract.py::TestPredicatesAgreeWithPydantic \
 	tests/functional/test_long_view_text.py::test_a_metastore_from_before_is_widened_in_place \
 	tests/functional/adapter/test_basic.py::TestIncrementalUniqueKey \
 	tests/functional/adapter/test_basic.py::TestSnapshotCheckCols \
-	tests/functional/adapter/test_basic.py::TestSnapshotTimestamp
+	tests/functional/adapter/test_basic.py::TestSnapshotTimestamp \
+	tests/functional/adapter/test_incremental_predicates.py::TestIncrementalPredicatesMergeDelta \
+	tests/functional/adapter/test_incremental_predicates.py::TestPredicatesMergeDelta
 NOT_IN_CI := $(foreach f,$(EXTRA_FILES),--ignore=$(f)) $(foreach n,$(EXTRA_NODES),--deselect $(n))
 functional-extra: install jars
 	$(BIN)/pytest $(EXTRA_FILES) $(EXTRA_NODES) -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=20 $(PYTEST_ARGS)

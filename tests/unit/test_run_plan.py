@@ -15,6 +15,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (
     load_strategy,
     plan_build,
     plan_model,
+    replacement,
     replaces_atomically,
 )
 
@@ -33,19 +34,33 @@ def test_only_a_table_of_the_same_atomic_format_is_replaced_in_place(existing, f
     assert replaces_atomically(existing, fmt) == expected
 
 
-@given(st.sampled_from(["table", "incremental"]), FORMATS, EXISTING, st.booleans(), st.booleans())
-def test_every_build_is_one_of_four_actions(materialization, fmt, existing, full_refresh, binds):
-    facts = BuildFacts(materialization, fmt, existing, full_refresh, "merge", "id", None, binds)
+@given(
+    st.sampled_from(["table", "incremental"]),
+    FORMATS,
+    EXISTING,
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_every_build_is_one_of_five_actions(
+    materialization, fmt, existing, full_refresh, binds, external
+):
+    facts = BuildFacts(
+        materialization, fmt, existing, full_refresh, "merge", "id", None, binds, external
+    )
     build = plan_build(facts)
     assert build.evolves == facts.evolves
     if existing is None:
         assert build.action is Build.CREATE
     elif existing.is_view or full_refresh or (materialization == "table" and not binds):
         atomic = replaces_atomically(existing, fmt)
-        assert build.action is (Build.REPLACE if atomic else Build.DROP_AND_CREATE)
-        assert build.drop_first == (not atomic)
+        assert build.action is replacement(existing, fmt, external)
+        # a relation that cannot be replaced in one statement is dropped first only at a
+        # location_root (the new table's path is the old one's) or in Iceberg's own catalog
+        assert build.drop_first == (not atomic and (external or fmt == "iceberg"))
+        assert build.swaps == (not atomic and not external and fmt != "iceberg")
     else:
-        assert build.action is Build.EVOLVE and not build.drop_first
+        assert build.action is Build.EVOLVE and not build.drop_first and not build.swaps
     # the built relation keeps its own format only when the run evolves it in place
     if build.evolves and materialization == "incremental":
         assert build.result_format == existing.table_format

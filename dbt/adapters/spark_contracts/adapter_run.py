@@ -37,18 +37,17 @@ from dbt.adapters.spark_contracts.core.outcome import (
 from dbt.adapters.spark_contracts.core.pending import PENDING_SUFFIX, is_pending_of, pending_name
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import (
-    BACKUP_SUFFIX,
-    REWRITE_SUFFIX,
     suffixed,
 )
 from dbt.adapters.spark_contracts.core.run_plan import (
+    Build,
     BuildFacts,
     Existing,
     RunDecision,
     RunInputs,
     creates_with_replace,
     plan_model,
-    replaces_atomically,
+    replacement,
 )
 from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.run.lease import ModelKey
@@ -103,6 +102,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             options.unique_key,
             options.predicates,
             bool(settings.uses_evolution or contract is not None),
+            external=bool((model.get("config") or {}).get("location_root")),
         )
         if not facts.evolves:
             return runs.PlannedBuild(plan_model(facts).build)
@@ -142,7 +142,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             microbatch,
             repairs,
             existing,
-            file_format,
+            replacement(facts.existing, file_format, facts.external),
             options,
         )
         return runs.PlannedBuild(planned.build, run)
@@ -224,7 +224,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         microbatch: Optional[Microbatch],
         repairs: Tuple[str, ...],
         relation: BaseRelation,
-        file_format: str,
+        replace_by: Build,
         options: LoadOptions,
     ) -> runs.ModelRun:
         """The decided run as Jinja carries it out: refused on a contract violation, the
@@ -256,7 +256,7 @@ class RunPathMethods(metaclass=AdapterMeta):
                 tag,
                 options,
                 microbatch=microbatch,
-                drop_first=not replaces_atomically(self._existing(relation), file_format),
+                replace_by=replace_by,
                 repairs=repairs,
                 quarantine_format=quarantine_format,
             )
@@ -270,12 +270,6 @@ class RunPathMethods(metaclass=AdapterMeta):
         runner.events = runs.RunEvents(repairs)
         runner.record(run)
         return run
-
-    def _sibling(self, relation: BaseRelation, suffix: str) -> Optional[BaseRelation]:
-        """The sibling table `<relation><suffix>` as dbt's relation cache holds it, None when
-        it is not there (no Spark call where the cache knows the schema, as in `dbt run`)."""
-        sibling = suffixed(relation.identifier, suffix)
-        return self.get_relation(relation.database, relation.schema, sibling)
 
     def _pending_tables(
         self, spark: runs.Spark, relation: BaseRelation, invocation_id: str
@@ -325,45 +319,26 @@ class RunPathMethods(metaclass=AdapterMeta):
         return rows
 
     @available
-    def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:
-        """`relation` is missing: if a parquet rewrite died between its two renames, the old
-        table waits under its backup name. Put it back (and drop the half-built copy); the
-        intent it carries then has the run repair it as usual. Found through dbt's relation
-        cache, so a missing table costs no Spark call unless there is something to recover."""
-        backup = self._sibling(relation, BACKUP_SUFFIX)
-        if backup is None:
-            return None
-        properties = self._listed_properties(backup)
-        intent = find_intent(properties)
-        renames = [s for s in (intent.statements if intent else ()) if "RENAME TO" in s]
-        if not any(BACKUP_SUFFIX in s for s in renames):
-            return None  # a leftover of a finished swap, not a rewrite that stopped midway
-        logger.warning(
-            f"{relation} is missing and {backup} holds it: a rewrite stopped between its two "
-            "renames; renaming it back"
-        )
-        beside = self._sibling(relation, REWRITE_SUFFIX)
-        if beside is not None:
-            self.drop_relation(beside)
-        self.rename_relation(backup, relation)
-        return self.get_relation(relation.database, relation.schema, relation.identifier)
-
-    @available
     def execute_model_run(
         self, run: runs.ModelRun, existing: BaseRelation, rebuild_sql: Optional[str] = None
     ) -> runs.ContractsAdapterResponse:
         """Step 2, every side effect of the planned run in one call (runner.Runner.execute): stage,
         check, count, quarantine, multi-step changes, the one write (the run's typed load,
         rendered by core/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
-        undone on failure. A rebuild whose format cannot replace atomically drops the table once
-        every check passed."""
+        undone on failure. A rebuild whose format cannot replace atomically is built beside the
+        table and swapped in after its load (core/swap.py), or, at a location_root, drops the
+        table once every check passed."""
         if run.load is None:
             raise DbtRuntimeError(f"{run.unique_id}: the run has no load (blocked or dry run)")
         load_sql = rebuild_sql if run.rebuilds else render_load(run.load)
         if load_sql is None:
             raise DbtRuntimeError(f"{run.unique_id}: a table rebuild needs its create statement")
         drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None
-        return self._runner(self._spark(), run.invocation_id).execute(run, load_sql, drop)
+        swap = None
+        if run.swaps_after_load:  # `rebuild_sql` built the table beside (swap_beside)
+            swap = lambda: self.swap_in(existing, run.commit_tag)  # noqa: E731
+        runner = self._runner(self._spark(), run.invocation_id)
+        return runner.execute(run, load_sql, drop, swap)
 
     @available
     def full_refresh_response(

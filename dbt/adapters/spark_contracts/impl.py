@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 from dbt.adapters.spark_contracts.adapter_catalog import CatalogMethods
 from dbt.adapters.spark_contracts.adapter_contracts import ContractMethods
 from dbt.adapters.spark_contracts.adapter_run import RunPathMethods
+from dbt.adapters.spark_contracts.adapter_swap import SwapMethods
 from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT, row_of
 from dbt.adapters.spark_contracts.core.outcome import history_ddl, history_insert_rows
 
@@ -50,7 +51,9 @@ class SparkContractsConfig(SparkConfig):
     pydantic_contract: Optional[str] = None
 
 
-class SparkContractsAdapter(RunPathMethods, ContractMethods, CatalogMethods, SparkAdapter):
+class SparkContractsAdapter(
+    RunPathMethods, SwapMethods, ContractMethods, CatalogMethods, SparkAdapter
+):
     Relation: TypeAlias = SparkContractsRelation  # type: ignore[assignment]
     Column: TypeAlias = SparkContractsColumn  # type: ignore[assignment]
     ConnectionManager: TypeAlias = SparkContractsConnectionManager  # type: ignore[assignment]

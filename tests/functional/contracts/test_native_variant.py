@@ -13,6 +13,7 @@ from dbt.tests.util import run_dbt
 
 from tests.functional.contracts.test_contract_matrix import rel
 from tests.functional.evolution.test_evolution_matrix import schema_of
+from tests.functional.test_microbatch import EVENTS, day, relation, window
 
 NATIVE = "{'data_type': 'evolve', 'variant_columns': 'native'}"
 
@@ -149,32 +150,38 @@ MERGED = (
     "{% else %}select 1 as id, '10' as score union all "
     "select 3 as id, 'still_bad' as score{% endif %}\n"
 )
-SNAPSHOT = (
-    "{% snapshot scores_snapshot %}\n"
-    "{{ config(strategy='check', unique_key='id', check_cols='all', target_schema=schema, "
-    "file_format='delta') }}\n"
-    "select * from {{ ref('scores') }}\n{% endsnapshot %}\n"
-)
+
+
+def snapshot(fmt: str) -> str:
+    return (
+        "{% snapshot scores_snapshot_" + fmt + " %}\n"
+        "{{ config(strategy='check', unique_key='id', check_cols='all', target_schema=schema, "
+        "file_format='" + fmt + "') }}\n"
+        "select * from {{ ref('scores_" + fmt + "') }}\n{% endsnapshot %}\n"
+    )
 
 
 class TestSnapshotOfANativeVariantColumn:
     """A snapshot (check_cols: all) of a merge model with a native variant column: the snapshot
     gains `score__v` (VARIANT) through the planner, and a change only in the variant's value
-    is recorded (compared through to_json: Spark cannot compare VARIANT values)."""
+    is recorded (compared through to_json: Spark cannot compare VARIANT values). Delta here,
+    Iceberg (the snapshot upgraded to format v3) below."""
+
+    fmt = "delta"
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {"scores.sql": model("delta", MERGED, "merge")}
+        return {f"scores_{self.fmt}.sql": model(self.fmt, MERGED, "merge")}
 
     @pytest.fixture(scope="class")
     def snapshots(self):
-        return {"scores_snapshot.sql": SNAPSHOT}
+        return {f"scores_snapshot_{self.fmt}.sql": snapshot(self.fmt)}
 
     def test_snapshot_records_a_change_of_the_variant_value(self, project):
         for v in (1, 2, 3):
             run_dbt(["run", "--vars", f"{{v: {v}}}"])
             run_dbt(["snapshot", "--vars", f"{{v: {v}}}"])
-        snap = rel(project, "scores_snapshot")
+        snap = rel(project, f"scores_snapshot_{self.fmt}")
         assert schema_of(project, snap)["score__v"] == "variant"
         sql = (
             "select id, score, variant_get(score__v, '$', 'string'), dbt_valid_to is null "
@@ -188,3 +195,67 @@ class TestSnapshotOfANativeVariantColumn:
             (3, None, "not_a_number", False),
             (3, None, "still_bad", True),
         ]
+
+
+class TestSnapshotOfANativeVariantColumnIceberg(TestSnapshotOfANativeVariantColumn):
+    fmt = "iceberg"
+
+    def test_snapshot_records_a_change_of_the_variant_value(self, project):
+        super().test_snapshot_records_a_change_of_the_variant_value(project)
+        snap = rel(project, "scores_snapshot_iceberg")
+        rows = project.run_sql(f"show tblproperties {snap}", fetch="all")
+        assert dict(tuple(r) for r in rows).get("format-version") == "3"
+
+
+# From `bad_day` on, a batch outputs `score` as a string; one row a day (id % 4 = 0) does not
+# coerce to the deployed int.
+NATIVE_MICROBATCH = """
+{{{{ config(materialized='incremental', incremental_strategy='microbatch', file_format='{fmt}',
+    event_time='event_time', batch_size='day', begin=modules.datetime.datetime(2020, 1, 1),
+    schema_contract={native}) }}}}
+select id, event_time,
+{{% if model.batch and model.batch.event_time_start.day >= var('bad_day', 99) %}}
+  case when id % 4 = 0 then 'bad_' || id else cast(id as string) end as score
+{{% else %}}
+  cast(id as int) as score
+{{% endif %}}
+from {{{{ ref('events') }}}}
+"""
+
+
+class TestNativeVariantThroughMicrobatch:
+    """Each batch of a microbatch model evolves on its own: the batch that first brings an
+    uncoercible value adds `score__v` (Iceberg: upgraded to v3 in that batch), the next batch
+    writes into it, and the batches before keep their rows."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "events.sql": EVENTS,
+            **{
+                f"mb_{fmt}.sql": NATIVE_MICROBATCH.format(fmt=fmt, native=NATIVE)
+                for fmt in ("delta", "iceberg")
+            },
+        }
+
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_each_batch_keeps_its_uncoercible_values(self, project, fmt):
+        run_dbt(["run", "--select", "events"])
+        name = f"mb_{fmt}"
+        run_dbt(window("2020-01-01", "2020-01-04", "--select", name))
+        results = run_dbt(
+            [*window("2020-01-02", "2020-01-04", "--select", name), "--vars", "{bad_day: 2}"]
+        )
+        assert len(results[0].batch_results.successful) == 2, results[0].message
+        table = relation(project, fmt, name)
+        assert schema_of(project, table)["score__v"] == "variant"
+        rows = project.run_sql(
+            f"select id, score, variant_get(score__v, '$', 'string') from {table} order by id",
+            fetch="all",
+        )
+        expected = [
+            (i, None, f"bad_{i}") if i % 4 == 0 and i not in day(1) else (i, i, None)
+            for d in (1, 2, 3)
+            for i in day(d)
+        ]
+        assert [tuple(r) for r in rows] == expected

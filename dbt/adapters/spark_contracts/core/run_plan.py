@@ -62,7 +62,8 @@ INCREMENTAL = "incremental"
 class Build(Enum):
     CREATE = "create the table"
     REPLACE = "replace the table in one atomic statement"
-    DROP_AND_CREATE = "drop the relation, then create the table (no atomic replace)"
+    SWAP = "build the table beside the relation, then swap them by two renames (core/swap.py)"
+    DROP_AND_CREATE = "drop the relation, then create the table (at a location_root)"
     EVOLVE = "plan the run against the deployed table"
 
 
@@ -90,6 +91,10 @@ class BuildPlan:
         return self.action is Build.DROP_AND_CREATE
 
     @property
+    def swaps(self) -> bool:
+        return self.action is Build.SWAP
+
+    @property
     def evolves(self) -> bool:
         return self.action is Build.EVOLVE
 
@@ -109,6 +114,18 @@ def replaces_atomically(existing: Existing | None, file_format: str) -> bool:
         return False
     caps = CAPABILITIES.get(file_format.lower())
     return caps is not None and caps.atomic_rewrite
+
+
+def replacement(existing: Existing | None, file_format: str, external: bool = False) -> Build:
+    """How a rebuild as `file_format` replaces `existing`: in one statement where the format
+    can; else built beside it and swapped in by two renames (a failed or killed build leaves
+    the old relation); at a `location_root` (`external`: the new table's path is the old one's)
+    or in a format's own catalog (Iceberg's Hadoop catalog cannot rename), dropped first."""
+    if replaces_atomically(existing, file_format):
+        return Build.REPLACE
+    if external or row_of(file_format).in_own_catalog:
+        return Build.DROP_AND_CREATE
+    return Build.SWAP
 
 
 def creates_with_replace(file_format: str) -> bool:
@@ -142,6 +159,7 @@ class BuildFacts:
     unique_key: object = None
     predicates: Sequence[str] | None = None
     binds_contract: bool = False  # a schema contract or schema_evolution binds the model
+    external: bool = False  # the model sets a location_root: the table's path is its name's
 
     @property
     def evolves(self) -> bool:
@@ -176,7 +194,8 @@ def plan_build(facts: BuildFacts) -> BuildPlan:
       load with `load_strategy`); the relation keeps its own format;
     - table over a table that binds a schema contract / schema_evolution, no `--full-refresh`:
       evolve with the `table` strategy (a rebuild planned like an incremental run);
-    - anything else rebuilds: replace atomically where the format can, else drop first."""
+    - anything else rebuilds: replace atomically where the format can, else build beside and
+      swap, else (a location_root, a format's own catalog) drop first (`replacement`)."""
     file_format = facts.file_format.lower()
     existing = facts.existing
     if existing is None:
@@ -184,7 +203,7 @@ def plan_build(facts: BuildFacts) -> BuildPlan:
     if facts.evolves:
         result = file_format if facts.materialization == TABLE else existing.table_format
         return BuildPlan(Build.EVOLVE, file_format, facts.load_strategy, result)
-    action = Build.REPLACE if replaces_atomically(existing, file_format) else Build.DROP_AND_CREATE
+    action = replacement(existing, file_format, facts.external)
     return BuildPlan(action, file_format, facts.strategy, file_format)
 
 

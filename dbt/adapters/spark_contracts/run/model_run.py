@@ -30,6 +30,7 @@ from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
     STAGE_SUFFIX,
+    Build,
     BuildPlan,
     RunDecision,
     RunInputs,
@@ -102,7 +103,8 @@ class ModelRun:
     load_sql: Optional[LoadSql] = None
     repairs: Tuple[str, ...] = ()  # what the repair step before planning did
     microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
-    drop_first: bool = False  # a rebuild of this table drops it first (no atomic replace)
+    # how a rebuild or full refresh of this table replaces it (core/run_plan.replacement)
+    replace_by: Build = Build.REPLACE
     # the discarded rows go to a pending table before the load, into the quarantine after it
     quarantine_pending: bool = False
     quarantine_format: Optional[str] = None  # of <relation>__quarantine in dbt's cache, if there
@@ -123,7 +125,7 @@ class ModelRun:
     ) -> "ModelRun":
         """The run `plan_run(inputs)` decided (`decided`) with its load typed from the model's
         `options` (core/load.plan_load) when it loads; `facts`: what the adapter knows beside it
-        (microbatch, drop_first, repairs, quarantine_format)."""
+        (microbatch, replace_by, repairs, quarantine_format)."""
         run = cls(
             unique_id=unique_id,
             invocation_id=inputs.invocation_id,
@@ -183,9 +185,24 @@ class ModelRun:
         return isinstance(self.load, Rebuild)
 
     @property
+    def drop_first(self) -> bool:
+        """A rebuild drops the table first (a location_root, a format's own catalog)."""
+        return self.replace_by is Build.DROP_AND_CREATE
+
+    @property
+    def swaps(self) -> bool:
+        """A rebuild is built beside the table and swapped in (core/swap.py)."""
+        return self.replace_by is Build.SWAP
+
+    @property
     def drops_before_load(self) -> bool:
-        """A table model's rebuild (the `table` strategy) on a format that cannot replace."""
+        """A table model's rebuild (the `table` strategy) that drops the table first."""
         return self.strategy == REBUILD and self.drop_first
+
+    @property
+    def swaps_after_load(self) -> bool:
+        """A table model's rebuild built beside the table, swapped in after its load."""
+        return self.strategy == REBUILD and self.swaps
 
     @property
     def evolves_in_write(self) -> bool:
@@ -347,6 +364,10 @@ class PlannedBuild:
     @property
     def drop_first(self) -> bool:
         return self.build.drop_first
+
+    @property
+    def swaps(self) -> bool:
+        return self.build.swaps
 
     @property
     def is_delta(self) -> bool:

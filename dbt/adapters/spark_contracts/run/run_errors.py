@@ -161,3 +161,18 @@ class RestoreFailed(DbtRuntimeError):
             f"{unique_id}: {step} failed ({cause}), and restoring the table failed too "
             f"({restore}). Repair by hand: {manual}"
         )
+
+
+class SwapFailed(DbtRuntimeError):
+    """A swap of a rebuilt table (core/swap.py) failed, and putting the old relation back failed
+    too: both named, with the statements that finish the undo by hand."""
+
+    def __init__(
+        self, relation: str, cause: BaseException, undo_error: BaseException, undo: Tuple[str, ...]
+    ):
+        self.relation, self.cause, self.undo_error, self.undo = relation, cause, undo_error, undo
+        statements = "\n".join(f"  {s};" for s in undo)
+        super().__init__(
+            f"Swapping the rebuilt table into {relation} failed ({cause}), and putting the old "
+            f"relation back failed too ({undo_error}). Run these by hand:\n{statements}"
+        )

@@ -69,12 +69,17 @@ class Runner(QuarantineSteps):
         self.events, self.state = RunEvents(), RunState()
 
     def execute(
-        self, run: ModelRun, load_sql: str, before_load: Optional[Callable[[], Any]] = None
+        self,
+        run: ModelRun,
+        load_sql: str,
+        before_load: Optional[Callable[[], Any]] = None,
+        after_load: Optional[Callable[[], Any]] = None,
     ) -> ContractsAdapterResponse:
         """Every side effect of one planned run, in order, in one try/finally: stage, check,
         count, quarantine, the multi-step changes under the intent, `before_load` (a rebuild
-        that cannot replace atomically drops the table here, once every check has passed),
-        the load, clearing the intent. Any failure after a change puts the table back."""
+        at a location_root drops the table here, once every check has passed), the load and
+        `after_load` (a rebuild built beside the table is swapped in), clearing the intent.
+        Any failure after a change puts the table back."""
         self.events, self.state = RunEvents(run.repairs), RunState()
         try:
             self._prepare(run)
@@ -85,7 +90,7 @@ class Runner(QuarantineSteps):
             self._settle_own_pending(run, restored=False)
             self.leases.release(run, keep=self.state.intent is not None)
             raise
-        return self._load(run, load_sql)  # cleans up after itself, whatever happens
+        return self._load(run, load_sql, after_load)  # cleans up after itself, whatever happens
 
     # -- steps
     def _prepare(self, run: ModelRun) -> str:
@@ -230,7 +235,9 @@ class Runner(QuarantineSteps):
         except Exception as exc:
             self.undo(run, exc, step)
 
-    def _load(self, run: ModelRun, sql: str) -> ContractsAdapterResponse:
+    def _load(
+        self, run: ModelRun, sql: str, after: Optional[Callable[[], Any]] = None
+    ) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
         # an evolving append or batch on a format that evolves it by a session conf (Delta's
         # autoMerge): set for this statement only, in this thread's own session
@@ -243,6 +250,8 @@ class Runner(QuarantineSteps):
                 self.spark.set_conf(conf, "true")
             try:
                 response = self._step(run, "the load", lambda: self.spark.run(sql))
+                if after is not None:
+                    self._step(run, "the swap", after)
             finally:
                 if conf:
                     self.spark.set_conf(conf, previous)

@@ -18,16 +18,32 @@
     {{ log("[dry run] " ~ run.summary(), info=true) }}
     {% do store_result('main', response=adapter.dry_run_response(run)) %}
   {%- elif run.full_refresh -%}
-    {%- if run.drop_first -%}
-      {% do adapter.drop_relation(existing_relation) %}
-    {%- endif -%}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, 'sql', run.fits or compiled_code), 'sql') %}
+    {% do spark_contracts_build(run, target_relation, existing_relation, spark_contracts_create_sql(target_relation, 'sql', run.fits or compiled_code), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
   {%- else -%}
     {#-- the planned load is typed and rendered by the adapter (core/load.py); a table model's
-         rebuild is dbt-spark's create_table_as over the run's source, as its creation was --#}
-    {%- set rebuild_sql = create_table_as(False, target_relation, 'select * from ' ~ run.source, 'sql') if run.rebuilds else none -%}
+         rebuild is dbt-spark's create_table_as over the run's source, as its creation was
+         (beside the table, when it is swapped in after the load) --#}
+    {%- set rebuilt = adapter.swap_beside(target_relation) if run.swaps_after_load else target_relation -%}
+    {%- set rebuild_sql = create_table_as(False, rebuilt, 'select * from ' ~ run.source, 'sql') if run.rebuilds else none -%}
     {% do store_result('main', response=adapter.execute_model_run(run, existing_relation, rebuild_sql)) %}
+  {%- endif -%}
+{% endmacro %}
+
+{#-- A build that replaces `existing_relation` (`build`: the plan's BuildPlan or ModelRun): in one
+     statement where the format can; else built beside it and swapped in by two renames, so a
+     failed or killed build leaves the old relation (core/swap.py); else (a location_root)
+     dropped first, as dbt-spark does. --#}
+{% macro spark_contracts_build(build, target_relation, existing_relation, sql, language='sql') %}
+  {%- if build.swaps -%}
+    {%- set beside = adapter.swap_beside(target_relation) -%}
+    {% do spark_contracts_create_main(beside, sql, language) %}
+    {% do adapter.swap_in(existing_relation, invocation_id) %}
+  {%- else -%}
+    {%- if build.drop_first -%}
+      {% do adapter.drop_relation(existing_relation) %}
+    {%- endif -%}
+    {% do spark_contracts_create_main(target_relation, sql, language) %}
   {%- endif -%}
 {% endmacro %}
 

@@ -2,7 +2,7 @@
   {%- set language = model['language'] -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set file_format = spark_contracts_file_format() -%}
-  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
+  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) or adapter.recover_rewrite(this) -%}
   {%- set target_relation = this.incorporate(type='table') -%}
 
   {{ run_hooks(pre_hooks) }}
@@ -20,10 +20,7 @@
   {%- if plan.evolves -%}
     {{ spark_contracts_evolve_and_load(plan.run, target_relation, old_relation, compiled_code) }}
   {%- else -%}
-    {% if plan.drop_first %}
-      {{ adapter.drop_relation(old_relation) }}
-    {% endif %}
-    {% do spark_contracts_create_main(target_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
+    {% do spark_contracts_build(plan, target_relation, old_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}

@@ -1,0 +1,109 @@
+"""Rebuilds that no single statement can replace (core/swap.py), on real Spark: a Parquet table
+model, a `--full-refresh` of a Parquet incremental model, a view becoming a table and a Parquet
+table becoming Delta are built beside the old relation and swapped in by two renames. A query
+that fails at run time leaves the old relation as it was (dbt-spark drops it first and leaves
+nothing); a swap stopped between its renames is put back by the next run."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.spark_contracts.core.swap import SWAP_PROPERTY
+from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
+
+# `fail`: a row fails at run time (range() rows: Spark executes them, nothing folds at planning)
+BODY = (
+    "select id{% if var('extra', false) %}, 'x' as extra{% endif %}"
+    "{% if var('fail', false) %}, assert_true(id < 2) as checked{% endif %}"
+    " from range(0, 3)\n"
+)
+PARQUET_TABLE = "{{ config(materialized='table', file_format='parquet') }}\n" + BODY
+PARQUET_INCREMENTAL = (
+    "{{ config(materialized='incremental', file_format='parquet', schema_evolution={}) }}\n" + BODY
+)
+# a view first (`as_view`), then a table; a Parquet table first, then Delta (`delta`)
+SWITCHING = (
+    "{{ config(materialized=('view' if var('as_view', false) else 'table'), "
+    "file_format=('delta' if var('delta', false) else 'parquet')) }}\n" + BODY
+)
+PARQUET_CONTRACT_TABLE = (
+    "{{ config(materialized='table', file_format='parquet', "
+    "schema_contract={'columns': 'evolve'}) }}\n" + BODY
+)
+
+
+def tables_in(project) -> set[str]:
+    rows = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
+    return {r[1] for r in rows}
+
+
+def properties(project, rel: str) -> dict[str, str]:
+    return {r[0]: r[1] for r in project.run_sql(f"show tblproperties {rel}", fetch="all")}
+
+
+class TestSwappedRebuilds:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "pq_table.sql": PARQUET_TABLE,
+            "pq_incremental.sql": PARQUET_INCREMENTAL,
+            "switching.sql": SWITCHING,
+            "pq_contract_table.sql": PARQUET_CONTRACT_TABLE,
+        }
+
+    @pytest.mark.parametrize("name", ["pq_table", "pq_contract_table"])
+    def test_a_failing_rebuild_keeps_the_old_table(self, project, name):
+        rel = f"{project.test_schema}.{name}"
+        run_dbt(["run", "--select", name])
+        failed = run_dbt(["run", "--select", name, "--vars", "{fail: true}"], expect_pass=False)
+        assert str(failed[0].status) == "error"
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]
+        run_dbt(["run", "--select", name, "--vars", "{extra: true}"])
+        assert rows_of(project, rel) == [(0, "x"), (1, "x"), (2, "x")]
+        assert SWAP_PROPERTY not in properties(project, rel)
+        assert not {t for t in tables_in(project) if t.startswith(name + "__")}
+
+    def test_a_failing_full_refresh_keeps_the_old_table(self, project):
+        rel = f"{project.test_schema}.pq_incremental"
+        run_dbt(["run", "--select", "pq_incremental"])
+        args = ["run", "--select", "pq_incremental", "--full-refresh"]
+        failed = run_dbt([*args, "--vars", "{fail: true}"], expect_pass=False)
+        assert str(failed[0].status) == "error"
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]
+        run_dbt([*args, "--vars", "{extra: true}"])
+        assert rows_of(project, rel) == [(0, "x"), (1, "x"), (2, "x")]
+        assert not {t for t in tables_in(project) if t.startswith("pq_incremental__")}
+
+    def test_a_view_becomes_a_table_and_a_parquet_table_delta(self, project):
+        rel = f"{project.test_schema}.switching"
+        run_dbt(["run", "--select", "switching", "--vars", "{as_view: true}"])
+        failed = run_dbt(
+            ["run", "--select", "switching", "--vars", "{fail: true}"], expect_pass=False
+        )
+        assert str(failed[0].status) == "error"
+        kind = project.run_sql(f"describe table extended {rel}", fetch="all")
+        assert [r[1] for r in kind if r[0] == "Type"] == ["VIEW"]  # still the view
+        run_dbt(["run", "--select", "switching"])
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]
+        assert properties(project, rel).get("delta.minReaderVersion") is None  # Parquet
+        run_dbt(["run", "--select", "switching", "--vars", "{delta: true, extra: true}"])
+        assert rows_of(project, rel) == [(0, "x"), (1, "x"), (2, "x")]
+        assert "delta.minReaderVersion" in properties(project, rel)
+        assert schema_of(project, rel) == {"id": "bigint", "extra": "string"}
+        assert not {t for t in tables_in(project) if t.startswith("switching__")}
+
+    def test_a_swap_stopped_between_its_renames_is_put_back(self, project):
+        rel = f"{project.test_schema}.pq_table"
+        run_dbt(["run", "--select", "pq_table"])
+        # the state `kill -9` leaves between the swap's two renames: the old table, marked,
+        # under its backup name, the new one complete beside it
+        project.run_sql(f"alter table {rel} set tblproperties ('{SWAP_PROPERTY}' = 'dead')")
+        project.run_sql(f"alter table {rel} rename to {rel}__dbt_backup")
+        project.run_sql(f"create table {rel}__dbt_rewrite using parquet as select 9 as id")
+        # the next run puts the old table back first; its own rebuild then fails, so what the
+        # name holds afterwards is the old table
+        run_dbt(["run", "--select", "pq_table", "--vars", "{fail: true}"], expect_pass=False)
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]
+        assert SWAP_PROPERTY not in properties(project, rel)
+        assert not {t for t in tables_in(project) if t.startswith("pq_table__")}
