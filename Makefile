@@ -233,7 +233,7 @@ cluster-ci: install jars
 
 # CI: each step's minutes printed at the end (.ci/steps.py); stops at the first failing step.
 test: install jars
-	@$(BIN)/python .ci/steps.py lint unit functional-ci cluster-ci dbt112-ci
+	@$(BIN)/python .ci/steps.py lint unit functional-ci cluster-ci dbt112-ci wheel-test
 
 # dbt-core 1.12 (not in `make test`): on .venv-1.12 (dbt-core 1.12.0, .ci/constraints-dbt1.12.txt)
 # the unit tests, dbt's official suites (with `dbt seed --empty`) and the functional tests of
