@@ -1,6 +1,8 @@
-"""core/swap.py: a rebuild built beside the relation and swapped in by two renames. The swap is
-run against an in-memory catalog that fails at each statement in turn; after the undo the old
-relation is back under its name, or the new table holds it, never neither."""
+"""core/swap.py and run/swap.py: a rebuild built beside the relation and swapped in by two
+renames. The swap runs against an in-memory catalog (relations with their kind and
+properties) that fails at each statement in turn: after the undo the old relation is back
+under its name, or the new table holds it, never neither; a statement of the wrong kind (DROP
+TABLE on a view) fails as Spark's does."""
 
 from __future__ import annotations
 
@@ -8,84 +10,196 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.swap import SWAP_PROPERTY, Swap, between_renames
+from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, Intent
+from dbt.adapters.spark_contracts.core.swap import (
+    SWAP_PROPERTY,
+    Recovery,
+    Swap,
+    put_back,
+    recovery,
+)
+from dbt.adapters.spark_contracts.run import swap as swaps
+from dbt.adapters.spark_contracts.run.run_errors import SwapFailed, SwapUndone
+
+REL = "`db`.`t`"
 
 
 class Catalog:
-    """Relations by name (each a label and its properties); runs the swap's statements."""
+    """Relations by name: kind (TABLE / VIEW), label, properties. Runs the swap's statements
+    (a `fail_at`-th statement, counted from 0, raises instead of running)."""
 
-    def __init__(self, relations):
+    def __init__(self, relations, fail_at=None):
         self.relations = {k: dict(v) for k, v in relations.items()}
+        self.fail_at, self.count = fail_at, 0
 
     def run(self, sql: str) -> None:
+        self.count += 1
+        if self.count - 1 == self.fail_at:
+            raise RuntimeError(f"failed: {sql}")
         words = sql.split()
+        kind = words[1]
         if words[0] == "DROP":
             name = words[-1]
-            if "IF EXISTS" not in sql and name not in self.relations:
-                raise KeyError(name)
-            self.relations.pop(name, None)
-        elif "RENAME TO" in sql:
-            old, new = words[2], words[-1]
+            if name not in self.relations:
+                if "IF EXISTS" not in sql:
+                    raise KeyError(name)
+                return
+            assert self.relations[name]["kind"] == kind, sql
+            del self.relations[name]
+            return
+        name = words[2]
+        assert self.relations[name]["kind"] == kind, sql
+        if "RENAME TO" in sql:
+            new = words[-1]
             if new in self.relations:
                 raise KeyError(f"{new} exists")
-            self.relations[new] = self.relations.pop(old)
+            self.relations[new] = self.relations.pop(name)
         elif "UNSET TBLPROPERTIES" in sql:
-            self.relations[words[2]].pop(SWAP_PROPERTY, None)
+            self.relations[name].pop(SWAP_PROPERTY, None)
         elif "SET TBLPROPERTIES" in sql:
-            self.relations[words[2]][SWAP_PROPERTY] = "marker"
+            self.relations[name][SWAP_PROPERTY] = "marker"
         else:
             raise AssertionError(sql)
 
-
-def run_until(swap: Swap, catalog: Catalog, fail_at: int | None) -> list[str]:
-    executed = []
-    for i, sql in enumerate(swap.statements("tag")):
-        if i == fail_at:
-            return executed
-        catalog.run(sql)
-        executed.append(sql)
-    return executed
+    def fetch(self, sql: str):
+        return []  # no lease tables: the marking run is gone
 
 
-@given(st.booleans(), st.booleans(), st.integers(min_value=0, max_value=5))
-def test_a_swap_stopped_anywhere_leaves_the_old_relation_or_the_new_table(
+def start(old_is_view: bool, stale_backup: bool | None) -> dict:
+    swap = Swap(REL, old_is_view)
+    relations = {
+        REL: {"kind": "VIEW" if old_is_view else "TABLE", "label": "old"},
+        swap.beside: {"kind": "TABLE", "label": "new"},
+    }
+    if stale_backup is not None:  # a finished swap's leftover: a table or a view
+        relations[swap.backup] = {"kind": "VIEW" if stale_backup else "TABLE", "label": "stale"}
+    return relations
+
+
+@given(st.booleans(), st.none() | st.booleans(), st.integers(min_value=0, max_value=5))
+def test_a_swap_failing_anywhere_leaves_the_old_relation_or_the_new_table(
     old_is_view, stale_backup, fail_at
 ):
-    swap = Swap("`db`.`t`", old_is_view)
-    relations = {"`db`.`t`": {"label": "old"}, swap.beside: {"label": "new"}}
-    if stale_backup:
-        relations[swap.backup] = {"label": "stale"}
-    catalog = Catalog(relations)
-    executed = run_until(swap, catalog, fail_at)
-    for sql in swap.undo(executed):
-        catalog.run(sql)
-    held = catalog.relations["`db`.`t`"]
-    finished = len(executed) >= 4  # the second rename ran: the new table stands
+    swap = Swap(REL, old_is_view, bool(stale_backup))
+    catalog = Catalog(start(old_is_view, stale_backup), fail_at)
+    finished = fail_at >= 4  # the second rename (statement 3) ran: the new table stands
+    if finished:
+        swaps.swap_in(catalog, swap, "inv")  # a failed last drop only warns
+    else:
+        with pytest.raises(SwapUndone):
+            swaps.swap_in(catalog, swap, "inv")
+    held = catalog.relations[REL]
     assert held["label"] == ("new" if finished else "old")
     assert SWAP_PROPERTY not in held
     if not finished:
-        assert swap.beside not in catalog.relations  # the half-swapped table is dropped
-    if len(executed) == 5:
-        assert set(catalog.relations) == {"`db`.`t`"}
+        assert swap.beside not in catalog.relations  # the unfinished build is dropped
+    if fail_at == 5:
+        assert set(catalog.relations) == {REL}
+
+
+@given(st.booleans(), st.integers(min_value=0, max_value=2))
+def test_a_failing_undo_names_both_failures_and_the_steps_left_in_order(old_is_view, undo_fail):
+    swap = Swap(REL, old_is_view)
+    # statement 3 (the second rename) fails, then the undo's `undo_fail`-th step
+    catalog = Catalog(start(old_is_view, None), fail_at=3)
+    failing = catalog.run
+
+    def run(sql, calls=[0]):  # noqa: B006 - counts the undo's steps
+        if catalog.count >= 4:
+            calls[0] += 1
+            if calls[0] - 1 == undo_fail:
+                raise RuntimeError("undo step failed")
+        return failing(sql)
+
+    catalog.run = run
+    with pytest.raises(SwapFailed) as raised:
+        swaps.swap_in(catalog, swap, "inv")
+    error = raised.value
+    assert "the swap failed" in str(error) and "undo step failed" in str(error)
+    assert error.remaining == swap.undo(swap.statements("inv")[:3])[undo_fail:]
 
 
 @pytest.mark.parametrize("old_is_view", [False, True])
-def test_statements_name_the_kind_of_the_old_relation(old_is_view):
+def test_statements_name_the_kind_of_each_relation(old_is_view):
     kind = "VIEW" if old_is_view else "TABLE"
-    statements = Swap("`db`.`t`", old_is_view).statements("tag")
+    statements = Swap(REL, old_is_view).statements("inv")
     assert statements == (
         "DROP TABLE IF EXISTS `db`.`t__dbt_backup`",
-        f"ALTER {kind} `db`.`t` SET TBLPROPERTIES ('{SWAP_PROPERTY}' = 'tag')",
+        f"ALTER {kind} `db`.`t` SET TBLPROPERTIES ('{SWAP_PROPERTY}' = 'inv')",
         f"ALTER {kind} `db`.`t` RENAME TO `db`.`t__dbt_backup`",
         "ALTER TABLE `db`.`t__dbt_rewrite` RENAME TO `db`.`t`",
         f"DROP {kind} `db`.`t__dbt_backup`",
     )
 
 
-def test_only_a_marked_backup_with_the_new_table_beside_is_between_renames():
-    marked = {SWAP_PROPERTY.upper(): "tag"}
-    assert between_renames(marked, beside_exists=True)
-    # a finished swap whose last drop did not run: the backup is marked, nothing beside
-    assert not between_renames(marked, beside_exists=False)
-    assert not between_renames({"other": "x"}, beside_exists=True)
-    assert not between_renames(None, beside_exists=True)
+def rewrite_intent(renames: bool) -> dict:
+    statements = (f"ALTER TABLE {REL} RENAME TO `db`.`t__dbt_backup`",) if renames else ()
+    intent = Intent("dead", "model.x", REL, "parquet", None, "tag", (), statements)
+    return {INTENT_PROPERTY: intent.to_property()}
+
+
+def test_only_the_backups_own_evidence_is_a_recovery():
+    marked = {SWAP_PROPERTY.upper(): "inv"}
+    assert recovery(marked, beside_exists=True) is Recovery.SWAP
+    # a finished swap whose last drop did not run: marked, nothing beside
+    assert recovery(marked, beside_exists=False) is None
+    assert recovery({"other": "x"}, beside_exists=True) is None
+    assert recovery(rewrite_intent(True), beside_exists=False) is Recovery.REWRITE
+    assert recovery(rewrite_intent(False), beside_exists=True) is None
+
+
+@pytest.mark.parametrize("backup_is_view", [False, True])
+@pytest.mark.parametrize("found", list(Recovery))
+def test_recovery_renames_back_before_it_drops_the_new_table(backup_is_view, found):
+    swap = Swap(REL)
+    kind = "VIEW" if backup_is_view else "TABLE"
+    relations = {
+        swap.backup: {"kind": kind, "label": "old", SWAP_PROPERTY: "inv"},
+        swap.beside: {"kind": "TABLE", "label": "new"},
+    }
+    catalog = Catalog(relations)
+    properties = {SWAP_PROPERTY: "inv"} if found is Recovery.SWAP else rewrite_intent(True)
+    swaps.recover(catalog, REL, properties, backup_is_view, found, "model.x")
+    assert set(catalog.relations) == {REL}
+    assert catalog.relations[REL]["label"] == "old"
+    assert (SWAP_PROPERTY in catalog.relations[REL]) == (found is Recovery.REWRITE)
+    steps = put_back(REL, backup_is_view, found)
+    assert steps[0].startswith(f"ALTER {kind} `db`.`t__dbt_backup` RENAME TO")
+    assert steps[-1] == f"DROP TABLE IF EXISTS {swap.beside}"
+
+
+def test_a_failed_recovery_keeps_the_new_table_and_names_what_is_left():
+    swap = Swap(REL)
+    relations = {
+        swap.backup: {"kind": "TABLE", "label": "old", SWAP_PROPERTY: "inv"},
+        swap.beside: {"kind": "TABLE", "label": "new"},
+    }
+    catalog = Catalog(relations, fail_at=0)  # the rename back fails
+    with pytest.raises(SwapFailed) as raised:
+        swaps.recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
+    assert swap.beside in catalog.relations and swap.backup in catalog.relations
+    assert raised.value.remaining == put_back(REL, False, Recovery.SWAP)
+
+
+def test_a_swap_whose_run_holds_its_lease_is_left_alone():
+    import time
+
+    from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY
+    from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
+
+    swap = Swap(REL)
+    relations = {
+        swap.backup: {"kind": "TABLE", "label": "old", SWAP_PROPERTY: "inv"},
+        swap.beside: {"kind": "TABLE", "label": "new"},
+    }
+    catalog = Catalog(relations)
+
+    def fetch(sql: str):  # the marking run's lease, its heartbeat just renewed
+        if sql.startswith("show tables"):
+            return [{"tableName": "t__dbt_lease_inv"}]
+        return [{"key": BEAT_PROPERTY, "value": str(int(time.time()))}]
+
+    catalog.fetch = fetch
+    with pytest.raises(RunInProgress):
+        swaps.recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
+    assert set(catalog.relations) == {swap.backup, swap.beside}  # nothing touched

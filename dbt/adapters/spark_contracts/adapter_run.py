@@ -50,6 +50,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (
     replacement,
 )
 from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.lease import ModelKey
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
@@ -66,6 +67,13 @@ def _plan_batch(
         return plan_microbatch(
             unique_id, table_format, model.get("config") or {}, model.get("batch"), compiled
         )
+
+
+def _fixed_path(config: Dict[str, Any]) -> bool:
+    """The model's table has a path of its own (`location_root`, or a `path` option): a table
+    built beside it would be built at the same path."""
+    options = config.get("options") or {}
+    return bool(config.get("location_root") or (isinstance(options, dict) and options.get("path")))
 
 
 class RunPathMethods(metaclass=AdapterMeta):
@@ -102,7 +110,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             options.unique_key,
             options.predicates,
             bool(settings.uses_evolution or contract is not None),
-            external=bool((model.get("config") or {}).get("location_root")),
+            external=_fixed_path(model.get("config") or {}),
         )
         if not facts.evolves:
             return runs.PlannedBuild(plan_model(facts).build)
@@ -333,12 +341,22 @@ class RunPathMethods(metaclass=AdapterMeta):
         load_sql = rebuild_sql if run.rebuilds else render_load(run.load)
         if load_sql is None:
             raise DbtRuntimeError(f"{run.unique_id}: a table rebuild needs its create statement")
-        drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None
-        swap = None
-        if run.swaps_after_load:  # `rebuild_sql` built the table beside (swap_beside)
-            swap = lambda: self.swap_in(existing, run.commit_tag)  # noqa: E731
-        runner = self._runner(self._spark(), run.invocation_id)
-        return runner.execute(run, load_sql, drop, swap)
+        spark = self._spark()
+        runner = self._runner(spark, run.invocation_id)
+        if not run.swaps_after_load:
+            drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None
+            return runner.execute(run, load_sql, drop)
+        # `rebuild_sql` builds the table beside the old one (swap_beside); swapped in after the
+        # load, under the model's lease (run/swap.py)
+        swap = self._swap(existing)
+        key = self._swap_key(existing, run.unique_id, run.invocation_id)
+        with swaps.alone(spark, key):
+            spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
+            response = runner.execute(
+                run, load_sql, after_load=lambda: swaps.swap_in(spark, swap, run.invocation_id)
+            )
+        self._swapped(existing, swap)
+        return response
 
     @available
     def full_refresh_response(

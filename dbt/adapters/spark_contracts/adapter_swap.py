@@ -1,23 +1,21 @@
 """The adapter's face for rebuilds that cannot replace in one statement: the table built beside
-the relation and swapped in by two renames (core/swap.py, run/swap.py), and the next run's
-recovery of a swap or a Parquet rewrite stopped between its renames."""
+the relation and swapped in by two renames under the model's lease (core/swap.py,
+run/swap.py), and the next run's recovery of a swap or a Parquet rewrite stopped between its
+renames."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.base.relation import BaseRelation
-from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.core.intent import find_intent
 from dbt.adapters.spark_contracts.core.render import BACKUP_SUFFIX, REWRITE_SUFFIX, suffixed
-from dbt.adapters.spark_contracts.core.swap import Swap, between_renames, unmark
-from dbt.adapters.spark_contracts.run.swap import swap_in
-
-logger = AdapterLogger("SparkContracts")
+from dbt.adapters.spark_contracts.core.swap import Swap, recovery
+from dbt.adapters.spark_contracts.run import swap as swaps
+from dbt.adapters.spark_contracts.run.lease import ModelKey
 
 
 class SwapMethods(metaclass=AdapterMeta):
@@ -29,53 +27,66 @@ class SwapMethods(metaclass=AdapterMeta):
         sibling = suffixed(relation.identifier, suffix)
         return self.get_relation(relation.database, relation.schema, sibling)  # type: ignore[attr-defined]
 
-    @available
-    def swap_beside(self, relation: BaseRelation) -> BaseRelation:
-        """Where a rebuild of `relation` builds its table before the swap (any table a failed
-        or killed build left there dropped first)."""
-        beside = relation.incorporate(
-            path={"identifier": suffixed(relation.identifier, REWRITE_SUFFIX)}, type="table"
-        )
-        _ConnectionSpark(self).run(f"drop table if exists {beside}")
-        return beside
-
-    @available
-    def swap_in(self, existing: BaseRelation, marker: str) -> None:
-        """The table `swap_beside` built takes `existing`'s name; `existing` is dropped. On a
-        failure before the new table holds the name, `existing` is put back and the error
-        raised."""
+    def _swap(self, existing: BaseRelation) -> Swap:
         backup = self._sibling(existing, BACKUP_SUFFIX)
-        swap = Swap(str(existing), bool(existing.is_view), bool(backup and backup.is_view))
-        swap_in(_ConnectionSpark(self), swap, marker)
-        for gone in (existing, backup):
+        return Swap(str(existing), bool(existing.is_view), bool(backup and backup.is_view))
+
+    def _swap_key(self, existing: BaseRelation, unique_id: str, invocation_id: str) -> ModelKey:
+        fmt = self.table_format_of(existing)  # type: ignore[attr-defined]
+        return ModelKey(str(existing), invocation_id, fmt, unique_id)
+
+    def _swapped(self, existing: BaseRelation, swap: Swap) -> None:
+        """dbt's cache after a swap: the old relation and any backup gone (the materialization
+        returns the new table, which dbt caches)."""
+        for gone in (existing, self._sibling(existing, BACKUP_SUFFIX)):
             if gone is not None:
                 self.cache_dropped(gone)  # type: ignore[attr-defined]
 
     @available
+    def swap_beside(self, relation: BaseRelation) -> BaseRelation:
+        """Where a rebuild of `relation` builds its table before the swap."""
+        identifier = suffixed(relation.identifier, REWRITE_SUFFIX)
+        return relation.incorporate(path={"identifier": identifier}, type="table")
+
+    @available
+    def swap_build(
+        self, existing: BaseRelation, create_sql: str, unique_id: str, invocation_id: str
+    ) -> Any:
+        """A rebuild of `existing` built beside it by `create_sql` and swapped in, under the
+        model's lease (run/swap.build_and_swap); `existing` as it was on any failure."""
+        swap = self._swap(existing)
+        spark = _ConnectionSpark(self)
+        key = self._swap_key(existing, unique_id, invocation_id)
+        response = swaps.build_and_swap(spark, key, swap, create_sql)
+        self._swapped(existing, swap)
+        return response
+
+    @available
     def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:
-        """`relation` is missing: if a swap or a Parquet rewrite stopped between its two renames,
-        the old relation waits under its backup name. Put it back (and drop the new table
-        beside it). A swap's evidence is its marker on the backup with the new table still
-        beside it; a rewrite's, the intent on the backup naming the renames (which then has the
-        run repair the table as usual). Found through dbt's relation cache, so a missing table
-        costs no Spark call unless there is something to recover."""
+        """`relation` is missing: if a swap or a Parquet rewrite stopped between its two renames
+        (core/swap.recovery: the backup's own evidence), put the old relation back under its
+        name and drop the new table beside it, unless the run that left them may be alive. A
+        rewrite's intent then has the run repair the table as usual. Found through dbt's
+        relation cache, so a missing table costs no Spark call unless there is something to
+        recover."""
         backup = self._sibling(relation, BACKUP_SUFFIX)
         if backup is None:
             return None
         properties = self._listed_properties(backup)  # type: ignore[attr-defined]
         beside = self._sibling(relation, REWRITE_SUFFIX)
-        swapped = between_renames(properties, beside is not None)
-        intent = find_intent(properties)
-        renames = [s for s in (intent.statements if intent else ()) if "RENAME TO" in s]
-        if not swapped and not any(BACKUP_SUFFIX in s for s in renames):
+        found = recovery(properties, beside is not None)
+        if found is None:
             return None  # a leftover of a finished swap, not one that stopped midway
-        logger.warning(
-            f"{relation} is missing and {backup} holds it: a rebuild stopped between its two "
-            "renames; renaming it back"
+        unique_id = str(relation)
+        swaps.recover(
+            _ConnectionSpark(self),
+            str(relation),
+            properties,
+            bool(backup.is_view),
+            found,
+            unique_id,
         )
         if beside is not None:
-            self.drop_relation(beside)  # type: ignore[attr-defined]
-        self.rename_relation(backup, relation)  # type: ignore[attr-defined]
-        if swapped:
-            _ConnectionSpark(self).run(unmark(str(relation), bool(backup.is_view)))
+            self.cache_dropped(beside)  # type: ignore[attr-defined]
+        self.cache_renamed(backup, relation.incorporate(type=backup.type))  # type: ignore[attr-defined]
         return self.get_relation(relation.database, relation.schema, relation.identifier)  # type: ignore[attr-defined]

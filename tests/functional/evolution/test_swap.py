@@ -14,8 +14,10 @@ from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 
 # `fail`: a row fails at run time (range() rows: Spark executes them, nothing folds at planning)
 BODY = (
-    "select id{% if var('extra', false) %}, 'x' as extra{% endif %}"
-    "{% if var('fail', false) %}, assert_true(id < 2) as checked{% endif %}"
+    "select {% if var('narrow', false) %}cast(id as int) as id{% else %}id{% endif %}"
+    "{% if var('extra', false) %}, 'x' as extra{% endif %}"
+    "{% if var('fail', false) %}, if(id < 2, id, cast(raise_error('boom') as bigint)) as checked"
+    "{% endif %}"
     " from range(0, 3)\n"
 )
 PARQUET_TABLE = "{{ config(materialized='table', file_format='parquet') }}\n" + BODY
@@ -26,6 +28,10 @@ PARQUET_INCREMENTAL = (
 SWITCHING = (
     "{{ config(materialized=('view' if var('as_view', false) else 'table'), "
     "file_format=('delta' if var('delta', false) else 'parquet')) }}\n" + BODY
+)
+# at a location_root the new table's path would be the old one's: dropped first, as dbt-spark does
+AT_A_PATH = (
+    "{{ config(materialized='table', file_format='parquet', location_root=var('root')) }}\n" + BODY
 )
 PARQUET_CONTRACT_TABLE = (
     "{{ config(materialized='table', file_format='parquet', "
@@ -50,6 +56,7 @@ class TestSwappedRebuilds:
             "pq_incremental.sql": PARQUET_INCREMENTAL,
             "switching.sql": SWITCHING,
             "pq_contract_table.sql": PARQUET_CONTRACT_TABLE,
+            "at_a_path.sql": AT_A_PATH,
         }
 
     @pytest.mark.parametrize("name", ["pq_table", "pq_contract_table"])
@@ -87,7 +94,12 @@ class TestSwappedRebuilds:
         run_dbt(["run", "--select", "switching"])
         assert rows_of(project, rel) == [(0,), (1,), (2,)]
         assert properties(project, rel).get("delta.minReaderVersion") is None  # Parquet
-        run_dbt(["run", "--select", "switching", "--vars", "{delta: true, extra: true}"])
+        to_delta = ["run", "--select", "switching", "--vars"]
+        failed = run_dbt([*to_delta, "{delta: true, fail: true}"], expect_pass=False)
+        assert str(failed[0].status) == "error"
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]  # still the Parquet table
+        assert properties(project, rel).get("delta.minReaderVersion") is None
+        run_dbt([*to_delta, "{delta: true, extra: true}"])
         assert rows_of(project, rel) == [(0, "x"), (1, "x"), (2, "x")]
         assert "delta.minReaderVersion" in properties(project, rel)
         assert schema_of(project, rel) == {"id": "bigint", "extra": "string"}
@@ -107,3 +119,30 @@ class TestSwappedRebuilds:
         assert rows_of(project, rel) == [(0,), (1,), (2,)]
         assert SWAP_PROPERTY not in properties(project, rel)
         assert not {t for t in tables_in(project) if t.startswith("pq_table__")}
+
+    def test_a_table_at_a_location_root_is_rebuilt_in_place(self, project, tmp_path):
+        rel = f"{project.test_schema}.at_a_path"
+        root = f"{{root: '{tmp_path.as_posix()}'"
+        run_dbt(["run", "--select", "at_a_path", "--vars", root + "}"])
+        run_dbt(["run", "--select", "at_a_path", "--vars", root + ", extra: true}"])
+        assert rows_of(project, rel) == [(0, "x"), (1, "x"), (2, "x")]
+        location = project.run_sql(f"describe table extended {rel}", fetch="all")
+        paths = [r[1] for r in location if r[0] == "Location"]
+        assert len(paths) == 1 and paths[0].endswith(f"{tmp_path.as_posix()}/at_a_path"), paths
+        assert not {t for t in tables_in(project) if t.startswith("at_a_path__")}
+
+    def test_a_planned_full_refresh_that_fails_keeps_the_old_table(self, project):
+        """The run's plan decides the full refresh (a narrowing, permitted by
+        `allow_full_refresh`): the evolving path's rebuild, swapped in the same way."""
+        rel = f"{project.test_schema}.pq_incremental"
+        run_dbt(["run", "--select", "pq_incremental", "--full-refresh"])
+        narrow = "{narrow: true, allow_full_refresh: true"
+        args = ["run", "--select", "pq_incremental", "--vars"]
+        failed = run_dbt([*args, narrow + ", fail: true}"], expect_pass=False)
+        assert str(failed[0].status) == "error"
+        assert schema_of(project, rel) == {"id": "bigint"}
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]
+        run_dbt([*args, narrow + "}"])
+        assert schema_of(project, rel) == {"id": "int"}
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]
+        assert not {t for t in tables_in(project) if t.startswith("pq_incremental__")}

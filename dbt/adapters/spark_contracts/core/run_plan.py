@@ -63,7 +63,7 @@ class Build(Enum):
     CREATE = "create the table"
     REPLACE = "replace the table in one atomic statement"
     SWAP = "build the table beside the relation, then swap them by two renames (core/swap.py)"
-    DROP_AND_CREATE = "drop the relation, then create the table (at a location_root)"
+    DROP_AND_CREATE = "drop the relation, then create the table (a fixed path, Iceberg's catalog)"
     EVOLVE = "plan the run against the deployed table"
 
 

@@ -13,15 +13,19 @@ the old relation stays under its name until the new table is complete:
 A failure before step 3's first rename leaves the old relation as it was (the half-built table
 is dropped). A kill between the two renames leaves the marked backup *and* the new table beside:
 that pair, and only that pair, is the positive evidence on which the next run renames the backup
-back (`between_renames`). A backup without the table beside is a finished swap's leftover (its
-last drop did not run): never renamed back, dropped by the next swap.
+back (`recovery`), unless the run that marked it still holds its lease. A backup without the
+table beside is a finished swap's leftover (its last drop did not run): never renamed back,
+dropped by the next swap. A run builds and swaps while it holds the model's lease alone, so two
+runs of one model never swap at once (the second fails naming the first).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
+from .intent import find_intent
 from .render import BACKUP_SUFFIX, REWRITE_SUFFIX, suffixed
 from .types import sql_string
 
@@ -52,7 +56,7 @@ class Swap:
 
     def statements(self, marker: str) -> tuple[str, ...]:
         """Steps 2 and 3, once the table beside is complete. `marker`: who swaps (the run's
-        commit tag), kept on the old relation while it waits under the backup name."""
+        invocation id), kept on the old relation while it waits under the backup name."""
         kind = _kind(self.old_is_view)
         return (
             f"DROP {_kind(self.stale_backup_is_view)} IF EXISTS {self.backup}",
@@ -86,10 +90,43 @@ def unmark(relation: str, is_view: bool = False) -> str:
     )
 
 
-def between_renames(backup_properties: Mapping[str, str] | None, beside_exists: bool) -> bool:
-    """The relation is missing: did a swap stop between its two renames? Only when the backup
-    carries the swap's marker and the new table still waits beside (after the second rename it
-    no longer does)."""
-    if backup_properties is None or not beside_exists:
-        return False
-    return any(key.lower() == SWAP_PROPERTY for key in backup_properties)
+class Recovery(Enum):
+    """What the next run finds when the relation is missing and its backup is there."""
+
+    SWAP = "a swap stopped between its renames: the marked backup, the new table beside it"
+    REWRITE = "a Parquet rewrite stopped between its renames: the backup's intent names them"
+
+
+def recovery(backup_properties: Mapping[str, str], beside_exists: bool) -> Recovery | None:
+    """The relation is missing and `<relation>__dbt_backup` is there (its properties given):
+    did a swap or a rewrite stop between its two renames? Only on the backup's own evidence: a
+    swap's marker with the new table still beside it (after the second rename it no longer is),
+    or a rewrite's intent naming its rename to the backup. Anything else (a backup without the
+    table beside: a finished swap whose last drop did not run) is never renamed back."""
+    if marker_of(backup_properties) is not None and beside_exists:
+        return Recovery.SWAP
+    intent = find_intent(backup_properties)
+    renames = [s for s in (intent.statements if intent else ()) if "RENAME TO" in s]
+    if any(BACKUP_SUFFIX in s for s in renames):
+        return Recovery.REWRITE
+    return None
+
+
+def marker_of(properties: Mapping[str, str]) -> str | None:
+    """The invocation that marked a relation for its swap, if any (keys case-insensitive)."""
+    for key, value in properties.items():
+        if key.lower() == SWAP_PROPERTY:
+            return value
+    return None
+
+
+def put_back(relation: str, backup_is_view: bool, recovered: Recovery) -> tuple[str, ...]:
+    """The statements that put a relation back from its backup, in the order that keeps the
+    evidence until the relation holds its name again: the rename back, the marker off (a swap),
+    then the new table beside dropped."""
+    kind = _kind(backup_is_view)
+    steps = [f"ALTER {kind} {suffixed(relation, BACKUP_SUFFIX)} RENAME TO {relation}"]
+    if recovered is Recovery.SWAP:
+        steps.append(unmark(relation, backup_is_view))
+    steps.append(f"DROP TABLE IF EXISTS {suffixed(relation, REWRITE_SUFFIX)}")
+    return tuple(steps)

@@ -231,14 +231,18 @@ class Leases:
 
     def check_dead(self, intent: Intent, unique_id: str) -> None:
         """`RunInProgress` if the intent's run holds a fresh lease (it may be alive)."""
-        lease = lease_name(intent.relation, intent.invocation_id)
+        self.check_gone(intent.relation, intent.invocation_id, unique_id)
+
+    def check_gone(self, relation: str, invocation_id: str, unique_id: str) -> None:
+        """`RunInProgress` if `invocation_id`'s run of the model holds a fresh lease."""
+        lease = lease_name(relation, invocation_id)
         schema, name = lease.rsplit(".", 1)
         if not self.spark.fetch(f"show tables in {schema} like '{name}'"):
             return  # no lease: the run ended, or predates leases
         heartbeat, now = heartbeat_of(table_properties(self.spark, lease)), time.time()
         if lease_is_fresh(heartbeat, now, lease_seconds()):
             assert heartbeat is not None
-            raise RunInProgress(unique_id, intent.relation, intent.invocation_id, now - heartbeat)
+            raise RunInProgress(unique_id, relation, invocation_id, now - heartbeat)
 
     def drop_dead(self, intent: Intent, unique_id: str) -> None:
         """A dead run's lease dropped (after its repair)."""

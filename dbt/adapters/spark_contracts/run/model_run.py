@@ -352,7 +352,7 @@ def quarantine_format_for(table_format: str) -> str:
 @dataclass(frozen=True)
 class PlannedBuild:
     """What Jinja is handed for one table or incremental build: the build (create, replace,
-    drop then create, or evolve) and, when it evolves, the planned run it hands back."""
+    build beside and swap, drop then create, or evolve) and, when it evolves, the planned run it hands back."""
 
     build: BuildPlan
     run: Optional[ModelRun] = None

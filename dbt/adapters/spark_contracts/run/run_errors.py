@@ -163,16 +163,34 @@ class RestoreFailed(DbtRuntimeError):
         )
 
 
+class SwapUndone(DbtRuntimeError):
+    """A rebuild built beside its relation failed at `step`; the old relation holds its name
+    again, as it was."""
+
+    def __init__(self, relation: str, step: str, cause: BaseException):
+        self.relation, self.step, self.cause = relation, step, cause
+        super().__init__(
+            f"Rebuilding {relation} failed at {step} ({cause}); {relation} is as it was before "
+            "the run."
+        )
+
+
 class SwapFailed(DbtRuntimeError):
-    """A swap of a rebuilt table (core/swap.py) failed, and putting the old relation back failed
-    too: both named, with the statements that finish the undo by hand."""
+    """Putting a relation back from its backup failed: after a swap that failed (`cause`), or
+    when the next run recovers a swap a dead run left between its renames. Names both failures
+    and the statements that finish it by hand, in order."""
 
     def __init__(
-        self, relation: str, cause: BaseException, undo_error: BaseException, undo: Tuple[str, ...]
+        self,
+        relation: str,
+        cause: BaseException | str,
+        undo_error: BaseException,
+        remaining: Tuple[str, ...],
     ):
-        self.relation, self.cause, self.undo_error, self.undo = relation, cause, undo_error, undo
-        statements = "\n".join(f"  {s};" for s in undo)
+        self.relation, self.cause, self.undo_error = relation, cause, undo_error
+        self.remaining = remaining
+        statements = "\n".join(f"  {s};" for s in remaining)
         super().__init__(
-            f"Swapping the rebuilt table into {relation} failed ({cause}), and putting the old "
-            f"relation back failed too ({undo_error}). Run these by hand:\n{statements}"
+            f"{relation}: {cause}; putting the old relation back failed ({undo_error}). Run "
+            f"these by hand, in order:\n{statements}"
         )

@@ -1,26 +1,56 @@
-"""Carries a swap (core/swap.py) out on one connection: the old relation back on any failure
-before the new table holds its name."""
+"""Carries a swap (core/swap.py) out on one connection, while the run holds the model's lease
+alone: the old relation back on any failure before the new table holds its name, and the next
+run's recovery of a swap (or a Parquet rewrite) a dead run left between its renames."""
 
 from __future__ import annotations
 
-from typing import List
+from contextlib import contextmanager
+from typing import Any, Iterator, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.swap import Swap
-from dbt.adapters.spark_contracts.run.run_errors import SwapFailed
+from dbt.adapters.spark_contracts.core.intent import find_intent
+from dbt.adapters.spark_contracts.core.swap import Recovery, Swap, marker_of, put_back
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.run_errors import SwapFailed, SwapUndone
 
 logger = AdapterLogger("SparkContracts")
 
 
+@contextmanager
+def alone(spark: Spark, key: ModelKey) -> Iterator[None]:
+    """The model's lease held alone for the block (`RunInProgress`, naming the other run, if
+    another run of the model holds one), let go whatever happens."""
+    leases = Leases(spark)
+    leases.alone(key)
+    try:
+        yield
+    finally:
+        leases.let_go(key)
+
+
+def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> Any:
+    """A rebuild built beside the relation and swapped in, under the model's lease: any table a
+    dead build left beside dropped, `create_sql` (which creates `swap.beside`), the swap.
+    Returns the create's response."""
+    with alone(spark, key):
+        spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
+        try:
+            response = spark.run(create_sql)
+        except Exception as exc:
+            raise SwapUndone(swap.relation, f"building {swap.beside}", exc) from exc
+        swap_in(spark, swap, key.invocation_id)
+        return response
+
+
 def swap_in(spark: Spark, swap: Swap, marker: str) -> None:
-    """The table built at `swap.beside` takes `swap.relation`'s name. Raises the first failure
-    once the old relation is back (`SwapFailed` when that fails too); a failed last drop only
-    warns (the backup is a finished swap's leftover, dropped by the next swap)."""
-    statements = swap.statements(marker)
+    """The table built at `swap.beside` takes `swap.relation`'s name. A failure before it does
+    puts the old relation back and raises `SwapUndone` (`SwapFailed` when putting it back fails
+    too, with the statements left); a failed last drop only warns (the backup is a finished
+    swap's leftover, which the next swap drops)."""
     executed: List[str] = []
-    for sql in statements:
+    for sql in swap.statements(marker):
         try:
             spark.run(sql)
         except Exception as exc:
@@ -28,10 +58,43 @@ def swap_in(spark: Spark, swap: Swap, marker: str) -> None:
             if not undo:  # the new table holds the name: only the backup's drop failed
                 logger.warning(f"{swap.relation}: could not drop {swap.backup} ({exc})")
                 return
-            try:
-                for step in undo:
-                    spark.run(step)
-            except Exception as undo_exc:
-                raise SwapFailed(swap.relation, exc, undo_exc, undo) from exc
-            raise
+            run_in_order(spark, swap.relation, undo, f"the swap failed ({exc})")
+            raise SwapUndone(swap.relation, "the swap", exc) from exc
         executed.append(sql)
+
+
+def run_in_order(spark: Spark, relation: str, steps: tuple, cause: str) -> None:
+    """Undo `steps` in order; on a failure, `SwapFailed` names it and the steps left."""
+    for i, step in enumerate(steps):
+        try:
+            spark.run(step)
+        except Exception as undo_exc:
+            raise SwapFailed(relation, cause, undo_exc, tuple(steps[i:])) from undo_exc
+
+
+def recover(
+    spark: Spark,
+    relation: str,
+    backup_properties: dict,
+    backup_is_view: bool,
+    recovered: Recovery,
+    unique_id: str,
+) -> None:
+    """Put `relation` back from its backup (the next run, before anything else), unless the run
+    that left it may be alive (it holds its lease: `RunInProgress`)."""
+    invocation: Optional[str] = marker_of(backup_properties)
+    if recovered is Recovery.REWRITE:
+        intent = find_intent(backup_properties)
+        invocation = intent.invocation_id if intent else None
+    if invocation:
+        Leases(spark).check_gone(relation, invocation, unique_id)
+    logger.warning(
+        f"{relation} is missing and its backup holds it: a rebuild of run {invocation} stopped "
+        "between its two renames; renaming it back"
+    )
+    run_in_order(
+        spark,
+        relation,
+        put_back(relation, backup_is_view, recovered),
+        f"run {invocation} stopped between its renames",
+    )

@@ -30,15 +30,15 @@
   {%- endif -%}
 {% endmacro %}
 
-{#-- A build that replaces `existing_relation` (`build`: the plan's BuildPlan or ModelRun): in one
-     statement where the format can; else built beside it and swapped in by two renames, so a
-     failed or killed build leaves the old relation (core/swap.py); else (a location_root)
-     dropped first, as dbt-spark does. --#}
+{#-- A build that replaces `existing_relation` (`build`: the plan's PlannedBuild or ModelRun): in
+     one statement where the format can; else built beside it and swapped in by two renames
+     under the model's lease, so a failed or killed build leaves the old relation
+     (core/swap.py; never Iceberg's NOT NULL build, which replaces in one statement); else (a
+     location_root, a path option) dropped first, as dbt-spark does. --#}
 {% macro spark_contracts_build(build, target_relation, existing_relation, sql, language='sql') %}
   {%- if build.swaps -%}
-    {%- set beside = adapter.swap_beside(target_relation) -%}
-    {% do spark_contracts_create_main(beside, sql, language) %}
-    {% do adapter.swap_in(existing_relation, invocation_id) %}
+    {%- set create_sql = spark_contracts_ctas(adapter.swap_beside(target_relation), sql, spark_contracts_table_constraints(language)) -%}
+    {% do store_result('main', response=adapter.swap_build(existing_relation, create_sql, model['unique_id'], invocation_id)) %}
   {%- else -%}
     {%- if build.drop_first -%}
       {% do adapter.drop_relation(existing_relation) %}

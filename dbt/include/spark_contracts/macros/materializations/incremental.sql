@@ -22,8 +22,8 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
-  {#-- one question (core/run_plan.plan_model): create, replace atomically, drop then create, or
-       evolve: the run planned against the deployed table, which this carries out --#}
+  {#-- one question (core/run_plan.plan_model): create, replace atomically, build beside and swap,
+       drop then create, or evolve: the run planned against the deployed table, which this carries out --#}
   {%- set plan = adapter.plan_model('incremental', file_format, existing_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
   {%- if plan.evolves -%}
     {{ spark_contracts_evolve_and_load(plan.run, target_relation, existing_relation, compiled_code) }}

@@ -13,7 +13,8 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
-  {#-- one question (core/run_plan.plan_model): create, replace atomically, drop then create, or,
+  {#-- one question (core/run_plan.plan_model): create, replace atomically, build beside and swap,
+       drop then create, or,
        for a table that exists and binds a schema contract or schema_evolution, a rebuild
        planned against it like an incremental run (contract modes, gated drops/narrowing) --#}
   {%- set plan = adapter.plan_model('table', file_format, old_relation, model, spark_contracts_run_vars(), should_full_refresh(), '', compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
