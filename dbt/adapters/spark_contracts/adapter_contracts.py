@@ -3,6 +3,7 @@ snapshots, dbt's enforced model contract and the constraints built with a table.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
@@ -25,16 +26,20 @@ from dbt.adapters.spark_contracts.core.enforce import (
     decide,
     view_violations,
 )
+from dbt.adapters.spark_contracts.core.intent import Intent, commit_tag
 from dbt.adapters.spark_contracts.core.load import LoadOptions, merge_load, render_load
 from dbt.adapters.spark_contracts.core.load_select import (
     render_load_select,
 )
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
+from dbt.adapters.spark_contracts.core.operations import AddColumns
 from dbt.adapters.spark_contracts.core.render import (
     render_plan,
     suffixed,
 )
 from dbt.adapters.spark_contracts.core.snapshot import SnapshotContractError, plan_snapshot
+from dbt.adapters.spark_contracts.run import snapshot_run
+from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun
 
 if TYPE_CHECKING:
     pass
@@ -85,10 +90,12 @@ class ContractMethods(metaclass=AdapterMeta):
         staging: BaseRelation,
         model: Dict[str, Any],
         run_vars: Dict[str, Any],
-    ) -> List[str]:
+        invocation_id: str,
+    ) -> SnapshotRun:
         """A snapshot's run, before its merge: the schema contract against the source's columns,
-        then the planner's additions and widenings applied to the snapshot table. Returns the
-        (quoted) staging columns the merge inserts."""
+        then the planner's additions and widenings applied to the snapshot table, each commit
+        tagged, the version before them recorded (`snapshot_merge` takes them back if the merge
+        fails). Returns the run, with the (quoted) staging columns the merge inserts."""
         contract, settings, _ = self._resolve_run_settings(model, run_vars)
         unique_id = model.get("unique_id", str(target))
         spark = self._spark()
@@ -107,13 +114,34 @@ class ContractMethods(metaclass=AdapterMeta):
             raise CompilationError(
                 runs.blocked_message(unique_id, str(target), table_format, planned.plan)
             )
-        for statement in render_plan(planned.plan, str(target), table_format, ""):
-            self.execute(statement)
-        if planned.plan.operations:
+        statements = tuple(render_plan(planned.plan, str(target), table_format, ""))
+        run = SnapshotRun(unique_id, tuple(planned.insert_columns))
+        if statements:
+            runner = self._runner(spark, invocation_id)
+            tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
+            self._tags.set(spark, tag)  # cleared when dbt ends the node (post_model_hook)
+            version = runner.log(table_format).current_version(str(target))
+            added = tuple(
+                c.path
+                for op in planned.plan.operations
+                if isinstance(op, AddColumns)
+                for c in op.columns
+            )
+            intent = Intent(
+                invocation_id, unique_id, str(target), table_format, version, tag, added
+            )
+            run = snapshot_run.changed(replace(run, restore=intent), statements, spark.run, runner)
             logger.info(f"{unique_id} ({target}): {planned.plan.summary()}")
         for warning in planned.plan.warnings:  # `warn`: applied, each change named
             logger.warning(f"{unique_id} ({target}): {warning}")
-        return list(planned.insert_columns)
+        return run
+
+    @available
+    def snapshot_merge(self, run: SnapshotRun, sql: str) -> Any:
+        """dbt's snapshot merge; when it fails after the run changed the snapshot's schema, the
+        table goes back to the version before (`RunUndone`), never over another writer's commit."""
+        spark = self._spark()
+        return snapshot_run.merged(run, sql, spark.run, self._runner(spark, get_invocation_id()))
 
     @available
     def check_view_contract(

@@ -67,21 +67,26 @@
       {% set staging_table = spark_build_snapshot_staging_table(strategy, sql, target_relation) %}
 
       {#-- the planner evolves the snapshot table (new columns, widened types) under the
-           model's schema contract; the merge inserts the columns it keeps --#}
-      {% set quoted_source_columns = adapter.evolve_snapshot(target_relation, staging_table, model, spark_contracts_run_vars()) %}
+           model's schema contract; the merge inserts the columns it keeps, and a merge that
+           fails takes those changes back (adapter.snapshot_merge) --#}
+      {% set evolved = adapter.evolve_snapshot(target_relation, staging_table, model, spark_contracts_run_vars(), invocation_id) %}
 
       {% set final_sql = snapshot_merge_sql(
             target = target_relation,
             source = staging_table,
-            insert_cols = quoted_source_columns
+            insert_cols = evolved.insert_columns
          )
       %}
 
   {% endif %}
 
-  {% call statement('main') %}
-      {{ final_sql }}
-  {% endcall %}
+  {% if evolved is defined %}
+      {% do store_result('main', response=adapter.snapshot_merge(evolved, final_sql)) %}
+  {% else %}
+      {% call statement('main') %}
+          {{ final_sql }}
+      {% endcall %}
+  {% endif %}
 
   {% set should_revoke = should_revoke(target_relation_exists, full_refresh_mode) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
