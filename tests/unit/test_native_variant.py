@@ -110,6 +110,21 @@ def test_iceberg_pinned_before_v3_fails_naming_the_fix(version, fails):
     assert "'format-version': '3'" in str(info.value)
 
 
+def test_an_iceberg_microbatch_model_fails_like_a_merge_model():
+    config = {
+        "file_format": "iceberg",
+        "incremental_strategy": "microbatch",
+        "schema_contract": NATIVE,
+    }
+    n = NodeConfig(
+        model="model.p.m (models/m.sql)", config=config, run_vars={}, materialized="incremental"
+    )
+    with pytest.raises(ConfigError) as info:
+        validate_node_config(n)
+    assert "Iceberg microbatch model" in str(info.value)
+    assert "variant_columns: typed" in str(info.value)
+
+
 def test_an_iceberg_merge_model_fails_naming_the_iceberg_bug_and_typed():
     config = {
         "file_format": "iceberg",

@@ -45,9 +45,7 @@ def test_only_a_table_of_the_same_atomic_format_is_replaced_in_place(existing, f
 def test_every_build_is_one_of_five_actions(
     materialization, fmt, existing, full_refresh, binds, external
 ):
-    facts = BuildFacts(
-        materialization, fmt, existing, full_refresh, "merge", "id", None, binds, external
-    )
+    facts = BuildFacts(materialization, fmt, existing, full_refresh, "merge", "id", binds, external)
     build = plan_build(facts)
     assert build.evolves == facts.evolves
     if existing is None:
@@ -79,7 +77,7 @@ def test_a_table_rebuild_that_binds_a_contract_evolves_with_the_table_strategy()
 def test_plan_model_reads_the_run_facts_exactly_when_the_build_evolves(
     materialization, fmt, existing, full_refresh, binds
 ):
-    facts = BuildFacts(materialization, fmt, existing, full_refresh, "merge", None, None, binds)
+    facts = BuildFacts(materialization, fmt, existing, full_refresh, "merge", None, binds)
     if facts.evolves:
         with pytest.raises(ValueError, match="run facts missing"):
             plan_model(facts)
@@ -89,19 +87,20 @@ def test_plan_model_reads_the_run_facts_exactly_when_the_build_evolves(
 
 
 @pytest.mark.parametrize(
-    "strategy,fmt,key,predicates,expected",
+    "strategy,fmt,key,expected",
     [
-        ("merge", "delta", None, None, "append"),  # a keyless Delta merge only appends
-        ("merge", "delta", "id", None, "merge"),
-        ("merge", "delta", None, ["x > 1"], "merge"),
-        ("merge", "iceberg", None, None, "append"),
-        ("merge", "iceberg", "id", None, "merge"),
-        ("merge", "parquet", None, None, "merge"),
-        ("append", "delta", None, None, "append"),
+        # a keyless merge only appends, with or without incremental_predicates (dbt-spark joins
+        # FALSE to them: nothing matches)
+        ("merge", "delta", None, "append"),
+        ("merge", "delta", "id", "merge"),
+        ("merge", "iceberg", None, "append"),
+        ("merge", "iceberg", "id", "merge"),
+        ("merge", "parquet", None, "merge"),
+        ("append", "delta", None, "append"),
     ],
 )
-def test_load_strategy(strategy, fmt, key, predicates, expected):
-    assert load_strategy(strategy, fmt, key, predicates) == expected
+def test_load_strategy(strategy, fmt, key, expected):
+    assert load_strategy(strategy, fmt, key) == expected
 
 
 def test_create_statement_per_format():
@@ -224,7 +223,6 @@ def test_plan_model_plans_the_run_with_the_builds_load_strategy(
         False,
         strategy,
         key,
-        None,
         binds_contract=True,
     )
     run = RunInputs(

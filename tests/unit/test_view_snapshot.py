@@ -124,6 +124,21 @@ def test_snapshot_refuses_row_and_value_discards(contract):
         plan_snapshot("snap", SNAP, staged(), "delta", {}, SETTINGS, contract)
 
 
+@pytest.mark.parametrize(
+    "added", ["variant", "struct<a: int, b: variant>", "array<struct<x: variant>>", "string"]
+)
+def test_an_iceberg_snapshot_refuses_a_new_variant_before_any_change(added):
+    """Iceberg 1.12 fails the merge into a table whose new VARIANT column no file holds."""
+    source = staged(("score__v", parse_type(added)))
+    if added == "string":
+        assert plan_snapshot("snap", SNAP, source, "iceberg", {}, SETTINGS, None).plan.operations
+        return
+    with pytest.raises(SnapshotContractError, match="VARIANT column `score__v`"):
+        plan_snapshot("snap", SNAP, source, "iceberg", {}, SETTINGS, None)
+    # Delta merges into it
+    assert plan_snapshot("snap", SNAP, source, "delta", {}, SETTINGS, None).plan.operations
+
+
 def test_source_columns_drop_dbt_helpers():
     assert source_columns(staged()).names == ("id", "amount", "dbt_scd_id", "dbt_valid_to")
 

@@ -108,7 +108,6 @@ class RunPathMethods(metaclass=AdapterMeta):
             bool(full_refresh),
             strategy,
             options.unique_key,
-            options.predicates,
             bool(settings.uses_evolution or contract is not None),
             external=_fixed_path(model.get("config") or {}),
         )

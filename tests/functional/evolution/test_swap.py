@@ -31,7 +31,8 @@ SWITCHING = (
 )
 # at a location_root the new table's path would be the old one's: dropped first, as dbt-spark does
 AT_A_PATH = (
-    "{{ config(materialized='table', file_format='parquet', location_root=var('root')) }}\n" + BODY
+    "{{ config(materialized=('view' if var('as_view', false) else 'table'), "
+    "file_format='parquet', location_root=var('root')) }}\n" + BODY
 )
 PARQUET_CONTRACT_TABLE = (
     "{{ config(materialized='table', file_format='parquet', "
@@ -120,10 +121,11 @@ class TestSwappedRebuilds:
         assert SWAP_PROPERTY not in properties(project, rel)
         assert not {t for t in tables_in(project) if t.startswith("pq_table__")}
 
-    def test_a_table_at_a_location_root_is_rebuilt_in_place(self, project, tmp_path):
+    def test_a_view_becomes_a_table_at_its_location_root(self, project, tmp_path):
+        """Not swapped (the new table's path is the one the model names): dropped first."""
         rel = f"{project.test_schema}.at_a_path"
         root = f"{{root: '{tmp_path.as_posix()}'"
-        run_dbt(["run", "--select", "at_a_path", "--vars", root + "}"])
+        run_dbt(["run", "--select", "at_a_path", "--vars", root + ", as_view: true}"])
         run_dbt(["run", "--select", "at_a_path", "--vars", root + ", extra: true}"])
         assert rows_of(project, rel) == [(0, "x"), (1, "x"), (2, "x")]
         location = project.run_sql(f"describe table extended {rel}", fetch="all")

@@ -15,7 +15,7 @@ strategy decision of its own: "can this format replace atomically" is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
@@ -135,12 +135,13 @@ def creates_with_replace(file_format: str) -> bool:
     return caps is not None and caps.atomic_rewrite
 
 
-def load_strategy(
-    strategy: str, file_format: str, unique_key: object, predicates: Sequence[str] | None
-) -> str:
-    """A `merge` without a key or predicates only appends: on Delta and Iceberg it is written as
-    an append (a `MERGE ... ON FALSE` would scan the whole target; Iceberg's would join it)."""
-    if strategy == "merge" and not unique_key and not predicates and row_of(file_format).update:
+def load_strategy(strategy: str, file_format: str, unique_key: object) -> str:
+    """A `merge` without a key only appends (dbt-spark joins `FALSE`, to its predicates if any:
+    nothing matches): on Delta and Iceberg it is written as an append (a `MERGE ... ON FALSE`
+    would scan the whole target; Iceberg 1.12 on Spark 4.1 fails planning one whose predicates
+    fold to false, `NoSuchElementException: None.get`). Predicates do not change that: they
+    only narrow what a key matches."""
+    if strategy == "merge" and not unique_key and row_of(file_format).update:
         return "append"
     return strategy
 
@@ -157,7 +158,6 @@ class BuildFacts:
     full_refresh: bool = False
     strategy: str = ""
     unique_key: object = None
-    predicates: Sequence[str] | None = None
     binds_contract: bool = False  # a schema contract or schema_evolution binds the model
     external: bool = False  # the model sets a location_root: the table's path is its name's
 
@@ -181,9 +181,7 @@ class BuildFacts:
         """The strategy an evolving build loads with (`table`: a rebuild planned like a run)."""
         if self.materialization == TABLE:
             return TABLE
-        return load_strategy(
-            self.strategy, self.file_format.lower(), self.unique_key, self.predicates
-        )
+        return load_strategy(self.strategy, self.file_format.lower(), self.unique_key)
 
 
 def plan_build(facts: BuildFacts) -> BuildPlan:

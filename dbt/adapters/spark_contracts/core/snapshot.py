@@ -19,14 +19,14 @@ from .decision import (
     WIDEN,
     ContractViolation,
 )
-from .diff import diff_schemas
+from .diff import ColumnAdded, FieldAdded, SchemaDiff, diff_schemas
 from .enforce import (
     decide,
     type_freeze_violations,
 )
 from .operations import Plan
 from .plan import plan_schema_change
-from .types import Struct, quote_identifier
+from .types import Array, Map, Primitive, SparkType, Struct, quote_identifier
 from .write_path import merged_by_name
 
 # Columns dbt's snapshot staging adds for its own merge (`dbt_unique_key_1`, ... included).
@@ -80,9 +80,10 @@ def plan_snapshot(
             target = decision.target
     if violations:
         return SnapshotPlan(Plan(table_format), deployed, (), violations)
-    plan = plan_schema_change(
-        diff_schemas(deployed, target), table_format, properties, settings.policy, deployed, target
-    )
+    diff = diff_schemas(deployed, target)
+    if table_format == "iceberg":
+        _refuse_new_variants(unique_id, diff)
+    plan = plan_schema_change(diff, table_format, properties, settings.policy, deployed, target)
     if plan.ignored:  # a snapshot records its source's columns as they are
         raise SnapshotContractError(
             f"{unique_id}: a snapshot cannot ignore a change of its source (it would record "
@@ -93,6 +94,32 @@ def plan_snapshot(
         quote_identifier(f.name) for f in staged.fields if target.field(f.name) is not None
     )
     return SnapshotPlan(plan, target, insert)
+
+
+def _holds_variant(t: SparkType) -> bool:
+    if isinstance(t, Primitive):
+        return t.name == "variant"
+    if isinstance(t, Array):
+        return _holds_variant(t.element)
+    if isinstance(t, Map):
+        return _holds_variant(t.key) or _holds_variant(t.value)
+    if isinstance(t, Struct):
+        return any(_holds_variant(f.type) for f in t.fields)
+    return False
+
+
+def _refuse_new_variants(unique_id: str, diff: SchemaDiff) -> None:
+    """Iceberg 1.12 cannot merge into a table whose new VARIANT column no data file holds yet
+    (a NullPointerException planning the merge, after the column was added): refused before
+    anything changes."""
+    for change in diff.changes:
+        if isinstance(change, (ColumnAdded, FieldAdded)) and _holds_variant(change.field.type):
+            raise SnapshotContractError(
+                f"{unique_id}: the snapshot source brings the VARIANT column `{change.dotted}`, "
+                "and Iceberg 1.12 cannot merge into a table whose new VARIANT column no data "
+                "file holds yet (NullPointerException planning the merge); snapshot into a "
+                "Delta table (file_format: delta), or keep the source's variant_columns typed"
+            )
 
 
 SNAPSHOT_MODES = (ContractMode.EVOLVE, ContractMode.FREEZE)

@@ -138,15 +138,19 @@ def check_native_variants(node: NodeConfig, contract: SchemaContract | None) -> 
         )
     # unset: the adapter's default, merge on Iceberg (impl.default_incremental_strategy), which
     # scans its target when the model has a unique_key (without one it appends)
+    # a microbatch batch on Iceberg replaces its window by a merge, which scans its target too
     strategy = str(node.config.get("incremental_strategy") or "").lower()
-    merges = strategy == "merge" or (not strategy and bool(node.config.get("unique_key")))
+    merges = strategy in ("merge", "microbatch") or (
+        not strategy and bool(node.config.get("unique_key"))
+    )
     if file_format == "iceberg" and node.materialized == "incremental" and merges:
+        kind = "microbatch" if strategy == "microbatch" else "merge"
         raise ConfigError(
-            f"{node.model}: `schema_contract.variant_columns` is 'native' on an Iceberg merge "
+            f"{node.model}: `schema_contract.variant_columns` is 'native' on an Iceberg {kind} "
             "model: Iceberg 1.12 cannot scan a table whose new VARIANT column no data file "
-            "holds yet (NullPointerException in BaseScan.includeColumnStats), and a merge "
-            "scans its target first; use variant_columns: typed, or incremental_strategy "
-            "append"
+            "holds yet (NullPointerException in BaseScan.includeColumnStats, or in Schema."
+            f"findField planning a merge), and a {kind} scans its target first; use "
+            "variant_columns: typed, or incremental_strategy append"
         )
     properties = node.config.get("tbl_properties") or {}
     version = str(properties.get("format-version", "")).strip() if file_format == "iceberg" else ""
