@@ -106,7 +106,7 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	tests/functional/cluster/test_feature_tour.py \
 	tests/functional/adapter/test_basic.py::TestSimpleMaterializations \
 	tests/functional/contracts/test_native_variant.py::TestSnapshotOfANativeVariantColumn \
-	tests/functional/contracts/test_native_variant.py::TestSnapshotOfANativeVariantColumnIceberg \
+	tests/functional/contracts/test_native_variant.py::TestAnIcebergSnapshotRefusesANewVariantColumn \
 	tests/functional/contracts/test_native_variant.py::TestNativeVariantThroughMicrobatch \
 	tests/functional/contracts/test_view_snapshot_contracts.py::TestSnapshotEvolution \
 	tests/functional/contracts/test_pydantic_contract.py::TestPredicatesAgreeWithPydantic \
