@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dbt.adapters.spark_contracts.core.capabilities import capabilities_for
+from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.run_plan import (
     Build,
     BuildFacts,
@@ -46,6 +47,13 @@ def test_every_build_is_one_of_five_actions(
     materialization, fmt, existing, full_refresh, binds, external
 ):
     facts = BuildFacts(materialization, fmt, existing, full_refresh, "merge", "id", binds, external)
+    rebuilds = existing is not None and not facts.evolves
+    if rebuilds and external and not existing.is_view and not replaces_atomically(existing, fmt):
+        # a table at a fixed path cannot be dropped and built again over its files: refused,
+        # before anything changes
+        with pytest.raises(ConfigError, match="cannot be rebuilt"):
+            plan_build(facts)
+        return
     build = plan_build(facts)
     assert build.evolves == facts.evolves
     if existing is None:

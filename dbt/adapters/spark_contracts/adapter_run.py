@@ -14,10 +14,13 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import run as runs
-from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
+from dbt.adapters.spark_contracts.connection.errors import (
+    config_errors_as_compilation_errors,
+    refused_before_any_change,
+)
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
 from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.config import read_run_vars
+from dbt.adapters.spark_contracts.core.config import fixed_path, read_run_vars
 from dbt.adapters.spark_contracts.core.constraints import declared_not_null
 from dbt.adapters.spark_contracts.core.intent import (
     commit_tag,
@@ -69,19 +72,13 @@ def _plan_batch(
         )
 
 
-def _fixed_path(config: Dict[str, Any]) -> bool:
-    """The model's table has a path of its own (`location_root`, or a `path` option): a table
-    built beside it would be built at the same path."""
-    options = config.get("options") or {}
-    return bool(config.get("location_root") or (isinstance(options, dict) and options.get("path")))
-
-
 class RunPathMethods(metaclass=AdapterMeta):
     """Mixed into `SparkContractsAdapter`; every method Jinja calls is one step."""
 
     _tags: runs.CommitTags  # the adapter's: which threads carry a node's commit tag
 
     @available
+    @refused_before_any_change
     def plan_model(
         self,
         materialization: str,
@@ -109,7 +106,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             strategy,
             options.unique_key,
             bool(settings.uses_evolution or contract is not None),
-            external=_fixed_path(model.get("config") or {}),
+            external=fixed_path(model.get("config") or {}),
         )
         if not facts.evolves:
             return runs.PlannedBuild(plan_model(facts).build)

@@ -148,3 +148,16 @@ class TestSwappedRebuilds:
         assert schema_of(project, rel) == {"id": "int"}
         assert rows_of(project, rel) == [(0,), (1,), (2,)]
         assert not {t for t in tables_in(project) if t.startswith("pq_incremental__")}
+
+    def test_a_parquet_table_at_its_location_root_is_refused_not_dropped(self, project, tmp_path):
+        """Its table is external: a DROP would leave its files and Spark refuses a CTAS over
+        them, so the rebuild is refused before anything changes (dbt-spark drops the table,
+        then fails)."""
+        rel = f"{project.test_schema}.at_a_path"
+        project.run_sql(f"drop table if exists {rel}")  # the case above left one elsewhere
+        root = f"{{root: '{tmp_path.as_posix()}'"
+        run_dbt(["run", "--select", "at_a_path", "--vars", root + "}"])
+        failed = run_dbt(["run", "--select", "at_a_path", "--vars", root + "}"], expect_pass=False)
+        message = " ".join(failed[0].message.split())
+        assert "model.test.at_a_path" in message and "cannot be rebuilt" in message, message
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]

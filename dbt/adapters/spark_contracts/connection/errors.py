@@ -7,9 +7,10 @@ error's own, never a Java stack trace.
 
 from __future__ import annotations
 
+import functools
 import re
 from contextlib import contextmanager
-from typing import Iterator, Tuple, Type
+from typing import Any, Callable, Iterator, Tuple, Type
 
 from dbt.adapters.exceptions import FailedToConnectError
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
@@ -293,3 +294,19 @@ class QueryTimeoutError(DbtRuntimeError):
     def __init__(self, seconds: float, method: str) -> None:
         self.seconds = seconds
         super().__init__(timeout_message(seconds, method))
+
+
+def refused_before_any_change(plan: Callable[..., Any]) -> Callable[..., Any]:
+    """A build the core refuses (`ConfigError`) reaches dbt as a CompilationError naming the
+    model and its relation."""
+
+    @functools.wraps(plan)
+    def planned(
+        self: Any, materialization: str, file_format: str, existing: Any, model: Any, *args: Any
+    ) -> Any:
+        try:
+            return plan(self, materialization, file_format, existing, model, *args)
+        except ConfigError as exc:
+            raise CompilationError(f"{model.get('unique_id')} ({existing}): {exc}") from exc
+
+    return planned

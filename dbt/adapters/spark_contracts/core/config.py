@@ -162,3 +162,12 @@ def resolve_settings(
         uses_evolution=schema_evolution is not None or schema_contract is not None,
         dry_run=run_vars.dry_run,
     )
+
+
+def fixed_path(config: Mapping[str, Any]) -> bool:
+    """The model's table has a path of its own (`location_root`, or a `path` option): a table
+    built beside it would be built at the same path."""
+    options = config.get("options") or {}
+    return bool(
+        config.get("location_root") or (isinstance(options, Mapping) and options.get("path"))
+    )

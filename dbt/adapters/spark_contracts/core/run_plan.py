@@ -42,6 +42,7 @@ from .operations import Plan
 from .pending import pending_name
 from .quarantine import QUARANTINE_SUFFIX
 from .render import render_plan, suffixed
+from .swap import refused
 from .types import Struct
 from .write_path import (
     REBUILD,
@@ -63,6 +64,7 @@ class Build(Enum):
     CREATE = "create the table"
     REPLACE = "replace the table in one atomic statement"
     SWAP = "build the table beside the relation, then swap them by two renames (core/swap.py)"
+    REFUSE = "refused: a table at a fixed path cannot be dropped and built over its files"
     DROP_AND_CREATE = "drop the relation, then create the table (a fixed path, Iceberg's catalog)"
     EVOLVE = "plan the run against the deployed table"
 
@@ -123,6 +125,8 @@ def replacement(existing: Existing | None, file_format: str, external: bool = Fa
     or in a format's own catalog (Iceberg's Hadoop catalog cannot rename), dropped first."""
     if replaces_atomically(existing, file_format):
         return Build.REPLACE
+    if external and existing is not None and not existing.is_view:
+        return Build.REFUSE  # its table is external: DROP would leave its files (`refused`)
     if external or row_of(file_format).in_own_catalog:
         return Build.DROP_AND_CREATE
     return Build.SWAP
@@ -202,6 +206,8 @@ def plan_build(facts: BuildFacts) -> BuildPlan:
         result = file_format if facts.materialization == TABLE else existing.table_format
         return BuildPlan(Build.EVOLVE, file_format, facts.load_strategy, result)
     action = replacement(existing, file_format, facts.external)
+    if action is Build.REFUSE:
+        raise refused(existing.table_format, file_format)
     return BuildPlan(action, file_format, facts.strategy, file_format)
 
 

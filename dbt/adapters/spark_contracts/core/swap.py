@@ -25,11 +25,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from .config import ConfigError
 from .intent import find_intent
 from .render import BACKUP_SUFFIX, REWRITE_SUFFIX, suffixed
 from .types import sql_string
 
 SWAP_PROPERTY = "dbt_spark_contracts.swap"
+
+
+def refused(existing_format: str, file_format: str) -> ConfigError:
+    """Why a rebuild of a table at a fixed path does not go ahead: Spark refuses a CTAS into
+    the non-empty folder an external table's DROP leaves, so dropping first would lose the
+    table and build nothing (and a table built beside it would be built at its path)."""
+    return ConfigError(
+        f"a {existing_format} table at a fixed path (`location_root` or a `path` option) "
+        f"cannot be rebuilt as {file_format}: dropping it leaves its files, and Spark refuses "
+        "to create a table over them; nothing was changed. Keep its format if that is Delta or "
+        "Iceberg (replaced in one statement), or drop the table and its folder by hand first"
+    )
 
 
 def _kind(is_view: bool) -> str:

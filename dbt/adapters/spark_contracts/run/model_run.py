@@ -36,6 +36,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
     RunInputs,
     stage_name,
 )
+from dbt.adapters.spark_contracts.core.swap import refused
 from dbt.adapters.spark_contracts.core.types import Field, as_nullable
 from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision
 from dbt.adapters.spark_contracts.run.outcome_events import RunOutcome
@@ -150,6 +151,9 @@ class ModelRun:
             fits=decided.fits,
             **facts,
         )
+        rebuilds = run.full_refresh or run.strategy == REBUILD
+        if run.replace_by is Build.REFUSE and rebuilds and not (run.blocked or run.dry_run):
+            raise refused(run.table_format, run.table_format)
         if run.blocked or run.dry_run or run.full_refresh:
             return run
         load = plan_load(
