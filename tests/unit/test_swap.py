@@ -124,8 +124,8 @@ def test_statements_name_the_kind_of_each_relation(old_is_view):
     kind = "VIEW" if old_is_view else "TABLE"
     statements = Swap(REL, old_is_view).statements("inv")
     assert statements == (
-        "DROP TABLE IF EXISTS `db`.`t__dbt_backup`",
         f"ALTER {kind} `db`.`t` SET TBLPROPERTIES ('{SWAP_PROPERTY}' = 'inv')",
+        "DROP TABLE IF EXISTS `db`.`t__dbt_backup`",
         f"ALTER {kind} `db`.`t` RENAME TO `db`.`t__dbt_backup`",
         "ALTER TABLE `db`.`t__dbt_rewrite` RENAME TO `db`.`t`",
         f"DROP {kind} `db`.`t__dbt_backup`",
@@ -159,7 +159,7 @@ def test_recovery_renames_back_before_it_drops_the_new_table(backup_is_view, fou
     }
     catalog = Catalog(relations)
     properties = {SWAP_PROPERTY: "inv"} if found is Recovery.SWAP else rewrite_intent(True)
-    swaps.recover(catalog, REL, properties, backup_is_view, found, "model.x")
+    swaps._recover(catalog, REL, properties, backup_is_view, found, "model.x")
     assert set(catalog.relations) == {REL}
     assert catalog.relations[REL]["label"] == "old"
     assert (SWAP_PROPERTY in catalog.relations[REL]) == (found is Recovery.REWRITE)
@@ -176,7 +176,7 @@ def test_a_failed_recovery_keeps_the_new_table_and_names_what_is_left():
     }
     catalog = Catalog(relations, fail_at=0)  # the rename back fails
     with pytest.raises(SwapFailed) as raised:
-        swaps.recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
+        swaps._recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
     assert swap.beside in catalog.relations and swap.backup in catalog.relations
     assert raised.value.remaining == put_back(REL, False, Recovery.SWAP)
 
@@ -201,5 +201,19 @@ def test_a_swap_whose_run_holds_its_lease_is_left_alone():
 
     catalog.fetch = fetch
     with pytest.raises(RunInProgress):
-        swaps.recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
+        swaps._recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
     assert set(catalog.relations) == {swap.backup, swap.beside}  # nothing touched
+
+
+def test_a_swap_whose_relation_is_gone_drops_nothing_but_its_own_build():
+    """A run that read dbt's cache before another run died between its renames: the marked
+    backup (the only copy of the old table) survives; only this run's build is dropped."""
+    swap = Swap(REL)
+    relations = {
+        swap.backup: {"kind": "TABLE", "label": "old", SWAP_PROPERTY: "dead"},
+        swap.beside: {"kind": "TABLE", "label": "new"},
+    }
+    catalog = Catalog(relations)
+    with pytest.raises((SwapUndone, KeyError)):
+        swaps.swap_in(catalog, swap, "inv")
+    assert catalog.relations[swap.backup]["label"] == "old"

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.base.relation import BaseRelation
+from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
 from dbt.adapters.spark_contracts.core.render import BACKUP_SUFFIX, REWRITE_SUFFIX, suffixed
@@ -77,15 +78,9 @@ class SwapMethods(metaclass=AdapterMeta):
         found = recovery(properties, beside is not None)
         if found is None:
             return None  # a leftover of a finished swap, not one that stopped midway
-        unique_id = str(relation)
-        swaps.recover(
-            _ConnectionSpark(self),
-            str(relation),
-            properties,
-            bool(backup.is_view),
-            found,
-            unique_id,
-        )
+        fmt = self.table_format_of(backup)  # type: ignore[attr-defined]
+        key = ModelKey(str(relation), get_invocation_id(), fmt, str(relation))
+        swaps.recover(_ConnectionSpark(self), key, properties, bool(backup.is_view), found)
         if beside is not None:
             self.cache_dropped(beside)  # type: ignore[attr-defined]
         self.cache_renamed(backup, relation.incorporate(type=backup.type))  # type: ignore[attr-defined]

@@ -34,6 +34,10 @@ AT_A_PATH = (
     "{{ config(materialized=('view' if var('as_view', false) else 'table'), "
     "file_format='parquet', location_root=var('root')) }}\n" + BODY
 )
+AT_A_PATH_CONTRACT = (
+    "{{ config(materialized='table', file_format='parquet', location_root=var('root'), "
+    "schema_contract={'columns': 'evolve'}) }}\n" + BODY
+)
 PARQUET_CONTRACT_TABLE = (
     "{{ config(materialized='table', file_format='parquet', "
     "schema_contract={'columns': 'evolve'}) }}\n" + BODY
@@ -58,6 +62,7 @@ class TestSwappedRebuilds:
             "switching.sql": SWITCHING,
             "pq_contract_table.sql": PARQUET_CONTRACT_TABLE,
             "at_a_path.sql": AT_A_PATH,
+            "at_a_path_contract.sql": AT_A_PATH_CONTRACT,
         }
 
     @pytest.mark.parametrize("name", ["pq_table", "pq_contract_table"])
@@ -149,15 +154,18 @@ class TestSwappedRebuilds:
         assert rows_of(project, rel) == [(0,), (1,), (2,)]
         assert not {t for t in tables_in(project) if t.startswith("pq_incremental__")}
 
-    def test_a_parquet_table_at_its_location_root_is_refused_not_dropped(self, project, tmp_path):
+    @pytest.mark.parametrize("name", ["at_a_path", "at_a_path_contract"])
+    def test_a_parquet_table_at_its_location_root_is_refused_not_dropped(
+        self, project, tmp_path, name
+    ):
         """Its table is external: a DROP would leave its files and Spark refuses a CTAS over
-        them, so the rebuild is refused before anything changes (dbt-spark drops the table,
-        then fails)."""
-        rel = f"{project.test_schema}.at_a_path"
-        project.run_sql(f"drop table if exists {rel}")  # the case above left one elsewhere
-        root = f"{{root: '{tmp_path.as_posix()}'"
-        run_dbt(["run", "--select", "at_a_path", "--vars", root + "}"])
-        failed = run_dbt(["run", "--select", "at_a_path", "--vars", root + "}"], expect_pass=False)
+        them, so the rebuild (the build path; with a contract, the run's rebuild) is refused
+        before anything changes (dbt-spark drops the table, then fails)."""
+        rel = f"{project.test_schema}.{name}"
+        project.run_sql(f"drop table if exists {rel}")  # a case above may have left one
+        root = f"{{root: '{tmp_path.as_posix()}'}}"
+        run_dbt(["run", "--select", name, "--vars", root])
+        failed = run_dbt(["run", "--select", name, "--vars", root], expect_pass=False)
         message = " ".join(failed[0].message.split())
-        assert "model.test.at_a_path" in message and "cannot be rebuilt" in message, message
+        assert f"model.test.{name}" in message and "cannot be rebuilt" in message, message
         assert rows_of(project, rel) == [(0,), (1,), (2,)]

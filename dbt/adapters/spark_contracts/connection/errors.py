@@ -8,6 +8,7 @@ error's own, never a Java stack trace.
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Tuple, Type
@@ -301,12 +302,12 @@ def refused_before_any_change(plan: Callable[..., Any]) -> Callable[..., Any]:
     model and its relation."""
 
     @functools.wraps(plan)
-    def planned(
-        self: Any, materialization: str, file_format: str, existing: Any, model: Any, *args: Any
-    ) -> Any:
+    def planned(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            return plan(self, materialization, file_format, existing, model, *args)
+            return plan(self, *args, **kwargs)
         except ConfigError as exc:
+            bound = inspect.signature(plan).bind(self, *args, **kwargs).arguments
+            model, existing = bound.get("model") or {}, bound.get("existing")
             raise CompilationError(f"{model.get('unique_id')} ({existing}): {exc}") from exc
 
     return planned

@@ -33,13 +33,14 @@ from .types import sql_string
 SWAP_PROPERTY = "dbt_spark_contracts.swap"
 
 
-def refused(existing_format: str, file_format: str) -> ConfigError:
+def refused(existing_format: str, file_format: str | None = None) -> ConfigError:
     """Why a rebuild of a table at a fixed path does not go ahead: Spark refuses a CTAS into
     the non-empty folder an external table's DROP leaves, so dropping first would lose the
     table and build nothing (and a table built beside it would be built at its path)."""
     return ConfigError(
         f"a {existing_format} table at a fixed path (`location_root` or a `path` option) "
-        f"cannot be rebuilt as {file_format}: dropping it leaves its files, and Spark refuses "
+        f"cannot be rebuilt{f' as {file_format}' if file_format else ''}: dropping it leaves "
+        "its files, and Spark refuses "
         "to create a table over them; nothing was changed. Keep its format if that is Delta or "
         "Iceberg (replaced in one statement), or drop the table and its folder by hand first"
     )
@@ -72,9 +73,12 @@ class Swap:
         invocation id), kept on the old relation while it waits under the backup name."""
         kind = _kind(self.old_is_view)
         return (
-            f"DROP {_kind(self.stale_backup_is_view)} IF EXISTS {self.backup}",
+            # first: fails, before anything is dropped, if the relation is gone (a run stopped
+            # between its renames left it under the backup name: the next run recovers it)
             f"ALTER {kind} {self.relation} SET TBLPROPERTIES "
             f"({sql_string(SWAP_PROPERTY)} = {sql_string(marker)})",
+            # the relation is there, so a backup is a finished swap's leftover
+            f"DROP {_kind(self.stale_backup_is_view)} IF EXISTS {self.backup}",
             f"ALTER {kind} {self.relation} RENAME TO {self.backup}",
             f"ALTER TABLE {self.beside} RENAME TO {self.relation}",
             f"DROP {kind} {self.backup}",

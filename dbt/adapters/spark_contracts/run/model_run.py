@@ -12,6 +12,7 @@ from dbt.adapters.spark_contracts.core import (
     Struct,
 )
 from dbt.adapters.spark_contracts.core.capabilities import logged, row_of
+from dbt.adapters.spark_contracts.core.config import ConfigError
 from dbt.adapters.spark_contracts.core.decision import (
     ContractDecision,
 )
@@ -153,7 +154,7 @@ class ModelRun:
         )
         rebuilds = run.full_refresh or run.strategy == REBUILD
         if run.replace_by is Build.REFUSE and rebuilds and not (run.blocked or run.dry_run):
-            raise refused(run.table_format, run.table_format)
+            raise ConfigError(f"{run.unique_id} ({run.relation}): {refused(run.table_format)}")
         if run.blocked or run.dry_run or run.full_refresh:
             return run
         load = plan_load(

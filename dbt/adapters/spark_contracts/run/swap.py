@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.intent import find_intent
@@ -35,10 +36,25 @@ def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> 
     dead build left beside dropped, `create_sql` (which creates `swap.beside`), the swap.
     Returns the create's response."""
     with alone(spark, key):
+        if not exists(spark, swap.relation):
+            # gone since dbt's cache was read: a run stopped between its renames left it under
+            # the backup name, with its build beside it (the evidence the next run recovers by)
+            raise SwapUndone(
+                swap.relation,
+                "finding it",
+                DbtRuntimeError(
+                    f"it is gone; if {swap.backup} is there, a run stopped between its "
+                    "renames: run again, and the next run puts it back first"
+                ),
+            )
         spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
         try:
             response = spark.run(create_sql)
         except Exception as exc:
+            try:  # a failed CTAS may leave its table; the next build drops it anyway
+                spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
+            except Exception as cleanup:
+                logger.warning(f"{swap.relation}: could not drop {swap.beside} ({cleanup})")
             raise SwapUndone(swap.relation, f"building {swap.beside}", exc) from exc
         swap_in(spark, swap, key.invocation_id)
         return response
@@ -72,7 +88,28 @@ def run_in_order(spark: Spark, relation: str, steps: tuple, cause: str) -> None:
             raise SwapFailed(relation, cause, undo_exc, tuple(steps[i:])) from undo_exc
 
 
+def exists(spark: Spark, relation: str) -> bool:
+    schema, name = relation.rsplit(".", 1)
+    return bool(spark.fetch(f"show tables in {schema} like '{name.strip('`')}'"))
+
+
 def recover(
+    spark: Spark,
+    key: ModelKey,
+    backup_properties: dict,
+    backup_is_view: bool,
+    recovered: Recovery,
+) -> None:
+    """Put `key.relation` back from its backup (the next run, before anything else), under the
+    model's lease (of two runs recovering at once, one does; the other finds it done), unless
+    the run that left it may be alive (it holds its lease: `RunInProgress`)."""
+    with alone(spark, key):
+        if exists(spark, key.relation):
+            return  # another run put it back meanwhile
+        _recover(spark, key.relation, backup_properties, backup_is_view, recovered, key.unique_id)
+
+
+def _recover(
     spark: Spark,
     relation: str,
     backup_properties: dict,
@@ -80,13 +117,11 @@ def recover(
     recovered: Recovery,
     unique_id: str,
 ) -> None:
-    """Put `relation` back from its backup (the next run, before anything else), unless the run
-    that left it may be alive (it holds its lease: `RunInProgress`)."""
     invocation: Optional[str] = marker_of(backup_properties)
     if recovered is Recovery.REWRITE:
         intent = find_intent(backup_properties)
         invocation = intent.invocation_id if intent else None
-    if invocation:
+    if invocation:  # left alone while the run that left it may be alive
         Leases(spark).check_gone(relation, invocation, unique_id)
     logger.warning(
         f"{relation} is missing and its backup holds it: a rebuild of run {invocation} stopped "

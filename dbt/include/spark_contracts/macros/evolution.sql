@@ -34,10 +34,12 @@
      one statement where the format can; else built beside it and swapped in by two renames
      under the model's lease, so a failed or killed build leaves the old relation
      (core/swap.py; never Iceberg's NOT NULL build, which replaces in one statement); else (a
-     location_root, a path option) dropped first, as dbt-spark does. --#}
+     view replaced at a location_root or path option) dropped first, as dbt-spark does; a table
+     at a fixed path is refused before this (core/run_plan.replacement). --#}
 {% macro spark_contracts_build(build, target_relation, existing_relation, sql, language='sql') %}
   {%- if build.swaps -%}
     {%- set create_sql = spark_contracts_ctas(adapter.swap_beside(target_relation), sql, spark_contracts_table_constraints(language)) -%}
+    {% do write(create_sql) %}
     {% do store_result('main', response=adapter.swap_build(existing_relation, create_sql, model['unique_id'], invocation_id)) %}
   {%- else -%}
     {%- if build.drop_first -%}

@@ -81,6 +81,7 @@
   {% endif %}
 
   {% if evolved is defined %}
+      {% do write(final_sql) %}
       {% do store_result('main', response=adapter.snapshot_merge(evolved, final_sql)) %}
   {% else %}
       {% call statement('main') %}
