@@ -86,9 +86,10 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   checked against pydantic value by value;
 # - dbt's official snapshot, clone / hooks / unit-test, docs, on_schema_change, constraints,
 #   microbatch and Python-model suites, and test_basic's TestSimpleMaterializations,
-#   TestEphemeral, TestEmpty, TestIncrementalUniqueKey and snapshot classes, and the two
-#   incremental-predicates classes (CI keeps the merge with predicates and no key; `make suites`
-#   runs every official suite).
+#   TestEphemeral, TestEmpty, TestIncremental, TestIncrementalUniqueKey and snapshot classes,
+#   and the two incremental-predicates classes (CI keeps the merge with predicates and no key;
+#   `make suites` runs every official suite);
+# - the Iceberg half of a snapshot's change taken back with its failed merge (Delta's stays).
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
 EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/adapter/test_snapshots.py tests/functional/adapter/test_clone_hooks_units.py \
@@ -115,7 +116,9 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	tests/functional/adapter/test_basic.py::TestSnapshotCheckCols \
 	tests/functional/adapter/test_basic.py::TestSnapshotTimestamp \
 	tests/functional/adapter/test_incremental_predicates.py::TestIncrementalPredicatesMergeDelta \
-	tests/functional/adapter/test_incremental_predicates.py::TestPredicatesMergeDelta
+	tests/functional/adapter/test_incremental_predicates.py::TestPredicatesMergeDelta \
+	tests/functional/contracts/test_snapshot_undone.py::TestASnapshotsChangeIsTakenBackWithItsMergeIceberg \
+	tests/functional/adapter/test_basic.py::TestIncremental::test_incremental
 NOT_IN_CI := $(foreach f,$(EXTRA_FILES),--ignore=$(f)) $(foreach n,$(EXTRA_NODES),--deselect $(n))
 functional-extra: install jars
 	$(BIN)/pytest $(EXTRA_FILES) $(EXTRA_NODES) -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=20 $(PYTEST_ARGS)
