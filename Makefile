@@ -273,8 +273,8 @@ wheel: install
 
 # The wheel in a fresh venv outside the repository, its dependencies from PyPI (the dbt-core line
 # of $(CONSTRAINTS)), the jars fetched with the documented command into the filled .jars (a
-# check, no download), then `dbt debug` and a one-model `dbt run` on the embedded Spark in a dbt
-# project outside the repository (.ci/wheel_smoke.sh).
+# check, no download), then `dbt debug` and a one-model `dbt build` (the model and a data test of
+# its row) on the embedded Spark in a dbt project outside the repository (.ci/wheel_smoke.sh).
 wheel-test: wheel jars
 	.ci/wheel_smoke.sh dist/*.whl $(CONSTRAINTS) $(JARS)
 
