@@ -346,8 +346,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         # load, under the model's lease (run/swap.py)
         swap = self._swap(existing)
         key = self._swap_key(existing, run.unique_id, run.invocation_id)
-        with swaps.alone(spark, key):
-            spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
+        with swaps.building(spark, key, swap):
             response = runner.execute(
                 run, load_sql, after_load=lambda: swaps.swap_in(spark, swap, run.invocation_id)
             )

@@ -135,6 +135,12 @@ class Heartbeat:
 LEASE_ROUNDS = 5
 
 
+def table_listed(spark: Spark, relation: str) -> bool:
+    """`relation` (`schema.name`) is listed in its schema now (not dbt's cache)."""
+    schema, name = relation.rsplit(".", 1)
+    return bool(spark.fetch(f"show tables in {schema} like '{name.strip('`')}'"))
+
+
 def table_properties(spark: Spark, table: str) -> Dict[str, str]:
     rows = spark.fetch(f"show tblproperties {table}")
     return {str(r.get("key")): str(r.get("value")) for r in rows}
@@ -236,8 +242,7 @@ class Leases:
     def check_gone(self, relation: str, invocation_id: str, unique_id: str) -> None:
         """`RunInProgress` if `invocation_id`'s run of the model holds a fresh lease."""
         lease = lease_name(relation, invocation_id)
-        schema, name = lease.rsplit(".", 1)
-        if not self.spark.fetch(f"show tables in {schema} like '{name}'"):
+        if not table_listed(self.spark, lease):
             return  # no lease: the run ended, or predates leases
         heartbeat, now = heartbeat_of(table_properties(self.spark, lease)), time.time()
         if lease_is_fresh(heartbeat, now, lease_seconds()):

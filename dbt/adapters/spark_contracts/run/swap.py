@@ -13,7 +13,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.intent import find_intent
 from dbt.adapters.spark_contracts.core.swap import Recovery, Swap, marker_of, put_back
-from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, table_listed
 from dbt.adapters.spark_contracts.run.run_errors import SwapFailed, SwapUndone
 
 logger = AdapterLogger("SparkContracts")
@@ -31,12 +31,13 @@ def alone(spark: Spark, key: ModelKey) -> Iterator[None]:
         leases.let_go(key)
 
 
-def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> Any:
-    """A rebuild built beside the relation and swapped in, under the model's lease: any table a
-    dead build left beside dropped, `create_sql` (which creates `swap.beside`), the swap.
-    Returns the create's response."""
+@contextmanager
+def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[None]:
+    """The block that builds `swap.beside` and swaps it in, under the model's lease: the relation
+    checked to be still there first (never a dead run's evidence dropped on a stale cache), then
+    any table a dead build left beside dropped."""
     with alone(spark, key):
-        if not exists(spark, swap.relation):
+        if not table_listed(spark, swap.relation):
             # gone since dbt's cache was read: a run stopped between its renames left it under
             # the backup name, with its build beside it (the evidence the next run recovers by)
             raise SwapUndone(
@@ -48,6 +49,13 @@ def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> 
                 ),
             )
         spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
+        yield
+
+
+def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> Any:
+    """A rebuild built beside the relation by `create_sql` and swapped in (`building`).
+    Returns the create's response."""
+    with building(spark, key, swap):
         try:
             response = spark.run(create_sql)
         except Exception as exc:
@@ -88,11 +96,6 @@ def run_in_order(spark: Spark, relation: str, steps: tuple, cause: str) -> None:
             raise SwapFailed(relation, cause, undo_exc, tuple(steps[i:])) from undo_exc
 
 
-def exists(spark: Spark, relation: str) -> bool:
-    schema, name = relation.rsplit(".", 1)
-    return bool(spark.fetch(f"show tables in {schema} like '{name.strip('`')}'"))
-
-
 def recover(
     spark: Spark,
     key: ModelKey,
@@ -104,7 +107,7 @@ def recover(
     model's lease (of two runs recovering at once, one does; the other finds it done), unless
     the run that left it may be alive (it holds its lease: `RunInProgress`)."""
     with alone(spark, key):
-        if exists(spark, key.relation):
+        if table_listed(spark, key.relation):
             return  # another run put it back meanwhile
         _recover(spark, key.relation, backup_properties, backup_is_view, recovered, key.unique_id)
 
