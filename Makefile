@@ -86,7 +86,8 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   checked against pydantic value by value;
 # - dbt's official snapshot, clone / hooks / unit-test, docs, on_schema_change, constraints,
 #   microbatch and Python-model suites, and test_basic's TestSimpleMaterializations,
-#   TestEphemeral, TestEmpty, TestIncremental, TestIncrementalUniqueKey and snapshot classes,
+#   TestEphemeral, TestEmpty, TestIncremental, TestIncrementalUniqueKey,
+#   TestIncrementalNotSchemaChange, TestGenericTests and snapshot classes,
 #   and the two incremental-predicates classes (CI keeps the merge with predicates and no key;
 #   `make suites` runs every official suite);
 # - the Iceberg half of a snapshot's change taken back with its failed merge (Delta's stays).
@@ -118,7 +119,9 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	tests/functional/adapter/test_incremental_predicates.py::TestIncrementalPredicatesMergeDelta \
 	tests/functional/adapter/test_incremental_predicates.py::TestPredicatesMergeDelta \
 	tests/functional/contracts/test_snapshot_undone.py::TestASnapshotsChangeIsTakenBackWithItsMergeIceberg \
-	tests/functional/adapter/test_basic.py::TestIncremental::test_incremental
+	tests/functional/adapter/test_basic.py::TestIncremental::test_incremental \
+	tests/functional/adapter/test_basic.py::TestIncrementalNotSchemaChange \
+	tests/functional/adapter/test_basic.py::TestGenericTests
 NOT_IN_CI := $(foreach f,$(EXTRA_FILES),--ignore=$(f)) $(foreach n,$(EXTRA_NODES),--deselect $(n))
 functional-extra: install jars
 	$(BIN)/pytest $(EXTRA_FILES) $(EXTRA_NODES) -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=20 $(PYTEST_ARGS)

@@ -21,6 +21,7 @@ from dbt.adapters.spark_contracts.core.types import (
     Struct,
     Varchar,
     as_nullable,
+    holds_variant,
     is_widening,
     quote_identifier,
 )
@@ -326,3 +327,29 @@ def test_own_tables_beside_an_iceberg_model_are_purged(table_format: str, expect
     from dbt.adapters.spark_contracts.core.types import drop_sql
 
     assert drop_sql("db.t__dbt_stage_x", table_format) == expected
+
+
+@pytest.mark.parametrize(
+    "text, holds",
+    [
+        ("variant", True),
+        ("struct<a:int,b:array<map<string,struct<v:variant>>>>", True),
+        ("map<string,variant>", True),
+        ("array<variant>", True),
+        ("struct<a:int,b:array<string>>", False),
+        ("string", False),
+    ],
+)
+def test_holds_variant_at_any_depth(text, holds):
+    assert holds_variant(parse_type(text)) is holds
+
+
+@given(spark_types())
+def test_holds_variant_sees_through_every_container(t):
+    inside = holds_variant(t)
+    assert holds_variant(Array(t, True)) is inside
+    assert holds_variant(Map(Primitive("string"), t, True)) is inside
+    assert (
+        holds_variant(Struct((Field("a", Primitive("int"), True), Field("b", t, True)))) is inside
+    )
+    assert holds_variant(Struct((Field("v", Primitive("variant"), True), Field("b", t, True))))

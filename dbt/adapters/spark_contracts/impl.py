@@ -190,6 +190,13 @@ class SparkContractsAdapter(
         with self.connections.exception_handler(sql):
             return handle.schema_json(sql)
 
+    @available
+    def columns_in_query(self, sql: str) -> List[str]:
+        """`sql`'s output column names, by analysis. dbt's default runs the query (`where false
+        limit 0`) and reads its result's description, which Spark's Thrift server cannot give
+        for a VARIANT column (a snapshot of a model with one reads its columns so)."""
+        return [str(field["name"]) for field in self.schema_json(sql)["fields"]]
+
     def relation_schema_json(self, relation: Any, describable: bool) -> Dict[str, Any]:
         """A table's or view's schema as Spark JSON, in one read where the method allows:
         `describable` says the relation is a temporary view or a v1 table (not Delta, Iceberg)."""

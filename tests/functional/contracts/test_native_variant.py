@@ -9,8 +9,9 @@ variant column v2 added. The assertions read the real tables and run_results."""
 from __future__ import annotations
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import get_connection, run_dbt
 
+from dbt.adapters.spark_contracts.connection.errors import VariantResultOverThriftError
 from tests.functional.contracts.test_contract_matrix import rel
 from tests.functional.evolution.test_evolution_matrix import schema_of
 from tests.functional.test_microbatch import EVENTS, day, relation, window
@@ -224,6 +225,30 @@ class TestAnIcebergSnapshotRefusesANewVariantColumn:
         assert schema_of(project, snap) == before
         rows = project.run_sql(f"show tblproperties {snap}", fetch="all")
         assert dict(tuple(r) for r in rows).get("format-version") != "3"
+
+
+class TestAVariantResultPerMethod:
+    """A result holding a VARIANT column: read on session and connect. Spark's Thrift server has
+    no thrift type for VARIANT and fails to describe such a result; over thrift that is one
+    typed error naming the column and the ways out, and the same value through `to_json` reads."""
+
+    def test_read_or_refused_naming_the_column(self, project, request):
+        sql = "select id, named_struct('x', cast(id as variant)) as s, cast(id as variant) as v"
+        adapter = project.adapter
+        with get_connection(adapter):
+            if request.config.getoption("--profile") == "thrift":
+                with pytest.raises(VariantResultOverThriftError) as raised:
+                    adapter.execute(f"{sql} from range(2)", fetch=True)
+                assert raised.value.columns == ("s", "v")
+                message = str(raised.value)
+                assert "`s`, `v`" in message and "to_json" in message and "connect" in message
+            else:
+                _, table = adapter.execute(f"{sql} from range(2)", fetch=True)
+                assert [row[0] for row in table.rows] == [0, 1]
+            _, table = adapter.execute(
+                "select to_json(cast(id as variant)) from range(2)", fetch=True
+            )
+            assert [row[0] for row in table.rows] == ["0", "1"]
 
 
 # From `bad_day` on, a batch outputs `score` as a string; one row a day (id % 4 = 0) does not

@@ -6,7 +6,7 @@ import json
 import threading
 import uuid
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -29,6 +29,7 @@ from dbt.adapters.spark_contracts.connection.cursor import (
 from dbt.adapters.spark_contracts.connection.errors import (
     ConnectionLostError,
     ServerRefusedError,
+    VariantResultOverThriftError,
     to_dbt_error,
     transport_error_classes,
 )
@@ -42,6 +43,8 @@ from dbt.adapters.spark_contracts.connection.schema_io import (
     describe_rows_to_json,
 )
 from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
+from dbt.adapters.spark_contracts.core.parse import from_spark_json
+from dbt.adapters.spark_contracts.core.types import Struct, holds_variant
 
 logger = AdapterLogger("SparkContracts")
 
@@ -83,6 +86,53 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
     """dbt-spark's thrift/http wrapper, plus typed schemas read `AS JSON`."""
 
     _schema_view: Optional[str] = None  # this connection's temporary view for schema reads
+    _last_sql: Optional[str] = None  # the statement whose result the cursor holds
+
+    def execute(self, sql: str, bindings: Optional[List[Any]] = None) -> None:
+        self._last_sql = sql
+        super().execute(sql, bindings)
+
+    @property
+    def description(self) -> Any:
+        with self._result_described():
+            return super().description
+
+    def fetchall(self) -> List[Any]:
+        with self._result_described():
+            return super().fetchall()
+
+    def fetchone(self) -> Any:
+        with self._result_described():
+            return super().fetchone()
+
+    @contextmanager
+    def _result_described(self) -> Iterator[None]:
+        """The server could not describe the result (GetResultSetMetadata failed): when the
+        result's analysed schema holds a VARIANT, that is why (the Spark Thrift server has no
+        thrift type for it), raised as `VariantResultOverThriftError` naming the columns;
+        otherwise the server's own error."""
+        try:
+            yield
+        except Exception as exc:
+            error = to_dbt_error(exc)
+            if not isinstance(error, DbtDatabaseError) or self._last_sql is None:
+                raise
+            columns = self._variant_columns(self._last_sql)
+            if columns:
+                raise VariantResultOverThriftError(columns, str(error.msg)) from exc
+            raise
+
+    def _variant_columns(self, sql: str) -> Tuple[str, ...]:
+        """The top-level columns of `sql`'s result that hold a VARIANT, by analysing it (not
+        running it); () when the statement is not a query the server can analyse."""
+        try:
+            schema = from_spark_json(self.schema_json(sql))
+        except Exception as exc:  # not a query (SHOW, DESCRIBE, SET ...): nothing to name
+            logger.debug(f"thrift: result of {sql[:80]!r} not analysed: {exc}")
+            return ()
+        if not isinstance(schema, Struct):
+            return ()
+        return tuple(f.name for f in schema.fields if holds_variant(f.type))
 
     def apply_session_parameters(self, parameters: Dict[str, str]) -> None:
         """SET each of `parameters` in this session.
@@ -193,12 +243,15 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         return describe_json_to_json(json.loads(rows[0][0])["columns"])
 
     def _fetch(self, sql: str, fetch: bool = True) -> List[Any]:
+        """`sql` on a cursor of its own, closed after; the caller's statement stays the last."""
+        last = self._last_sql
         self.cursor()
         try:
             self.execute(sql)
             return list(self._cursor.fetchall()) if fetch and self._cursor else []
         finally:
             self._close_cursor()
+            self._last_sql = last
 
 
 class SparkContractsConnectionManager(SparkConnectionManager):
@@ -270,6 +323,14 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             if error is exc:
                 raise
             raise error from exc
+
+    def execute(
+        self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: Optional[int] = None
+    ) -> Any:
+        """dbt reads a result's rows outside its exception handler; here a failure reading them
+        is typed like the statement's own (over thrift: a result holding a VARIANT)."""
+        with self.exception_handler(sql):
+            return super().execute(sql, auto_begin, fetch, limit)
 
     def cancel(self, connection: Connection) -> None:
         """Interrupt what `connection` runs on the server (dbt's cancel, Ctrl-C): a session's

@@ -160,6 +160,23 @@ class ServerRefusedError(DbtRuntimeError):
         return self if self.endpoint else ServerRefusedError(self.detail, endpoint)
 
 
+class VariantResultOverThriftError(DbtDatabaseError):
+    """Spark's Thrift server cannot describe a result holding a VARIANT column (it has no
+    thrift type for it), so no statement returning one can be read over `thrift`. Raised when
+    the server failed to describe a result whose analysed schema holds a VARIANT (`columns`)."""
+
+    def __init__(self, columns: Tuple[str, ...], detail: str) -> None:
+        self.columns = columns
+        self.detail = detail
+        named = ", ".join(f"`{c}`" for c in columns)
+        super().__init__(
+            f"method thrift cannot return a result holding a VARIANT column ({named}): Spark's "
+            "Thrift server has no type for it. Select it as `to_json(<column>)` or "
+            "`variant_get(<column>, '$', '<type>')`, or use the session or connect method. "
+            f"(the server said: {detail})"
+        )
+
+
 # gRPC status codes that mean "the server cannot be reached (any more)": UNAVAILABLE is what the
 # client raises once its retries are used up.
 _GRPC_UNREACHABLE_CODES = ("UNAVAILABLE", "DEADLINE_EXCEEDED")

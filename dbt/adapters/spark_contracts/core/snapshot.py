@@ -26,7 +26,7 @@ from .enforce import (
 )
 from .operations import Plan
 from .plan import plan_schema_change
-from .types import Array, Map, Primitive, SparkType, Struct, quote_identifier
+from .types import Struct, holds_variant, quote_identifier
 from .write_path import merged_by_name
 
 # Columns dbt's snapshot staging adds for its own merge (`dbt_unique_key_1`, ... included).
@@ -96,24 +96,12 @@ def plan_snapshot(
     return SnapshotPlan(plan, target, insert)
 
 
-def _holds_variant(t: SparkType) -> bool:
-    if isinstance(t, Primitive):
-        return t.name == "variant"
-    if isinstance(t, Array):
-        return _holds_variant(t.element)
-    if isinstance(t, Map):
-        return _holds_variant(t.key) or _holds_variant(t.value)
-    if isinstance(t, Struct):
-        return any(_holds_variant(f.type) for f in t.fields)
-    return False
-
-
 def _refuse_new_variants(unique_id: str, diff: SchemaDiff) -> None:
     """Iceberg 1.12 cannot merge into a table whose new VARIANT column no data file holds yet
     (a NullPointerException planning the merge, after the column was added): refused before
     anything changes."""
     for change in diff.changes:
-        if isinstance(change, (ColumnAdded, FieldAdded)) and _holds_variant(change.field.type):
+        if isinstance(change, (ColumnAdded, FieldAdded)) and holds_variant(change.field.type):
             raise SnapshotContractError(
                 f"{unique_id}: the snapshot source brings the VARIANT column `{change.dotted}`, "
                 "and Iceberg 1.12 cannot merge into a table whose new VARIANT column no data "

@@ -201,6 +201,19 @@ class Struct:
 SparkType = Primitive | Char | Varchar | Decimal | Array | Map | Struct
 
 
+def holds_variant(t: SparkType) -> bool:
+    """`t` is VARIANT or holds one (an element, a key or value, a field at any depth)."""
+    if isinstance(t, Primitive):
+        return t.name == "variant"
+    if isinstance(t, Array):
+        return holds_variant(t.element)
+    if isinstance(t, Map):
+        return holds_variant(t.key) or holds_variant(t.value)
+    if isinstance(t, Struct):
+        return any(holds_variant(f.type) for f in t.fields)
+    return False
+
+
 def as_nullable(t: SparkType) -> SparkType:
     """`t` with every field, array element and map value nullable (Spark's `asNullable`)."""
     if isinstance(t, Struct):
