@@ -149,3 +149,24 @@ def test_py4j_error_names_its_causes_without_their_stacks() -> None:
         "org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed\n"
         "Caused by: org.apache.spark.SparkRuntimeException: [USER_RAISED_EXCEPTION] boom"
     )
+
+
+def test_a_refused_result_description_is_told_by_the_response_type():
+    from TCLIService.ttypes import TFetchResultsResp, TGetResultSetMetadataResp, TStatus
+
+    from dbt.adapters.spark_contracts.connection.connections import _metadata_refused
+
+    status = TStatus(statusCode=3, errorMessage="java.lang.IllegalArgumentException: any text")
+    assert _metadata_refused(OperationalError(TGetResultSetMetadataResp(status=status)))
+    assert not _metadata_refused(OperationalError(TFetchResultsResp(status=status)))
+    assert not _metadata_refused(ProgrammingError("No query yet"))
+    assert not _metadata_refused(OperationalError())
+
+
+def test_the_variant_error_names_columns_and_ways_out():
+    from dbt.adapters.spark_contracts.connection.errors import VariantResultOverThriftError
+
+    error = VariantResultOverThriftError(("s", "v"), "the server's words")
+    assert isinstance(error, DbtDatabaseError) and error.columns == ("s", "v")
+    for part in ("`s`, `v`", "to_json(<column>)", "variant_get", "session", "connect"):
+        assert part in str(error)

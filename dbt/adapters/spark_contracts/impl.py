@@ -190,7 +190,7 @@ class SparkContractsAdapter(
         with self.connections.exception_handler(sql):
             return handle.schema_json(sql)
 
-    @available
+    @available.parse_list
     def columns_in_query(self, sql: str) -> List[str]:
         """`sql`'s output column names, by analysis. dbt's default runs the query (`where false
         limit 0`) and reads its result's description, which Spark's Thrift server cannot give

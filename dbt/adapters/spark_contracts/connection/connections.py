@@ -30,6 +30,9 @@ from dbt.adapters.spark_contracts.connection.errors import (
     ConnectionLostError,
     ServerRefusedError,
     VariantResultOverThriftError,
+    is_connection_error,
+    is_database_error,
+    spark_error_message,
     to_dbt_error,
     transport_error_classes,
 )
@@ -82,6 +85,16 @@ class SerializedThriftClient:
         return call
 
 
+def _metadata_refused(exc: BaseException) -> bool:
+    """PyHive's error for a refused GetResultSetMetadata: the statement ran, the server could
+    not describe its result (told by the response's type, not its text)."""
+    from pyhive.exc import OperationalError
+    from TCLIService.ttypes import TGetResultSetMetadataResp
+
+    response = exc.args[0] if isinstance(exc, OperationalError) and exc.args else None
+    return isinstance(response, TGetResultSetMetadataResp)
+
+
 class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
     """dbt-spark's thrift/http wrapper, plus typed schemas read `AS JSON`."""
 
@@ -101,10 +114,6 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         with self._result_described():
             return super().fetchall()
 
-    def fetchone(self) -> Any:
-        with self._result_described():
-            return super().fetchone()
-
     @contextmanager
     def _result_described(self) -> Iterator[None]:
         """The server could not describe the result (GetResultSetMetadata failed): when the
@@ -114,12 +123,11 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         try:
             yield
         except Exception as exc:
-            error = to_dbt_error(exc)
-            if not isinstance(error, DbtDatabaseError) or self._last_sql is None:
+            if self._last_sql is None or not _metadata_refused(exc):
                 raise
             columns = self._variant_columns(self._last_sql)
             if columns:
-                raise VariantResultOverThriftError(columns, str(error.msg)) from exc
+                raise VariantResultOverThriftError(columns, spark_error_message(exc)) from exc
             raise
 
     def _variant_columns(self, sql: str) -> Tuple[str, ...]:
@@ -324,13 +332,17 @@ class SparkContractsConnectionManager(SparkConnectionManager):
                 raise
             raise error from exc
 
-    def execute(
-        self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: Optional[int] = None
-    ) -> Any:
-        """dbt reads a result's rows outside its exception handler; here a failure reading them
-        is typed like the statement's own (over thrift: a result holding a VARIANT)."""
-        with self.exception_handler(sql):
-            return super().execute(sql, auto_begin, fetch, limit)
+    @classmethod
+    def get_result_from_cursor(cls, cursor: Any, limit: Optional[int]) -> Any:
+        """dbt reads a result's rows outside its exception handler: a database or connection
+        error reading them becomes dbt's typed error here too (dbt's own errors pass as they are:
+        over thrift, a result holding a VARIANT)."""
+        try:
+            return super().get_result_from_cursor(cursor, limit)
+        except Exception as exc:
+            if not (is_database_error(exc) or is_connection_error(exc)):
+                raise
+            raise to_dbt_error(exc) from exc
 
     def cancel(self, connection: Connection) -> None:
         """Interrupt what `connection` runs on the server (dbt's cancel, Ctrl-C): a session's
