@@ -198,7 +198,9 @@ class _Starter:
     # whose log was empty; the server would have logged its own exit).
     children: Dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def launch(self, name: str, command: list[str], marker: str) -> ProcessRecord:
+    def launch(
+        self, name: str, command: list[str], marker: str, env: Optional[Dict[str, str]] = None
+    ) -> ProcessRecord:
         log = self.directory / "logs" / f"{name}.log"
         with open(log, "wb") as out:
             process = subprocess.Popen(
@@ -207,7 +209,7 @@ class _Starter:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=self.directory,
-                env=self.env,
+                env={**self.env, **(env or {})},
                 start_new_session=True,  # outlives `make cluster`; leads its own process group
             )
         deadline = time.monotonic() + 10
@@ -384,7 +386,12 @@ def start(
                 ),
                 extra_class_path=[extra["derbyclient"]],
             )
-            server = starter.launch(kind, command, MAIN_CLASSES[kind])
+            # Spark's launcher sizes the Thrift server as a daemon (SPARK_DAEMON_MEMORY wins
+            # over spark.driver.memory); the master's and workers' 512m left its driver in
+            # garbage collection most of the time after half an hour of tests (old gen full)
+            server = starter.launch(
+                kind, command, MAIN_CLASSES[kind], {"SPARK_DAEMON_MEMORY": sizing.server_memory}
+            )
             starter.wait(server, f"port {port}", functools.partial(_port_open, port))
     except BaseException as error:
         starter.cluster.stop()

@@ -30,7 +30,8 @@ class Sizing:
     app_cores_max: int = 2
     executor_cores: int = 1
     executor_memory: str = "1g"
-    daemon_memory: str = "512m"
+    daemon_memory: str = "512m"  # the master's and the workers' own JVMs
+    server_memory: str = "2g"  # each server's driver: it plans every statement of every test
 
 
 def cluster_conf(
@@ -46,6 +47,7 @@ def cluster_conf(
         "spark.cores.max": str(sizing.app_cores_max),
         "spark.executor.cores": str(sizing.executor_cores),
         "spark.executor.memory": sizing.executor_memory,
+        "spark.driver.memory": sizing.server_memory,
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby://{HOST}:{derby_port}/{metastore};create=true"
         ),

@@ -100,6 +100,7 @@ def test_cluster_server_command(tmp_path, jars_dir):
     assert conf["spark.sql.catalog.iceberg.warehouse"] == str(tmp_path / "wh" / "iceberg")
     assert (conf["spark.cores.max"], conf["spark.executor.cores"]) == ("2", "1")
     assert conf["spark.executor.memory"] == "1g"
+    assert conf["spark.driver.memory"] == Sizing().server_memory == "2g"
     assert "hive.server2.thrift.bind.host=127.0.0.1" in command
     connect = _confs(server_command("connect", 15003, config, host="127.0.0.1", extra_conf=extra))
     assert connect["spark.connect.grpc.binding.address"] == "127.0.0.1"
