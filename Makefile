@@ -218,12 +218,14 @@ define with_cluster
 	exit $$status
 endef
 
-# The tests $(1) over thrift, then connect, on the cluster; fails if any pass failed.
+# The tests $(1) over thrift, then connect, on the cluster; fails if any pass failed. A class
+# stays on one xdist worker (loadscope): its class-scoped project is built once (under
+# loadgroup both workers built it, which doubled the heavy matrices' setup).
 define passes_on_cluster
 for profile in thrift connect; do \
 	  skips=; [ $$profile = connect ] && skips="$(2)"; \
 	  DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) $$skips -q \
-	    -p no:cacheprovider --show-capture=no -n 2 --dist loadgroup --durations=15 \
+	    -p no:cacheprovider --show-capture=no -n 2 --dist loadscope --durations=15 \
 	    --profile $$profile $(PYTEST_ARGS) || status=1; \
 	done
 endef

@@ -5,7 +5,7 @@ started again afterwards (`cluster.restart_worker`), so the cluster serves the t
 `TestCluster` runs on the cluster `make cluster-ci` / `make cluster-test` share
 ($DBT_SPARK_CONTRACTS_CLUSTER), or on one of its own when none is named; it runs once, in the
 thrift pass (its profile is its own whatever --profile says), its tests in this order on one
-xdist worker (`--dist loadgroup`). `TestOwnClusterStop` starts and stops a cluster of its own
+xdist worker (`--dist loadscope` keeps a class on one worker). `TestOwnClusterStop` starts and stops a cluster of its own
 (make cluster-test only).
 """
 
@@ -26,7 +26,7 @@ from spark_contracts_dev import cluster as local_cluster
 from spark_contracts_dev.procs import process_table, read_process
 from tests.functional.conftest import running_cluster
 
-pytestmark = [pytest.mark.profile("thrift"), pytest.mark.xdist_group("own_cluster")]
+pytestmark = [pytest.mark.profile("thrift")]
 
 DBT = str(Path(sys.executable).with_name("dbt"))
 FIRST_ROWS = 10
