@@ -56,8 +56,8 @@ suites: install jars
 # The same suites through a local Thrift Server and a Spark Connect server (not in CI: ~2x slower).
 suites-servers: install jars
 	mkdir -p reports
-	-$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --profile thrift --junitxml=reports/suites-thrift.xml
-	-$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --profile connect --junitxml=reports/suites-connect.xml
+	-$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --dist loadscope --profile thrift --junitxml=reports/suites-thrift.xml
+	-$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n 2 --dist loadscope --profile connect --junitxml=reports/suites-connect.xml
 	$(BIN)/python .ci/suite_table.py thrift=reports/suites-thrift.xml connect=reports/suites-connect.xml
 
 # CI's functional share in one pytest run (each xdist worker one JVM, the work balanced across
