@@ -235,6 +235,9 @@ RESILIENCE := tests/functional/test_connection_resilience.py
 CONNECT_CI_SKIPS := --deselect $(RESILIENCE)::test_ctrl_c_cancels_the_load_on_the_server \
 	--deselect $(RESILIENCE)::test_server_lost_in_the_middle_of_a_run
 
+# The kill at every commit runs on the session (`make faults`); on the cluster the middle and
+# the last commit per format (as faults-ci), to keep the two passes near their time target.
+cluster-test: export DBT_SPARK_CONTRACTS_KILL_SAMPLE = 1
 cluster-test: install jars
 	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_TESTS)))
 
