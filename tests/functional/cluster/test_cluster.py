@@ -5,8 +5,8 @@ started again afterwards (`cluster.restart_worker`), so the cluster serves the t
 `TestCluster` runs on the cluster `make cluster-ci` / `make cluster-test` share
 ($DBT_SPARK_CONTRACTS_CLUSTER), or on one of its own when none is named; it runs once, in the
 thrift pass (its profile is its own whatever --profile says), its tests in this order on one
-xdist worker (`--dist loadscope` keeps a class on one worker). `TestOwnClusterStop` starts and stops a cluster of its own
-(make cluster-test only).
+xdist worker (`--dist loadscope` keeps a class on one worker). `TestOwnClusterStop` starts and
+stops a cluster of its own (make cluster-test only).
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ def test_a_collated_column_takes_the_fast_answer(project):
     ref = quote_identifier("s")
     guarded = try_cast_sql(ref, Primitive("string"), parse_type("bigint"))
     rows = project.run_sql(
-        f"select cast(s as string collate utf8_binary), {guarded} as fast from (select cast(s as string collate unicode_ci) as s "
+        f"select cast(s as string collate utf8_binary), {guarded} as fast from "
+        "(select cast(s as string collate unicode_ci) as s "
         "from (select explode(array('12', 'n/a', ' 7', 'x1')) as s))",
         fetch="all",
     )

@@ -45,9 +45,9 @@ from dbt.adapters.spark_contracts.connection.schema_io import (
     describe_json_to_json,
     describe_rows_to_json,
 )
+from dbt.adapters.spark_contracts.connection.spark_handle import from_json
 from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
-from dbt.adapters.spark_contracts.core.parse import from_spark_json
-from dbt.adapters.spark_contracts.core.types import Struct, holds_variant
+from dbt.adapters.spark_contracts.core.types import holds_variant
 
 logger = AdapterLogger("SparkContracts")
 
@@ -134,11 +134,9 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         """The top-level columns of `sql`'s result that hold a VARIANT, by analysing it (not
         running it); () when the statement is not a query the server can analyse."""
         try:
-            schema = from_spark_json(self.schema_json(sql))
+            schema = from_json(self.schema_json(sql))
         except Exception as exc:  # not a query (SHOW, DESCRIBE, SET ...): nothing to name
             logger.debug(f"thrift: result of {sql[:80]!r} not analysed: {exc}")
-            return ()
-        if not isinstance(schema, Struct):
             return ()
         return tuple(f.name for f in schema.fields if holds_variant(f.type))
 
