@@ -38,6 +38,7 @@ from dbt.adapters.spark_contracts.run import (
     RunUndone,
 )
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
+from dbt.adapters.spark_contracts.run.lease import ModelKey
 
 TABLE = "db.t"
 MODEL = "model.p.t"
@@ -80,6 +81,15 @@ class FakeDelta:
     sent: int = 0
     dead: bool = False
     stages: set = field(default_factory=set)
+    leases: Dict[str, Dict[str, str]] = field(default_factory=dict)  # lease tables' properties
+    alive: bool = False  # leases made from here on name this (running) process as their holder
+
+    def holder(self, pairs: Dict[str, str]) -> Dict[str, str]:
+        """Each run is a dbt process of its own: once killed (or ended), its process is gone,
+        as its lease's client says; `alive` keeps the real (running) process."""
+        if "dbt_spark_contracts.client" in pairs and not self.alive:
+            pairs["dbt_spark_contracts.client"] = f"{socket.gethostname()}/{ENDED_PID}"
+        return pairs
 
     @property
     def current(self) -> Version:
@@ -141,12 +151,23 @@ class FakeDelta:
             return self._commit(
                 "RESTORE", columns=old.columns, properties=old.properties, rows=old.rows
             )
-        if re.match(
-            r"create table if not exists db\.t__dbt_(?:lease|settle)_\w+ \(lease int\)", low
+        if m := re.match(
+            r"create table if not exists (db\.t__dbt_(?:lease|settle)_\w+) \(lease int\) "
+            r"using \w+ tblproperties \((.*)\)$",
+            text,
+            re.I,
+        ):  # the run's lease (its heartbeat thread never beats here)
+            pairs = dict(re.findall(r"'([^']+)' = '([^']*)'", m.group(2)))
+            self.leases.setdefault(m.group(1).lower(), self.holder(pairs))
+            return None
+        if m := re.match(
+            r"alter table (db\.t__dbt_(?:lease|settle)_\w+) set tblproperties \((.*)\)$", text, re.I
         ):
-            return None  # the run's lease (its heartbeat thread never beats here)
+            self.leases[m.group(1).lower()].update(re.findall(r"'([^']+)' = '([^']*)'", m.group(2)))
+            return None
         if m := re.match(r"drop table if exists (\S+)(?: purge)?$", low):
             self.stages.discard(m.group(1))
+            self.leases.pop(m.group(1), None)
             return None
         if m := re.match(r"create table (db\.t__dbt_stage_\w+) using parquet as select", low):
             self.stages.add(m.group(1))
@@ -156,8 +177,19 @@ class FakeDelta:
     def fetch(self, sql: str) -> List[Dict[str, Any]]:
         self._statement()
         low = " ".join(sql.split()).lower()
-        if re.match(r"show tables in db like 't__dbt_(?:lease|settle)_[\w*]+'$", low):
-            return []  # a killed run's lease has run out (the lease's own tests: test_lease.py)
+        if m := re.match(r"show tables in db like '(t__dbt_(?:lease|settle)_\w*)(\*?)'$", low):
+            name, prefix = m.groups()
+            return [
+                {"tableName": t.split(".", 1)[1]}
+                for t in self.leases
+                if (t.split(".", 1)[1].startswith(name) if prefix else t == f"db.{name}")
+            ]
+        if m := re.match(r"show tblproperties (db\.t__dbt_(?:lease|settle)_\w+)$", low):
+            if m.group(1) not in self.leases:
+                raise RuntimeError(f"Table or view not found: {m.group(1)}")
+            return [{"key": k, "value": v} for k, v in self.leases[m.group(1)].items()]
+        if low == "show tblproperties db.t":
+            return [{"key": k, "value": v} for k, v in self.current.properties]
         if low.startswith("describe history db.t"):
             rows = [
                 {"version": i, "operation": v.operation, "userMetadata": v.tag}
@@ -205,7 +237,7 @@ def a_run(table: FakeDelta, invocation: str, tmp_path: Path) -> None:
     CommitTags().set(table, commit_tag(invocation, MODEL))  # before the repair, as adapter_run does
     dead = find_intent(dict(table.current.properties))
     if dead is not None and dead.invocation_id != invocation:
-        runner.repair(dead, MODEL)
+        runner.repair(dead, ModelKey(TABLE, invocation, "delta", MODEL))
     run = model_run(table, invocation)
     runner.execute(run, f"merge into {TABLE} using {run.source} on false")
 
@@ -227,7 +259,7 @@ def statements_of_a_run(tmp_path: Path) -> int:
 
 
 BEFORE = new_table().current.state()
-KILL_POINTS = range(1, 15)  # every statement of the run (checked below)
+KILL_POINTS = range(1, 22)  # every statement of the run (checked below)
 
 
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
@@ -249,13 +281,14 @@ def test_a_run_killed_at_any_statement_is_repaired_by_the_next(kill_at: int, tmp
 
 
 def test_the_matrix_covers_every_statement(tmp_path: Path):
-    """Stage (drop, create), lease, other runs' leases read, intent, feature, ADD COLUMNS, SET DEFAULT, two UPDATEs,
-    MERGE, intent cleared, lease dropped, stage dropped: a kill point per statement (no history read: a restore finds
-    the version before the run's first tagged commit when it needs it)."""
+    """Stage (drop, create), lease, other runs' leases read, intent, then each of feature, ADD COLUMNS, SET DEFAULT,
+    two UPDATEs, MERGE and clearing the intent after the fence (the run's own lease read), lease dropped, stage
+    dropped: a kill point per statement (no history read: a restore finds the version before the run's first
+    tagged commit when it needs it)."""
     assert statements_of_a_run(tmp_path) == max(KILL_POINTS)
 
 
-@pytest.mark.parametrize("kill_at", [6, 9, 12])  # the feature, the first UPDATE, clearing
+@pytest.mark.parametrize("kill_at", [7, 13, 19])  # the feature, the first UPDATE, clearing
 def test_another_writers_commit_after_the_kill_is_never_undone(kill_at: int, tmp_path: Path):
     table = new_table()
     table.kill_at = kill_at
@@ -276,7 +309,7 @@ def test_a_run_that_repaired_first_and_then_fails_keeps_the_repair(tmp_path: Pat
     goes back to the version before its own intent (the repaired table), not before the
     repair (the dead run's half-done table)."""
     table = new_table()
-    table.kill_at = 6  # the dead run: intent, feature, ADD COLUMNS on the table
+    table.kill_at = 11  # the dead run: intent, feature, ADD COLUMNS on the table
     with pytest.raises(Killed):
         a_run(table, "inv-dead", tmp_path)
     assert INTENT_PROPERTY in dict(table.current.properties)

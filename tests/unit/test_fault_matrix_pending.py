@@ -16,7 +16,6 @@ CI's real SIGKILL between the load and the move: tests/functional/evolution/test
 
 from __future__ import annotations
 
-import datetime
 import itertools
 import re
 from dataclasses import dataclass, field, replace
@@ -51,11 +50,7 @@ CONTRACT = SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=True)
 SETTINGS = EvolutionSettings(Policy(), "ignore", False, False)
 QUARANTINE = f"{TABLE}__quarantine"
 DISCARDED = 3  # rows each load discards
-CLOCK = itertools.count(1_000_000)  # every commit's timestamp, in order
-
-
-def stamp(seconds: int) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(seconds)  # as Spark returns one: naive
+BEATS = itertools.count(1)  # a live run's heartbeats
 
 
 @dataclass
@@ -71,13 +66,10 @@ class FakeTables(FakeDelta):
     quarantine: Optional[List[str]] = None  # run ids, a row each; None: no table
     quarantine_n: str = "string"  # the quarantine's `n` (its type)
     pendings: Dict[str, Pending] = field(default_factory=dict)
-    stamps: List[int] = field(default_factory=list)  # the model table's commit timestamps
+    beating: set = field(default_factory=set)  # pending tables whose run is alive
+    taken: Dict[str, str] = field(default_factory=dict)  # pending tables taken over, by whom
     discards: int = DISCARDED
     loads: List[str] = field(default_factory=list)  # the run ids of the loads, as committed
-
-    def _commit(self, operation: str, **changes: Any) -> None:
-        super()._commit(operation, **changes)
-        self.stamps.append(next(CLOCK))
 
     def run(self, sql: str) -> Any:
         text = " ".join(sql.split())
@@ -89,12 +81,9 @@ class FakeTables(FakeDelta):
             r"create table (\S+__pending_\w+) using parquet tblproperties \((.*?)\) as ", text, re.I
         ):
             self._statement()
-            pairs = dict(re.findall(r"'([^']+)' = '([^']*)'", m.group(2)))
-            # made on the clock the model table's commits are stamped by
-            assert (
-                pairs.pop("dbt_spark_contracts.created") == pairs["dbt_spark_contracts.heartbeat"]
-            )
-            pairs["dbt_spark_contracts.created"] = str(next(CLOCK))
+            pairs = self.holder(dict(re.findall(r"'([^']+)' = '([^']*)'", m.group(2))))
+            # made at the model table's version then (read just before), never a clock
+            assert pairs["dbt_spark_contracts.created_version"] == str(len(self.versions) - 1)
             run_id = re.search(r"'([^']+)' AS `_dbt_run_id`", text).group(1)  # type: ignore[union-attr]
             self.pendings[m.group(1).lower()] = Pending([run_id] * self.discards, pairs)
             return None
@@ -132,9 +121,11 @@ class FakeTables(FakeDelta):
             self._statement()
             self.pendings.pop(m.group(1), None)
             return None
-        if m := re.match(r"alter table (\S+__pending_\w+) set tblproperties", low):
+        if m := re.match(r"alter table (\S+__pending_\w+) set tblproperties \((.*)\)$", text, re.I):
             self._statement()
-            self.pendings[m.group(1)].properties["dbt_spark_contracts.heartbeat"] = "0"
+            pairs = re.findall(r"'([^']+)' = '([^']*)'", m.group(2))
+            self.pendings[m.group(1).lower()].properties.update(pairs)
+            self.taken.update((m.group(1).lower(), v) for k, v in pairs if k.endswith("taken_by"))
             return None
         if low.startswith(f"insert into {TABLE} "):
             response = super().run(sql)
@@ -152,19 +143,22 @@ class FakeTables(FakeDelta):
         if low.startswith("select count_if("):
             self._statement()
             return [{"rows_discarded": self.discards, "values_discarded": 0}]
-        if m := re.match(r"show tblproperties (\S+)$", low):
+        if m := re.match(r"show tblproperties (\S+__pending_\w+)$", low):
             self._statement()
-            return [{"key": k, "value": v} for k, v in self.pendings[m.group(1)].properties.items()]
+            if m.group(1) not in self.pendings:
+                raise DbtDatabaseError(f"Table or view not found: {m.group(1)}")
+            properties = self.pendings[m.group(1)].properties
+            if m.group(1) in self.beating:  # its run is alive: each read sees a new beat
+                properties["dbt_spark_contracts.heartbeat"] = str(next(BEATS))
+            return [{"key": k, "value": v} for k, v in properties.items()]
+        if m := re.match(r"show tables in db like '(t__quarantine__pending_\w+)'$", low):
+            self._statement()
+            return [{"tableName": m.group(1)}] if f"db.{m.group(1)}" in self.pendings else []
         if low == f"describe history {TABLE}":
             self._statement()
             return [
-                {
-                    "version": i,
-                    "operation": v.operation,
-                    "userMetadata": v.tag,
-                    "timestamp": stamp(t),
-                }
-                for i, (v, t) in enumerate(zip(self.versions, self.stamps, strict=True))
+                {"version": i, "operation": v.operation, "userMetadata": v.tag}
+                for i, v in enumerate(self.versions)
             ][::-1]
         if m := re.match(
             rf"select 1 as held from {re.escape(QUARANTINE)} where `_dbt_run_id` = '([^']+)' limit 1$",
@@ -221,7 +215,6 @@ def a_run(table: FakeTables, invocation: str, tmp_path: Path) -> Any:
 
 def new_table(quarantine: bool = True) -> FakeTables:
     table = FakeTables([Version(("id", "n"), (), "v1", "CREATE TABLE AS SELECT", None)])
-    table.stamps.append(next(CLOCK))
     table.quarantine = [] if quarantine else None
     return table
 
@@ -259,7 +252,7 @@ def statements_of_a_run(tmp_path: Path, quarantine: bool) -> int:
 
 
 # the statements of the dead run: with the quarantine there, and with it to be created again
-STATEMENTS = {True: 6, False: 7}
+STATEMENTS = {True: 9, False: 10}
 KILL_POINTS = [(q, k) for q in (True, False) for k in range(1, STATEMENTS[q] + 1)]
 
 
@@ -307,21 +300,25 @@ def test_what_happens_to_the_quarantine_never_takes_a_load_back(event: str, tmp_
 
 
 def test_a_live_runs_pending_table_is_left_to_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """A run whose lease is fresh may be alive: another run of the model leaves its pending
-    table alone (its own load goes ahead); once the lease runs out, a run settles it."""
-    monkeypatch.setenv(LEASE_ENV, "3600")
+    """A run whose process still runs and renews its lease may be alive: another run of the
+    model watches its pending table, sees it renewed, and leaves it alone (its own load goes
+    ahead); once that run stops renewing it, a run watches it run out and settles it."""
+    monkeypatch.setenv(LEASE_ENV, "0.5")
     table = new_table()
+    table.alive = True  # the slow run's process runs on
     kill_at = STATEMENTS[True] - 1  # right after the load (the move, then the drop)
     table.kill_at = kill_at
     with pytest.raises(Killed):
         a_run(table, "inv-slow", tmp_path)
     assert table.loads == ["inv-slow"] and len(table.pendings) == 1
-    table.dead, table.kill_at = False, 0
+    table.beating = set(table.pendings)  # it renews its lease
+    table.dead, table.kill_at, table.alive = False, 0, False
     a_run(table, "inv-other", tmp_path)
     assert len(table.pendings) == 1 and table.quarantine.count("inv-slow") == 0  # type: ignore[union-attr]
-    monkeypatch.setenv(LEASE_ENV, "0.001")
+    table.beating = set()  # it stalls: its lease runs out while the next run watches
     a_run(table, "inv-later", tmp_path)
     check(table)
+    assert "inv-later" in next(iter(table.taken.values()))
 
 
 def test_a_quarantine_that_cannot_hold_the_rows_fails_the_run_before_its_load(tmp_path: Path):

@@ -109,33 +109,58 @@ def test_the_repair_drops_the_dead_runs_stage(tmp_path: Path):
     from dbt.adapters.spark_contracts.run import stage_name
 
     spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
-    message = Runner(spark, RunReport(), tmp_path).repair(intent(), "model.p.m")
+    message = Runner(spark, RunReport(), tmp_path)._repair(intent(), "model.p.m")
     assert "restored to Delta version 1" in message
     assert spark.statements == [
         f"drop table if exists {stage_name('db.t', 'inv')}",
         "restore table db.t to version as of 1",
         "drop table if exists db.t__quarantine__pending_inv",  # the dead run's discarded rows
-        "drop table if exists db.t__dbt_lease_inv",  # its lease, run out
     ]
     assert stage_name("db.t", "inv") == "db.t__dbt_stage_inv"
 
 
-def test_an_intent_whose_run_holds_a_fresh_lease_is_not_repaired(tmp_path: Path):
-    """A run that may be alive (its lease renewed within the lease's time) is never repaired:
-    the other run fails naming it and changes nothing; once the lease ran out, it repairs."""
-    import time
+def test_an_intent_whose_run_renews_its_lease_is_not_repaired(tmp_path: Path, monkeypatch):
+    """A run that is alive (it renews its lease while the other run watches) is never
+    repaired: the other run fails naming it and changes nothing; once its process is gone, the
+    other run takes its lease over (marked with who took it) and repairs."""
+    import itertools
+    import os
+    import socket
 
-    import pytest
-
+    from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY
+    from dbt.adapters.spark_contracts.core.lease import CLIENT_PROPERTY
+    from dbt.adapters.spark_contracts.core.pending import APP_PROPERTY, RUN_PROPERTY
     from dbt.adapters.spark_contracts.run import RunInProgress
+    from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
 
-    spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
-    spark.lease(str(int(time.time())))
+    monkeypatch.setenv(LEASE_ENV, "3")
+    host, beats = socket.gethostname(), itertools.count(1)
+    pid = {"value": os.getpid()}  # the dead run's process: this one (running), then gone
+
+    class Leased(History):
+        def fetch(self, sql):
+            if sql == "show tblproperties db.t__dbt_lease_inv":
+                return [
+                    {"key": "dbt_spark_contracts.heartbeat", "value": str(next(beats))},
+                    {"key": RUN_PROPERTY, "value": "inv"},
+                    {"key": CLIENT_PROPERTY, "value": f"{host}/{pid['value']}"},
+                    {"key": APP_PROPERTY, "value": f"session://{host}/{pid['value']} local-1"},
+                ]
+            if sql == "show tblproperties db.t":
+                return [{"key": INTENT_PROPERTY, "value": intent().to_property()}]
+            return super().fetch(sql)
+
+    spark = Leased(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
+    spark.lease("1")
+    key = ModelKey("db.t", "next", "delta", "model.p.m")
     with pytest.raises(RunInProgress) as raised:
-        Runner(spark, RunReport(), tmp_path).repair(intent(), "model.p.m")
-    assert "run inv is changing db.t" in str(raised.value) and spark.statements == []
-    spark.lease(str(int(time.time()) - 3600))
-    assert "restored" in Runner(spark, RunReport(), tmp_path).repair(intent(), "model.p.m")
+        Runner(spark, RunReport(), tmp_path).repair(intent(), key)
+    assert "run inv is changing db.t" in str(raised.value)
+    assert not any("restore" in s or "__dbt_lease_inv" in s for s in spark.statements)
+    pid["value"] = 4_194_999  # its process has ended: positive evidence, no waiting
+    assert "restored" in Runner(spark, RunReport(), tmp_path).repair(intent(), key)
+    taken = [s for s in spark.statements if "t__dbt_lease_inv set tblproperties" in s]
+    assert taken and "'next'" in taken[0], spark.statements
 
 
 class IcebergTable:

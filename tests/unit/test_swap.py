@@ -181,28 +181,45 @@ def test_a_failed_recovery_keeps_the_new_table_and_names_what_is_left():
     assert raised.value.remaining == put_back(REL, False, Recovery.SWAP)
 
 
-def test_a_swap_whose_run_holds_its_lease_is_left_alone():
-    import time
+def test_a_swap_whose_run_holds_its_lease_is_left_alone(monkeypatch):
+    """The run that left the swap renews its lease while the recovering run watches it (its
+    process runs): the recovery fails naming it, and nothing is renamed."""
+    import itertools
+    import os
+    import socket
 
-    from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY
+    from dbt.adapters.spark_contracts.core.lease import CLIENT_PROPERTY
+    from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY, RUN_PROPERTY
+    from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
     from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
 
+    monkeypatch.setenv(LEASE_ENV, "3")
     swap = Swap(REL)
     relations = {
         swap.backup: {"kind": "TABLE", "label": "old", SWAP_PROPERTY: "inv"},
         swap.beside: {"kind": "TABLE", "label": "new"},
     }
     catalog = Catalog(relations)
+    beats = itertools.count(1)
+    sent = []
 
-    def fetch(sql: str):  # the marking run's lease, its heartbeat just renewed
+    def fetch(sql: str):  # the marking run's lease, renewed between two reads
         if sql.startswith("show tables"):
             return [{"tableName": "t__dbt_lease_inv"}]
-        return [{"key": BEAT_PROPERTY, "value": str(int(time.time()))}]
+        return [
+            {"key": BEAT_PROPERTY, "value": str(next(beats))},
+            {"key": RUN_PROPERTY, "value": "inv"},
+            {"key": CLIENT_PROPERTY, "value": f"{socket.gethostname()}/{os.getpid()}"},
+        ]
 
     catalog.fetch = fetch
-    with pytest.raises(RunInProgress):
-        swaps._recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
+    catalog.run = sent.append  # the recovering run's own lease (taken, let go)
+    key = ModelKey(REL, "other", "delta", "model.x")
+    with pytest.raises(RunInProgress) as raised:
+        swaps.recover(catalog, key, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP)
+    assert raised.value.invocation_id == "inv"
     assert set(catalog.relations) == {swap.backup, swap.beside}  # nothing touched
+    assert not any("RENAME" in s.upper() for s in sent), sent
 
 
 def test_a_swap_whose_relation_is_gone_drops_nothing_but_its_own_build():

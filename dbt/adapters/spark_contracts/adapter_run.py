@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
@@ -22,10 +22,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpar
 from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.config import fixed_path, read_run_vars
 from dbt.adapters.spark_contracts.core.constraints import declared_not_null
-from dbt.adapters.spark_contracts.core.intent import (
-    commit_tag,
-    find_intent,
-)
+from dbt.adapters.spark_contracts.core.intent import commit_tag
 from dbt.adapters.spark_contracts.core.load import LoadOptions, render_load
 from dbt.adapters.spark_contracts.core.microbatch import (
     MICROBATCH,
@@ -37,11 +34,7 @@ from dbt.adapters.spark_contracts.core.outcome import (
     HISTORY_COLUMNS,
     history_relation,
 )
-from dbt.adapters.spark_contracts.core.pending import PENDING_SUFFIX, is_pending_of, pending_name
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
-from dbt.adapters.spark_contracts.core.render import (
-    suffixed,
-)
 from dbt.adapters.spark_contracts.core.run_plan import (
     Build,
     BuildFacts,
@@ -53,6 +46,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (
     replacement,
 )
 from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.lease import ModelKey
 from dbt.adapters.spark_contracts.validation import settings_at_run
@@ -79,11 +73,57 @@ class RunPathMethods(metaclass=AdapterMeta):
 
     @available
     @refused_before_any_change
+    def repair_model(
+        self,
+        materialization: str,
+        this: BaseRelation,
+        existing: Optional[BaseRelation],
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+        full_refresh: bool,
+        invocation_id: str,
+    ) -> repairs_.Repaired:
+        """Step 1 of a table or incremental build, before it is planned: a swap or rewrite a
+        dead run stopped between its renames put back; for a build that evolves, the node's
+        commit tag set on its session, then a dead run's intent repaired and other runs'
+        pending discarded rows settled, under the model's lease (run/repair.py). The plan
+        (`plan_model`) then only reads."""
+        relation = existing if existing is not None else self.recover_rewrite(this)
+        contract, settings, _ = self._resolve_run_settings(model, run_vars)
+        facts = BuildFacts(
+            materialization,
+            "",
+            self._existing(relation),
+            bool(full_refresh),
+            binds_contract=bool(settings.uses_evolution or contract is not None),
+        )
+        if relation is None or not facts.evolves:
+            return repairs_.Repaired(relation)
+        spark = self._spark()
+        unique_id = model.get("unique_id", str(relation))
+        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
+        self._tags.set(spark, tag)  # every commit of this node carries it, until its end
+        # cleared when dbt ends the node (post_model_hook), whatever happens in between
+        runner = self._runner(spark, invocation_id)
+        key = ModelKey(str(relation), invocation_id, self.table_format_of(relation), unique_id)
+        quarantines = contract is not None and bool(getattr(contract, "quarantine", False))
+        done, deployed = repairs_.repair(
+            spark,
+            runner,
+            key,
+            self._deployed(spark, relation),
+            quarantines,
+            lambda: self._deployed(spark, relation),
+        )
+        return repairs_.Repaired(relation, tag, done, deployed)
+
+    @available
+    @refused_before_any_change
     def plan_model(
         self,
         materialization: str,
         file_format: str,
-        existing: Optional[BaseRelation],
+        repaired: repairs_.Repaired,
         model: Dict[str, Any],
         run_vars: Dict[str, Any],
         full_refresh: bool,
@@ -92,10 +132,12 @@ class RunPathMethods(metaclass=AdapterMeta):
         table_options: str,
         invocation_id: str,
     ) -> runs.PlannedBuild:
-        """The one question a table or incremental build asks (core/run_plan.plan_model): what
-        to do with the relation and, when the build evolves, the run planned against the
-        deployed table (the model's query as a temporary view, its schema read, a dead run's
-        work repaired, then decided once, writing nothing)."""
+        """Step 2, the one question a table or incremental build asks (core/run_plan.plan_model):
+        what to do with the relation and, when the build evolves, the run planned against the
+        deployed table as `repair_model` left it (the model's query as a temporary view, its
+        schema read, then decided once). It only reads: its statements go through a guard that
+        refuses anything else (run/repair.ReadOnly)."""
+        existing = repaired.relation
         options = LoadOptions.from_config(model.get("config") or {})
         contract, settings, declared = self._resolve_run_settings(model, run_vars)
         facts = BuildFacts(
@@ -111,18 +153,18 @@ class RunPathMethods(metaclass=AdapterMeta):
         if not facts.evolves:
             return runs.PlannedBuild(plan_model(facts).build)
         assert existing is not None
+        if not repaired.tag:
+            raise DbtRuntimeError(
+                f"{model.get('unique_id')}: plan_model needs repair_model's result first"
+            )
         view = existing.incorporate(path={"identifier": existing.identifier + "__dbt_tmp"})
         view = view.include(database=False, schema=False)
-        spark = self._spark()
+        spark = repairs_.ReadOnly(self._spark())
         spark.run(f"create or replace temporary view {view} as {compiled_code}")
         runner = self._runner(spark, invocation_id)
         unique_id = model.get("unique_id", str(existing))
-        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
-        self._tags.set(spark, tag)  # every commit of this node carries it, until its end
-        # cleared when dbt ends the node (post_model_hook), whatever happens in between
-        inputs, microbatch, repairs = self._run_facts(
+        inputs, microbatch = self._run_facts(
             spark,
-            runner,
             existing,
             view,
             model,
@@ -132,6 +174,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             declared,
             invocation_id,
             table_options,
+            repaired.deployed,
         )
         with config_errors_as_compilation_errors():
             planned = plan_model(facts, inputs)
@@ -142,13 +185,14 @@ class RunPathMethods(metaclass=AdapterMeta):
             inputs,
             planned.run,
             unique_id,
-            tag,
+            repaired.tag,
             microbatch,
-            repairs,
+            repaired.repairs,
             existing,
             replacement(facts.existing, file_format, facts.external),
             options,
         )
+        logger.debug(f"{unique_id}: planned with {len(spark.sent)} statement(s), all reads")
         return runs.PlannedBuild(planned.build, run)
 
     def _existing(self, relation: Optional[BaseRelation]) -> Optional[Existing]:
@@ -162,8 +206,7 @@ class RunPathMethods(metaclass=AdapterMeta):
 
     def _run_facts(
         self,
-        spark: runs.Spark,
-        runner: runs.Runner,
+        spark: Any,
         relation: BaseRelation,
         view: BaseRelation,
         model: Dict[str, Any],
@@ -173,10 +216,10 @@ class RunPathMethods(metaclass=AdapterMeta):
         declared: Any,
         invocation_id: str,
         table_options: str,
-    ) -> Tuple[RunInputs, Optional[Microbatch], Tuple[str, ...]]:
-        """What the run is decided from: the model's output schema and the deployed table's,
-        read after the repair step (a dead run's intent is undone, other runs' pending
-        discarded rows settled, before anything is decided)."""
+        deployed_read: Optional[Tuple[Any, Dict[str, str]]],
+    ) -> Tuple[RunInputs, Optional[Microbatch]]:
+        """What the run is decided from: the model's output schema and the deployed table's
+        (as read after the repair step, or read now)."""
         unique_id = model.get("unique_id", str(relation))
         compiled = runs.compiled_schema(
             spark.relation_schema(str(view), True), declared_not_null(model)
@@ -184,18 +227,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         self._validate_column_settings(unique_id, settings, compiled, relation)
         table_format = self.table_format_of(relation)
         microbatch = _plan_batch(unique_id, facts.load_strategy, table_format, model, compiled)
-        deployed, properties = self._deployed(spark, relation)
-        repairs: Tuple[str, ...] = ()
-        dead = find_intent(properties)
-        if dead is not None and dead.invocation_id != invocation_id:
-            repairs = (runner.repair(dead, unique_id),)
-            deployed, properties = self._deployed(spark, relation)
-        quarantines = contract is not None and bool(getattr(contract, "quarantine", False))
-        pendings = self._pending_tables(spark, relation, invocation_id) if quarantines else []
-        if pendings:  # other runs' discarded rows, not yet in the quarantine (core/pending.py)
-            quarantine = suffixed(str(relation), QUARANTINE_SUFFIX)
-            model_key = ModelKey(str(relation), invocation_id, table_format, unique_id)
-            repairs += tuple(runner.settle_pending(model_key, quarantine, pendings))
+        deployed, properties = deployed_read or self._deployed(spark, relation)
         config = model.get("config") or {}
         inputs = RunInputs(
             relation=str(relation),
@@ -215,7 +247,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             table_options=table_options,
             observable=spark.can_observe(),
         )
-        return inputs, microbatch, repairs
+        return inputs, microbatch
 
     def _model_run(
         self,
@@ -271,23 +303,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         if not run.blocked:  # `warn`: applied (or, in a dry run, to be), each change named
             for warning in run.plan.warnings:
                 logger.warning(f"{unique_id} ({relation}): {warning}")
-        runner.events = runs.RunEvents(repairs)
-        runner.record(run)
         return run
-
-    def _pending_tables(
-        self, spark: runs.Spark, relation: BaseRelation, invocation_id: str
-    ) -> List[str]:
-        """Other runs' pending tables of `relation`'s quarantine, listed now (not from dbt's
-        relation cache, which another run's table may have joined or left since it was read)."""
-        quarantine = suffixed(relation.identifier, QUARANTINE_SUFFIX)
-        own = pending_name(quarantine, invocation_id).lower()
-        schema = str(relation).rsplit(".", 1)[0]
-        rows = spark.fetch(f"show tables in {schema} like '{quarantine}{PENDING_SUFFIX}*'")
-        names = (str(r.get("tableName") or "") for r in rows)
-        return sorted(
-            f"{schema}.{n}" for n in names if is_pending_of(n, quarantine) and n.lower() != own
-        )
 
     def _sibling_format(self, relation: BaseRelation, suffix: str) -> Optional[str]:
         cached = self._sibling(relation, suffix)
@@ -357,13 +373,25 @@ class RunPathMethods(metaclass=AdapterMeta):
     def full_refresh_response(
         self, run: runs.ModelRun, response: Any
     ) -> runs.ContractsAdapterResponse:
+        return run.response(str(response), self._record(run))
+
+    @available
+    def blocked_run(self, run: runs.ModelRun) -> str:
+        """A blocked run recorded in the invocation's report; its error message, for Jinja to
+        raise."""
+        self._record(run)
+        return str(run.error_message)
+
+    def _record(self, run: runs.ModelRun) -> runs.RunOutcome:
+        """A run that carried out no load (dry run, blocked, full refresh) in the report."""
         runner = self._runner(self._spark(), run.invocation_id)
         runner.events = runs.RunEvents(run.repairs)
         runner.record(run)
-        return run.response(str(response), runner.out)
+        return runner.out
 
     @available
     def dry_run_response(self, run: runs.ModelRun) -> runs.ContractsAdapterResponse:
+        self._record(run)
         return run.response(
             f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed",
             runs.RunOutcome.repaired(run.repairs),

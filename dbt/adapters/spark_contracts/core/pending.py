@@ -11,11 +11,13 @@ appended to the quarantine and the pending table is dropped.
 A later run of the model that finds a pending table of another run decides from the model
 table's own record (`decide_pending`), never from the quarantine's:
 
-- the run may still be alive (its lease is fresh): leave it; that run moves its own rows;
+- the run may still be alive (its lease binds: core/lease.py, judged by positive evidence or
+  watched on the settling run's own clock): leave it; that run moves its own rows;
 - the load that carries the tag is in the model's log: the load finished; its discarded rows
   are moved into the quarantine (unless it already holds rows of that run), then the pending
   table is dropped (roll forward: rows are added, never taken away);
-- the model's log reaches back before the pending table was made and holds no such load, and
+- the model's log still holds the version the table was at when the pending table was made
+  (recorded on it: never a clock) and holds no such load after it, and
   the Spark application that ran that run's statements is provably gone (its embedded session's
   process on this host has ended; the server at its endpoint has restarted): the run died
   before its load, which can no longer commit; its pending rows belong to no load and are
@@ -41,17 +43,14 @@ from .types import drop_sql
 PENDING_SUFFIX = "__pending_"  # <relation>__quarantine__pending_<run>
 TAG_PROPERTY = "dbt_spark_contracts.pending_tag"  # the run's commit tag, on the pending table
 RUN_PROPERTY = "dbt_spark_contracts.pending_run"  # its invocation id (its rows' `_dbt_run_id`)
-BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # epoch seconds; "0": released
-CREATED_PROPERTY = "dbt_spark_contracts.created"  # epoch seconds, taken before the table is made
+BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # changes with each beat; "0": released
+# the model table's version (Delta version, Iceberg snapshot id) when the pending table was made
+CREATED_VERSION_PROPERTY = "dbt_spark_contracts.created_version"
 # where the run's statements run: "<endpoint> <Spark application id>" (`Application`)
 APP_PROPERTY = "dbt_spark_contracts.application"
 SESSION_ENDPOINT = "session://"  # session://<host>/<pid>: an embedded session, in that process
 # parquet keeps no log: the run sets this on the model's table right after its load
 LOADED_PREFIX = "dbt_spark_contracts.loaded_"
-# A lease is fresh this long after its last heartbeat (the run renews it every BEAT_SECONDS
-# while it holds the pending table); $DBT_SPARK_CONTRACTS_LEASE_SECONDS overrides it.
-LEASE_SECONDS = 180.0
-BEAT_SECONDS = 20.0
 
 
 def run_key(invocation_id: str) -> str:
@@ -92,10 +91,6 @@ def _number(properties: Mapping[str, str], key: str) -> float | None:
 def heartbeat_of(properties: Mapping[str, str]) -> float | None:
     """The heartbeat a pending or lease table's properties carry (None: none, or not a number)."""
     return _number(properties, BEAT_PROPERTY)
-
-
-def lease_is_fresh(heartbeat: float | None, now: float, lease_seconds: float) -> bool:
-    return heartbeat is not None and heartbeat > 0 and now - heartbeat < lease_seconds
 
 
 def is_pending_of(identifier: str, quarantine_identifier: str) -> bool:
@@ -161,9 +156,9 @@ class Pending:
     tag: str | None
     run: str | None
     heartbeat: float | None
-    # when it was made: its `CREATED_PROPERTY` (the run's clock just before it made the table);
-    # None where it does not say
-    created: float | None
+    # the model table's version when it was made (`CREATED_VERSION_PROPERTY`); None where it
+    # does not say (or the table had no version yet)
+    created_version: str | None
     application: Application | None = None  # where its run's statements ran
 
     @classmethod
@@ -171,22 +166,17 @@ class Pending:
         lowered = {k.lower(): v for k, v in properties.items()}
         tag, run = lowered.get(TAG_PROPERTY), lowered.get(RUN_PROPERTY)
         application = Application.from_property(lowered.get(APP_PROPERTY))
-        return cls(name, tag, run, heartbeat_of(properties), created_of(properties), application)
-
-
-def created_of(properties: Mapping[str, str]) -> float | None:
-    """When a pending table was made, as its `CREATED_PROPERTY` says (None: not said)."""
-    return _number(properties, CREATED_PROPERTY)
+        version = (lowered.get(CREATED_VERSION_PROPERTY) or "").strip() or None
+        return cls(name, tag, run, heartbeat_of(properties), version, application)
 
 
 @dataclass(frozen=True)
 class LogEntry:
-    """One commit in the model table's own log: when it was made, its tag and operation."""
+    """One commit in the model table's own log: its tag, operation and version."""
 
-    timestamp: float  # epoch seconds
     tag: str | None
     operation: str = ""
-    version: int | None = None  # Delta's version
+    version: int | None = None  # Delta's version; Iceberg's snapshot id
     restored_to: int | None = None  # a Delta RESTORE's target version
 
 
@@ -219,19 +209,15 @@ LOAD_OPERATIONS = {
 
 
 def decide_pending(
-    pending: Pending,
-    record: ModelRecord,
-    now: float,
-    lease_seconds: float = LEASE_SECONDS,
-    gone: bool = False,
+    pending: Pending, record: ModelRecord, binds: bool = False, gone: bool = False
 ) -> Decision:
-    """What to do with another run's pending table (see the module's text). `gone`: its run's
-    Spark application is provably gone (`application_gone`)."""
+    """What to do with another run's pending table (see the module's text). `binds`: its lease
+    may still be held (core/lease.py); `gone`: its run's Spark application is provably gone
+    (`application_gone`). No clock is read: the log is compared by version."""
     if pending.heartbeat is None or pending.tag is None or pending.run is None:
         return Decision(Action.KEEP, "its properties do not name its run and lease")
-    alive = max(pending.heartbeat, pending.created or 0) if pending.heartbeat > 0 else 0
-    if lease_is_fresh(alive, now, lease_seconds):  # made (a long CTAS) or renewed lately
-        return Decision(Action.WAIT, f"its run renewed its lease {int(now - alive)} s ago")
+    if binds:
+        return Decision(Action.WAIT, "its run renewed its lease, or may still renew it")
     if record.log is None:  # parquet: the property the run set right after its load
         key = None
         for name, value in record.properties.items():
@@ -247,8 +233,8 @@ def decide_pending(
         return Decision(Action.DROP, "its load was taken back (a RESTORE to before it)")
     if loaded is Loaded.YES:
         return Decision(Action.MOVE, f"the table's log holds its load (tag {pending.tag})")
-    oldest = min((e.timestamp for e in record.log), default=None)
-    if oldest is not None and pending.created is not None and oldest <= pending.created:
+    made_at = pending.created_version
+    if made_at is not None and any(str(e.version) == made_at for e in record.log):
         if not gone:
             return Decision(
                 Action.KEEP,
@@ -257,8 +243,9 @@ def decide_pending(
             )
         return Decision(
             Action.DROP,
-            "the table's log reaches back before the run made it and holds no load of that "
-            "run, and the Spark application that ran its statements is gone",
+            f"the table's log still holds version {made_at}, from before the run's load, and "
+            "no load of that run after it, and the Spark application that ran its statements "
+            "is gone",
         )
     return Decision(Action.KEEP, "the table's log no longer reaches back to that run")
 

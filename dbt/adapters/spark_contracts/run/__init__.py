@@ -40,6 +40,7 @@ from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
     ABSENT,
     ForeignCommits,
+    LeaseLost,
     QuarantineMismatch,
     QuarantinePending,
     RestoreFailed,
@@ -58,6 +59,7 @@ __all__ = [
     "STAGE_SUFFIX",
     "ContractsAdapterResponse",
     "ForeignCommits",
+    "LeaseLost",
     "ModelRun",
     "PlannedBuild",
     "QuarantinePending",

@@ -1,36 +1,54 @@
-"""Leases (core/pending.py). A run's lease on a table (its pending table, or the
+"""Leases (core/lease.py). A run's lease on a table (its pending table, or the
 `<model>__dbt_lease_<run>` / `__dbt_settle_<run>` table that says a run of the model is at work):
 while the run holds it, a thread of its own renews the table's heartbeat on a connection of its
 own (every connection method: dbt opens one per thread), so that another run of the model never
 takes over from a run that is still alive. Released (heartbeat "0") when the run lets go.
 
-`Leases` is the runner's collaborator for the model-level leases: take, hold alone, let go, and
-read other runs' leases."""
+Another run's lease is judged by positive evidence (its process on this host is gone) or watched
+on this run's own clock until its heartbeat changes (it is alive: `RunInProgress`) or has not
+changed for the lease's length (it expired): a dead or expired lease is taken over, marked with
+the run that took it and the next epoch. A holder checks its own lease before each irreversible
+step (`Leases.check`, the fence) and fails with `LeaseLost` once another run took it over.
+
+`Leases` is the runner's collaborator for the model-level leases: take, hold alone, check, let
+go, and read other runs' leases."""
 
 import os
 import random
+import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Protocol, Tuple
+from typing import Dict, List, Optional, Protocol, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.intent import Intent
-from dbt.adapters.spark_contracts.core.pending import (
-    BEAT_PROPERTY,
-    BEAT_SECONDS,
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
+from dbt.adapters.spark_contracts.core.lease import (
+    CLIENT_PROPERTY,
+    EPOCH_PROPERTY,
     LEASE_SECONDS,
+    TAKEN_PROPERTY,
+    Client,
+    LeaseRecord,
+    Seen,
+    State,
+    Watch,
+    beat_interval,
+    fence,
+    judge,
+    next_epoch,
+)
+from dbt.adapters.spark_contracts.core.pending import (
+    APP_PROPERTY,
+    BEAT_PROPERTY,
     LEASE_SUFFIX,
     RUN_PROPERTY,
-    heartbeat_of,
-    lease_is_fresh,
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.types import drop_sql, sql_string
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
-from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
+from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunInProgress
 
 logger = AdapterLogger("SparkContracts")
 LEASE_ENV = "DBT_SPARK_CONTRACTS_LEASE_SECONDS"
@@ -60,7 +78,7 @@ class ModelKey:
 
 
 def lease_seconds() -> float:
-    """How long a pending table's lease stays fresh after its last heartbeat."""
+    """How long a lease binds after its heartbeat was last seen to change."""
     value = os.environ.get(LEASE_ENV)
     if not value:
         return LEASE_SECONDS
@@ -74,8 +92,15 @@ def lease_seconds() -> float:
 
 
 def beat_sql(table: str, at: Optional[float] = None) -> str:
-    value = "0" if at == 0 else str(int(at if at is not None else time.time()))
+    """A heartbeat: a value that changes with each beat (only its change is read, never
+    compared with another machine's clock); 0 releases the lease."""
+    value = "0" if at == 0 else f"{at if at is not None else time.time():.3f}"
     return f"alter table {table} set tblproperties ('{BEAT_PROPERTY}' = '{value}')"
+
+
+def this_client() -> Client:
+    """This dbt process, as a lease records its holder."""
+    return Client(socket.gethostname(), os.getpid())
 
 
 class Heartbeat:
@@ -88,7 +113,7 @@ class Heartbeat:
         self, spark: Spark, table: str, interval: Optional[float] = None, made: bool = True
     ) -> None:
         self.spark, self.table = spark, table
-        self.interval = interval if interval is not None else min(BEAT_SECONDS, lease_seconds() / 3)
+        self.interval = interval if interval is not None else beat_interval(lease_seconds())
         self._stop = threading.Event()
         self._made = threading.Event()
         if made:
@@ -146,6 +171,37 @@ def table_properties(spark: Spark, table: str) -> Dict[str, str]:
     return {str(r.get("key")): str(r.get("value")) for r in rows}
 
 
+def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
+    """The properties a lease (or a pending table, which is one) is made with."""
+    application = getattr(spark, "application", None)
+    app = application().to_property() if application is not None else ""
+    return (
+        f"'{RUN_PROPERTY}' = {sql_string(invocation_id)}, "
+        f"'{BEAT_PROPERTY}' = '{time.time():.3f}', "
+        f"'{CLIENT_PROPERTY}' = {sql_string(this_client().to_property())}, "
+        f"'{APP_PROPERTY}' = {sql_string(app)}, '{EPOCH_PROPERTY}' = '{epoch}'"
+    )
+
+
+def read_lease(spark: Spark, table: str) -> Optional[LeaseRecord]:
+    """A lease table as it is now; None once it is gone (read, then listed, fails closed: a
+    table that is listed but cannot be read raises)."""
+    try:
+        return LeaseRecord.from_properties(table, table_properties(spark, table))
+    except Exception:
+        if table_listed(spark, table):
+            raise
+        return None
+
+
+def take_over_sql(table: str, invocation_id: str) -> str:
+    """Another run's lease marked taken over by `invocation_id` (and released)."""
+    return (
+        f"alter table {table} set tblproperties ('{TAKEN_PROPERTY}' = "
+        f"{sql_string(invocation_id)}, '{BEAT_PROPERTY}' = '0')"
+    )
+
+
 class Leases:
     """The model-level leases of one run on one connection; `held` is the heartbeat of the
     lease it holds, if any (one at a time)."""
@@ -155,39 +211,134 @@ class Leases:
         self.held: Optional[Heartbeat] = None
 
     def take(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
-        lease, now = lease_name(owner.relation, owner.invocation_id, suffix), int(time.time())
+        lease = lease_name(owner.relation, owner.invocation_id, suffix)
         self.spark.run(
             f"create table if not exists {lease} (lease int) using "
             f"{quarantine_format_for(owner.table_format)} "
-            f"tblproperties ('{RUN_PROPERTY}' = {sql_string(owner.invocation_id)}, "
-            f"'{BEAT_PROPERTY}' = '{now}')"
+            f"tblproperties ({lease_properties(self.spark, owner.invocation_id)})"
         )
         self.held = Heartbeat(self.spark, lease).start()
 
     def alone(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
         """Take the run's lease and hold it only if no other run of the model holds one.
 
-        Two runs that take their leases at one moment each see the other's. Both let go, wait a
-        random while (longer on each round) and look again: a run that finds the other's lease
-        still there fails, naming it (that run goes on, or fails in turn only if it saw this
-        one's lease, which is gone); a run that finds it gone takes its lease again. So of two
-        runs at once one goes on, never neither (but for `LEASE_ROUNDS` ties in a row). A
-        failure while it holds its lease lets go of it (no heartbeat outlives the call)."""
+        Another run's lease that is dead (its process on this host is gone) or expired (its
+        heartbeat did not change for a lease's length while this run watched it) is taken over.
+        One that may be alive is watched: if its heartbeat changes, that run is alive and this
+        one fails naming it (`RunInProgress`); if it goes, or expires, this run takes its lease.
+        Two runs that take their leases at one moment each see the other's: both let go, wait a
+        random while (longer on each round) and look again, so of two runs at once one goes on,
+        never neither (but for `LEASE_ROUNDS` ties in a row). A failure while it holds its lease
+        lets go of it (no heartbeat outlives the call)."""
+        watch = Watch(lease_seconds())
         for round_ in range(1, LEASE_ROUNDS + 1):
             self.take(owner, suffix)
             try:
-                others = self.live_runs(owner.relation, owner.invocation_id, suffix)
+                others = self.others(owner.relation, owner.invocation_id, suffix)
+                binding = self._binding(owner, others, watch)
+                if not binding:
+                    self._take_over(owner, others, watch)
+                    return
             except BaseException:
                 self.let_go(owner)
                 raise
-            if not others:
-                return
             self.let_go(owner)
-            if round_ < LEASE_ROUNDS:
-                time.sleep(random.uniform(0.5, 2.0) * round_)
-                others = self.live_runs(owner.relation, owner.invocation_id, suffix)
-            if others:  # its intent on the table: never written over
-                raise RunInProgress(owner.unique_id, owner.relation, ", ".join(others), 0.0)
+            if round_ == LEASE_ROUNDS:
+                raise RunInProgress(owner.unique_id, owner.relation, binding[0].holder)
+            time.sleep(random.uniform(0.5, 2.0) * round_)
+            self._wait_for(owner, suffix, watch)
+
+    def _state(self, record: LeaseRecord) -> State:
+        return judge(record, this_client().host, process_running)
+
+    def _binding(
+        self, owner: LeaseOwner, others: Sequence[LeaseRecord], watch: Watch
+    ) -> List[LeaseRecord]:
+        """The leases among `others` that may still be held; one seen renewed is a live run's
+        (`RunInProgress`)."""
+        binding, now = [], time.monotonic()
+        for record in others:
+            if self._state(record) is not State.WATCH:
+                continue
+            seen = watch.see(record, now)
+            if seen is Seen.LIVE:
+                raise RunInProgress(owner.unique_id, owner.relation, record.holder)
+            if seen is Seen.WAITING:
+                binding.append(record)
+        return binding
+
+    def _wait_for(self, owner: LeaseOwner, suffix: str, watch: Watch) -> None:
+        """Watch the other runs' leases until none binds (gone, released, dead or expired);
+        `RunInProgress` as soon as one is renewed. Says so on the console while it waits."""
+        told = False
+        while True:
+            others = self.others(owner.relation, owner.invocation_id, suffix)
+            binding = self._binding(owner, others, watch)
+            if not binding:
+                return
+            if not told:
+                left = max(watch.left(r, time.monotonic()) for r in binding)
+                logger.info(
+                    f"{owner.unique_id}: waiting up to {left:.0f} s for the lease of run "
+                    f"{binding[0].holder} on {owner.relation}: it has not been renewed since this "
+                    "run found it; a run that is alive renews it, one that died lets it run out"
+                )
+                told = True
+            time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
+
+    def _take_over(self, owner: LeaseOwner, others: Sequence[LeaseRecord], watch: Watch) -> None:
+        """Other runs' leases that are dead or expired marked taken over by this run, which
+        holds the next epoch. A dead run's lease is dropped (its process cannot come back); an
+        expired one stays marked, for its run to find if it was only stalled (the fence)."""
+        taken = [r for r in others if not r.released and not r.taken_by]
+        stale = [r for r in others if r.taken_by and self._state_of_holder(r) is State.DEAD]
+        for record in taken:
+            dead = self._state(record) is State.DEAD
+            self.spark.run(take_over_sql(record.table, owner.invocation_id))
+            why = (
+                "its process on this host has ended"
+                if dead
+                else f"it was not renewed for {watch.lease_seconds:.0f} s"
+            )
+            logger.warning(
+                f"{owner.unique_id}: took over the lease of run {record.holder} on "
+                f"{owner.relation} ({why}); that run can commit nothing more"
+            )
+            if dead:
+                stale.append(record)
+        if taken and self.held is not None:
+            self.spark.run(
+                f"alter table {self.held.table} set tblproperties "
+                f"('{EPOCH_PROPERTY}' = '{next_epoch(taken)}')"
+            )
+        for record in stale:  # nothing can read them any more: their runs are gone
+            self._drop(record.table, owner)
+
+    def _state_of_holder(self, record: LeaseRecord) -> State:
+        """A taken-over lease judged as if it were still held (is its process gone?)."""
+        return judge(
+            LeaseRecord(record.table, record.run, "1", record.client, record.application),
+            this_client().host,
+            process_running,
+        )
+
+    def _drop(self, table: str, owner: LeaseOwner) -> None:
+        try:
+            self.spark.run(drop_sql(table, owner.table_format))
+        except Exception as exc:
+            logger.warning(f"{owner.unique_id}: could not drop {table}, a dead run's lease: {exc}")
+
+    def check(self, owner: LeaseOwner) -> None:
+        """The fence, before an irreversible step: the run's own lease is still its own, or
+        `LeaseLost`, naming the run that took it over (its heartbeat stops: it holds nothing)."""
+        beat = self.held
+        if beat is None:
+            return
+        found = fence(read_lease(self.spark, beat.table))
+        if not found.held:
+            beat.stop()
+            self.held = None
+            raise LeaseLost(owner.unique_id, owner.relation, found.taken_by)
 
     def let_go(self, owner: LeaseOwner) -> None:
         """The held lease dropped."""
@@ -208,51 +359,30 @@ class Leases:
         except Exception as exc:
             logger.warning(f"{owner.unique_id}: could not let go of its lease {beat.table}: {exc}")
 
-    def live_runs(
+    def others(
         self, relation: str, invocation_id: str, suffix: str = LEASE_SUFFIX
-    ) -> Tuple[str, ...]:
-        """Other runs of the model holding a fresh lease on `relation`. Fails closed: a listing
-        that fails raises (the run then changes nothing), and a lease whose properties cannot
-        be read counts as live unless it is no longer listed (its run let go of it)."""
+    ) -> List[LeaseRecord]:
+        """Other runs' leases on `relation`, as they are now. Fails closed: a listing that
+        fails raises, and a lease whose properties cannot be read while it is still listed
+        raises (it may be a live run's)."""
         schema, name = relation.rsplit(".", 1)
         own = lease_name(relation, invocation_id, suffix).rsplit(".", 1)[1].lower()
-        pattern = f"show tables in {schema} like '{name}{suffix}*'"
-
-        def listed() -> List[str]:
-            tables = (str(row.get("tableName") or "") for row in self.spark.fetch(pattern))
-            return [t for t in tables if t and t.lower() != own]
-
-        found: List[str] = []
-        for table in listed():
-            try:
-                props = table_properties(self.spark, f"{schema}.{table}")
-            except Exception as exc:
-                if table in listed():  # still there, unreadable: it may be a live run's
-                    logger.debug(f"could not read the lease {table}: {exc}")
-                    found.append(table)
+        rows = self.spark.fetch(f"show tables in {schema} like '{name}{suffix}*'")
+        tables = (str(row.get("tableName") or "") for row in rows)
+        found: List[LeaseRecord] = []
+        for table in tables:
+            if not table or table.lower() == own:
                 continue
-            if lease_is_fresh(heartbeat_of(props), time.time(), lease_seconds()):
-                found.append(props.get(RUN_PROPERTY, table))
-        return tuple(found)
+            record = read_lease(self.spark, f"{schema}.{table}")
+            if record is not None:
+                found.append(record)
+        return found
 
-    def check_dead(self, intent: Intent, unique_id: str) -> None:
-        """`RunInProgress` if the intent's run holds a fresh lease (it may be alive)."""
-        self.check_gone(intent.relation, intent.invocation_id, unique_id)
-
-    def check_gone(self, relation: str, invocation_id: str, unique_id: str) -> None:
-        """`RunInProgress` if `invocation_id`'s run of the model holds a fresh lease."""
-        lease = lease_name(relation, invocation_id)
-        if not table_listed(self.spark, lease):
-            return  # no lease: the run ended, or predates leases
-        heartbeat, now = heartbeat_of(table_properties(self.spark, lease)), time.time()
-        if lease_is_fresh(heartbeat, now, lease_seconds()):
-            assert heartbeat is not None
-            raise RunInProgress(unique_id, relation, invocation_id, now - heartbeat)
-
-    def drop_dead(self, intent: Intent, unique_id: str) -> None:
-        """A dead run's lease dropped (after its repair)."""
-        lease = lease_name(intent.relation, intent.invocation_id)
-        try:
-            self.spark.run(drop_sql(lease, intent.table_format))
-        except Exception as exc:
-            logger.warning(f"{unique_id}: could not drop {lease}, the dead run's lease: {exc}")
+    def live_runs(self, relation: str, invocation_id: str, suffix: str = LEASE_SUFFIX) -> tuple:
+        """Other runs of the model whose leases may be held now (not released, taken over or
+        dead), as the error of a failed run names them; read once, nothing watched."""
+        return tuple(
+            r.holder
+            for r in self.others(relation, invocation_id, suffix)
+            if self._state(r) is State.WATCH
+        )

@@ -4,7 +4,7 @@ made ready and evolved; another run's pending table settled from the model table
 The `Runner` is one; `Restorer` puts tables back."""
 
 import time
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Set
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
@@ -12,12 +12,10 @@ from dbt_common.exceptions import DbtDatabaseError
 from dbt.adapters.spark_contracts.connection.spark_handle import process_running
 from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.capabilities import logged
+from dbt.adapters.spark_contracts.core.lease import LeaseRecord, Seen, State, Watch, judge
 from dbt.adapters.spark_contracts.core.load_select import PENDING_DISCARDED, RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.pending import (
-    APP_PROPERTY,
-    BEAT_PROPERTY,
-    CREATED_PROPERTY,
-    RUN_PROPERTY,
+    CREATED_VERSION_PROPERTY,
     TAG_PROPERTY,
     Action,
     Application,
@@ -35,8 +33,12 @@ from dbt.adapters.spark_contracts.core.types import drop_sql, quote_identifier, 
 from dbt.adapters.spark_contracts.run.lease import (
     Heartbeat,
     beat_sql,
+    lease_properties,
     lease_seconds,
+    read_lease,
     table_properties,
+    take_over_sql,
+    this_client,
 )
 from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
@@ -120,16 +122,16 @@ class QuarantineSteps(Restorer):
     def _write_pending(self, run: ModelRun, select: str) -> None:
         """Before the load: the model's output, read once, from the executors into the run's
         pending table, every row with its reasons (`select`, core/load_select.pending_from);
-        the table tagged with the run's commit tag, its lease fresh."""
-        pending, now = run.pending_table, int(time.time())
-        # renewed once the table is made; until then its creation time (taken now) counts as
-        # the sign of life (core/pending.decide_pending)
+        the table tagged with the run's commit tag and the model table's version now (what a
+        later run settles it by, core/pending.decide_pending), its lease held."""
+        pending = run.pending_table
+        version = self.log(run.table_format).current_version(run.relation)
+        # beats once the table is made (a long CTAS is not watched: the table is not there yet)
         lease = self.state.lease = Heartbeat(self.spark, pending, made=False).start()
         properties = (
             f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, "
-            f"'{RUN_PROPERTY}' = {sql_string(run.invocation_id)}, '{BEAT_PROPERTY}' = '{now}', "
-            f"'{CREATED_PROPERTY}' = '{now}', "
-            f"'{APP_PROPERTY}' = {sql_string(self.spark.application().to_property())}"
+            f"'{CREATED_VERSION_PROPERTY}' = '{'' if version is None else version}', "
+            f"{lease_properties(self.spark, run.invocation_id)}"
         )
         self.state.pending = pending  # from here on, a failure settles it
         self.spark.run(
@@ -317,28 +319,27 @@ class QuarantineSteps(Restorer):
         quarantine: str,
         pendings: Sequence[str],
         unique_id: str,
+        invocation_id: str,
     ) -> List[str]:
         """Other runs' pending tables of this model, settled from the model table's own record
-        (core/pending.decide_pending): what was done, one line each."""
+        (core/pending.decide_pending), each marked taken over by `invocation_id` (this run)
+        before it is moved or dropped: what was done, one line each."""
         done: List[str] = []
         record: Optional[ModelRecord] = None
         here: Optional[Application] = None
-        for name in pendings:
-            try:
-                properties = table_properties(self.spark, name)
-            except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
-                logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
-                continue
-            # every pending table records when it was made (CREATED_PROPERTY); one that does
-            # not is still moved when its load is in the log, else kept with a warning, never
-            # dropped on an absence (core/pending.decide_pending)
+        found = self._pending_leases(pendings, unique_id)
+        binding = self._watch_pendings(found, unique_id)
+        for name, properties in found.items():
+            # every pending table records the model table's version when it was made; one that
+            # does not is still moved when its load is in the log, else kept with a warning,
+            # never dropped on an absence (core/pending.decide_pending)
             pending = Pending.from_properties(name, properties)
             if record is None:
                 record = self._model_record(relation, table_format)
             if here is None:
                 here = self.spark.application()
             gone = application_gone(pending.application, here, process_running)
-            decision = decide_pending(pending, record, time.time(), lease_seconds(), gone)
+            decision = decide_pending(pending, record, name in binding, gone)
             run = pending.run or "unknown"
             if decision.action is Action.WAIT:
                 logger.info(
@@ -353,6 +354,8 @@ class QuarantineSteps(Restorer):
                     f"{manual_move(name, quarantine, table_format)}"
                 )
                 continue
+            # taken over first: that run, if it was only stalled, can commit nothing after this
+            self.spark.run(take_over_sql(name, invocation_id))
             if decision.action is Action.MOVE:
                 what = self._move(relation, table_format, quarantine, name, run)
             else:
@@ -362,6 +365,55 @@ class QuarantineSteps(Restorer):
             logger.warning(f"{unique_id}: {message}")
             done.append(message)
         return done
+
+    def _pending_leases(self, pendings: Sequence[str], unique_id: str) -> Dict[str, Dict[str, str]]:
+        """The properties of each of `pendings` still there."""
+        found: Dict[str, Dict[str, str]] = {}
+        for name in pendings:
+            try:
+                found[name] = table_properties(self.spark, name)
+            except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
+                logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
+        return found
+
+    def _watch_pendings(self, found: Dict[str, Dict[str, str]], unique_id: str) -> Set[str]:
+        """The pending tables whose lease binds: renewed while watched on this run's clock
+        (core/lease.py), never judged by another machine's clock. One whose run's process on
+        this host is gone, or that was released or taken over, is not watched; the others are
+        watched together until each is renewed or has run out (a lease's length at most)."""
+        host = this_client().host
+        watched = {
+            name: LeaseRecord.from_properties(name, props)
+            for name, props in found.items()
+            if judge(LeaseRecord.from_properties(name, props), host, process_running) is State.WATCH
+        }
+        watch, live, told = Watch(lease_seconds()), set(), False
+        while watched:
+            now = time.monotonic()
+            for name, lease in list(watched.items()):
+                seen = watch.see(lease, now)
+                if seen is not Seen.WAITING:
+                    del watched[name]
+                    if seen is Seen.LIVE:
+                        live.add(name)
+            if not watched:
+                break
+            if not told:
+                logger.info(
+                    f"{unique_id}: waiting up to {lease_seconds():.0f} s for the lease of "
+                    f"{len(watched)} pending table(s) of another run ({', '.join(watched)}): a "
+                    "run that is alive renews it, one that died lets it run out"
+                )
+                told = True
+            time.sleep(1.0)
+            for name in list(watched):
+                record = read_lease(self.spark, name)
+                if record is None:  # its run settled it
+                    del watched[name]
+                    found.pop(name, None)
+                else:
+                    watched[name] = record
+        return live
 
     def _model_record(self, relation: str, table_format: str) -> ModelRecord:
         if logged(table_format):

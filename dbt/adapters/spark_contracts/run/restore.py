@@ -11,6 +11,7 @@ from dbt.adapters.spark_contracts.core.capabilities import logged
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
+    find_intent,
     foreign_commits,
 )
 from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
@@ -20,7 +21,7 @@ from dbt.adapters.spark_contracts.core.pending import (
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.core.types import drop_sql, sql_string
-from dbt.adapters.spark_contracts.run.lease import Leases
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, table_properties
 from dbt.adapters.spark_contracts.run.model_run import (
     stage_name,
 )
@@ -84,14 +85,27 @@ class Restorer:
             f"alter table {relation} unset tblproperties if exists ('{INTENT_PROPERTY}')"
         )
 
-    def repair(self, intent: Intent, unique_id: str) -> str:
-        """A dead run's intent found on the table: put it back before anything else, and drop
-        the dead run's stage table (its name holds that run's invocation id: no live run's)."""
+    def repair(self, intent: Intent, key: ModelKey) -> Optional[str]:
+        """A dead run's intent found on the table: put it back before anything else, under the
+        model's lease (`key`: this run), and drop the dead run's stage table (its name holds that
+        run's invocation id: no live run's). The lease is taken over from the dead run (its
+        process is gone, or its lease ran out while this run watched it; a run that renews it is
+        alive: `RunInProgress`), so a run that was only stalled can commit nothing after this
+        (the fence). None: another run repaired it meanwhile."""
+        self.leases.alone(key)
+        try:
+            found = find_intent(table_properties(self.spark, intent.relation))
+            if found is None or found.invocation_id == key.invocation_id:
+                return None  # repaired meanwhile, by the run that held the lease before us
+            return self._repair(found, key.unique_id)
+        finally:
+            self.leases.let_go(key)
+
+    def _repair(self, intent: Intent, unique_id: str) -> str:
         logger.warning(
             f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
             f"({intent.unique_id}), which did not finish; repairing the table first"
         )
-        self.leases.check_dead(intent, unique_id)
         dead_stage = stage_name(intent.relation, intent.invocation_id)
         try:
             self.spark.run(drop_sql(dead_stage, intent.table_format))
@@ -99,7 +113,6 @@ class Restorer:
             logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
         if not logged(intent.table_format):
             self._clear_intent(intent.relation)
-            self.leases.drop_dead(intent, unique_id)
             return (
                 f"repaired forward after run {intent.invocation_id}: {intent.table_format} keeps "
                 "no history, its completed steps stay (a rewrite stopped between its renames "
@@ -129,7 +142,6 @@ class Restorer:
                 exc,
                 drop_sql(pending, intent.table_format),
             ) from exc
-        self.leases.drop_dead(intent, unique_id)
         message = f"repaired after run {intent.invocation_id} died half way: {done}"
         logger.warning(f"{unique_id}: {message}")
         return message

@@ -72,15 +72,31 @@ class RunUndone(DbtRuntimeError):
 
 
 class RunInProgress(DbtRuntimeError):
-    """Another run of the model holds a fresh lease on the change it is making (core/pending.py):
-    this run changes nothing and fails, naming it."""
+    """Another run of the model holds its lease and renewed it while this run watched
+    (core/lease.py): this run changes nothing and fails, naming it."""
 
-    def __init__(self, unique_id: str, relation: str, invocation_id: str, age: float):
+    def __init__(self, unique_id: str, relation: str, invocation_id: str):
         self.unique_id, self.relation, self.invocation_id = unique_id, relation, invocation_id
         super().__init__(
-            f"{unique_id}: run {invocation_id} is changing {relation} (its lease was renewed "
-            f"{int(age)} s ago); this run changed nothing. Run again once it has ended; a run "
-            "that died is repaired once its lease runs out (DBT_SPARK_CONTRACTS_LEASE_SECONDS)."
+            f"{unique_id}: run {invocation_id} is changing {relation} (it renewed its lease "
+            "while this run watched it); this run changed nothing. Run again once it has ended. "
+            "A run that died is taken over at once when its process on this host is gone, else "
+            "once its lease runs out (DBT_SPARK_CONTRACTS_LEASE_SECONDS, 30 s by default)."
+        )
+
+
+class LeaseLost(DbtRuntimeError):
+    """The fence (core/lease.py): another run took this run's lease over while this run was
+    stalled (a long pause, a stopped process, a lost network). This run commits nothing more;
+    the run that took over repaired, or the model's next run repairs, what it left."""
+
+    def __init__(self, unique_id: str, relation: str, taken_by: "str | None"):
+        self.unique_id, self.relation, self.taken_by = unique_id, relation, taken_by
+        who = f"run {taken_by}" if taken_by else "another run (its lease is gone)"
+        super().__init__(
+            f"{unique_id}: this run lost its lease on {relation} to {who}, which took it over "
+            "while this run was stalled past the lease; this run committed nothing after that. "
+            "The table is as that run (or the model's next run) leaves it: run the model again."
         )
 
 

@@ -16,6 +16,7 @@ from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
 )
+from dbt.adapters.spark_contracts.core.lease import fence
 from dbt.adapters.spark_contracts.core.load_select import (
     COERCE_REASON,
 )
@@ -28,7 +29,7 @@ from dbt.adapters.spark_contracts.core.pending import (
     SETTLE_SUFFIX,
 )
 from dbt.adapters.spark_contracts.core.types import drop_sql
-from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, read_lease
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
     ModelRun,
@@ -47,6 +48,7 @@ from dbt.adapters.spark_contracts.run.quarantine_steps import QuarantineSteps
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.run_errors import (
     ForeignCommits,
+    LeaseLost,
     RestoreFailed,
     RunInProgress,
     RunUndone,
@@ -206,7 +208,12 @@ class Runner(QuarantineSteps):
             return []
         try:
             return self._settle_pendings(
-                model.relation, model.table_format, quarantine, pendings, model.unique_id
+                model.relation,
+                model.table_format,
+                quarantine,
+                pendings,
+                model.unique_id,
+                model.invocation_id,
             )
         finally:
             self.leases.let_go(model)
@@ -230,10 +237,32 @@ class Runner(QuarantineSteps):
         )
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
+        self.fence(run)  # outside the undo: a run that lost its lease puts nothing back
         try:
             return action()
         except Exception as exc:
             self.undo(run, exc, step)
+
+    def fence(self, run: ModelRun) -> None:
+        """Before an irreversible step: the leases this run holds (the model's, its pending
+        table) are still its own, or `LeaseLost` (core/lease.py). A run that lost one commits
+        nothing more, puts nothing back and settles nothing: the run that took over, or the
+        model's next run, does."""
+        try:
+            self.leases.check(run)
+            pending = self.state.pending
+            if pending is not None:
+                found = fence(read_lease(self.spark, pending))
+                if not found.held:
+                    raise LeaseLost(run.unique_id, run.relation, found.taken_by)
+        except LeaseLost as lost:
+            self._stop_lease()
+            self.state.pending = None  # no longer its own to settle
+            self.leases.release(run, keep=True)
+            self.state.intent = None
+            self.events.add(Restored(f"NOT RESTORED: {lost}"))
+            self.record(run)
+            raise
 
     def _load(
         self, run: ModelRun, sql: str, after: Optional[Callable[[], Any]] = None
@@ -264,6 +293,7 @@ class Runner(QuarantineSteps):
                 self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
                 self.leases.let_go(run)
             if self.state.pending is not None:  # the load is in: the rows follow it
+                self.fence(run)
                 self._finish_pending(run)
         finally:
             self.drop_stage(run)

@@ -104,8 +104,9 @@ def recover(
     recovered: Recovery,
 ) -> None:
     """Put `key.relation` back from its backup (the next run, before anything else), under the
-    model's lease (of two runs recovering at once, one does; the other finds it done), unless
-    the run that left it may be alive (it holds its lease: `RunInProgress`)."""
+    model's lease (of two runs recovering at once, one does; the other finds it done), taken
+    over from the run that left it (its process gone, or its lease run out while watched; a run
+    that renews its lease is alive: `RunInProgress`, and nothing is renamed)."""
     with alone(spark, key):
         if table_listed(spark, key.relation):
             return  # another run put it back meanwhile
@@ -124,8 +125,6 @@ def _recover(
     if recovered is Recovery.REWRITE:
         intent = find_intent(backup_properties)
         invocation = intent.invocation_id if intent else None
-    if invocation:  # left alone while the run that left it may be alive
-        Leases(spark).check_gone(relation, invocation, unique_id)
     logger.warning(
         f"{relation} is missing and its backup holds it: a rebuild of run {invocation} stopped "
         "between its two renames; renaming it back"

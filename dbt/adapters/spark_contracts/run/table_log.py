@@ -4,7 +4,6 @@ pending table is settled from (core/pending.py). Delta through `DESCRIBE HISTORY
 Iceberg through its metadata tables and procedures; a file-source table (Parquet) keeps no log.
 Every per-format choice of the restore path lives here (`table_log`)."""
 
-import datetime
 import re
 from dataclasses import replace
 from typing import Any, List, Optional, Sequence, Tuple
@@ -199,7 +198,6 @@ class DeltaLog(TableLog):
         rows.sort(key=lambda r: int(r["version"]))
         return [
             LogEntry(
-                _epoch(r["timestamp"]),
                 r.get("userMetadata") or None,
                 str(r["operation"]),
                 int(r["version"]),
@@ -273,15 +271,15 @@ class IcebergLog(TableLog):
         """A snapshot rolled back, no longer in the current lineage, is no load."""
         self.spark.run(f"refresh table {table}")
         rows = self.spark.fetch(
-            f"select h.made_current_at as ts, s.operation, "
+            f"select h.snapshot_id, s.operation, "
             f"s.summary['{ICEBERG_TAG_KEY}'] as tag, h.is_current_ancestor as current "
             f"from {table}.history h join {table}.snapshots s on h.snapshot_id = s.snapshot_id "
             "order by h.made_current_at"
         )
         return [
-            LogEntry(_epoch(r["ts"]), r.get("tag") or None, str(r.get("operation") or ""))
+            LogEntry(r.get("tag") or None, str(r.get("operation") or ""), int(r["snapshot_id"]))
             if str(r.get("current")).lower() in ("true", "1")
-            else LogEntry(_epoch(r["ts"]), None, "rolled back")
+            else LogEntry(None, "rolled back", int(r["snapshot_id"]))
             for r in rows
         ]
 
@@ -324,15 +322,3 @@ def _restored_to(row: Any) -> Optional[int]:
         r"['\"]?version['\"]?\s*[:=]\s*['\"]?(\d+)", str(row.get("operationParameters"))
     )
     return int(found.group(1)) if found else None
-
-
-def _epoch(value: Any) -> float:
-    """A timestamp as Spark returns it (a datetime, or its text over thrift) in seconds; both
-    sides of a comparison go through here, so the session's time zone cancels out."""
-    if isinstance(value, datetime.datetime):
-        return value.replace(tzinfo=datetime.timezone.utc).timestamp()
-    text = str(value).strip().replace(" ", "T", 1)
-    if "." in text:  # Python 3.10's fromisoformat takes 3 or 6 fractional digits only
-        head, fraction = text.split(".", 1)
-        text = f"{head}.{(fraction + '000000')[:6]}"
-    return datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc).timestamp()

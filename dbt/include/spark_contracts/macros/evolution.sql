@@ -13,7 +13,7 @@
     {{ get_assert_columns_equivalent(compiled_code) }}
   {%- endif -%}
   {%- if run.blocked -%}
-    {{ exceptions.raise_compiler_error(run.error_message) }}
+    {{ exceptions.raise_compiler_error(adapter.blocked_run(run)) }}
   {%- elif run.dry_run -%}
     {{ log("[dry run] " ~ run.summary(), info=true) }}
     {% do store_result('main', response=adapter.dry_run_response(run)) %}

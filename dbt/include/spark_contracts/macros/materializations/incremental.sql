@@ -6,7 +6,9 @@
   {%- set language = model['language'] -%}
   {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
   {%- set target_relation = this -%}
-  {%- set existing_relation = load_relation(this) or adapter.recover_rewrite(this) -%}
+  {#-- step 1: what dead runs of the model left repaired, under its lease; planning then only reads --#}
+  {%- set repaired = adapter.repair_model('incremental', this, load_relation(this), model, spark_contracts_run_vars(), should_full_refresh(), invocation_id) -%}
+  {%- set existing_relation = repaired.relation -%}
 
   {%- if strategy in ['insert_overwrite', 'microbatch'] and partition_by -%}
     {%- call statement() -%}
@@ -24,7 +26,7 @@
 
   {#-- one question (core/run_plan.plan_model): create, replace atomically, build beside and swap,
        drop then create, or evolve: the run planned against the deployed table, which this carries out --#}
-  {%- set plan = adapter.plan_model('incremental', file_format, existing_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
+  {%- set plan = adapter.plan_model('incremental', file_format, repaired, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
   {%- if plan.evolves -%}
     {{ spark_contracts_evolve_and_load(plan.run, target_relation, existing_relation, compiled_code) }}
   {%- else -%}

@@ -2,7 +2,9 @@
   {%- set language = model['language'] -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set file_format = spark_contracts_file_format() -%}
-  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) or adapter.recover_rewrite(this) -%}
+  {#-- step 1: what dead runs of the model left repaired, under its lease; planning then only reads --#}
+  {%- set repaired = adapter.repair_model('table', this, adapter.get_relation(database=database, schema=schema, identifier=model['alias']), model, spark_contracts_run_vars(), should_full_refresh(), invocation_id) -%}
+  {%- set old_relation = repaired.relation -%}
   {%- set target_relation = this.incorporate(type='table') -%}
 
   {{ run_hooks(pre_hooks) }}
@@ -17,7 +19,7 @@
        drop then create, or,
        for a table that exists and binds a schema contract or schema_evolution, a rebuild
        planned against it like an incremental run (contract modes, gated drops/narrowing) --#}
-  {%- set plan = adapter.plan_model('table', file_format, old_relation, model, spark_contracts_run_vars(), should_full_refresh(), '', compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
+  {%- set plan = adapter.plan_model('table', file_format, repaired, model, spark_contracts_run_vars(), should_full_refresh(), '', compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
   {%- if plan.evolves -%}
     {{ spark_contracts_evolve_and_load(plan.run, target_relation, old_relation, compiled_code) }}
   {%- else -%}

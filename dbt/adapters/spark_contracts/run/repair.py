@@ -1,0 +1,98 @@
+"""The step before planning: a table or incremental build that evolves first repairs what dead
+runs of the model left, under the model's lease (core/lease.py), and settles their pending
+discarded rows; planning then only reads. `Repaired` is what the step hands to the plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from dbt.adapters.spark_contracts.core.intent import find_intent
+from dbt.adapters.spark_contracts.core.pending import PENDING_SUFFIX, is_pending_of, pending_name
+from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.render import suffixed
+from dbt.adapters.spark_contracts.run.lease import ModelKey
+
+READ_ONLY = ("create or replace temporary view", "refresh table", "describe", "show", "select")
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """The relation a build goes on with (put back from a stopped swap, if one was), the commit
+    tag its session carries from here on, what was repaired, and the deployed table as read
+    after the repairs (schema, properties), so the plan reads it once."""
+
+    relation: Any = None
+    tag: str = ""
+    repairs: Tuple[str, ...] = ()
+    deployed: Optional[Tuple[Any, Dict[str, str]]] = None
+
+
+def repair(
+    spark: Any,
+    runner: Any,
+    key: ModelKey,
+    deployed: Tuple[Any, Dict[str, str]],
+    quarantines: bool,
+    read_again: Any,
+) -> Tuple[Tuple[str, ...], Tuple[Any, Dict[str, str]]]:
+    """A dead run's intent put back (under the model's lease), then other runs' pending tables
+    of the model's quarantine settled (under the settling lease): (what was done, the deployed
+    table as it is after it). `read_again()` reads the deployed table again."""
+    repairs: Tuple[str, ...] = ()
+    dead = find_intent(deployed[1])
+    if dead is not None and dead.invocation_id != key.invocation_id:
+        done = runner.repair(dead, key)
+        if done:
+            repairs += (done,)
+        deployed = read_again()
+    pendings = pending_tables(spark, key.relation, key.invocation_id) if quarantines else []
+    if pendings:  # other runs' discarded rows, not yet in the quarantine (core/pending.py)
+        quarantine = suffixed(key.relation, QUARANTINE_SUFFIX)
+        repairs += tuple(runner.settle_pending(key, quarantine, pendings))
+    return repairs, deployed
+
+
+def pending_tables(spark: Any, relation: str, invocation_id: str) -> List[str]:
+    """Other runs' pending tables of `relation`'s quarantine, listed now (not from dbt's
+    relation cache, which another run's table may have joined or left since it was read)."""
+    schema, identifier = relation.rsplit(".", 1)
+    quarantine = suffixed(identifier, QUARANTINE_SUFFIX)
+    own = pending_name(quarantine, invocation_id).lower()
+    rows = spark.fetch(f"show tables in {schema} like '{quarantine}{PENDING_SUFFIX}*'")
+    names = (str(r.get("tableName") or "") for r in rows)
+    return sorted(
+        f"{schema}.{n}" for n in names if is_pending_of(n, quarantine) and n.lower() != own
+    )
+
+
+class PlanWrote(RuntimeError):
+    """Planning sent a statement that is not a read: a bug in the adapter, caught before the
+    statement reaches Spark."""
+
+
+class ReadOnly:
+    """The run's Spark while it is planned: reads pass (`READ_ONLY`, by the statement's first
+    words), anything else raises `PlanWrote` before it is sent. `sent`: every statement."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+        self.sent: List[str] = []
+
+    def _check(self, sql: str) -> None:
+        self.sent.append(sql)
+        if not " ".join(sql.split()).lower().startswith(READ_ONLY):
+            raise PlanWrote(f"planning only reads, and it was about to send: {sql[:200]}")
+
+    def run(self, sql: str) -> Any:
+        self._check(sql)
+        return self._spark.run(sql)
+
+    def fetch(self, sql: str) -> Any:
+        self._check(sql)
+        return self._spark.fetch(sql)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("set_conf", "own_connection", "observe"):
+            raise PlanWrote(f"planning only reads, and it called {name}")
+        return getattr(self._spark, name)
