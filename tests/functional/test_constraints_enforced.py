@@ -192,8 +192,22 @@ class TestIcebergNotNullHolds:
         assert _rows(project, relation) == [(1, "first")]
         assert not _exists(project, schema, "iceberg_table__dbt_constraints", "iceberg")
 
+        def snapshots() -> list:
+            project.run_sql(f"refresh table {relation}")
+            rows = project.run_sql(
+                f"select operation from {relation}.snapshots order by committed_at", fetch="all"
+            )
+            return [r[0] for r in rows]
+
+        before = snapshots()
         run_dbt(["run", "-s", "iceberg_table", "--vars", "{id: 2, tag: second}"])
         assert _rows(project, relation) == [(2, "second")]
+        # the rebuild is one commit, a REPLACE TABLE AS SELECT from the filled stage (through
+        # the catalog's twin that keeps NOT NULL): a reader never saw the table empty
+        assert snapshots() == [*before, "overwrite"]
+        with get_connection(project.adapter):
+            schema_json = project.adapter.schema_json(f"select * from {relation}")
+        assert {f["name"]: f["nullable"] for f in schema_json["fields"]} == nullable
         with pytest.raises(Exception, match="NOT_NULL_ASSERT_VIOLATION"):
             project.run_sql(f"insert into {relation} values (null, 'x')")
 

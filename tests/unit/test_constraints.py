@@ -205,13 +205,54 @@ def test_schema_makes_declared_columns_not_null_only():
     )
 
 
+def test_a_build_through_the_twin_catalog_is_one_commit_from_the_stage():
+    """The query fills a stage with the NOT NULL columns; the table is created or replaced from
+    it in one CREATE (OR REPLACE) TABLE AS SELECT through the catalog's twin, which keeps them."""
+    for exists, verb in ((False, "CREATE TABLE"), (True, "CREATE OR REPLACE TABLE")):
+        build = explicit_build(
+            "ic.s.t", "ic.s.t__s", exists, SCHEMA, "iceberg", "PARTITIONED BY (tag)", "q"
+        )
+        assert (
+            build.create == "CREATE TABLE ic.s.t__s (`id` INT NOT NULL, `tag` STRING) USING iceberg"
+        )
+        assert build.load == "INSERT INTO ic.s.t__s q"
+        assert build.publish == (
+            f"{verb} ic_not_null.s.t USING iceberg PARTITIONED BY (tag) AS SELECT * FROM ic.s.t__s"
+        )
+        assert build.replace is None and build.fill is None
+        recorder = _Recorder()
+        run_explicit_build(recorder.run, build, recorder.restore)
+        assert recorder.ran == [
+            "drop table if exists ic.s.t__s purge",
+            build.create,
+            build.load,
+            build.publish,
+            "drop table if exists ic.s.t__s purge",
+            "REFRESH TABLE ic.s.t",
+        ]
+
+
+@pytest.mark.parametrize(
+    "fail_on", ["INSERT INTO ic.s.t__s", "CREATE OR REPLACE TABLE ic_not_null"]
+)
+def test_a_failed_twin_build_leaves_the_old_table_and_no_stage(fail_on):
+    build = explicit_build("ic.s.t", "ic.s.t__s", True, SCHEMA, "iceberg", "", "q")
+    recorder = _Recorder(fail_on)
+    with pytest.raises(RuntimeError):
+        run_explicit_build(recorder.run, build, recorder.restore)
+    assert recorder.ran[-1] == "drop table if exists ic.s.t__s purge" and not recorder.restored
+    assert not any(s.startswith("CREATE OR REPLACE TABLE ic.s.t ") for s in recorder.ran)
+
+
 def test_explicit_first_build_and_rebuild_statements():
-    first = explicit_build("ic.s.t", "ic.s.t__dbt_constraints", False, SCHEMA, "iceberg", "", "q")
+    first = explicit_build(
+        "ic.s.t", "ic.s.t__dbt_constraints", False, SCHEMA, "iceberg", "", "q", twin=False
+    )
     assert first.stage is None
     assert first.create == "CREATE TABLE ic.s.t (`id` INT NOT NULL, `tag` STRING) USING iceberg"
     assert first.load == "INSERT INTO ic.s.t q"
     again = explicit_build(
-        "ic.s.t", "ic.s.t__s", True, SCHEMA, "iceberg", "PARTITIONED BY (tag)", "q"
+        "ic.s.t", "ic.s.t__s", True, SCHEMA, "iceberg", "PARTITIONED BY (tag)", "q", twin=False
     )
     assert again.create == "CREATE TABLE ic.s.t__s (`id` INT NOT NULL, `tag` STRING) USING iceberg"
     assert again.load == "INSERT INTO ic.s.t__s q"
@@ -249,7 +290,7 @@ class _Recorder:
     ],
 )
 def test_explicit_build_undoes_a_failing_step(exists, fail_on, tail, restored):
-    build = explicit_build("ic.s.t", "ic.s.t__s", exists, SCHEMA, "iceberg", "", "q")
+    build = explicit_build("ic.s.t", "ic.s.t__s", exists, SCHEMA, "iceberg", "", "q", twin=False)
     recorder = _Recorder(fail_on)
     if fail_on:
         with pytest.raises(RuntimeError):
@@ -260,3 +301,22 @@ def test_explicit_build_undoes_a_failing_step(exists, fail_on, tail, restored):
     assert recorder.restored is restored
     if exists and fail_on == "INSERT INTO ic.s.t__s":
         assert not any(s.startswith("CREATE OR REPLACE") for s in recorder.ran)  # old untouched
+
+
+def test_the_session_adds_the_iceberg_catalogs_twin_with_the_same_settings():
+    from dbt.adapters.spark_contracts.connection.session import with_not_null_twin
+
+    conf = {
+        "spark.sql.catalog.iceberg": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.iceberg.type": "rest",
+        "spark.sql.catalog.iceberg.uri": "http://127.0.0.1:8181",
+        "spark.sql.catalog.icebergish": "other",
+    }
+    twin = with_not_null_twin(dict(conf), "iceberg")
+    assert twin["spark.sql.catalog.iceberg_not_null"] == "org.apache.iceberg.spark.SparkCatalog"
+    assert twin["spark.sql.catalog.iceberg_not_null.type"] == "rest"
+    assert twin["spark.sql.catalog.iceberg_not_null.uri"] == "http://127.0.0.1:8181"
+    assert twin["spark.sql.catalog.iceberg_not_null.use-nullable-query-schema"] == "false"
+    assert twin["spark.sql.catalog.iceberg_not_null.cache-enabled"] == "false"
+    assert "spark.sql.catalog.icebergish_not_null" not in twin
+    assert with_not_null_twin({}, "iceberg") == {}  # no Iceberg catalog: no twin

@@ -228,12 +228,6 @@ def check(table: FakeTables, dropped: Tuple[str, ...] = ()) -> None:
     assert held == sorted(run for run in loads for _ in range(table.discards))
 
 
-@pytest.fixture(autouse=True)
-def _dead_runs_lease_ran_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A killed run's lease runs out at once here (the lease's own tests are below)."""
-    monkeypatch.setenv(LEASE_ENV, "0.001")
-
-
 def scene(quarantine: bool, tmp_path: Path) -> FakeTables:
     """A finished run, then (`quarantine` False) its quarantine dropped by someone."""
     table = new_table()
@@ -252,7 +246,7 @@ def statements_of_a_run(tmp_path: Path, quarantine: bool) -> int:
 
 
 # the statements of the dead run: with the quarantine there, and with it to be created again
-STATEMENTS = {True: 9, False: 10}
+STATEMENTS = {True: 7, False: 8}
 KILL_POINTS = [(q, k) for q in (True, False) for k in range(1, STATEMENTS[q] + 1)]
 
 

@@ -4,6 +4,7 @@ lease steps against one shared, scripted catalogue of lease tables; no Spark."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from pathlib import Path
@@ -35,6 +36,10 @@ class Connection:
     def __init__(self, catalogue: Catalogue) -> None:
         self.catalogue = catalogue
 
+    @contextlib.contextmanager
+    def own_connection(self, name: str):  # a heartbeat's: the same catalogue
+        yield Connection(self.catalogue)
+
     def run(self, sql: str) -> None:
         cat = self.catalogue
         created = re.match(r"create table if not exists (\S+) .*tblproperties \((.*)\)$", sql)
@@ -48,7 +53,12 @@ class Connection:
             with cat.lock:
                 cat.tables.pop(dropped.group(1).lower(), None)
             return
-        assert sql.startswith("alter table"), sql  # a heartbeat
+        altered = re.match(r"alter table (\S+) set tblproperties \((.*)\)$", sql)
+        assert altered, sql  # a heartbeat, or a mark
+        with cat.lock:
+            table = cat.tables.get(altered.group(1).lower())
+            if table is not None:
+                table.update(re.findall(r"'([^']+)' = '([^']*)'", altered.group(2)))
 
     def fetch(self, sql: str) -> list[dict]:
         cat = self.catalogue
@@ -81,17 +91,21 @@ def model_run(invocation_id: str) -> SimpleNamespace:
 
 
 def test_two_runs_at_one_moment_one_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The run that goes on keeps its lease, renewed (every second here): the other sees it
+    renewed and fails naming it (a lease that stopped beating would be taken over)."""
     sleep = lease_module.time.sleep
     monkeypatch.setattr(lease_module.time, "sleep", lambda s: sleep(s / 20))
+    monkeypatch.setenv(lease_module.LEASE_ENV, "3")
     catalogue = Catalogue(2)
     outcomes: dict[str, object] = {}
+    held: list = []
 
     def run(invocation_id: str) -> None:
         runner = Runner(catalogue.connection(), RunReport(), tmp_path)  # type: ignore[arg-type]
         try:
             runner.leases.alone(model_run(invocation_id))  # type: ignore[arg-type]
             outcomes[invocation_id] = "goes on"
-            runner.leases.held.stop()
+            held.append(runner.leases.held)
         except RunInProgress as exc:
             outcomes[invocation_id] = exc
 
@@ -100,6 +114,8 @@ def test_two_runs_at_one_moment_one_goes_on(tmp_path: Path, monkeypatch: pytest.
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
+    for beat in held:
+        beat.stop()
     assert catalogue.looked == {t.ident for t in threads}, "the two runs did not tie"
     going = [inv for inv, outcome in outcomes.items() if outcome == "goes on"]
     assert len(going) == 1, outcomes

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import CompilationError, DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.spark_contracts import run as runs
@@ -19,7 +19,11 @@ from dbt.adapters.spark_contracts.constraints import (
     model_table_constraints,
     run_explicit_build,
 )
-from dbt.adapters.spark_contracts.core.constraints import TableConstraints, explicit_build
+from dbt.adapters.spark_contracts.core.constraints import (
+    TableConstraints,
+    explicit_build,
+    not_null_catalog,
+)
 from dbt.adapters.spark_contracts.core.contract import ContractMode
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.enforce import (
@@ -269,18 +273,37 @@ class ContractMethods(metaclass=AdapterMeta):
         clauses: str,
         exists: bool,
     ) -> Any:
-        """An Iceberg build with NOT NULL columns, all or nothing (core/constraints.py)."""
+        """An Iceberg build with NOT NULL columns, all or nothing (core/constraints.py): one
+        commit through the Iceberg catalog's twin that keeps NOT NULL columns, where the
+        connection has it; else two, with a warning."""
         spark = self._spark()
         schema = constraints.schema(spark.schema(select_sql))
         stage = suffixed(str(relation), "__dbt_constraints")
+        catalog = str(relation).split(".", 1)[0]
+        twin = self._has_catalog(not_null_catalog(catalog))
         build = explicit_build(
-            str(relation), stage, exists, schema, constraints.table_format, clauses, select_sql
+            str(relation),
+            stage,
+            exists,
+            schema,
+            constraints.table_format,
+            clauses,
+            select_sql,
+            twin,
         )
+        if not twin:
+            logger.warning(
+                f"{relation}: the Spark this connection reaches has no catalog "
+                f"{not_null_catalog(catalog)} (the {catalog} catalog's settings with "
+                "use-nullable-query-schema=false, which the adapter's own session and servers "
+                "add), so this NOT NULL build takes two commits: a reader can see the table "
+                "empty between them"
+            )
         snapshot = (
             runs.Runner(spark, self._report, self._target_dir).current_version(
                 str(relation), "iceberg"
             )
-            if exists
+            if exists and not twin
             else None
         )
 
@@ -289,6 +312,14 @@ class ContractMethods(metaclass=AdapterMeta):
                 spark.run(build.restore_sql(snapshot))
 
         return run_explicit_build(spark.run, build, restore)
+
+    def _has_catalog(self, catalog: str) -> bool:
+        """The Spark this connection reaches has a catalog of that name configured."""
+        try:
+            self._spark().fetch(f"show namespaces in {catalog}")
+        except DbtDatabaseError:
+            return False
+        return True
 
     @available
     def describe_deployed_schema(self, relation_name: str) -> str:

@@ -119,9 +119,21 @@ def model_table_constraints(model: Mapping[str, Any], table_format: str) -> Tabl
 def run_explicit_build(run: Any, build: ExplicitBuild, restore: Any) -> AdapterResponse:
     """Carry out an `ExplicitBuild` with `run(sql)`; undo what a failing step left.
 
-    First build: a failing INSERT drops the new table (no table remains). Rebuild: a failing
-    INSERT into the stage drops the stage (the old table was not touched); a failure after the
-    REPLACE calls `restore()` (the old snapshot back) before the error is raised."""
+    With `publish` (the catalog's twin): the stage made and filled, then the table created or
+    replaced from it in one commit; the stage dropped whatever happens (a failure leaves the
+    old table, or no table, as it was). Without it, first build: a failing INSERT drops the new
+    table; rebuild: a failing INSERT into the stage drops the stage (the old table was not
+    touched), a failure after the REPLACE calls `restore()` (the old snapshot back)."""
+    if build.publish is not None:
+        run(build.drop_stage)  # a leftover of a run that died
+        try:
+            run(build.create)
+            run(build.load)
+            run(build.publish)
+        finally:
+            run(build.drop_stage)
+        run(build.refresh)
+        return AdapterResponse(_message="OK")
     if build.stage is None:
         run(build.create)
         try:

@@ -478,3 +478,86 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
         }, quarantined
         runs_ = {r["_dbt_run_id"] for r in rows["q_dead__quarantine"]}
         assert len(runs_) == 2, runs_  # each run's rows once
+
+
+@pytest.mark.profile("session")  # the positive evidence: the dead run's process on this host
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_retry_at_once_after_a_kill_repairs_and_loads(tmp_path, kill_target, fmt, monkeypatch):
+    """The most common death: a cancelled CI job (SIGKILL at the run's first commit), retried at
+    once, with the default lease. The dead run's process on this host is gone, so the retry
+    takes its lease over without waiting for it to run out, repairs the table and loads: it
+    ends like a run never killed, well inside one lease's length."""
+    monkeypatch.setenv(LEASE_ENV, "30")  # the default: a retry that waited would take 30 s more
+    names = ["control", "dead"]
+    project = Project(tmp_path / "project", fmt, kill_target, names=names)
+    assert project.dbt() == 0
+    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+    after = project.state("control")
+    project.dbt("--select", "dead", "--vars", "{v: 2}", kill_at=1, table="dead")
+    assert project.state("dead")[1], "the kill at the first commit left no intent"
+    started = time.monotonic()
+    assert project.dbt("--select", "dead", "--vars", "{v: 2}") == 0, project.results()
+    took = time.monotonic() - started
+    assert project.results()["dead"]["adapter_response"].get("repairs")
+    assert project.state("dead") == after
+    rows = project.rows(["control", "dead"])
+    assert rows["dead"] == rows["control"], rows
+    baseline = time.monotonic()
+    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0  # a run with no repair
+    assert took < (time.monotonic() - baseline) + 20, (took, "the retry waited for the lease")
+
+
+def _stop_at(project: Project, table: str, argv_vars: str, commits: int) -> subprocess.Popen:
+    """A `dbt run` of `table` started, and stopped (SIGSTOP) once `commits` new commits of
+    its table are there: mid-run, alive but stalled (a long pause, a stopped laptop)."""
+    argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", table]
+    process = subprocess.Popen(
+        [*argv, "--vars", argv_vars],
+        cwd=project.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    start, deadline = len(project.commits(table)), time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline:
+        if len(project.commits(table)) - start >= commits:
+            os.kill(process.pid, signal.SIGSTOP)
+            return process
+        time.sleep(0.02)
+    raise AssertionError(f"{table}: the run ended before it could be stopped")
+
+
+STALL_LEASE = 15.0  # seconds: the stopped run's lease runs out this soon here
+
+
+@pytest.mark.profile("session", "thrift")
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_stalled_run_that_lost_its_lease_commits_nothing(tmp_path, kill_target, fmt, monkeypatch):
+    """A run stopped (SIGSTOP) in the middle of its multi-step change, past its lease; the model
+    is run again, which takes the lease over (the stopped run's process is alive, so only once
+    the lease ran out while it watched), repairs and loads; then the first run resumes
+    (SIGCONT). It fails, naming the run that took over, and commits nothing: the table ends
+    like a run never stopped, and no success is reported for a load that is not there."""
+    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+    names = ["control", "stalled"]
+    project = Project(tmp_path / "project", fmt, kill_target, names=names)
+    assert project.dbt() == 0
+    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+    after = project.state("control")
+    first = _stop_at(project, "stalled", "{v: 2}", 2)  # the intent and the first change
+    try:
+        time.sleep(STALL_LEASE)
+        assert project.state("stalled")[1], "the stopped run's intent is not on the table"
+        assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+        second = project.results()["stalled"]
+        assert second["adapter_response"].get("repairs"), second
+        assert project.state("stalled") == after
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait(timeout=600) != 0  # the resumed run fails
+    results = json.loads((project.root / "target" / "run_results.json").read_text())
+    (resumed,) = [r for r in results["results"] if r["unique_id"].endswith(".stalled")]
+    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+    project.settle("stalled")
+    assert project.state("stalled") == after
+    rows = project.rows(["control", "stalled"])
+    assert rows["stalled"] == rows["control"], rows

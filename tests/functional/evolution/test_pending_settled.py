@@ -17,7 +17,6 @@ test_kill.py."""
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -28,13 +27,13 @@ from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpar
 from dbt.adapters.spark_contracts.core.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
-    CREATED_PROPERTY,
+    CREATED_VERSION_PROPERTY,
     RUN_PROPERTY,
     TAG_PROPERTY,
     Application,
     loaded_property,
 )
-from dbt.adapters.spark_contracts.run.lease import ModelKey
+from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey, beat_sql
 from dbt.adapters.spark_contracts.run.model_run import stage_format
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.runner import Runner
@@ -79,12 +78,33 @@ def applications(project) -> tuple:
     return Application(here.endpoint, here.app_id + "-before-a-restart"), here
 
 
+def version_of(project, table: str, fmt: str) -> str:
+    """The table's version now, as a run records it on its pending table ('' for parquet)."""
+    if fmt == "delta":
+        return str(project.run_sql(f"describe history {table} limit 1", fetch="one")[0])
+    if fmt == "iceberg":
+        project.run_sql(f"refresh table {table}")
+        rows = project.run_sql(
+            f"select snapshot_id from {table}.history where is_current_ancestor "
+            "order by made_current_at desc limit 1",
+            fetch="one",
+        )
+        return str(rows[0])
+    return ""
+
+
 def pending_sql(
-    table: str, fmt: str, run: str, beat: int, row_id: int, app: Application | None = None
+    table: str,
+    fmt: str,
+    run: str,
+    beat: float,
+    row_id: int,
+    app: Application | None = None,
+    version: str = "",
 ) -> str:
     properties = (
         f"'{TAG_PROPERTY}' = '{tag(run, fmt)}', '{RUN_PROPERTY}' = '{run}', "
-        f"'{BEAT_PROPERTY}' = '{beat}', '{CREATED_PROPERTY}' = '{int(time.time())}'"
+        f"'{BEAT_PROPERTY}' = '{beat}', '{CREATED_VERSION_PROPERTY}' = '{version}'"
     )
     if app is not None:
         properties += f", '{APP_PROPERTY}' = '{app.to_property()}'"
@@ -106,7 +126,8 @@ class TestPendingSettled:
         return {f"pm_{fmt}.sql": model(fmt) for fmt in (*FORMATS, "parquet")}
 
     @pytest.mark.parametrize("fmt", FORMATS)
-    def test_the_next_run_settles_dead_runs_and_leaves_live_ones(self, project, fmt):
+    def test_the_next_run_settles_dead_runs_and_leaves_live_ones(self, project, fmt, monkeypatch):
+        monkeypatch.setenv(LEASE_ENV, "4")  # a lease that is not renewed runs out this soon
         schema = project.test_schema
         table = f"iceberg.{schema}.pm_{fmt}" if fmt == "iceberg" else f"{schema}.pm_{fmt}"
         run_dbt(["run", "--select", f"pm_{fmt}"])
@@ -115,18 +136,34 @@ class TestPendingSettled:
         project.run_sql(pending_sql(table, fmt, "dead-after-load", 0, 98))
         args = {"table": table, "key": key, "tag": tag("dead-after-load", fmt)}
         run_dbt(["run-operation", "tagged_load", "--args", str(args)])  # one session
-        # died before its load (its pending table is younger than the table's first commit), its
+        # died before its load (made at the table's version now, which its log holds), its
         # application gone; and one whose application may still run what it sent
         gone, alive = applications(project)
-        project.run_sql(pending_sql(table, fmt, "dead-before-load", 0, 97, gone))
-        project.run_sql(pending_sql(table, fmt, "app-alive", 0, 95, alive))
-        # alive: renewed its lease just now
-        project.run_sql(pending_sql(table, fmt, "alive-run", int(time.time()), 96))
+        version = version_of(project, table, fmt)
+        project.run_sql(pending_sql(table, fmt, "dead-before-load", 0, 97, gone, version))
+        project.run_sql(pending_sql(table, fmt, "app-alive", 0, 95, alive, version))
+        # alive: its run renews its lease while the next run watches it (a thread beats it)
+        project.run_sql(pending_sql(table, fmt, "alive-run", 1, 96, None, version))
+        alive_table = f"{table}__quarantine__pending_aliverun"
+        stop = threading.Event()
+
+        def beat() -> None:
+            with project.adapter.connection_named("__beats"):
+                spark = _ConnectionSpark(project.adapter)
+                while not stop.wait(0.5):
+                    spark.run(beat_sql(alive_table))
+
+        beating = threading.Thread(target=beat, daemon=True)
+        beating.start()
 
         def ids(t: str) -> list:
             return [r[0] for r in project.run_sql(f"select id from {t} order by id", fetch="all")]
 
-        results = run_dbt(["run", "--select", f"pm_{fmt}", "--vars", "{v: 2}"])
+        try:
+            results = run_dbt(["run", "--select", f"pm_{fmt}", "--vars", "{v: 2}"])
+        finally:
+            stop.set()
+            beating.join(timeout=30)
         repairs = results[0].adapter_response.get("repairs") or []
         assert any("dead-after-load" in r and "moved" in r for r in repairs), repairs
         assert any("dead-before-load" in r and "dropped" in r for r in repairs), repairs

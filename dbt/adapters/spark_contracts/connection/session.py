@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.connection import derby_metastore
+from dbt.adapters.spark_contracts.core.constraints import not_null_catalog
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -103,7 +104,23 @@ class EmbeddedSparkConfig:
         else:
             conf["spark.jars.packages"] = ",".join(jar_resolution.PACKAGE_COORDINATES)
         conf.update(self.server_side_parameters)
+        return with_not_null_twin(conf, self.iceberg_catalog)
+
+
+def with_not_null_twin(conf: Dict[str, str], catalog: str) -> Dict[str, str]:
+    """`conf` with the Iceberg catalog's twin (core/constraints.not_null_catalog): the same
+    catalog, whose CREATE / REPLACE TABLE AS SELECT keeps the query's NOT NULL columns
+    (`use-nullable-query-schema=false`) and caches no table, so an Iceberg build with NOT NULL
+    columns replaces the table in one commit."""
+    prefix, twin = f"spark.sql.catalog.{catalog}", f"spark.sql.catalog.{not_null_catalog(catalog)}"
+    if prefix not in conf or twin in conf:
         return conf
+    for key, value in list(conf.items()):
+        if key == prefix or key.startswith(prefix + "."):
+            conf[twin + key[len(prefix) :]] = value
+    conf[f"{twin}.use-nullable-query-schema"] = "false"
+    conf[f"{twin}.cache-enabled"] = "false"
+    return conf
 
 
 def check_java() -> None:

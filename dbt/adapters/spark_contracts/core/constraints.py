@@ -215,11 +215,25 @@ def column_definitions(schema: Struct) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
+# The Iceberg catalog's twin that keeps a query's NOT NULL columns in CREATE / REPLACE TABLE AS
+# SELECT (Iceberg's `use-nullable-query-schema=false`; the session adds it, connection/session.py)
+NOT_NULL_CATALOG_SUFFIX = "_not_null"
+
+
+def not_null_catalog(catalog: str) -> str:
+    return catalog + NOT_NULL_CATALOG_SUFFIX
+
+
 @dataclass(frozen=True)
 class ExplicitBuild:
     """A build that declares its columns (Iceberg NOT NULL): statements in order, and what to
-    run when a step fails. A rebuild first loads a stage table with the same NOT NULL columns:
-    a violating row fails there, before the old table is touched."""
+    run when a step fails. The query loads a stage table with the NOT NULL columns, so a
+    violating row fails there, before the table is touched. Then `publish`: one CREATE (OR
+    REPLACE) TABLE AS SELECT from the stage through the catalog's twin that keeps the stage's
+    NOT NULL columns, one commit, so a reader sees the old table or the new one and a failure
+    leaves the old one whole. Without the twin (a server started without it): `replace` and
+    `fill`, two commits, the old snapshot made current again if the fill fails (not atomic:
+    between them a reader sees an empty table)."""
 
     relation: str
     stage: str | None
@@ -227,6 +241,7 @@ class ExplicitBuild:
     load: str
     replace: str | None = None
     fill: str | None = None
+    publish: str | None = None
 
     @property
     def drop_stage(self) -> str:
@@ -235,6 +250,11 @@ class ExplicitBuild:
     @property
     def drop_relation(self) -> str:
         return drop_sql(self.relation, "iceberg")
+
+    @property
+    def refresh(self) -> str:
+        """The table read again by the catalog the model's other statements use."""
+        return f"REFRESH TABLE {self.relation}"
 
     def restore_sql(self, snapshot_id: int) -> str:
         """Make the old snapshot current again after a REPLACE (not an ancestor any more, so
@@ -251,12 +271,26 @@ def explicit_build(
     using: str,
     clauses: str,
     select_sql: str,
+    twin: bool = True,
 ) -> ExplicitBuild:
-    """First build: CREATE TABLE (columns) + INSERT (dropped again if the INSERT fails).
-    Rebuild: CREATE stage (columns) + INSERT the query into it (the query runs once), then
-    CREATE OR REPLACE the table (columns) + INSERT from the stage."""
+    """CREATE the stage (columns) + INSERT the query into it (the query runs once), then one
+    CREATE (OR REPLACE) TABLE AS SELECT from the stage through the catalog's twin (`twin`).
+    Without the twin: first build, CREATE TABLE (columns) + INSERT (dropped again if the INSERT
+    fails); rebuild, the stage, then CREATE OR REPLACE the table (columns) + INSERT from it."""
     columns = column_definitions(schema)
     table_ddl = f"{columns} USING {using} {clauses}".rstrip()
+    staged = {
+        "create": f"CREATE TABLE {stage} {columns} USING {using}",
+        "load": f"INSERT INTO {stage} {select_sql}",
+    }
+    if twin:
+        catalog, ident = relation.split(".", 1)
+        verb = "CREATE OR REPLACE TABLE" if exists else "CREATE TABLE"
+        target = f"{not_null_catalog(catalog)}.{ident}"
+        publish = f"{verb} {target} USING {using} {clauses}".rstrip()
+        return ExplicitBuild(
+            relation, stage, **staged, publish=f"{publish} AS SELECT * FROM {stage}"
+        )
     if not exists:
         return ExplicitBuild(
             relation,
@@ -267,8 +301,7 @@ def explicit_build(
     return ExplicitBuild(
         relation,
         stage,
-        create=f"CREATE TABLE {stage} {columns} USING {using}",
-        load=f"INSERT INTO {stage} {select_sql}",
+        **staged,
         replace=f"CREATE OR REPLACE TABLE {relation} {table_ddl}",
         fill=f"INSERT INTO {relation} SELECT * FROM {stage}",
     )

@@ -30,6 +30,7 @@ from dbt.adapters.spark_contracts.core.lease import (
     LEASE_SECONDS,
     TAKEN_PROPERTY,
     Client,
+    Fence,
     LeaseRecord,
     Seen,
     State,
@@ -105,15 +106,25 @@ def this_client() -> Client:
 
 class Heartbeat:
     """Renews `table`'s lease every `interval` seconds until `stop()`. `made=False`: the table
-    is still being made (a pending table's CREATE TABLE AS SELECT, whose creation time counts
-    as a sign of life); the beats begin once `made()` is called, so none fails on a table that
-    does not exist yet."""
+    is still being made (a pending table's CREATE TABLE AS SELECT); the beats begin once
+    `made()` is called (which beats at once), so none fails on a table that does not exist yet.
+
+    `last` is this process's monotonic time just before the last beat that went through was
+    sent (or before the table was made): no other run can take the lease over sooner than a
+    lease's length after it (it must watch the heartbeat unchanged that long), so while `fresh()`
+    the lease is still this run's, also after a pause the run cannot see (a stopped process)."""
 
     def __init__(
-        self, spark: Spark, table: str, interval: Optional[float] = None, made: bool = True
+        self,
+        spark: Spark,
+        table: str,
+        interval: Optional[float] = None,
+        made: bool = True,
+        since: Optional[float] = None,
     ) -> None:
         self.spark, self.table = spark, table
         self.interval = interval if interval is not None else beat_interval(lease_seconds())
+        self.last = since if since is not None else time.monotonic()
         self._stop = threading.Event()
         self._made = threading.Event()
         if made:
@@ -125,8 +136,19 @@ class Heartbeat:
         return self
 
     def made(self) -> None:
-        """The table exists now: beat at once if a beat is due, then every `interval`."""
+        """The table exists now: the beats begin."""
         self._made.set()
+
+    def fresh(self) -> bool:
+        """No other run can have taken the lease over yet (see the class's text; a tenth of the
+        lease is left for the two clocks' rates)."""
+        return time.monotonic() - self.last < 0.9 * lease_seconds()
+
+    def renew(self, spark: Spark) -> None:
+        """One beat now, on `spark` (the run's own connection), waited for."""
+        sent = time.monotonic()
+        spark.run(beat_sql(self.table))
+        self.last = max(self.last, sent)
 
     def _beat(self) -> None:
         if self._stop.wait(self.interval):
@@ -139,11 +161,12 @@ class Heartbeat:
             try:
                 with self.spark.own_connection(f"lease {self.table}") as own:
                     while True:
+                        sent = time.monotonic()
                         own.run(beat_sql(self.table))
-                        failures = 0
+                        self.last, failures = sent, 0
                         if self._stop.wait(self.interval):
                             return
-            except Exception as exc:  # the table is being made, or a blip: try again
+            except Exception as exc:  # a blip: try again
                 failures += 1
                 if failures in (1, 10):
                     logger.warning(f"could not renew the lease on {self.table} ({exc}); retrying")
@@ -154,6 +177,22 @@ class Heartbeat:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=60)
+
+
+def confirm(spark: Spark, beat: Heartbeat) -> Fence:
+    """The fence, before an irreversible step. While the lease is `fresh` no other run can have
+    taken it over (it must first watch the heartbeat unchanged for a lease's length), so nothing
+    is read. Otherwise (the run was paused, or its beats were slow) one beat is sent and waited
+    for and the lease read back: a run that took it over has marked it (or dropped it), and after
+    that beat no run can take it over for a lease's length."""
+    if beat.fresh():
+        return Fence(True)
+    try:
+        beat.renew(spark)
+    except Exception as exc:  # gone, or unreachable: read it to tell
+        logger.debug(f"could not renew {beat.table} before a step: {exc}")
+    found = fence(read_lease(spark, beat.table))
+    return found if not found.held or beat.fresh() else Fence(False, None)
 
 
 # rounds of two runs taking their leases at one moment before this one gives up (Leases.alone)
@@ -212,12 +251,13 @@ class Leases:
 
     def take(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
         lease = lease_name(owner.relation, owner.invocation_id, suffix)
+        since = time.monotonic()
         self.spark.run(
             f"create table if not exists {lease} (lease int) using "
             f"{quarantine_format_for(owner.table_format)} "
             f"tblproperties ({lease_properties(self.spark, owner.invocation_id)})"
         )
-        self.held = Heartbeat(self.spark, lease).start()
+        self.held = Heartbeat(self.spark, lease, since=since).start()
 
     def alone(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
         """Take the run's lease and hold it only if no other run of the model holds one.
@@ -334,7 +374,7 @@ class Leases:
         beat = self.held
         if beat is None:
             return
-        found = fence(read_lease(self.spark, beat.table))
+        found = confirm(self.spark, beat)
         if not found.held:
             beat.stop()
             self.held = None

@@ -16,7 +16,7 @@ from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
 )
-from dbt.adapters.spark_contracts.core.lease import fence
+from dbt.adapters.spark_contracts.core.lease import Fence
 from dbt.adapters.spark_contracts.core.load_select import (
     COERCE_REASON,
 )
@@ -29,7 +29,7 @@ from dbt.adapters.spark_contracts.core.pending import (
     SETTLE_SUFFIX,
 )
 from dbt.adapters.spark_contracts.core.types import drop_sql
-from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, read_lease
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
     ModelRun,
@@ -250,9 +250,9 @@ class Runner(QuarantineSteps):
         model's next run, does."""
         try:
             self.leases.check(run)
-            pending = self.state.pending
+            pending, beat = self.state.pending, self.state.lease
             if pending is not None:
-                found = fence(read_lease(self.spark, pending))
+                found = confirm(self.spark, beat) if beat else Fence(False, None)
                 if not found.held:
                     raise LeaseLost(run.unique_id, run.relation, found.taken_by)
         except LeaseLost as lost:
