@@ -7,6 +7,9 @@ quarantine rows of its own and no pending table."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from dbt.tests.fixtures.project import write_project_files
 from dbt.tests.util import run_dbt
@@ -103,7 +106,9 @@ class TestCreatingRunCountsAndQuarantines(CreateProject):
 
     @pytest.fixture(scope="class")
     def first(self, project):
-        return by_name(run_dbt(["run"]))
+        results = by_name(run_dbt(["run"]))
+        report = Path(project.project_root) / "target" / "schema_changes.json"
+        return results, json.loads(report.read_text())["models"]
 
     def check_run(self, project, results, name: str) -> None:
         response = results[name].adapter_response
@@ -132,8 +137,14 @@ class TestCreatingRunCountsAndQuarantines(CreateProject):
 
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_first_build(self, project, first, fmt):
+        results, report = first
         for kind in ("row_q", "row", "value_q", "value"):
-            self.check_run(project, first, f"{kind}_{fmt}")
+            self.check_run(project, results, f"{kind}_{fmt}")
+        # target/schema_changes.json records the creating run's discards too
+        entry = report[f"model.test.row_q_{fmt}"]
+        assert (entry["rows_discarded"], entry["quarantined"], entry["loaded"]) == (4, 4, True)
+        entry = report[f"model.test.value_{fmt}"]
+        assert (entry["rows_discarded"], entry["values_discarded"]) == (2, 2), entry
         for kind in ("row", "value"):
             assert (
                 project.adapter.get_relation(
@@ -148,8 +159,9 @@ class TestCreatingRunCountsAndQuarantines(CreateProject):
 
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_table_materialization(self, project, first, fmt):
-        self.check_run(project, first, f"table_row_q_{fmt}")
-        self.check_run(project, first, f"table_value_{fmt}")
+        results, _ = first
+        self.check_run(project, results, f"table_row_q_{fmt}")
+        self.check_run(project, results, f"table_value_{fmt}")
         self.check_quarantine(project, f"table_row_q_{fmt}", 1)
 
     @pytest.mark.parametrize("fmt", FORMATS)
