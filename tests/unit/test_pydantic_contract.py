@@ -26,8 +26,9 @@ from dbt.adapters.spark_contracts.core.checks import (
     Required,
     violated,
 )
-from dbt.adapters.spark_contracts.core.config import ConfigError
+from dbt.adapters.spark_contracts.core.config import ConfigError, EvolutionSettings
 from dbt.adapters.spark_contracts.core.contract import ContractMode, resolve_contract
+from dbt.adapters.spark_contracts.core.create_run import plan_create
 from dbt.adapters.spark_contracts.core.decision import (
     CREATE,
     FAIL,
@@ -38,15 +39,18 @@ from dbt.adapters.spark_contracts.core.enforce import (
     decide,
 )
 from dbt.adapters.spark_contracts.core.load_select import (
+    PENDING_KEPT,
     render_load_select,
 )
 from dbt.adapters.spark_contracts.core.parse import parse_type
+from dbt.adapters.spark_contracts.core.plan import Policy
 from dbt.adapters.spark_contracts.core.pydantic_contract import (
     as_declared,
     contract_from_class,
     declared_contract,
     load_pydantic_contract,
 )
+from dbt.adapters.spark_contracts.core.run_plan import RunDecision, RunInputs
 from dbt.adapters.spark_contracts.core.types import (
     Array,
     Decimal,
@@ -58,6 +62,7 @@ from dbt.adapters.spark_contracts.core.types import (
 from dbt.adapters.spark_contracts.core.types import (
     Field as SField,
 )
+from dbt.adapters.spark_contracts.core.write_path import WritePath
 
 M = "model.p.orders"
 
@@ -505,6 +510,57 @@ def test_discard_modes_render_filters_and_nulls() -> None:
     # qty is Optional: nulled; id is required: NULL is no repair, so its row is dropped
     assert "CASE WHEN coalesce((CAST(`qty` AS BIGINT) IS NOT NULL" in values.select
     assert "WHERE NOT (coalesce(CAST(`id` AS BIGINT) IS NULL" in values.select
+
+
+def _creating(
+    override: Any, out: Struct, quarantine: bool = False, dry_run: bool = False
+) -> RunDecision | None:
+    c = contract_of(Small)
+    if override is not None and quarantine:
+        override = {**override, "quarantine": True}
+    contract = resolve_contract(M, override, None, c.base_contract())
+    inputs = RunInputs(
+        relation="s.orders",
+        view="orders__dbt_tmp",
+        invocation_id="0123456789abcdef",
+        table_format="delta",
+        strategy="merge",  # ignored: the load is the table's CREATE
+        deployed=Struct(()),
+        properties={},
+        compiled=out,
+        settings=EvolutionSettings(Policy(), "ignore", True, dry_run),
+        contract=contract,
+        declared=as_declared(c),
+    )
+    return plan_create(inputs)
+
+
+def test_a_creating_run_that_can_discard_is_planned_as_a_run() -> None:
+    out = compiled(("id", INT), ("qty", INT))
+    # nothing discards (freeze fails the CREATE itself), or a violation: no run planned
+    assert _creating(None, out) is None
+    assert _creating({"data_type": "discard_row"}, compiled(("qty", INT))) is None
+    assert _creating({"data_type": "discard_row"}, out, dry_run=True) is None
+    counted = _creating({"data_type": "discard_row"}, out)
+    assert counted is not None and counted.violation is None
+    assert counted.plan.is_empty and counted.write.path is WritePath.NO_CHANGE
+    # staged once and counted there (a CTAS's observed metrics never reach the session)
+    assert counted.stage == "s.orders__dbt_stage_0123456789ab" and not counted.quarantine_pending
+    assert counted.load is not None and counted.load.source == counted.stage
+    assert counted.load.discard_count_sql is not None
+    # with the quarantine: every row once into the pending table, the CREATE reads the kept
+    quarantined = _creating({"data_type": "discard_row"}, out, quarantine=True)
+    assert quarantined is not None and quarantined.quarantine_pending
+    assert quarantined.stage == "s.orders__quarantine__pending_0123456789ab"
+    assert quarantined.load is not None
+    assert quarantined.load.select.endswith(f"WHERE {PENDING_KEPT}")
+    assert quarantined.load.pending_from("v") is not None
+    values = _creating({"data_type": "discard_value"}, out)
+    assert values is not None and values.load is not None
+    assert [name for name, _ in values.load.discard_metrics] == [
+        "rows_discarded",
+        "values_discarded",
+    ]
 
 
 def test_node_validation_loads_only_what_a_node_sets(tmp_path: Any) -> None:

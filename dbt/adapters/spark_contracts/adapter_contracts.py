@@ -15,6 +15,7 @@ from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntime
 from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
 from dbt.adapters.spark_contracts.constraints import (
     model_table_constraints,
     run_explicit_build,
@@ -25,6 +26,7 @@ from dbt.adapters.spark_contracts.core.constraints import (
     not_null_catalog,
 )
 from dbt.adapters.spark_contracts.core.contract import ContractMode
+from dbt.adapters.spark_contracts.core.create_run import plan_create
 from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.enforce import (
     decide,
@@ -37,11 +39,15 @@ from dbt.adapters.spark_contracts.core.load_select import (
 )
 from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
 from dbt.adapters.spark_contracts.core.operations import AddColumns
+from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import (
     render_plan,
     suffixed,
 )
+from dbt.adapters.spark_contracts.core.run_plan import RunInputs
 from dbt.adapters.spark_contracts.core.snapshot import SnapshotContractError, plan_snapshot
+from dbt.adapters.spark_contracts.core.types import Struct
+from dbt.adapters.spark_contracts.core.write_path import REBUILD
 from dbt.adapters.spark_contracts.run import snapshot_run
 from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun
 
@@ -50,7 +56,7 @@ if TYPE_CHECKING:
 
 from dbt.adapters.base.meta import AdapterMeta
 
-from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT
+from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT, row_of
 from dbt.adapters.spark_contracts.core.constraints import declared_not_null
 
 logger = AdapterLogger("SparkContracts")
@@ -189,6 +195,76 @@ class ContractMethods(metaclass=AdapterMeta):
             self._raise_violation(spark, unique_id, relation, decision.violations)
         source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
         return render_load_select(decision, source, None, compiled, "", hoist=False).select
+
+    @available
+    def plan_create_run(
+        self,
+        build: runs.PlannedBuild,
+        relation: BaseRelation,
+        compiled_sql: str,
+        model: Dict[str, Any],
+        run_vars: Any,
+        invocation_id: str,
+    ) -> Optional[runs.ModelRun]:
+        """A build that creates the table (`build`: create, replace, swap or drop then create)
+        under a `pydantic_contract` whose rules can discard: planned as a run of the table
+        strategy over no table (core/create_run.py), which `execute_model_run` carries out like
+        any run (its discards counted, quarantined through the run's pending table, all or
+        nothing). None: the build writes `contract_create_sql` itself (nothing to discard)."""
+        contract, settings, declared = self._resolve_run_settings(model, run_vars)
+        if contract is None or declared is None or settings.dry_run:
+            return None
+        config = model.get("config") or {}
+        table_format = build.build.result_format
+        not_null = declared_not_null(model)
+        if (config.get("contract") or {}).get("enforced") and not_null:
+            if row_of(table_format).not_null_needs_create:
+                return None  # Iceberg's NOT NULL build declares its columns: no CTAS to plan
+        spark = self._spark()
+        compiled = runs.compiled_schema(spark.schema(compiled_sql), not_null)
+        view = relation.incorporate(path={"identifier": relation.identifier + "__dbt_tmp"})
+        view = view.include(database=False, schema=False)
+        inputs = RunInputs(
+            relation=str(relation),
+            view=str(view),
+            invocation_id=invocation_id,
+            table_format=table_format,
+            strategy=REBUILD,
+            deployed=Struct(()),
+            properties={},
+            compiled=compiled,
+            settings=settings,
+            contract=contract,
+            declared=declared,
+        )
+        with config_errors_as_compilation_errors():
+            decided = plan_create(inputs)
+        if decided is None:
+            return None
+        spark.run(f"create or replace temporary view {view} as {compiled_sql}")
+        unique_id = model.get("unique_id", str(relation))
+        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
+        self._tags.set(spark, tag)  # cleared when dbt ends the node (post_model_hook)
+        load = decided.load
+        quarantine_format = (
+            self._sibling_format(relation, QUARANTINE_SUFFIX)
+            if load is not None and load.quarantine_row is not None
+            else None
+        )
+        with config_errors_as_compilation_errors():
+            run = runs.ModelRun.planned(
+                inputs,
+                decided,
+                unique_id,
+                tag,
+                LoadOptions.from_config(config),
+                replace_by=build.build.action,
+                quarantine_format=quarantine_format,
+            )
+        runner = self._runner(spark, invocation_id)
+        runner.events = runs.RunEvents(())
+        runner.record(run)
+        return run
 
     def _raise_violation(
         self, spark: runs.Spark, unique_id: str, relation: Any, violations: Any

@@ -29,6 +29,7 @@ from dbt.adapters.spark_contracts.core.pending import (
     manual_move,
 )
 from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
+from dbt.adapters.spark_contracts.core.run_plan import Build
 from dbt.adapters.spark_contracts.core.types import drop_sql, quote_identifier, sql_string
 from dbt.adapters.spark_contracts.run.lease import (
     Heartbeat,
@@ -212,6 +213,14 @@ class QuarantineSteps(Restorer):
             self._unset_loaded(relation, table_format, owner)
         return f"moved {pending} into {quarantine}"
 
+    def _absent(self, relation: str) -> bool:
+        """The catalog lists no table `relation` (a failed listing raises: absence is never
+        concluded from an error)."""
+        schema, _, quoted = relation.rpartition(".")
+        name = quoted.strip("`")
+        rows = self.spark.fetch(f"show tables in {schema} like {sql_string(name)}")
+        return not any(str(r.get("tableName") or "").lower() == name.lower() for r in rows)
+
     def _exists(self, table: str) -> bool:
         try:
             self.spark.fetch(f"select 1 as present from {table} limit 0")
@@ -288,6 +297,8 @@ class QuarantineSteps(Restorer):
                 loaded = Loaded.UNDONE
             elif self.out.loaded:
                 loaded = Loaded.YES
+            elif run.replace_by is Build.CREATE and self._absent(run.relation):
+                loaded = Loaded.NO  # the run was to create the table: no table, no load
             else:  # did the statement commit before it failed? the table's own record says
                 loaded = load_state(
                     self._model_record(run.relation, run.table_format), run.commit_tag

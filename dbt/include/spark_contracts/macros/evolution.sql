@@ -22,10 +22,10 @@
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
   {%- else -%}
     {#-- the planned load is typed and rendered by the adapter (core/load.py); a table model's
-         rebuild is dbt-spark's create_table_as over the run's source, as its creation was
+         rebuild (and a run that creates the table) is the CTAS over the run's source, as its creation was
          (beside the table, when it is swapped in after the load) --#}
     {%- set rebuilt = adapter.swap_beside(target_relation) if run.swaps_after_load else target_relation -%}
-    {%- set rebuild_sql = create_table_as(False, rebuilt, 'select * from ' ~ run.source, 'sql') if run.rebuilds else none -%}
+    {%- set rebuild_sql = spark_contracts_ctas(rebuilt, 'select * from ' ~ run.source, spark_contracts_table_constraints('sql'), assert_columns=false) if run.rebuilds else none -%}
     {% do store_result('main', response=adapter.execute_model_run(run, existing_relation, rebuild_sql)) %}
   {%- endif -%}
 {% endmacro %}
@@ -46,6 +46,19 @@
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
     {% do spark_contracts_create_main(target_relation, sql, language) %}
+  {%- endif -%}
+{% endmacro %}
+
+{#-- A build that creates the table (`plan`: create, replace, build beside and swap, drop then
+     create). Under a pydantic_contract whose rules can discard, the adapter plans it as a run
+     (adapter.plan_create_run) carried out like any other: its discards counted and, with
+     `quarantine: true`, quarantined. Else the table is created from spark_contracts_create_sql. --#}
+{% macro spark_contracts_create(plan, target_relation, existing_relation, sql, language='sql') %}
+  {%- set run = adapter.plan_create_run(plan, target_relation, sql, model, spark_contracts_run_vars(), invocation_id) if language == 'sql' and config.get('pydantic_contract') else none -%}
+  {%- if run is not none -%}
+    {{ spark_contracts_evolve_and_load(run, target_relation, existing_relation, sql) }}
+  {%- else -%}
+    {% do spark_contracts_build(plan, target_relation, existing_relation, spark_contracts_create_sql(target_relation, language, sql), language) %}
   {%- endif -%}
 {% endmacro %}
 

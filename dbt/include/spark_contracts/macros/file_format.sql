@@ -17,8 +17,11 @@
 {%- endmacro -%}
 
 {#-- One CREATE [OR REPLACE] TABLE ... AS SELECT; an enforced contract's constraints ride in it
-     (Delta: CHECK constraints as table properties, checked against the initial rows). --#}
-{%- macro spark_contracts_ctas(relation, compiled_code, constraints) -%}
+     (Delta: CHECK constraints as table properties, checked against the initial rows).
+     `assert_columns`: check the query's columns against the enforced contract here (false: a
+     planned run's load, whose source view exists only once the run has begun; the model's
+     query was checked before the run, spark_contracts_evolve_and_load). --#}
+{%- macro spark_contracts_ctas(relation, compiled_code, constraints, assert_columns=true) -%}
     {%- if constraints is not none and constraints.explicit_schema -%}
       {#-- a CTAS stores every column nullable: NOT NULL here would be lost, never silently --#}
       {{ exceptions.raise_compiler_error(model['unique_id'] ~ ": NOT NULL constraints on " ~ spark_contracts_file_format() ~ " need an explicit-schema build, which a table model rebuilt under schema_contract / schema_evolution does not take yet; drop the not_null constraint, or rebuild with --full-refresh") }}
@@ -31,7 +34,9 @@
     {% endif %}
     {%- set contract_config = config.get('contract') -%}
     {%- if contract_config.enforced -%}
-      {{ get_assert_columns_equivalent(compiled_code) }}
+      {%- if assert_columns -%}
+        {{ get_assert_columns_equivalent(compiled_code) }}
+      {%- endif -%}
       {%- set compiled_code = get_select_subquery(compiled_code) %}
     {% endif %}
     {{ file_format_clause() }}

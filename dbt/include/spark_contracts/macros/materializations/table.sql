@@ -23,7 +23,7 @@
   {%- if plan.evolves -%}
     {{ spark_contracts_evolve_and_load(plan.run, target_relation, old_relation, compiled_code) }}
   {%- else -%}
-    {% do spark_contracts_build(plan, target_relation, old_relation, spark_contracts_create_sql(target_relation, language, compiled_code), language) %}
+    {% do spark_contracts_create(plan, target_relation, old_relation, compiled_code, language) %}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
