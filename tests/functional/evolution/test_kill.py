@@ -103,6 +103,7 @@ class Project:
         Spark that reads them by path (the session method's) or None."""
         target, warehouse, self.reader = kill_target
         self.root, self.fmt, self.warehouse = root, fmt, warehouse
+        self.runs = 0
         # a cluster's metastore and warehouse outlive the test session (and serve both methods'
         # passes and every xdist worker): a schema of this project's own
         self.schema = f"kills_{fmt}_{uuid.uuid4().hex[:8]}"
@@ -134,9 +135,9 @@ class Project:
         settle: bool = True,
     ) -> int:
         argv = [DBT, command, "--profiles-dir", str(self.root), *args]
-        process = subprocess.Popen(
-            argv, cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        self.runs += 1  # each dbt's output kept beside the project, for a failure's story
+        with open(self.root / f"dbt-{self.runs}.log", "wb") as out:
+            process = subprocess.Popen(argv, cwd=self.root, stdout=out, stderr=subprocess.STDOUT)
         if kill_at:
             start = len(self.commits(table))
             deadline = time.monotonic() + 300
@@ -529,9 +530,32 @@ def _stop_at(project: Project, table: str, argv_vars: str, commits: int) -> subp
 STALL_LEASE = 15.0  # seconds: the stopped run's lease runs out this soon here
 
 
+@pytest.fixture
+def stall_target(request, tmp_path) -> tuple:
+    """As `kill_target`, but on the session method the two dbt processes share one metastore
+    (a Derby network server, as test_concurrent_runs.py starts it): the stopped process keeps
+    its embedded Derby open, which no second process could boot."""
+    if request.config.getoption("--profile") != "session":
+        return request.getfixturevalue("kill_target")
+    from tests.functional.evolution.test_concurrent_runs import shared_metastore
+
+    home = tmp_path / "derby"
+    home.mkdir()
+    warehouse = tmp_path / "warehouse"
+    iceberg = request.getfixturevalue("iceberg_parameters")
+    target = {
+        "type": "spark_contracts",
+        "warehouse_dir": str(warehouse),
+        "server_side_parameters": {**shared_metastore(request, home), **iceberg},
+    }
+    return target, warehouse, request.getfixturevalue("worker_spark")
+
+
 @pytest.mark.profile("session", "thrift")
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_a_stalled_run_that_lost_its_lease_commits_nothing(tmp_path, kill_target, fmt, monkeypatch):
+def test_a_stalled_run_that_lost_its_lease_commits_nothing(
+    tmp_path, stall_target, fmt, monkeypatch
+):
     """A run stopped (SIGSTOP) in the middle of its multi-step change, past its lease; the model
     is run again, which takes the lease over (the stopped run's process is alive, so only once
     the lease ran out while it watched), repairs and loads; then the first run resumes
@@ -539,7 +563,7 @@ def test_a_stalled_run_that_lost_its_lease_commits_nothing(tmp_path, kill_target
     like a run never stopped, and no success is reported for a load that is not there."""
     monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
     names = ["control", "stalled"]
-    project = Project(tmp_path / "project", fmt, kill_target, names=names)
+    project = Project(tmp_path / "project", fmt, stall_target, names=names)
     assert project.dbt() == 0
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
     after = project.state("control")
