@@ -11,6 +11,12 @@ the dead run's pending table from the model table's own log and runs. At the end
 - whatever happened to the quarantine meanwhile (dropped and recreated, replaced, emptied, its
   history gone) never takes a load back.
 
+A microbatch model's batches follow the same protocol, each batch with its own pending table,
+its rows carrying its commit tag (`_dbt_batch_tag`) beside the invocation id they share: two
+batches of one invocation, the second killed at each of its statements, then the next
+invocation; every committed batch's rows are in the quarantine once, none of a batch whose
+load is not in the table.
+
 CI's real SIGKILL between the load and the move: tests/functional/evolution/test_kill.py.
 """
 
@@ -29,9 +35,9 @@ from dbt.adapters.spark_contracts.core.config import EvolutionSettings
 from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
 from dbt.adapters.spark_contracts.core.intent import commit_tag
 from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.pending import is_pending_of
+from dbt.adapters.spark_contracts.core.pending import is_invocations_pending, is_pending_of
 from dbt.adapters.spark_contracts.core.plan import Policy
-from dbt.adapters.spark_contracts.core.run_plan import RunInputs
+from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
 from dbt.adapters.spark_contracts.run import (
     ModelRun,
     QuarantineMismatch,
@@ -42,7 +48,7 @@ from dbt.adapters.spark_contracts.run import (
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
 from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
-from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version, planned_run
+from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version
 
 DEPLOYED = parse_type("struct<id:bigint,n:bigint>")
 COMPILED = parse_type("struct<id:bigint,n:string>")
@@ -55,8 +61,20 @@ BEATS = itertools.count(1)  # a live run's heartbeats
 
 @dataclass
 class Pending:
-    rows: List[str]  # run ids, a row each
+    rows: List[str]  # a row each: its run id, and `#<commit tag>` for a batch's (row_key)
     properties: Dict[str, str]
+    batch: bool = False  # a microbatch batch's: its rows carry `_dbt_batch_tag`
+
+
+def row_key(tag: str) -> str:
+    """Whose a quarantined row is, from the tag of the load it belongs to: the run's invocation
+    id, and for a batch (a tag with a per-run part) the tag too."""
+    _, invocation, *rest = tag.split(":")
+    return f"{invocation}#{tag}" if len(rest) == 2 else invocation
+
+
+def run_of(key: str) -> str:
+    return key.split("#")[0]
 
 
 @dataclass
@@ -65,11 +83,12 @@ class FakeTables(FakeDelta):
 
     quarantine: Optional[List[str]] = None  # run ids, a row each; None: no table
     quarantine_n: str = "string"  # the quarantine's `n` (its type)
+    quarantine_batch: bool = False  # the quarantine has `_dbt_batch_tag`
     pendings: Dict[str, Pending] = field(default_factory=dict)
     beating: set = field(default_factory=set)  # pending tables whose run is alive
     taken: Dict[str, str] = field(default_factory=dict)  # pending tables taken over, by whom
     discards: int = DISCARDED
-    loads: List[str] = field(default_factory=list)  # the run ids of the loads, as committed
+    loads: List[str] = field(default_factory=list)  # the loads' `row_key`s, as committed
 
     def run(self, sql: str) -> Any:
         text = " ".join(sql.split())
@@ -85,12 +104,26 @@ class FakeTables(FakeDelta):
             # made at the model table's version then (read just before), never a clock
             assert pairs["dbt_spark_contracts.created_version"] == str(len(self.versions) - 1)
             run_id = re.search(r"'([^']+)' AS `_dbt_run_id`", text).group(1)  # type: ignore[union-attr]
-            self.pendings[m.group(1).lower()] = Pending([run_id] * self.discards, pairs)
+            batch = re.search(r"'([^']+)' AS `_dbt_batch_tag`", text)
+            key = f"{run_id}#{batch.group(1)}" if batch else run_id
+            assert key == row_key(str(self.conf.get(DELTA_USER_METADATA)))  # the run's own tag
+            rows = [key] * self.discards
+            self.pendings[m.group(1).lower()] = Pending(rows, pairs, batch is not None)
             return None
-        if low.startswith(f"create table if not exists {QUARANTINE} using delta"):
+        if m := re.match(
+            rf"create table if not exists {re.escape(QUARANTINE)} using delta as select \* from "
+            r"\(?(?:select \* from )?(\S+?)\)? where false$",
+            low,
+        ):
             self._statement()
-            if self.quarantine is None:
+            if self.quarantine is None:  # shaped like the pending table's rows
                 self.quarantine, self.quarantine_n = [], "string"
+                self.quarantine_batch = self.pendings[m.group(1)].batch
+            return None
+        if low == f"alter table {QUARANTINE} add columns (`_dbt_batch_tag` string)":
+            self._statement()
+            assert self.quarantine is not None and not self.quarantine_batch
+            self.quarantine_batch = True
             return None
         if m := re.match(
             rf"insert into {re.escape(QUARANTINE)} by name select \* from (\S+) "
@@ -100,22 +133,30 @@ class FakeTables(FakeDelta):
             self._statement()
             if self.quarantine is None:
                 raise DbtDatabaseError(f"table not found: {QUARANTINE}")
+            if self.pendings[m.group(1)].batch and not self.quarantine_batch:
+                raise DbtDatabaseError("cannot resolve `_dbt_batch_tag`")  # by name
             self.quarantine += self.pendings[m.group(1)].rows
             return None
         if m := re.match(
             rf"merge into {re.escape(QUARANTINE)} q using \(select \* from (\S+) where "
-            r"`_contract_reason` is not null\) p on q.`_dbt_run_id` = p.`_dbt_run_id` "
+            r"`_contract_reason` is not null\) p on q.`_dbt_run_id` = p.`_dbt_run_id`"
+            r"( and q.`_dbt_batch_tag` = p.`_dbt_batch_tag`)? "
             r"when matched and q.`_dbt_run_id` is null then delete "
-            r"when not matched then insert \(`id`, `n`, `_contract_reason`, `_dbt_run_id`\) "
-            r"values \(p.`id`, p.`n`, p.`_contract_reason`, p.`_dbt_run_id`\)$",
+            r"when not matched then insert \(`id`, `n`, `_contract_reason`, `_dbt_run_id`"
+            r"(?:, `_dbt_batch_tag`)?\) "
+            r"values \(p.`id`, p.`n`, p.`_contract_reason`, p.`_dbt_run_id`"
+            r"(?:, p.`_dbt_batch_tag`)?\)$",
             low,
         ):
             self._statement()
             if self.quarantine is None:
                 raise DbtDatabaseError(f"table not found: {QUARANTINE}")
-            rows = self.pendings[m.group(1)].rows
-            if not set(rows) & set(self.quarantine):
-                self.quarantine += rows
+            pending = self.pendings[m.group(1)]
+            assert pending.batch == bool(m.group(2)) == ("`_dbt_batch_tag`)" in low)
+            matches = set(pending.rows) if m.group(2) else {run_of(r) for r in pending.rows}
+            held = set(self.quarantine) if m.group(2) else {run_of(r) for r in self.quarantine}
+            if not matches & held:
+                self.quarantine += pending.rows
             return None
         if m := re.match(r"drop table if exists (\S+__pending_\w+)(?: purge)?$", low):
             self._statement()
@@ -129,7 +170,7 @@ class FakeTables(FakeDelta):
             return None
         if low.startswith(f"insert into {TABLE} "):
             response = super().run(sql)
-            self.loads.append(str(self.conf.get(DELTA_USER_METADATA)).split(":")[1])
+            self.loads.append(row_key(str(self.conf.get(DELTA_USER_METADATA))))
             return response
         if m := re.match(r"restore table db\.t to version as of (\d+)$", low):
             kept = self.versions[int(m.group(1))].rows.count("|insert")
@@ -161,55 +202,71 @@ class FakeTables(FakeDelta):
                 for i, v in enumerate(self.versions)
             ][::-1]
         if m := re.match(
-            rf"select 1 as held from {re.escape(QUARANTINE)} where `_dbt_run_id` = '([^']+)' limit 1$",
+            rf"select 1 as held from {re.escape(QUARANTINE)} where `_dbt_run_id` = '([^']+)'"
+            r"(?: and `_dbt_batch_tag` = '([^']+)')? limit 1$",
             low,
         ):
             self._statement()
-            return [{"held": 1}] if m.group(1) in (self.quarantine or []) else []
+            if m.group(2):  # the batch's own rows
+                held = f"{m.group(1)}#{m.group(2)}" in (self.quarantine or [])
+            else:
+                held = m.group(1) in {run_of(r) for r in self.quarantine or []}
+            return [{"held": 1}] if held else []
         return super().fetch(sql)
 
     def relation_schema(self, relation: str, describable: bool) -> Any:
         if relation.lower() in self.pendings:
             assert describable  # a parquet table
+            batch = ",_dbt_batch_tag:string" if self.pendings[relation.lower()].batch else ""
             return parse_type(
-                "struct<id:bigint,n:string,_contract_reason:string,_dbt_run_id:string>"
+                f"struct<id:bigint,n:string,_contract_reason:string,_dbt_run_id:string{batch}>"
             )
         assert relation == QUARANTINE and self.quarantine is not None, relation
+        batch = ",_dbt_batch_tag:string" if self.quarantine_batch else ""
         return parse_type(
-            f"struct<id:bigint,n:{self.quarantine_n},_contract_reason:string,_dbt_run_id:string>"
+            f"struct<id:bigint,n:{self.quarantine_n},_contract_reason:string,"
+            f"_dbt_run_id:string{batch}>"
         )
 
 
-def model_run(table: FakeTables, invocation: str) -> ModelRun:
+def model_run(table: FakeTables, invocation: str, batch: str = "") -> ModelRun:
+    """The planned run; `batch`: a microbatch batch's per-run part of its commit tag."""
     inputs = RunInputs(
         TABLE,
         "t__dbt_tmp",
         invocation,
         "delta",
-        "append",
+        "microbatch" if batch else "append",
         DEPLOYED,
         {},
         COMPILED,
         SETTINGS,
         contract=CONTRACT,
         observable=False,  # counted by a query over the pending table, as over Thrift
+        batch_tag=commit_tag(invocation, MODEL, batch) if batch else "",
     )
-    run = planned_run(inputs, MODEL)
+    tag = commit_tag(invocation, MODEL, batch)
+    run = ModelRun.planned(inputs, plan_run(inputs), MODEL, tag)
     assert run.quarantine_pending and run.observed is None, run
     # dbt's relation cache, as adapter_run reads it: the quarantine's format once it exists
     return replace(run, quarantine_format="delta" if table.quarantine is not None else None)
 
 
-def a_run(table: FakeTables, invocation: str, tmp_path: Path) -> Any:
-    """As adapter_run.plan_model and execute_model_run do it: the repair step (other runs'
-    pending tables, as dbt's relation cache lists them), the plan, the run."""
+def a_run(table: FakeTables, invocation: str, tmp_path: Path, batch: str = "") -> Any:
+    """As adapter_run.plan_model and execute_model_run do it: the repair step (other
+    invocations' pending tables, as run/repair.pending_tables lists them), the plan, the run.
+    `batch`: one microbatch batch of the invocation (its tag's per-run part)."""
     runner = Runner(table, RunReport(), tmp_path)
-    CommitTags().set(table, commit_tag(invocation, MODEL))
-    others = [n for n in table.pendings if is_pending_of(n.split(".")[-1], "t__quarantine")]
-    own = model_run(table, invocation).pending_table.lower()
+    CommitTags().set(table, commit_tag(invocation, MODEL, batch))
+    others = [
+        n
+        for n in table.pendings
+        if is_pending_of(n.split(".")[-1], "t__quarantine")
+        and not is_invocations_pending(n.split(".")[-1], "t__quarantine", invocation)
+    ]
     key = ModelKey(TABLE, invocation, "delta", MODEL)
-    runner.settle_pending(key, QUARANTINE, [n for n in others if n != own])
-    run = model_run(table, invocation)
+    runner.settle_pending(key, QUARANTINE, others)
+    run = model_run(table, invocation, batch)
     return runner.execute(run, f"insert into {TABLE} select * from {run.source}")
 
 
@@ -341,4 +398,94 @@ def test_a_move_that_fails_after_the_load_keeps_the_rows_for_the_next_run(tmp_pa
     table.run = real  # type: ignore[method-assign]
     table.quarantine = []  # recreated
     a_run(table, "inv-2", tmp_path)
+    check(table)
+
+
+# -- microbatch batches: one pending table each, told apart by their commit tag
+
+
+def batch_scene(tmp_path: Path, quarantine: bool = True) -> FakeTables:
+    """A microbatch model: a finished invocation of one batch, then the first batch of the
+    next invocation, finished; then (`quarantine` False) the quarantine dropped by someone."""
+    table = new_table(quarantine=False)
+    a_run(table, "inv-first", tmp_path, "b1")
+    a_run(table, "inv-dead", tmp_path, "b1")
+    if not quarantine:
+        table.quarantine = None
+    table.sent = 0
+    return table
+
+
+def gone_with_the_quarantine(quarantine: bool) -> Tuple[str, ...]:
+    """The batches whose rows went with a quarantine someone dropped."""
+    batches = (("inv-first", "b1"), ("inv-dead", "b1"))
+    return () if quarantine else tuple(row_key(commit_tag(i, MODEL, b)) for i, b in batches)
+
+
+def statements_of_a_batch(tmp_path: Path, quarantine: bool) -> int:
+    table = batch_scene(tmp_path, quarantine)
+    a_run(table, "inv-dead", tmp_path, "b2")
+    check(table, gone_with_the_quarantine(quarantine))
+    return table.sent
+
+
+# the statements of the invocation's second batch: the quarantine there (its first batch's rows
+# in it), or to be created again
+BATCH_STATEMENTS = {True: 7, False: 8}
+BATCH_KILL_POINTS = [(q, k) for q in (True, False) for k in range(1, BATCH_STATEMENTS[q] + 1)]
+
+
+@pytest.mark.parametrize("quarantine", [True, False])
+def test_the_batch_matrix_covers_every_statement(quarantine: bool, tmp_path: Path):
+    assert statements_of_a_batch(tmp_path, quarantine) == BATCH_STATEMENTS[quarantine]
+
+
+@pytest.mark.parametrize(
+    "quarantine, kill_at",
+    BATCH_KILL_POINTS,
+    ids=[f"{'q' if q else 'new'}-{k}" for q, k in BATCH_KILL_POINTS],
+)
+def test_a_batch_killed_at_any_statement_is_settled_by_the_next_invocation(
+    quarantine: bool, kill_at: int, tmp_path: Path
+):
+    """The second batch of an invocation dies at each of its statements: the next invocation
+    moves each committed batch's discarded rows once (the first batch's are in the quarantine
+    already, under the same run id), none of a batch whose load is not in the table, and
+    leaves nothing pending; the first batch's rows are never taken out."""
+    table = batch_scene(tmp_path, quarantine)
+    first_of_dead = row_key(commit_tag("inv-dead", MODEL, "b1"))
+    held = DISCARDED if quarantine else 0
+    assert (table.quarantine or []).count(first_of_dead) == held
+    table.kill_at = kill_at
+    with pytest.raises(Killed):
+        a_run(table, "inv-dead", tmp_path, "b2")
+    table.dead, table.kill_at = False, 0
+    a_run(table, "inv-next", tmp_path, "b1")
+    a_run(table, "inv-next", tmp_path, "b2")
+    check(table, gone_with_the_quarantine(quarantine))
+    assert table.quarantine is not None and table.quarantine.count(first_of_dead) == held
+    assert table.loads[-2:] == [row_key(commit_tag("inv-next", MODEL, b)) for b in ("b1", "b2")]
+    # what users see in `_dbt_run_id` is the invocation: both its batches' rows carry it
+    assert {run_of(r) for r in table.quarantine} <= {"inv-first", "inv-dead", "inv-next"}
+
+
+def test_a_failed_batch_takes_no_other_batchs_rows_out(tmp_path: Path):
+    """A batch that fails in-process (its load refused) drops its own pending table and
+    leaves the quarantined rows of its invocation's earlier batches as they are."""
+    table = new_table()
+    a_run(table, "inv-1", tmp_path, "b1")
+    real = table.run
+
+    def load_fails(sql: str) -> Any:
+        if sql.lower().startswith(f"insert into {TABLE} "):
+            raise DbtDatabaseError("the load failed")
+        return real(sql)
+
+    table.run = load_fails  # type: ignore[method-assign]
+    with pytest.raises(DbtDatabaseError):
+        a_run(table, "inv-1", tmp_path, "b2")
+    table.run = real  # type: ignore[method-assign]
+    assert not table.pendings
+    assert table.quarantine == [row_key(commit_tag("inv-1", MODEL, "b1"))] * DISCARDED
+    a_run(table, "inv-1", tmp_path, "b3")
     check(table)

@@ -106,6 +106,7 @@ def test_a_dead_runs_late_commit_is_undone_by_the_repair(tmp_path: Path):
 
 
 def test_the_repair_drops_the_dead_runs_stage(tmp_path: Path):
+    from dbt.adapters.spark_contracts.core.pending import pending_name
     from dbt.adapters.spark_contracts.run import stage_name
 
     spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
@@ -115,6 +116,8 @@ def test_the_repair_drops_the_dead_runs_stage(tmp_path: Path):
         f"drop table if exists {stage_name('db.t', 'inv')}",
         "restore table db.t to version as of 1",
         "drop table if exists db.t__quarantine__pending_inv",  # the dead run's discarded rows
+        # or, had the run been a microbatch batch, its own (named by its tag)
+        f"drop table if exists {pending_name('db.t__quarantine', 'inv', TAG)}",
     ]
     assert stage_name("db.t", "inv") == "db.t__dbt_stage_inv"
 

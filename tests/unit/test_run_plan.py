@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from dbt.adapters.spark_contracts.core.capabilities import capabilities_for
 from dbt.adapters.spark_contracts.core.config import ConfigError
+from dbt.adapters.spark_contracts.core.pending import batch_key
 from dbt.adapters.spark_contracts.core.run_plan import (
     Build,
     BuildFacts,
@@ -122,8 +123,8 @@ def test_create_statement_per_format():
 def test_quarantined_rows_go_to_the_runs_pending_table_never_the_driver(fmt, observable, strategy):
     """discard_row + quarantine: the model's output is read once into the run's pending table
     (the run's stage: every row with its reasons; counts observed, no row collected), and
-    the load and the quarantine read it, on every format and method; a microbatch batch stages
-    and quarantines before its load."""
+    the load and the quarantine read it, on every format and method; a microbatch batch too,
+    its pending table its own (named by its commit tag), its rows carrying that tag."""
     from dbt.adapters.spark_contracts.core.config import EvolutionSettings
     from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
     from dbt.adapters.spark_contracts.core.parse import parse_type
@@ -143,30 +144,59 @@ def test_quarantined_rows_go_to_the_runs_pending_table_never_the_driver(fmt, obs
             EvolutionSettings(Policy(), "ignore", False, False),
             contract=SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=True),
             observable=observable,
+            batch_tag=TAG if strategy == "microbatch" else "",
         )
     )
-    pending = strategy != "microbatch"
-    assert decided.quarantine_pending is pending
+    pending = "db.t__quarantine__pending_inv"
+    if strategy == "microbatch":
+        pending += "_" + batch_key(TAG)
+    assert decided.quarantine_pending
     assert decided.load is not None and decided.load.quarantine_select is not None
-    if pending:
-        assert decided.stage == "db.t__quarantine__pending_inv"
-        # counted while the pending table is written where the connection observes metrics
-        # (Spark applies a result task's accumulator updates once), else by a query over it
-        assert (decided.observed is not None) is (observable and strategy != "table")
-        # the kept rows are those the pending table gave no reason: no predicate runs again
-        assert decided.load.select.endswith(
-            "FROM db.t__quarantine__pending_inv WHERE `_contract_reason` IS NULL"
-        )
-        assert decided.load.discard_count_sql == (
-            "SELECT count_if(NOT (`_contract_reason` IS NULL)) AS rows_discarded, 0 AS "
-            "values_discarded FROM db.t__quarantine__pending_inv"
-        )
-        # the pending table is written from the model's view, every row
-        written = decided.load.pending_from(decided.observed or "t__tmp") or ""
-        assert written.endswith(f"FROM {decided.observed or 't__tmp'}") and " WHERE " not in written
-        assert "collect_list" not in repr(decided)
-    else:
-        assert decided.stage is not None and "__dbt_stage_" in decided.stage
+    assert decided.stage == pending
+    # counted while the pending table is written where the connection observes metrics
+    # (Spark applies a result task's accumulator updates once), else by a query over it
+    assert (decided.observed is not None) is (observable and strategy != "table")
+    # the kept rows are those the pending table gave no reason: no predicate runs again
+    assert decided.load.select.endswith(f"FROM {pending} WHERE `_contract_reason` IS NULL")
+    assert decided.load.discard_count_sql == (
+        "SELECT count_if(NOT (`_contract_reason` IS NULL)) AS rows_discarded, 0 AS "
+        f"values_discarded FROM {pending}"
+    )
+    # the pending table is written from the model's view, every row
+    written = decided.load.pending_from(decided.observed or "t__tmp") or ""
+    assert written.endswith(f"FROM {decided.observed or 't__tmp'}") and " WHERE " not in written
+    # a batch's rows carry its tag: its invocation's other batches share the run id
+    tagged = f"'{TAG}' AS `_dbt_batch_tag`" in written
+    assert tagged is (strategy == "microbatch")
+    assert "collect_list" not in repr(decided)
+
+
+TAG = "dbt-spark-contracts:inv:b1:model.p.t"
+
+
+def test_a_quarantining_batch_needs_its_tag():
+    """Without its commit tag a batch's pending table and rows could not be told from its
+    invocation's other batches': planning it is refused."""
+    from dbt.adapters.spark_contracts.core.config import EvolutionSettings
+    from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
+    from dbt.adapters.spark_contracts.core.parse import parse_type
+    from dbt.adapters.spark_contracts.core.plan import Policy
+    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+
+    inputs = RunInputs(
+        "db.t",
+        "t__tmp",
+        "inv",
+        "delta",
+        "microbatch",
+        parse_type("struct<id:bigint,n:bigint>"),
+        {},
+        parse_type("struct<id:bigint,n:string>"),
+        EvolutionSettings(Policy(), "ignore", False, False),
+        contract=SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=True),
+    )
+    with pytest.raises(ValueError, match="needs its tag"):
+        plan_run(inputs)
 
 
 @pytest.mark.parametrize("name", ["_contract_reason", "_DBT_RUN_ID"])

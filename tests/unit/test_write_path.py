@@ -217,13 +217,13 @@ def _load(samples: bool = False, counts: bool = False, quarantine: bool = False)
 def test_the_output_is_staged_only_when_read_twice(
     multi_step, contract, samples, counts, quarantine, observable, table_format
 ):
-    """A quarantining run (not a microbatch batch) goes through a pending table, read from a
+    """A quarantining run (a microbatch batch too) goes through a pending table, read from a
     cache (run_plan.plan_run), on every format and method: it needs no durable stage."""
     write = WriteDecision(WritePath.MULTI_STEP if multi_step else WritePath.IN_WRITE)
     load = _load(samples, counts, quarantine) if contract else None
     staged = needs_stage(write, load, observable, table_format)
     assert quarantine_pends(load) == (contract and quarantine)
-    assert not quarantine_pends(load, "microbatch")
+    assert quarantine_pends(load, "microbatch") == (contract and quarantine)
     read_twice = contract and (samples or (counts and not observable))
     assert staged == (multi_step or read_twice)
 

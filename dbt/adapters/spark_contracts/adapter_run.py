@@ -176,6 +176,8 @@ class RunPathMethods(metaclass=AdapterMeta):
             table_options,
             repaired.deployed,
         )
+        if facts.load_strategy == MICROBATCH:  # its pending table and quarantined rows carry it
+            inputs = replace(inputs, batch_tag=repaired.tag)
         with config_errors_as_compilation_errors():
             planned = plan_model(facts, inputs)
         assert planned.run is not None

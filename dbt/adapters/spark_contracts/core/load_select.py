@@ -32,21 +32,25 @@ CREATE, FAIL, SKIP, LOAD = "create", "fail", "skip", "load"
 WIDEN, VARIANT = "widen", "variant"
 # the quarantine's own columns
 REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
+# a microbatch batch's discarded rows also carry its commit tag: the batches of one invocation
+# share `_dbt_run_id`, and a dead batch's pending table is settled by both (core/pending.py)
+BATCH_COLUMN = "_dbt_batch_tag"
 # a pending table's discarded rows (its kept rows have no reason)
 PENDING_DISCARDED = f"`{REASON_COLUMN}` IS NOT NULL"
 PENDING_KEPT = f"`{REASON_COLUMN}` IS NULL"
 
 
-def check_quarantine_columns(relation: str, compiled: Struct) -> None:
+def check_quarantine_columns(relation: str, compiled: Struct, batch: bool = False) -> None:
     """A model whose contract quarantines may not output the quarantine's own columns: its
-    rows would carry two of one name there (Spark compares names case-insensitively)."""
-    own = (REASON_COLUMN, RUN_ID_COLUMN)
+    rows would carry two of one name there (Spark compares names case-insensitively).
+    `batch`: a microbatch batch's, whose rows also carry `BATCH_COLUMN`."""
+    own = (REASON_COLUMN, RUN_ID_COLUMN) + ((BATCH_COLUMN,) if batch else ())
     clash = [f.name for f in compiled.fields if f.name.lower() in own]
     if clash:
         named = ", ".join(f"`{name}`" for name in clash)
         raise ConfigError(
             f"{relation}: the model outputs {named}, which its quarantine adds to every "
-            f"discarded row itself (`{REASON_COLUMN}`, `{RUN_ID_COLUMN}`); rename "
+            f"discarded row itself ({', '.join(f'`{c}`' for c in own)}); rename "
             "the column in the model, or set schema_contract quarantine: false. Nothing was "
             "changed."
         )
@@ -82,6 +86,8 @@ class LoadSql:
     coerced: tuple[tuple[str, str], ...] = ()
     # the SELECT is `source` as it is: every column, unchanged, in order, no row left out
     passes_through: bool = False
+    # a microbatch batch's commit tag: its pending rows carry it in `BATCH_COLUMN`
+    batch_tag: str = ""
 
     def coerced_view(self, view: str) -> str:
         """The relation the model's output is read from: `view`, or the view over it that adds
@@ -106,11 +112,13 @@ class LoadSql:
 
     def pending_from(self, view: str) -> str | None:
         """Every row of `view` (the model's output) with `_contract_reason` (NULL: the row is
-        kept) and `_dbt_run_id`: a quarantining run's pending table (`PENDING_DISCARDED`
-        picks its discarded rows)."""
+        kept) and `_dbt_run_id` (and a batch's `_dbt_batch_tag`): a quarantining run's pending
+        table (`PENDING_DISCARDED` picks its discarded rows)."""
         if self.quarantine_row is None:
             return None
         run_id = f"{sql_string(self.run_id)} AS {quote_identifier(RUN_ID_COLUMN)}"
+        if self.batch_tag:
+            run_id += f", {sql_string(self.batch_tag)} AS {quote_identifier(BATCH_COLUMN)}"
         return f"SELECT {self.quarantine_row}, {run_id} FROM {view}"
 
     @property
@@ -321,6 +329,7 @@ def render_load_select(
     run_id: str,
     hoist: bool = True,
     kept: str | None = None,
+    batch_tag: str = "",
 ) -> LoadSql:
     """The one SELECT that loads `source` (a rendered relation or view) under the decision.
 
@@ -328,7 +337,8 @@ def render_load_select(
     `hoist`: casts read more than once become columns of `coerced_select` (the caller reads
     `source` through that view); off where the SELECT must read `source` alone. `kept`: where
     `source` knows its kept rows already (a pending table: `PENDING_KEPT`), the load and the
-    count pick them by it instead of evaluating every discard predicate again.
+    count pick them by it instead of evaluating every discard predicate again. `batch_tag`: a
+    microbatch batch's commit tag, which its pending rows carry (`LoadSql.pending_from`).
     """
     if decision.table_action not in (CREATE, LOAD) or decision.target is None:
         raise ValueError(f"nothing to load: the contract decided {decision.table_action!r}")
@@ -358,6 +368,7 @@ def render_load_select(
         tuple(load.coerced),
         not (load.row_filters or load.coerced)
         and load.items == [quote_identifier(f.name) for f in compiled.fields],
+        batch_tag,
     )
 
 

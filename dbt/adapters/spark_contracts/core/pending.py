@@ -29,11 +29,21 @@ table's own record (`decide_pending`), never from the quarantine's:
 
 A quarantine dropped, recreated, replaced, emptied or with its log cleaned changes none of
 this: the quarantine's history is never read.
+
+A microbatch model's batches follow the same protocol, each batch a run of its own: its own
+pending table (`pending_name(..., batch_tag)`, named by its commit tag, which differs per batch),
+its load tagged with that tag. Their discarded rows share the invocation id in `_dbt_run_id`, so
+a batch's rows also carry its commit tag in `_dbt_batch_tag` (core/load_select.BATCH_COLUMN):
+the settler's "already held" check and its MERGE key on both, never on the run id alone (another
+batch of the invocation may be in the quarantine already). Only the rows' own column is written
+in the same commit as the rows; anything recorded elsewhere (a property, a journal) would leave
+a kill between the two writes undecidable.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -58,8 +68,25 @@ def run_key(invocation_id: str) -> str:
     return invocation_id.replace("-", "")[:12]
 
 
-def pending_name(quarantine: str, invocation_id: str) -> str:
-    return suffixed(quarantine, PENDING_SUFFIX + run_key(invocation_id))
+def batch_key(tag: str) -> str:
+    """The part of a microbatch batch's pending table's name that tells it from the other
+    batches of its invocation: a digest of the batch's commit tag (unique per node run)."""
+    return hashlib.sha1(tag.encode()).hexdigest()[:8]
+
+
+def pending_name(quarantine: str, invocation_id: str, batch_tag: str = "") -> str:
+    """A run's pending table. `batch_tag`: a microbatch batch's commit tag; the batches of one
+    invocation each write their own (`<relation>__quarantine__pending_<run>_<batch>`)."""
+    key = run_key(invocation_id) + (f"_{batch_key(batch_tag)}" if batch_tag else "")
+    return suffixed(quarantine, PENDING_SUFFIX + key)
+
+
+def is_invocations_pending(identifier: str, quarantine_identifier: str, invocation_id: str) -> bool:
+    """`identifier` names a pending table of that invocation: its run's, or one of its
+    microbatch batches'."""
+    own = pending_name(quarantine_identifier, invocation_id).lower()
+    name = identifier.lower()
+    return name == own or name.startswith(own + "_")
 
 
 def loaded_property(invocation_id: str) -> str:

@@ -38,6 +38,7 @@ from .load_select import (
     check_quarantine_columns,
     render_load_select,
 )
+from .microbatch import MICROBATCH
 from .operations import Plan
 from .pending import pending_name
 from .quarantine import QUARANTINE_SUFFIX
@@ -237,6 +238,9 @@ class RunInputs:
     column_lists: bool = False  # merge_update_columns / merge_exclude_columns are set
     table_options: str = ""  # the model's `partitioned by` clause, for a rewrite
     observable: bool = False  # the connection reports metrics observed inside a statement
+    # a microbatch batch's commit tag (unique per batch): its pending table and its discarded
+    # rows carry it (core/pending.py); required for a batch that quarantines
+    batch_tag: str = ""
 
 
 @dataclass(frozen=True)
@@ -299,7 +303,7 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     decision = None
     if i.contract is not None:
         if i.contract.quarantine:
-            check_quarantine_columns(i.relation, i.compiled)
+            check_quarantine_columns(i.relation, i.compiled, i.strategy == MICROBATCH)
         decision = decide(i.contract, i.deployed, i.compiled, diff, i.table_format, i.declared)
         if decision.violations:
             empty = Plan(i.table_format)
@@ -334,9 +338,15 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     # Nothing is hoisted: the pending table holds the model's columns only.
     pending = quarantine_pends(load, i.strategy) and not plan.full_refresh
     if decision is not None and pending:
-        stage = pending_name(suffixed(i.relation, QUARANTINE_SUFFIX), i.invocation_id)
+        # a batch's own pending table, its rows carrying its tag: the batches of one
+        # invocation share the run id their quarantined rows carry
+        batch = i.batch_tag if i.strategy == MICROBATCH else ""
+        if i.strategy == MICROBATCH and not batch:
+            raise ValueError(f"{i.relation}: a microbatch batch that quarantines needs its tag")
+        quarantine = suffixed(i.relation, QUARANTINE_SUFFIX)
+        stage = pending_name(quarantine, i.invocation_id, batch)
         load = render_load_select(
-            decision, stage, i.deployed, i.compiled, i.invocation_id, False, PENDING_KEPT
+            decision, stage, i.deployed, i.compiled, i.invocation_id, False, PENDING_KEPT, batch
         )
     # A table rebuild's `create or replace ... as select` runs its query in a nested execution
     # whose observed metrics never reach the session (Delta 4.3): it stages.

@@ -25,7 +25,6 @@ from .load_select import (
     LoadSql,
 )
 from .merge import MergeRules, Order, merge_structs
-from .microbatch import MICROBATCH
 from .operations import AddColumns, AlterColumnType, Plan
 from .plan import plan_on_schema_change, plan_schema_change
 from .types import SparkType, Struct, type_kind
@@ -140,9 +139,9 @@ SOURCE_READ_TWICE: frozenset[tuple[str, str]] = frozenset({("iceberg", "merge")}
 def quarantine_pends(load: LoadSql | None, strategy: str = "") -> bool:
     """The run writes its discarded rows to a pending table before its load and moves them into
     the quarantine after it (core/pending.py), the model's output read once into that table
-    (every row, with its reasons). Not a microbatch batch: the batches of one invocation share the run id
-    the quarantine's rows carry; a batch quarantines from its stage before its load."""
-    return load is not None and load.quarantine_row is not None and strategy != MICROBATCH
+    (every row, with its reasons). Every quarantining run, a microbatch batch too (each batch
+    its own pending table, its rows told apart by their commit tag: core/pending.py)."""
+    return load is not None and load.quarantine_row is not None
 
 
 def needs_stage(

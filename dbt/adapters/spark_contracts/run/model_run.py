@@ -20,6 +20,7 @@ from dbt.adapters.spark_contracts.core.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.fit import fits_view
 from dbt.adapters.spark_contracts.core.load import Load, LoadOptions, Rebuild, plan_load
 from dbt.adapters.spark_contracts.core.load_select import (
+    BATCH_COLUMN,
     LoadSql,
 )
 from dbt.adapters.spark_contracts.core.microbatch import Microbatch
@@ -38,7 +39,7 @@ from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
     stage_name,
 )
 from dbt.adapters.spark_contracts.core.swap import refused
-from dbt.adapters.spark_contracts.core.types import Field, as_nullable
+from dbt.adapters.spark_contracts.core.types import Field, Primitive, as_nullable
 from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision
 from dbt.adapters.spark_contracts.run.outcome_events import RunOutcome
 
@@ -240,8 +241,22 @@ class ModelRun:
         return suffixed(self.relation, QUARANTINE_SUFFIX)
 
     @property
+    def batch_tag(self) -> str:
+        """A microbatch batch's commit tag, which its pending table and discarded rows carry
+        (core/pending.py); "" for any other run."""
+        return self.load_sql.batch_tag if self.load_sql is not None else ""
+
+    @property
     def pending_table(self) -> str:
-        return pending_name(self.quarantine_table, self.invocation_id)
+        return pending_name(self.quarantine_table, self.invocation_id, self.batch_tag)
+
+    @property
+    def quarantined_schema(self) -> Struct:
+        """The columns the quarantine takes from this run beside its own two: the model's, and
+        a batch's `_dbt_batch_tag`."""
+        if not self.batch_tag:
+            return self.compiled
+        return Struct((*self.compiled.fields, Field(BATCH_COLUMN, Primitive("string"))))
 
     def _written(self) -> Struct:
         """What the load writes: the contract's target schema, or the model's output."""

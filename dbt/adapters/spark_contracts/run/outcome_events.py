@@ -37,7 +37,7 @@ class Counted:
 
 @dataclass(frozen=True)
 class Quarantined:
-    """The run's discarded rows are in the quarantine (`rows`), or taken out again (None)."""
+    """The run's discarded rows are in the quarantine (`rows`; None: not counted)."""
 
     rows: Optional[int]
 

@@ -4,6 +4,7 @@ made ready and evolved; another run's pending table settled from the model table
 The `Runner` is one; `Restorer` puts tables back."""
 
 import time
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -13,7 +14,11 @@ from dbt.adapters.spark_contracts.connection.spark_handle import process_running
 from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.capabilities import logged
 from dbt.adapters.spark_contracts.core.lease import LeaseRecord, Seen, State, Watch, judge
-from dbt.adapters.spark_contracts.core.load_select import PENDING_DISCARDED, RUN_ID_COLUMN
+from dbt.adapters.spark_contracts.core.load_select import (
+    BATCH_COLUMN,
+    PENDING_DISCARDED,
+    RUN_ID_COLUMN,
+)
 from dbt.adapters.spark_contracts.core.pending import (
     CREATED_VERSION_PROPERTY,
     TAG_PROPERTY,
@@ -30,7 +35,7 @@ from dbt.adapters.spark_contracts.core.pending import (
 )
 from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
 from dbt.adapters.spark_contracts.core.run_plan import Build
-from dbt.adapters.spark_contracts.core.types import drop_sql, quote_identifier, sql_string
+from dbt.adapters.spark_contracts.core.types import Struct, drop_sql, quote_identifier, sql_string
 from dbt.adapters.spark_contracts.run.lease import (
     Heartbeat,
     beat_sql,
@@ -56,6 +61,21 @@ from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import QuarantineMismatch, QuarantinePending
 
 logger = AdapterLogger("SparkContracts")
+
+
+@dataclass(frozen=True)
+class _RowsOf:
+    """A dead run's rows in the quarantine: its invocation's (`_dbt_run_id`), and, for a
+    microbatch batch, its own among them (`_dbt_batch_tag`, its commit tag)."""
+
+    invocation_id: str
+    tag: Optional[str] = None
+
+    def where(self) -> str:
+        where = f"`{RUN_ID_COLUMN}` = {sql_string(self.invocation_id)}"
+        if self.tag is not None:
+            where += f" and {quote_identifier(BATCH_COLUMN)} = {sql_string(self.tag)}"
+        return where
 
 
 class QuarantineSteps(Restorer):
@@ -108,16 +128,10 @@ class QuarantineSteps(Restorer):
         if table_format is None:
             return []
         existing = self.spark.relation_schema(table, is_describable(table_format))
-        evolution = plan_quarantine(existing, run.compiled, table_format)
+        evolution = plan_quarantine(existing, run.quarantined_schema, table_format)
         if evolution.conflicts:
             raise QuarantineMismatch(run.unique_id, table, evolution.conflicts) from None
         return evolve_quarantine(evolution, table, table_format)
-
-    def _quarantine(self, run: ModelRun, select: str) -> None:
-        """A microbatch batch's discarded rows, from its stage, before its load."""
-        self._ready_quarantine(run, select)
-        self._insert_quarantined(run, f"insert into {run.quarantine_table} by name {select}")
-        self.events.add(Quarantined(self.out.rows_discarded))
 
     # -- the run's own pending table
     def _write_pending(self, run: ModelRun, select: str) -> None:
@@ -179,10 +193,13 @@ class QuarantineSteps(Restorer):
         pending: str,
         invocation_id: Optional[str],
         run: Optional[ModelRun] = None,
+        tag: Optional[str] = None,
     ) -> str:
         """Append `pending` to the quarantine, then drop it. `invocation_id`: a dead run's,
         whose rows are not appended again where the quarantine holds some already (a kill
-        between the append and the drop)."""
+        between the append and the drop); `tag`: its commit tag, which a microbatch batch's
+        rows carry (`BATCH_COLUMN`): a batch's rows are told from its invocation's other
+        batches' by it."""
         if invocation_id is not None:  # a dead run's: its quarantine may have been dropped since
             try:
                 self.spark.run(
@@ -192,12 +209,14 @@ class QuarantineSteps(Restorer):
             except DbtDatabaseError:  # another run settling at once may have made it first
                 if not self._exists(quarantine):
                     raise
-            if self._holds(quarantine, invocation_id):
+            schema = self.spark.relation_schema(pending, is_describable(stage_format(table_format)))
+            key = _RowsOf(invocation_id, tag if schema.field(BATCH_COLUMN) is not None else None)
+            if self._holds(quarantine, key):
                 self.spark.run(drop_sql(pending, table_format))
                 self._unset_loaded(relation, table_format, invocation_id)
                 return f"{quarantine} held its rows already: dropped {pending}"
             if logged(table_format):
-                self._merge_once(table_format, quarantine, pending, invocation_id)
+                self._merge_once(quarantine, pending, schema, key)
                 self.spark.run(drop_sql(pending, table_format))
                 return f"moved {pending} into {quarantine}"
         insert = (
@@ -228,29 +247,28 @@ class QuarantineSteps(Restorer):
             return False
         return True
 
-    def _holds(self, quarantine: str, invocation_id: str) -> bool:
-        """The quarantine holds rows of that run."""
+    def _holds(self, quarantine: str, rows: "_RowsOf") -> bool:
+        """The quarantine holds rows of that run (of that batch, for a batch's)."""
         return bool(
-            self.spark.fetch(
-                f"select 1 as held from {quarantine} "
-                f"where `{RUN_ID_COLUMN}` = {sql_string(invocation_id)} limit 1"
-            )
+            self.spark.fetch(f"select 1 as held from {quarantine} where {rows.where()} limit 1")
         )
 
-    def _merge_once(
-        self, table_format: str, quarantine: str, pending: str, invocation_id: str
-    ) -> None:
-        """A dead run's discarded rows into the quarantine unless it holds rows of that run, in
-        one MERGE: two runs settling the same pending table at once cannot both append it (the
-        second MERGE's commit fails Delta's and Iceberg's conflict check, or it finds the rows
-        and inserts none). A failed MERGE after which the quarantine holds the run's rows was
-        the other run's win; any other failure is raised."""
-        schema = self.spark.relation_schema(pending, is_describable(stage_format(table_format)))
+    def _merge_once(self, quarantine: str, pending: str, schema: Struct, rows: "_RowsOf") -> None:
+        """A dead run's discarded rows into the quarantine unless it holds rows of that run
+        (that batch), in one MERGE: two runs settling the same pending table at once cannot
+        both append it (the second MERGE's commit fails Delta's and Iceberg's conflict check,
+        or it finds the rows and inserts none). A failed MERGE after which the quarantine holds
+        the run's rows was the other run's win; any other failure is raised. `schema`: the
+        pending table's."""
         columns = [quote_identifier(f.name) for f in schema.fields]
         run_id = quote_identifier(RUN_ID_COLUMN)
+        on = f"q.{run_id} = p.{run_id}"
+        if rows.tag is not None:  # a batch's: its invocation's other batches' rows are no match
+            batch = quote_identifier(BATCH_COLUMN)
+            on += f" and q.{batch} = p.{batch}"
         merge = (
             f"merge into {quarantine} q using (select * from {pending} "
-            f"where {PENDING_DISCARDED}) p on q.{run_id} = p.{run_id} "
+            f"where {PENDING_DISCARDED}) p on {on} "
             # never true (a match has the run's id); it keeps the MERGE a row-level operation,
             # whose commit Iceberg checks for conflicts (Spark turns an insert-only MERGE into
             # an unchecked append)
@@ -261,7 +279,7 @@ class QuarantineSteps(Restorer):
         try:
             self.spark.run(merge)
         except DbtDatabaseError:
-            if not self._holds(quarantine, invocation_id):
+            if not self._holds(quarantine, rows):
                 raise
             logger.info(f"another run moved {pending} into {quarantine} meanwhile")
 
@@ -368,7 +386,7 @@ class QuarantineSteps(Restorer):
             # taken over first: that run, if it was only stalled, can commit nothing after this
             self.spark.run(take_over_sql(name, invocation_id))
             if decision.action is Action.MOVE:
-                what = self._move(relation, table_format, quarantine, name, run)
+                what = self._move(relation, table_format, quarantine, name, run, None, pending.tag)
             else:
                 self.spark.run(drop_sql(name, table_format))
                 what = f"dropped {name}"

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.spark_contracts.core.intent import find_intent
-from dbt.adapters.spark_contracts.core.pending import PENDING_SUFFIX, is_pending_of, pending_name
+from dbt.adapters.spark_contracts.core.pending import (
+    PENDING_SUFFIX,
+    is_invocations_pending,
+    is_pending_of,
+)
 from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.run.lease import ModelKey
@@ -54,15 +58,19 @@ def repair(
 
 
 def pending_tables(spark: Any, relation: str, invocation_id: str) -> List[str]:
-    """Other runs' pending tables of `relation`'s quarantine, listed now (not from dbt's
-    relation cache, which another run's table may have joined or left since it was read)."""
+    """Other invocations' pending tables of `relation`'s quarantine, listed now (not from
+    dbt's relation cache, which another run's table may have joined or left since it was read).
+    This invocation's own are left out, its microbatch batches' too: a batch settles its own
+    pending table when it fails (run/quarantine_steps.py), else the model's next invocation
+    does."""
     schema, identifier = relation.rsplit(".", 1)
     quarantine = suffixed(identifier, QUARANTINE_SUFFIX)
-    own = pending_name(quarantine, invocation_id).lower()
     rows = spark.fetch(f"show tables in {schema} like '{quarantine}{PENDING_SUFFIX}*'")
     names = (str(r.get("tableName") or "") for r in rows)
     return sorted(
-        f"{schema}.{n}" for n in names if is_pending_of(n, quarantine) and n.lower() != own
+        f"{schema}.{n}"
+        for n in names
+        if is_pending_of(n, quarantine) and not is_invocations_pending(n, quarantine, invocation_id)
     )
 
 

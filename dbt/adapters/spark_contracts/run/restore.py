@@ -130,9 +130,13 @@ class Restorer:
                 exc,
                 self.manual_repair(intent),
             ) from exc
-        # the dead run's discarded rows belong to the load just taken back
-        pending = pending_name(suffixed(intent.relation, QUARANTINE_SUFFIX), intent.invocation_id)
+        # the dead run's discarded rows belong to the load just taken back: its pending table,
+        # named by its invocation, or by its tag where the run was a microbatch batch
+        quarantine = suffixed(intent.relation, QUARANTINE_SUFFIX)
+        pending = pending_name(quarantine, intent.invocation_id)
         try:
+            self.spark.run(drop_sql(pending, intent.table_format))
+            pending = pending_name(quarantine, intent.invocation_id, intent.commit_tag)
             self.spark.run(drop_sql(pending, intent.table_format))
         except Exception as exc:
             raise RestoreFailed(

@@ -11,7 +11,7 @@ from dbt.adapters.spark_contracts.core import (
     AddColumns,
 )
 from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.capabilities import logged, row_of
+from dbt.adapters.spark_contracts.core.capabilities import row_of
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
@@ -39,7 +39,6 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     Counted,
     Executed,
     Loaded,
-    Quarantined,
     Restored,
     RunEvents,
     RunState,
@@ -130,11 +129,8 @@ class Runner(QuarantineSteps):
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if state.pending is not None and self.out.rows_discarded:
             self._ready_for_pending(run)  # before any change to the table
-        quarantine = load.quarantine_select if load is not None else None
         if run.write.multi_step and run.statements:
             self._begin_steps(run)
-        if quarantine and self.out.rows_discarded and not run.quarantine_pending:
-            self._step(run, "the quarantine insert", lambda: self._quarantine(run, quarantine))
         return run.source
 
     def _take_counts(self, run: ModelRun) -> None:
@@ -337,13 +333,7 @@ class Runner(QuarantineSteps):
 
     def undo(self, run: ModelRun, exc: BaseException, step: str) -> None:
         """Put the table back after `step` failed (if this run changed it), then raise."""
-        self.drop_stage(run)
-        if self.out.quarantined and logged(run.table_format):
-            try:  # a microbatch batch quarantines before its load
-                self.unquarantine(run.quarantine_table, run.invocation_id)
-                self.events.add(Quarantined(None))
-            except Exception as cleanup:
-                logger.warning(f"{run.unique_id}: quarantine rows of this run stay: {cleanup}")
+        self.drop_stage(run)  # the quarantine holds nothing of a run before its load
         intent = self.state.intent
         if intent is None:
             self._settle_own_pending(run, restored=False)
