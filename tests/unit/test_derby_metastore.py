@@ -47,3 +47,55 @@ def test_a_column_is_copied_into_a_clob_then_renamed() -> None:
         'ALTER TABLE "APP"."TBLS" DROP COLUMN "VIEW_EXPANDED_TEXT"',
         'RENAME COLUMN "APP"."TBLS"."VIEW_EXPANDED_TEXT_CLOB" TO "VIEW_EXPANDED_TEXT"',
     ]
+
+
+def test_the_process_holding_the_embedded_metastore_is_read_from_the_kernels_lock_table(tmp_path):
+    """A process that holds an exclusive lock on `dbex.lck` (as a JVM with the Derby database
+    booted does) is named; none once it let go. Read from /proc/locks, nothing locked."""
+    import subprocess
+    import sys
+    import time
+
+    from dbt.adapters.spark_contracts.connection.derby_metastore import DERBY_LOCK_FILE, lock_holder
+
+    (tmp_path / DERBY_LOCK_FILE).write_text("")
+    assert lock_holder(tmp_path) is None
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            f"fd = os.open({str(tmp_path / DERBY_LOCK_FILE)!r}, os.O_RDWR)\n"
+            "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        assert lock_holder(tmp_path) == holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+    deadline = time.monotonic() + 10
+    while lock_holder(tmp_path) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert lock_holder(tmp_path) is None
+    assert lock_holder(tmp_path / "absent") is None  # no database there yet
+
+
+def test_a_lock_table_line_names_its_holder(tmp_path):
+    from dbt.adapters.spark_contracts.connection.derby_metastore import DERBY_LOCK_FILE, lock_holder
+
+    (tmp_path / DERBY_LOCK_FILE).write_text("")
+    inode = (tmp_path / DERBY_LOCK_FILE).stat().st_ino
+    locks = tmp_path / "locks"
+    locks.write_text(
+        f"1: POSIX  ADVISORY  WRITE 4242 fd:01:{inode + 1} 0 EOF\n"
+        f"2: FLOCK  ADVISORY  WRITE 5151 fd:01:{inode} 0 EOF\n"
+        f"3: POSIX  ADVISORY  WRITE 6161 fd:01:{inode} 0 EOF\n"
+        f"3: -> POSIX  ADVISORY  WRITE 7171 fd:01:{inode} 0 EOF\n"
+    )
+    assert lock_holder(tmp_path, locks) == 6161

@@ -127,3 +127,27 @@ def column_types(jvm: Any, url: str) -> Dict[str, str]:
         return {column: type_name for (_, column), type_name in _column_types(connection).items()}
     finally:
         connection.close()
+
+
+# Derby holds an exclusive file lock on this file of a database while a JVM has it booted
+DERBY_LOCK_FILE = "dbex.lck"
+
+
+def lock_holder(metastore_dir: Path, locks: Path = Path("/proc/locks")) -> Optional[int]:
+    """The pid of the process whose JVM has the embedded Derby database at `metastore_dir`
+    booted, read from the kernel's table of file locks (Linux; None where there is none, or no
+    process holds it). Nothing is locked to find out, so a JVM booting it meanwhile is never
+    turned away."""
+    try:
+        inode = (metastore_dir / DERBY_LOCK_FILE).stat().st_ino
+        table = locks.read_text()
+    except OSError:
+        return None
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: POSIX  ADVISORY  WRITE 12345 fd:01:678 0 EOF" (a blocked waiter's line has "->")
+        if len(fields) >= 6 and fields[1] == "POSIX" and "->" not in fields:
+            device_inode = fields[5].rsplit(":", 1)
+            if len(device_inode) == 2 and device_inode[1] == str(inode) and fields[4].isdigit():
+                return int(fields[4])
+    return None

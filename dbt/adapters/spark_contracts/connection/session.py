@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
@@ -157,6 +158,7 @@ def get_session(config: EmbeddedSparkConfig) -> SparkSession:
                 )
             return _active
         check_java()
+        _wait_for_the_metastore(config)
         # The Iceberg Hadoop catalog cannot list namespaces under a folder that does not exist.
         if config.iceberg_catalog_is_hadoop:
             config.iceberg_warehouse.mkdir(parents=True, exist_ok=True)
@@ -170,6 +172,35 @@ def get_session(config: EmbeddedSparkConfig) -> SparkSession:
         _widen_view_text(session, config)
         _active, _active_config = session, config
         return session
+
+
+METASTORE_WAIT_SECONDS = 60.0
+
+
+def _wait_for_the_metastore(
+    config: EmbeddedSparkConfig, wait: float = METASTORE_WAIT_SECONDS
+) -> None:
+    """The embedded Derby metastore admits one JVM at a time. A dbt process killed a moment ago
+    leaves its Spark JVM running until that notices its parent is gone; a run started at once
+    (a retry) would fail to open the metastore. So, on positive evidence only (the kernel's
+    lock table names the process that has it booted, derby_metastore.lock_holder), wait for it
+    to let go, up to `wait` seconds, saying so; then go on (a process that still holds it is
+    another live run on this warehouse, which Spark names in its error)."""
+    if not derby_metastore.applies(config.spark_conf(), config.metastore_url):
+        return
+    deadline, told = time.monotonic() + wait, False
+    while time.monotonic() < deadline:
+        holder = derby_metastore.lock_holder(config.metastore_dir)
+        if holder is None or holder == os.getpid():
+            return
+        if not told:
+            _logger().info(
+                f"The embedded metastore {config.metastore_dir} is open in process {holder} "
+                "(a dbt run that ended a moment ago lets go of it once its Spark stops); "
+                f"waiting up to {wait:.0f} s"
+            )
+            told = True
+        time.sleep(0.5)
 
 
 def _widen_view_text(session: SparkSession, config: EmbeddedSparkConfig) -> None:

@@ -226,6 +226,8 @@ class QuarantineSteps(Restorer):
             self.spark.run(insert)
         elif self.out.rows_discarded:  # the run's own, when it discarded any
             self._insert_quarantined(run, insert)
+        if run is not None:  # its own lease: no beat on a table about to go
+            self._stop_lease()
         self.spark.run(drop_sql(pending, table_format))
         owner = invocation_id if run is None else run.invocation_id
         if owner is not None:
