@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.connection.session import EmbeddedSparkConfig, check_java
+from spark_contracts_dev import cluster_cli
 from spark_contracts_dev.cluster_commands import (  # noqa: F401 (named here for tests)
     DERBY_CLASS,
     DERBY_CLIENT_DRIVER,
@@ -405,9 +406,7 @@ def start(
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """`python -m spark_contracts_dev.cluster start|stop|status` (cluster_cli.py)."""
-    from spark_contracts_dev.cluster_cli import main as cli
-
-    return cli(argv)
+    return cluster_cli.main(argv, sys.modules[__name__])
 
 
 if __name__ == "__main__":

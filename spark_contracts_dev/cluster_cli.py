@@ -1,5 +1,6 @@
 """The cluster's command line: `python -m spark_contracts_dev.cluster start|stop|status
-[--dir .cluster]` (the functions it calls are cluster.py's)."""
+[--dir .cluster]`. The functions it calls are cluster.py's, handed in by `cluster.main` as the
+module itself: this module does not import cluster.py, which imports it."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from types import ModuleType
+from typing import Any, Optional, Sequence
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
-from spark_contracts_dev import cluster as local_cluster
 
 
-def status_lines(cluster: local_cluster.Cluster) -> list[str]:
+def status_lines(cluster: Any) -> list[str]:
+    """`cluster`: a `cluster.Cluster`."""
     alive = cluster.alive()
     lines = [f"cluster in {cluster.dir} (master {cluster.master_url})"]
     for record in cluster.processes:
@@ -29,7 +31,9 @@ def status_lines(cluster: local_cluster.Cluster) -> list[str]:
     return lines
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Optional[Sequence[str]], local_cluster: ModuleType) -> int:
+    """`local_cluster`: the cluster module (`start`, `load`, `ClusterError`, ...), looked up at
+    call time."""
     parser = argparse.ArgumentParser(prog="python -m spark_contracts_dev.cluster")
     parser.add_argument("command", choices=("start", "stop", "status"))
     parser.add_argument("--dir", default=".cluster", type=Path)

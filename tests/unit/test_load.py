@@ -213,10 +213,9 @@ def test_every_per_format_fact_of_the_run_is_the_capability_rows(
 ):
     """The run path asks the capability row, never the format's name: a table with a log, its
     stage's and history's format, DROP ... PURGE, how a batch replaces its window."""
-    from dbt.adapters.spark_contracts.core.capabilities import describable, row_of
+    from dbt.adapters.spark_contracts.core.capabilities import describable, drop_sql, row_of
     from dbt.adapters.spark_contracts.core.capabilities import logged as is_logged
     from dbt.adapters.spark_contracts.core.microbatch import load_for
-    from dbt.adapters.spark_contracts.core.types import drop_sql
 
     row = row_of(fmt)
     assert is_logged(fmt) is logged and describable(fmt) is (not logged)

@@ -324,7 +324,7 @@ def test_widening_is_antisymmetric(a, b):
 def test_own_tables_beside_an_iceberg_model_are_purged(table_format: str, expected: str) -> None:
     """A REST catalog's DROP leaves an Iceberg table's files in the warehouse; PURGE deletes
     them. The adapter's own tables beside Delta and Parquet models are dropped as before."""
-    from dbt.adapters.spark_contracts.core.types import drop_sql
+    from dbt.adapters.spark_contracts.core.capabilities import drop_sql
 
     assert drop_sql("db.t__dbt_stage_x", table_format) == expected
 

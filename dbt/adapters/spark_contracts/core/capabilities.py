@@ -293,6 +293,14 @@ def row_of(table_format: str) -> FormatCapabilities:
     return CAPABILITIES.get(table_format.lower(), PARQUET)
 
 
+def drop_sql(table: str, table_format: str) -> str:
+    """Drop one of the adapter's own tables (a stage, a pending table, a lease) beside a model
+    table in `table_format`. Beside an Iceberg model they are Iceberg tables: PURGE deletes their
+    files too, which a REST catalog's DROP alone leaves in the warehouse."""
+    purge = " purge" if row_of(table_format).drop_purges else ""
+    return f"drop table if exists {table}{purge}"
+
+
 def describable(table_format: str) -> bool:
     """A table of this format is DESCRIBEd as JSON (a v1 table); a logged one is read through
     a view over it."""

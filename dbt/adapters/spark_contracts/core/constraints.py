@@ -37,9 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .capabilities import row_of
+from .capabilities import drop_sql, row_of
 from .render import tblproperties_clause
-from .types import Field, Struct, as_nullable, drop_sql, quote_identifier
+from .types import Field, Struct, as_nullable, quote_identifier
 
 ENFORCED = "enforced"
 NOT_ENFORCED = "not_enforced"

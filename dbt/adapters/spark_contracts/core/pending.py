@@ -47,8 +47,8 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .capabilities import drop_sql
 from .render import suffixed
-from .types import drop_sql
 
 PENDING_SUFFIX = "__pending_"  # <relation>__quarantine__pending_<run>
 TAG_PROPERTY = "dbt_spark_contracts.pending_tag"  # the run's commit tag, on the pending table

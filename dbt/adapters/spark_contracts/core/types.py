@@ -61,16 +61,6 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def drop_sql(table: str, table_format: str) -> str:
-    """Drop one of the adapter's own tables (a stage, a pending table, a lease) beside a model
-    table in `table_format`. Beside an Iceberg model they are Iceberg tables: PURGE deletes their
-    files too, which a REST catalog's DROP alone leaves in the warehouse."""
-    from .capabilities import row_of  # capabilities imports this module
-
-    purge = " purge" if row_of(table_format).drop_purges else ""
-    return f"drop table if exists {table}{purge}"
-
-
 def _simple_name(name: str) -> str:
     plain = name.replace("_", "a").isalnum() and name.isascii() and not name[:1].isdigit()
     return name if plain else quote_identifier(name)

@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Protocol, Sequence
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
+from dbt.adapters.spark_contracts.core.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.lease import (
     CLIENT_PROPERTY,
     EPOCH_PROPERTY,
@@ -47,7 +48,7 @@ from dbt.adapters.spark_contracts.core.pending import (
     RUN_PROPERTY,
     lease_name,
 )
-from dbt.adapters.spark_contracts.core.types import drop_sql, sql_string
+from dbt.adapters.spark_contracts.core.types import sql_string
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunInProgress
 

@@ -12,7 +12,7 @@ from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import process_running
 from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.capabilities import logged
+from dbt.adapters.spark_contracts.core.capabilities import drop_sql, logged
 from dbt.adapters.spark_contracts.core.lease import LeaseRecord, Seen, State, Watch, judge
 from dbt.adapters.spark_contracts.core.load_select import (
     BATCH_COLUMN,
@@ -35,7 +35,7 @@ from dbt.adapters.spark_contracts.core.pending import (
 )
 from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
 from dbt.adapters.spark_contracts.core.run_plan import Build
-from dbt.adapters.spark_contracts.core.types import Struct, drop_sql, quote_identifier, sql_string
+from dbt.adapters.spark_contracts.core.types import Struct, quote_identifier, sql_string
 from dbt.adapters.spark_contracts.run.lease import (
     Heartbeat,
     beat_sql,

@@ -11,7 +11,7 @@ from dbt.adapters.spark_contracts.core import (
     AddColumns,
 )
 from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.capabilities import row_of
+from dbt.adapters.spark_contracts.core.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.intent import (
     INTENT_PROPERTY,
     Intent,
@@ -28,7 +28,6 @@ from dbt.adapters.spark_contracts.core.outcome import (
 from dbt.adapters.spark_contracts.core.pending import (
     SETTLE_SUFFIX,
 )
-from dbt.adapters.spark_contracts.core.types import drop_sql
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
