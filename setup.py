@@ -25,7 +25,7 @@ setup(
         "pyspark[connect]==4.1.1",
         "delta-spark==4.3.1",
         "pandas>=2.0,<3",
-        # core/pydantic_contract.py imports annotated_types (pydantic 2's) at import time
+        # core/contracts/pydantic_contract.py imports annotated_types (pydantic 2's) at import time
         "pydantic>=2,<3",
     ],
     extras_require={

@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
 
 from dbt.adapters.spark_contracts.core import Struct, diff_schemas, from_spark_json  # noqa: E402
-from dbt.adapters.spark_contracts.core.contract import resolve_contract  # noqa: E402
-from dbt.adapters.spark_contracts.core.enforce import decide  # noqa: E402
-from dbt.adapters.spark_contracts.core.load_select import (  # noqa: E402
+from dbt.adapters.spark_contracts.core.contracts.contract import resolve_contract  # noqa: E402
+from dbt.adapters.spark_contracts.core.contracts.enforce import decide  # noqa: E402
+from dbt.adapters.spark_contracts.core.contracts.load_select import (  # noqa: E402
     LoadSql,
     render_load_select,
 )

@@ -355,7 +355,7 @@ class TestDeployedTableRead:
         `token`, ...): the intent of a model or column so named is stored hex-encoded and reads
         back whole by either read."""
         from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-        from dbt.adapters.spark_contracts.core.intent import (
+        from dbt.adapters.spark_contracts.core.recovery.intent import (
             INTENT_PROPERTY,
             Intent,
             commit_tag,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.types import (
+from dbt.adapters.spark_contracts.core.schema.types import (
     PRIMITIVE_NAMES,
     Array,
     Char,

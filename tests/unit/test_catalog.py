@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.catalog import (
+from dbt.adapters.spark_contracts.core.report.catalog import (
     DescribedDocs,
     catalog_rows,
     described_docs,

@@ -1,6 +1,6 @@
 """A model's change policy (`schema_evolution.on_additive_change` / `on_destructive_change`,
-core/change_policy.py): each change's class, what each setting does with it, the run vars
-winning, the plan file, parse-time errors, and `ignore`'s fitted schema (core/fit.py)."""
+core/evolution/change_policy.py): each change's class, what each setting does with it, the run vars
+winning, the plan file, parse-time errors, and `ignore`'s fitted schema (core/evolution/fit.py)."""
 
 from __future__ import annotations
 
@@ -8,26 +8,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.change_policy import ChangePolicy, OnChange
-from dbt.adapters.spark_contracts.core.config import (
-    ConfigError,
-    RunVars,
-    parse_policy,
-    resolve_settings,
-)
-from dbt.adapters.spark_contracts.core.diff import (
+from dbt.adapters.spark_contracts.core.evolution.change_policy import ChangePolicy, OnChange
+from dbt.adapters.spark_contracts.core.evolution.fit import fitted_schema, fitted_select
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, DropColumns, Plan
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+from dbt.adapters.spark_contracts.core.schema.diff import (
     ColumnRemoved,
     NullabilityRelaxed,
     NullabilityTightened,
     diff_schemas,
 )
-from dbt.adapters.spark_contracts.core.fit import fitted_schema, fitted_select
-from dbt.adapters.spark_contracts.core.operations import AddColumns, DropColumns, Plan
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
-from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
-from dbt.adapters.spark_contracts.core.types import Struct
-from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import Struct
+from dbt.adapters.spark_contracts.core.settings.config import (
+    ConfigError,
+    RunVars,
+    parse_policy,
+    resolve_settings,
+)
+from dbt.adapters.spark_contracts.core.settings.validate import NodeConfig, validate_node_config
 from tests.unit.spark_type_strategies import spark_types, structs
 
 FORMATS = ("delta", "iceberg", "parquet")

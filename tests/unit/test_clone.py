@@ -1,4 +1,4 @@
-"""`dbt clone` decisions (core/clone.py): no-op, skip, Delta shallow clone or view."""
+"""`dbt clone` decisions (core/materialization/clone.py): no-op, skip, Delta shallow clone or view."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from typing import Optional
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.clone import CloneAction, CloneFacts, plan_clone
+from dbt.adapters.spark_contracts.core.materialization.clone import (
+    CloneAction,
+    CloneFacts,
+    plan_clone,
+)
 
 
 def facts(

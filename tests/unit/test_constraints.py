@@ -1,4 +1,4 @@
-"""core/constraints.py: what each table format does with a model's constraints (no Spark), and
+"""core/contracts/constraints.py: what each table format does with a model's constraints (no Spark), and
 the adapter side that runs them through dbt's own processing and warnings."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dbt.adapters.spark_contracts.constraints import (
     run_explicit_build,
     support_for,
 )
-from dbt.adapters.spark_contracts.core.constraints import (
+from dbt.adapters.spark_contracts.core.contracts.constraints import (
     NOT_ENFORCED,
     NOT_SUPPORTED,
     DeclaredConstraint,
@@ -26,8 +26,8 @@ from dbt.adapters.spark_contracts.core.constraints import (
     not_null_expression,
     table_constraints,
 )
-from dbt.adapters.spark_contracts.core.plan import plan_schema_change
-from dbt.adapters.spark_contracts.core.types import Field, Primitive, Struct
+from dbt.adapters.spark_contracts.core.evolution.plan import plan_schema_change
+from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
 from dbt.adapters.spark_contracts.impl import SparkContractsAdapter
 from tests.unit.spark_type_strategies import any_names
 
@@ -167,9 +167,9 @@ def test_enforced_not_null_ignores_other_checks():
 
 
 def test_planner_new_column_check_uses_the_same_name():
-    from dbt.adapters.spark_contracts.core.diff import diff_schemas
-    from dbt.adapters.spark_contracts.core.operations import AddNotNullCheck
-    from dbt.adapters.spark_contracts.core.plan import ColumnEvolution, Policy
+    from dbt.adapters.spark_contracts.core.evolution.operations import AddNotNullCheck
+    from dbt.adapters.spark_contracts.core.evolution.plan import ColumnEvolution, Policy
+    from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
 
     deployed = Struct((Field("a", INT),))
     compiled = Struct((Field("a", INT), Field("New Col", STRING, nullable=False)))
@@ -182,8 +182,8 @@ def test_planner_new_column_check_uses_the_same_name():
 
 
 def test_tightened_note_is_silent_where_a_check_holds_it():
-    from dbt.adapters.spark_contracts.core.diff import diff_schemas
-    from dbt.adapters.spark_contracts.core.plan import Policy
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
 
     deployed = Struct((Field("a", INT), Field("b", INT)))
     compiled = Struct((Field("a", INT, nullable=False), Field("b", INT, nullable=False)))

@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.contract import (
+from dbt.adapters.spark_contracts.core.contracts.contract import (
     ENTITIES,
     MODES,
     ContractMode,
@@ -15,6 +14,7 @@ from dbt.adapters.spark_contracts.core.contract import (
     for_new_table,
     resolve_contract,
 )
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
 E, F, R, V = (
     ContractMode.EVOLVE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_contracts.core.diff import (
+from dbt.adapters.spark_contracts.core.schema.diff import (
     ColumnAdded,
     ColumnRemoved,
     FieldAdded,
@@ -19,8 +19,8 @@ from dbt.adapters.spark_contracts.core.diff import (
     diff_schemas,
     same_type,
 )
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.types import Field, Struct
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import Field, Struct
 
 INT, BIGINT, STRING, DOUBLE = (parse_type(t) for t in ("int", "bigint", "string", "double"))
 
@@ -190,7 +190,7 @@ def test_diff_cases(deployed, compiled, expected):
 
 
 def test_containsnull_changes_are_nullability_changes_at_the_element_path():
-    from dbt.adapters.spark_contracts.core.types import Array, Map
+    from dbt.adapters.spark_contracts.core.schema.types import Array, Map
 
     deployed = Struct((Field("a", Array(INT, contains_null=False)), Field("m", Map(STRING, INT))))
     compiled = Struct((Field("a", Array(INT)), Field("m", Map(STRING, INT, False))))

@@ -2,7 +2,7 @@
 
 - Every fenced ```yaml snippet that configures a model (a `models:` or `config:` block, or
   `schema_contract`, `schema_evolution`, `contract`, `pydantic_contract`) is validated by
-  `core/validate.py`'s `validate_node_config`, the check `dbt parse` runs on every node, after
+  `core/settings/validate.py`'s `validate_node_config`, the check `dbt parse` runs on every node, after
   its keys are checked against dbt's and the adapter's config classes.
 - The `config(...)` calls of ```sql and ```python snippets, and the `--vars '{...}'` of ```sh
   snippets, go through the same validation.
@@ -30,8 +30,8 @@ from dbt.artifacts.resources import ModelConfig
 from dbt.config.profile import Profile
 from dbt.contracts.graph.unparsed import UnparsedModelUpdate
 
-from dbt.adapters.spark_contracts.core.config import RUN_VAR_DEFAULTS, ConfigError
-from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
+from dbt.adapters.spark_contracts.core.settings.config import RUN_VAR_DEFAULTS, ConfigError
+from dbt.adapters.spark_contracts.core.settings.validate import NodeConfig, validate_node_config
 from dbt.adapters.spark_contracts.impl import SparkContractsConfig
 
 ROOT = Path(__file__).resolve().parents[2]

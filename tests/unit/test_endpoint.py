@@ -15,8 +15,8 @@ from dbt.adapters.spark_contracts.connection.errors import (
     to_dbt_error,
 )
 from dbt.adapters.spark_contracts.connection.remote import connect_failure, endpoint_of
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.endpoint import (
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+from dbt.adapters.spark_contracts.core.settings.endpoint import (
     CONNECT_DEFAULT_RETRIES,
     Endpoint,
     connect_address,

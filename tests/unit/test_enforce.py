@@ -7,13 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spark_type_strategies import table_schemas
 
-from dbt.adapters.spark_contracts.core.contract import (
+from dbt.adapters.spark_contracts.core.contracts.contract import (
     MODES,
     ContractMode,
     SchemaContract,
     resolve_contract,
 )
-from dbt.adapters.spark_contracts.core.decision import (
+from dbt.adapters.spark_contracts.core.contracts.decision import (
     CREATE,
     FAIL,
     LOAD,
@@ -21,25 +21,25 @@ from dbt.adapters.spark_contracts.core.decision import (
     ContractDecision,
     ContractViolation,
 )
-from dbt.adapters.spark_contracts.core.diff import (
+from dbt.adapters.spark_contracts.core.contracts.enforce import (
+    decide,
+    type_tag,
+    variant_name,
+)
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
+    PENDING_KEPT,
+    LoadSql,
+    render_load_select,
+)
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.schema.diff import (
     ColumnAdded,
     FieldAdded,
     TypeWidened,
     diff_schemas,
 )
-from dbt.adapters.spark_contracts.core.enforce import (
-    decide,
-    type_tag,
-    variant_name,
-)
-from dbt.adapters.spark_contracts.core.load_select import (
-    PENDING_KEPT,
-    LoadSql,
-    render_load_select,
-)
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
-from dbt.adapters.spark_contracts.core.types import Field, Struct, quote_identifier
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import Field, Struct, quote_identifier
 
 FORMATS = ("delta", "iceberg", "parquet")
 INT, BIGINT, STRING = (parse_type(t) for t in ("int", "bigint", "string"))

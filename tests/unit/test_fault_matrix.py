@@ -23,12 +23,16 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from dbt.adapters.spark_contracts.core.config import EvolutionSettings
-from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, commit_tag, find_intent
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.pending import Application
-from dbt.adapters.spark_contracts.core.plan import ColumnEvolution, Policy
-from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+from dbt.adapters.spark_contracts.core.evolution.plan import ColumnEvolution, Policy
+from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+from dbt.adapters.spark_contracts.core.recovery.intent import (
+    INTENT_PROPERTY,
+    commit_tag,
+    find_intent,
+)
+from dbt.adapters.spark_contracts.core.recovery.pending import Application
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 from dbt.adapters.spark_contracts.run import (
     DELTA_USER_METADATA,
     ForeignCommits,
@@ -216,7 +220,7 @@ class FakeDelta:
 
 
 def model_run(table: FakeDelta, invocation: str) -> ModelRun:
-    """What the adapter's plan_model plans for this run (core/run_plan.plan_run, no Spark)."""
+    """What the adapter's plan_model plans for this run (core/materialization/run_plan.plan_run, no Spark)."""
     deployed = parse_type("struct<" + ",".join(f"{c}:bigint" for c in table.current.columns) + ">")
     inputs = RunInputs(
         TABLE, "t__dbt_tmp", invocation, "delta", "merge", deployed, {}, COMPILED, SETTINGS
@@ -225,7 +229,7 @@ def model_run(table: FakeDelta, invocation: str) -> ModelRun:
 
 
 def planned_run(inputs: RunInputs, unique_id: str) -> ModelRun:
-    """The `ModelRun` the adapter's plan_model builds from `inputs` (core/run_plan.plan_run, no Spark)."""
+    """The `ModelRun` the adapter's plan_model builds from `inputs` (core/materialization/run_plan.plan_run, no Spark)."""
     return ModelRun.planned(
         inputs, plan_run(inputs), unique_id, commit_tag(inputs.invocation_id, unique_id)
     )

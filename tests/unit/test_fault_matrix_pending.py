@@ -1,5 +1,5 @@
 """The scripted fault matrix of a run that quarantines what its contract discards (no Spark), on
-the one recovery protocol (core/pending.py): the discarded rows go to the run's pending table
+the one recovery protocol (core/recovery/pending.py): the discarded rows go to the run's pending table
 before the load, the load's commit carries the run's tag, the rows move into the quarantine
 after it. An in-memory Delta table, its quarantine and the pending tables die at each statement
 in turn, as a process killed by SIGKILL would. Then the next run (another invocation) settles
@@ -31,13 +31,13 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 from dbt_common.exceptions import DbtDatabaseError
 
-from dbt.adapters.spark_contracts.core.config import EvolutionSettings
-from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
-from dbt.adapters.spark_contracts.core.intent import commit_tag
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.pending import is_invocations_pending, is_pending_of
-from dbt.adapters.spark_contracts.core.plan import Policy
-from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
+from dbt.adapters.spark_contracts.core.recovery.pending import is_invocations_pending, is_pending_of
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 from dbt.adapters.spark_contracts.run import (
     ModelRun,
     QuarantineMismatch,

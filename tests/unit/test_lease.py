@@ -1,4 +1,4 @@
-"""core/lease.py: whether another run's lease binds, from positive evidence and from what the
+"""core/recovery/lease.py: whether another run's lease binds, from positive evidence and from what the
 watching run sees on its own clock (property-tested: a lease is never taken over while its
 heartbeat changes, nor judged dead without its process gone on this host), and the fence."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.lease import (
+from dbt.adapters.spark_contracts.core.recovery.lease import (
     CLIENT_PROPERTY,
     EPOCH_PROPERTY,
     TAKEN_PROPERTY,
@@ -21,7 +21,7 @@ from dbt.adapters.spark_contracts.core.lease import (
     judge,
     next_epoch,
 )
-from dbt.adapters.spark_contracts.core.pending import (
+from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
     RUN_PROPERTY,

@@ -152,7 +152,7 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
     the same schema goes on (rows loaded meanwhile are no reason to stop); a schema another run
     changed since the plan fails the run before any change, naming both schemas, its lease
     let go."""
-    from dbt.adapters.spark_contracts.core.parse import parse_type
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
     from dbt.adapters.spark_contracts.run.run_errors import TableChangedMeanwhile
 
     planned = parse_type("struct<id:bigint,n:bigint>")

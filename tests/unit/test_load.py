@@ -1,4 +1,4 @@
-"""core/load.py: the run's one write, typed and rendered in one place."""
+"""core/materialization/load.py: the run's one write, typed and rendered in one place."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.diff import diff_schemas
-from dbt.adapters.spark_contracts.core.load import (
+from dbt.adapters.spark_contracts.core.evolution.operations import Plan
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.materialization.load import (
     Append,
     InsertOverwrite,
     LoadOptions,
@@ -21,10 +22,9 @@ from dbt.adapters.spark_contracts.core.load import (
     plan_load,
     render_load,
 )
-from dbt.adapters.spark_contracts.core.microbatch import plan_microbatch
-from dbt.adapters.spark_contracts.core.operations import Plan
-from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
-from dbt.adapters.spark_contracts.core.types import Field, Primitive, Struct
+from dbt.adapters.spark_contracts.core.materialization.microbatch import plan_microbatch
+from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
 from tests.unit.spark_type_strategies import table_schemas
 
 INT, STRING = Primitive("int"), Primitive("string")
@@ -213,9 +213,13 @@ def test_every_per_format_fact_of_the_run_is_the_capability_rows(
 ):
     """The run path asks the capability row, never the format's name: a table with a log, its
     stage's and history's format, DROP ... PURGE, how a batch replaces its window."""
-    from dbt.adapters.spark_contracts.core.capabilities import describable, drop_sql, row_of
-    from dbt.adapters.spark_contracts.core.capabilities import logged as is_logged
-    from dbt.adapters.spark_contracts.core.microbatch import load_for
+    from dbt.adapters.spark_contracts.core.evolution.capabilities import (
+        describable,
+        drop_sql,
+        row_of,
+    )
+    from dbt.adapters.spark_contracts.core.evolution.capabilities import logged as is_logged
+    from dbt.adapters.spark_contracts.core.materialization.microbatch import load_for
 
     row = row_of(fmt)
     assert is_logged(fmt) is logged and describable(fmt) is (not logged)

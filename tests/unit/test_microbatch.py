@@ -1,4 +1,4 @@
-"""Microbatch loads (core/microbatch.py): the window, the per-format load, the select list in
+"""Microbatch loads (core/materialization/microbatch.py): the window, the per-format load, the select list in
 table order, the refusals; and microbatch as a load strategy of the write path."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.diff import diff_schemas
-from dbt.adapters.spark_contracts.core.microbatch import (
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, FullRefresh, Plan
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     BatchLoad,
     BatchWindow,
     Microbatch,
@@ -22,11 +22,14 @@ from dbt.adapters.spark_contracts.core.microbatch import (
     plan_microbatch,
     select_list,
 )
-from dbt.adapters.spark_contracts.core.operations import AddColumns, FullRefresh, Plan
-from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
-from dbt.adapters.spark_contracts.core.types import Field, Primitive, Struct
-from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
-from dbt.adapters.spark_contracts.core.write_path import WritePath, decide_write_path
+from dbt.adapters.spark_contracts.core.materialization.write_path import (
+    WritePath,
+    decide_write_path,
+)
+from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+from dbt.adapters.spark_contracts.core.settings.validate import NodeConfig, validate_node_config
 
 INT, TS, STRING = Primitive("int"), Primitive("timestamp"), Primitive("string")
 START = datetime(2020, 1, 2, tzinfo=timezone.utc)

@@ -2,12 +2,12 @@
 
 import pytest
 
-from dbt.adapters.spark_contracts.core.model_contract import (
+from dbt.adapters.spark_contracts.core.contracts.model_contract import (
     Mismatch,
     compare_model_contract,
     mismatch_table,
 )
-from dbt.adapters.spark_contracts.core.parse import parse_columns
+from dbt.adapters.spark_contracts.core.schema.parse import parse_columns
 
 
 def schema(**columns: str):

@@ -8,16 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spark_type_strategies import table_schemas
 
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.contract import resolve_contract
-from dbt.adapters.spark_contracts.core.diff import ColumnAdded, diff_schemas
-from dbt.adapters.spark_contracts.core.enforce import VARIANT_TYPE, decide, variant_name
-from dbt.adapters.spark_contracts.core.load_select import render_load_select
-from dbt.adapters.spark_contracts.core.operations import AddColumns, EnableTableFeature
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
-from dbt.adapters.spark_contracts.core.types import Struct
-from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
+from dbt.adapters.spark_contracts.core.contracts.contract import resolve_contract
+from dbt.adapters.spark_contracts.core.contracts.enforce import VARIANT_TYPE, decide, variant_name
+from dbt.adapters.spark_contracts.core.contracts.load_select import render_load_select
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, EnableTableFeature
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.schema.diff import ColumnAdded, diff_schemas
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import Struct
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+from dbt.adapters.spark_contracts.core.settings.validate import NodeConfig, validate_node_config
 
 NATIVE = {"data_type": "evolve", "variant_columns": "native"}
 

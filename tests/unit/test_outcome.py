@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from dbt.adapters.spark_contracts.core.operations import (
+from dbt.adapters.spark_contracts.core.evolution.operations import (
     AddColumns,
     AlterColumnType,
     Backfill,
     NewColumn,
     SetColumnDefault,
 )
-from dbt.adapters.spark_contracts.core.outcome import (
+from dbt.adapters.spark_contracts.core.report.outcome import (
     catalog_stats,
     change_counts,
     outcome_line,
     plan_markdown,
     run_summary,
 )
-from dbt.adapters.spark_contracts.core.types import Primitive
+from dbt.adapters.spark_contracts.core.schema.types import Primitive
 
 INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
 OPS = (

@@ -1,4 +1,4 @@
-"""core/pending.decide_pending: what another run's pending table comes to, from the model
+"""core/recovery/pending.decide_pending: what another run's pending table comes to, from the model
 table's own record only, compared by version, never by a clock (property-tested: it never drops
 the rows of a load that is in the table, never acts on a run whose lease binds, never drops on a
 log that does not reach back to the version the run made its pending table at)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.pending import (
+from dbt.adapters.spark_contracts.core.recovery.pending import (
     BEAT_PROPERTY,
     CREATED_VERSION_PROPERTY,
     LOADED_PREFIX,

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_contracts.core.capabilities import (
+from dbt.adapters.spark_contracts.core.evolution.capabilities import (
     COLUMN_DEFAULTS,
     COLUMN_MAPPING,
     TYPE_WIDENING,
     capabilities_for,
 )
-from dbt.adapters.spark_contracts.core.diff import (
-    ColumnRemoved,
-    TypeNarrowed,
-    diff_schemas,
-)
-from dbt.adapters.spark_contracts.core.operations import (
+from dbt.adapters.spark_contracts.core.evolution.operations import (
     AddColumns,
     AddNotNullCheck,
     AlterColumnType,
@@ -29,14 +24,19 @@ from dbt.adapters.spark_contracts.core.operations import (
     Rewrite,
     SetColumnDefault,
 )
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.plan import (
+from dbt.adapters.spark_contracts.core.evolution.plan import (
     ColumnEvolution,
     Policy,
     plan_on_schema_change,
     plan_schema_change,
 )
-from dbt.adapters.spark_contracts.core.types import Struct
+from dbt.adapters.spark_contracts.core.schema.diff import (
+    ColumnRemoved,
+    TypeNarrowed,
+    diff_schemas,
+)
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import Struct
 
 INT, BIGINT, STRING = (parse_type(t) for t in ("int", "bigint", "string"))
 FORMATS = ("delta", "iceberg", "parquet")

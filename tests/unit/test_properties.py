@@ -8,22 +8,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spark_type_strategies import table_schemas
 
-from dbt.adapters.spark_contracts.core.diff import (
+from dbt.adapters.spark_contracts.core.evolution.operations import (
+    AddColumns,
+    AlterColumnType,
+    FullRefresh,
+)
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.evolution.render import cast_expression, render_plan
+from dbt.adapters.spark_contracts.core.evolution.rewrite import Mode, target_schema
+from dbt.adapters.spark_contracts.core.schema.diff import (
     ColumnAdded,
     FieldAdded,
     NullabilityTightened,
     TypeWidened,
     diff_schemas,
 )
-from dbt.adapters.spark_contracts.core.operations import (
-    AddColumns,
-    AlterColumnType,
-    FullRefresh,
-)
-from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
-from dbt.adapters.spark_contracts.core.render import cast_expression, render_plan
-from dbt.adapters.spark_contracts.core.rewrite import Mode, target_schema
-from dbt.adapters.spark_contracts.core.types import (
+from dbt.adapters.spark_contracts.core.schema.types import (
     Array,
     Field,
     Map,

@@ -1,5 +1,5 @@
-"""The Pydantic mapping (core/pydantic_contract.py, core/checks.py) and how the contract engine
-uses it (core/enforce.py `Declared`), without Spark. Spark's side of the predicates is tested in
+"""The Pydantic mapping (core/contracts/pydantic_contract.py, core/contracts/checks.py) and how the contract engine
+uses it (core/contracts/enforce.py `Declared`), without Spark. Spark's side of the predicates is tested in
 tests/functional/contracts/test_pydantic_contract.py."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from dbt.adapters.spark_contracts.core.checks import (
+from dbt.adapters.spark_contracts.core.contracts.checks import (
     Compare,
     EachElement,
     EachValue,
@@ -26,32 +26,32 @@ from dbt.adapters.spark_contracts.core.checks import (
     Required,
     violated,
 )
-from dbt.adapters.spark_contracts.core.config import ConfigError, EvolutionSettings
-from dbt.adapters.spark_contracts.core.contract import ContractMode, resolve_contract
-from dbt.adapters.spark_contracts.core.create_run import plan_create
-from dbt.adapters.spark_contracts.core.decision import (
+from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, resolve_contract
+from dbt.adapters.spark_contracts.core.contracts.decision import (
     CREATE,
     FAIL,
     LOAD,
 )
-from dbt.adapters.spark_contracts.core.diff import SchemaDiff, diff_schemas
-from dbt.adapters.spark_contracts.core.enforce import (
+from dbt.adapters.spark_contracts.core.contracts.enforce import (
     decide,
 )
-from dbt.adapters.spark_contracts.core.load_select import (
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
     PENDING_KEPT,
     render_load_select,
 )
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.plan import Policy
-from dbt.adapters.spark_contracts.core.pydantic_contract import (
+from dbt.adapters.spark_contracts.core.contracts.pydantic_contract import (
     as_declared,
     contract_from_class,
     declared_contract,
     load_pydantic_contract,
 )
-from dbt.adapters.spark_contracts.core.run_plan import RunDecision, RunInputs
-from dbt.adapters.spark_contracts.core.types import (
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+from dbt.adapters.spark_contracts.core.materialization.create_run import plan_create
+from dbt.adapters.spark_contracts.core.materialization.run_plan import RunDecision, RunInputs
+from dbt.adapters.spark_contracts.core.materialization.write_path import WritePath
+from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff, diff_schemas
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import (
     Array,
     Decimal,
     Map,
@@ -59,10 +59,10 @@ from dbt.adapters.spark_contracts.core.types import (
     SparkType,
     Struct,
 )
-from dbt.adapters.spark_contracts.core.types import (
+from dbt.adapters.spark_contracts.core.schema.types import (
     Field as SField,
 )
-from dbt.adapters.spark_contracts.core.write_path import WritePath
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError, EvolutionSettings
 
 M = "model.p.orders"
 
@@ -565,7 +565,7 @@ def test_a_creating_run_that_can_discard_is_planned_as_a_run() -> None:
 
 def test_node_validation_loads_only_what_a_node_sets(tmp_path: Any) -> None:
     """The one node validation (parse and run) imports the class a node names, nothing else."""
-    from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
+    from dbt.adapters.spark_contracts.core.settings.validate import NodeConfig, validate_node_config
 
     def node(config: dict[str, Any]) -> NodeConfig:
         return NodeConfig("model.p.parsed", config, {}, project_root=str(tmp_path))

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from pyspark.sql import types as T
 from pyspark.sql.types import DataType, _parse_datatype_json_value
 
-from dbt.adapters.spark_contracts.core.parse import from_spark_json, parse_type
-from dbt.adapters.spark_contracts.core.types import (
+from dbt.adapters.spark_contracts.core.schema.parse import from_spark_json, parse_type
+from dbt.adapters.spark_contracts.core.schema.types import (
     Array,
     Char,
     Decimal,

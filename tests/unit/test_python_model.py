@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.python_model import (
+from dbt.adapters.spark_contracts.core.materialization.python_model import (
     PYTHON_VIEW_SUFFIX,
     check_python_model,
     python_view_name,
 )
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
 
 @pytest.mark.parametrize("method", ["session", "connect", "SESSION"])
@@ -106,8 +106,8 @@ def test_model_must_return_a_dataframe(returned):
 
 
 def test_the_one_node_validation_refuses_python_on_thrift():
-    """The check is one of core/validate.py's CHECKS: run at parse and again at run."""
-    from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
+    """The check is one of core/settings/validate.py's CHECKS: run at parse and again at run."""
+    from dbt.adapters.spark_contracts.core.settings.validate import NodeConfig, validate_node_config
 
     node = NodeConfig(
         model="model.p.py_model (models/py_model.py)",

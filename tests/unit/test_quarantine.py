@@ -1,4 +1,4 @@
-"""The quarantine table follows the model (core/quarantine.py): what it lacks of the discarded
+"""The quarantine table follows the model (core/contracts/quarantine.py): what it lacks of the discarded
 rows' schema is added (in place for nested fields), widened where the format does so in
 metadata, nothing it has is removed; a type it could not store is a conflict, named."""
 
@@ -8,14 +8,14 @@ from dataclasses import replace
 
 from hypothesis import given, settings
 
-from dbt.adapters.spark_contracts.core.diff import ColumnAdded, FieldAdded, diff_schemas
-from dbt.adapters.spark_contracts.core.operations import AddColumns, AlterColumnType
-from dbt.adapters.spark_contracts.core.quarantine import (
+from dbt.adapters.spark_contracts.core.contracts.quarantine import (
     QuarantineEvolution,
     evolve_quarantine,
     plan_quarantine,
 )
-from dbt.adapters.spark_contracts.core.types import (
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, AlterColumnType
+from dbt.adapters.spark_contracts.core.schema.diff import ColumnAdded, FieldAdded, diff_schemas
+from dbt.adapters.spark_contracts.core.schema.types import (
     Array,
     Field,
     Map,

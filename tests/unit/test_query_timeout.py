@@ -13,8 +13,8 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_contracts.connection.credentials import SparkContractsCredentials
 from dbt.adapters.spark_contracts.connection.cursor import SparkSessionCursor
 from dbt.adapters.spark_contracts.connection.errors import QueryTimeoutError, to_dbt_error
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.deadline import (
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+from dbt.adapters.spark_contracts.core.settings.deadline import (
     StatementDeadline,
     query_timeout_seconds,
     timeout_message,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_contracts.core.diff import diff_schemas
-from dbt.adapters.spark_contracts.core.operations import (
+from dbt.adapters.spark_contracts.core.evolution.operations import (
     AddColumns,
     AddNotNullCheck,
     AlterColumnType,
@@ -18,20 +17,21 @@ from dbt.adapters.spark_contracts.core.operations import (
     Plan,
     SetColumnDefault,
 )
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.plan import (
+from dbt.adapters.spark_contracts.core.evolution.plan import (
     ColumnEvolution,
     Policy,
     plan_schema_change,
 )
-from dbt.adapters.spark_contracts.core.render import (
+from dbt.adapters.spark_contracts.core.evolution.render import (
     cast_expression,
     render_operation,
     render_plan,
     suffixed,
     undo_swap,
 )
-from dbt.adapters.spark_contracts.core.types import Struct
+from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import Struct
 
 T = "`db`.`t`"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from dbt.adapters.spark_contracts.core.operations import AddColumns, NewColumn
-from dbt.adapters.spark_contracts.core.outcome import (
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, NewColumn
+from dbt.adapters.spark_contracts.core.report.outcome import (
     history_insert_rows,
     history_rows,
 )
-from dbt.adapters.spark_contracts.core.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.run.report import RunReport
 
 ADD = (AddColumns((NewColumn(("note",), parse_type("string")),)),)

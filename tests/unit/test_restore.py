@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.spark_contracts.core.intent import Intent
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.run import ForeignCommits, RestoreFailed, Runner, RunReport
 
 TAG = "dbt-spark-contracts:inv:model.p.m"
@@ -106,7 +106,7 @@ def test_a_dead_runs_late_commit_is_undone_by_the_repair(tmp_path: Path):
 
 
 def test_the_repair_drops_the_dead_runs_stage(tmp_path: Path):
-    from dbt.adapters.spark_contracts.core.pending import pending_name
+    from dbt.adapters.spark_contracts.core.recovery.pending import pending_name
     from dbt.adapters.spark_contracts.run import stage_name
 
     spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
@@ -130,9 +130,9 @@ def test_an_intent_whose_run_renews_its_lease_is_not_repaired(tmp_path: Path, mo
     import os
     import socket
 
-    from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY
-    from dbt.adapters.spark_contracts.core.lease import CLIENT_PROPERTY
-    from dbt.adapters.spark_contracts.core.pending import APP_PROPERTY, RUN_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.lease import CLIENT_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.pending import APP_PROPERTY, RUN_PROPERTY
     from dbt.adapters.spark_contracts.run import RunInProgress
     from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
 
@@ -185,7 +185,7 @@ class IcebergTable:
             self.columns = [c for c in self.columns if f"`{c}`" not in sql]
 
     def relation_schema(self, relation, describable):
-        from dbt.adapters.spark_contracts.core.parse import parse_type
+        from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 
         return parse_type("struct<" + ",".join(f"{c}:string" for c in self.columns) + ">")
 
@@ -198,7 +198,7 @@ def test_an_iceberg_undo_drops_only_the_columns_its_own_add_columns_added(added,
     """Two runs of one model add `note`: the one whose ADD COLUMNS failed (the other's came
     first) must not drop the other's column when it puts the table back; a dead run's repair
     (nothing known of what it ran) drops what the intent names."""
-    from dbt.adapters.spark_contracts.core.intent import Intent
+    from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 
     add = "ALTER TABLE ice.s.t ADD COLUMNS (`note` STRING)"
     intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 7, TAG, (("note",),), (add,))

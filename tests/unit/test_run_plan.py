@@ -1,4 +1,4 @@
-"""core/run_plan.py: the one build decision the materializations carry out."""
+"""core/materialization/run_plan.py: the one build decision the materializations carry out."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.capabilities import capabilities_for
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.pending import batch_key
-from dbt.adapters.spark_contracts.core.run_plan import (
+from dbt.adapters.spark_contracts.core.evolution.capabilities import capabilities_for
+from dbt.adapters.spark_contracts.core.materialization.run_plan import (
     Build,
     BuildFacts,
     Existing,
@@ -20,6 +18,8 @@ from dbt.adapters.spark_contracts.core.run_plan import (
     replacement,
     replaces_atomically,
 )
+from dbt.adapters.spark_contracts.core.recovery.pending import batch_key
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
 FORMATS = st.sampled_from(["delta", "iceberg", "parquet"])
 EXISTING = st.none() | st.builds(Existing, st.booleans(), FORMATS)
@@ -125,11 +125,11 @@ def test_quarantined_rows_go_to_the_runs_pending_table_never_the_driver(fmt, obs
     (the run's stage: every row with its reasons; counts observed, no row collected), and
     the load and the quarantine read it, on every format and method; a microbatch batch too,
     its pending table its own (named by its commit tag), its rows carrying that tag."""
-    from dbt.adapters.spark_contracts.core.config import EvolutionSettings
-    from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
-    from dbt.adapters.spark_contracts.core.parse import parse_type
-    from dbt.adapters.spark_contracts.core.plan import Policy
-    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 
     decided = plan_run(
         RunInputs(
@@ -177,11 +177,11 @@ TAG = "dbt-spark-contracts:inv:b1:model.p.t"
 def test_a_quarantining_batch_needs_its_tag():
     """Without its commit tag a batch's pending table and rows could not be told from its
     invocation's other batches': planning it is refused."""
-    from dbt.adapters.spark_contracts.core.config import EvolutionSettings
-    from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
-    from dbt.adapters.spark_contracts.core.parse import parse_type
-    from dbt.adapters.spark_contracts.core.plan import Policy
-    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 
     inputs = RunInputs(
         "db.t",
@@ -205,11 +205,11 @@ def test_a_quarantining_model_may_not_output_the_quarantines_own_columns(name, q
     """The quarantine adds `_contract_reason` and `_dbt_run_id` to every discarded row: a model
     outputting either (in any case) is refused before anything runs, naming the column and
     the two ways out; without quarantine the name is the model's own."""
-    from dbt.adapters.spark_contracts.core.config import ConfigError, EvolutionSettings
-    from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
-    from dbt.adapters.spark_contracts.core.parse import parse_type
-    from dbt.adapters.spark_contracts.core.plan import Policy
-    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import ConfigError, EvolutionSettings
 
     inputs = RunInputs(
         "db.t",
@@ -249,10 +249,10 @@ def test_plan_model_plans_the_run_with_the_builds_load_strategy(
     with (a keyless Delta merge appends), whatever the run's facts said."""
     from dataclasses import replace
 
-    from dbt.adapters.spark_contracts.core.config import EvolutionSettings
-    from dbt.adapters.spark_contracts.core.parse import parse_type
-    from dbt.adapters.spark_contracts.core.plan import Policy
-    from dbt.adapters.spark_contracts.core.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 
     facts = BuildFacts(
         materialization,

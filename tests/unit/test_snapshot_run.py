@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.intent import Intent
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.run import snapshot_run
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed, RunUndone
 from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun

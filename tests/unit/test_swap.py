@@ -1,4 +1,4 @@
-"""core/swap.py and run/swap.py: a rebuild built beside the relation and swapped in by two
+"""core/recovery/swap.py and run/swap.py: a rebuild built beside the relation and swapped in by two
 renames. The swap runs against an in-memory catalog (relations with their kind and
 properties) that fails at each statement in turn: after the undo the old relation is back
 under its name, or the new table holds it, never neither; a statement of the wrong kind (DROP
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, Intent
-from dbt.adapters.spark_contracts.core.swap import (
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
+from dbt.adapters.spark_contracts.core.recovery.swap import (
     SWAP_PROPERTY,
     Recovery,
     Swap,
@@ -188,8 +188,8 @@ def test_a_swap_whose_run_holds_its_lease_is_left_alone(monkeypatch):
     import os
     import socket
 
-    from dbt.adapters.spark_contracts.core.lease import CLIENT_PROPERTY
-    from dbt.adapters.spark_contracts.core.pending import BEAT_PROPERTY, RUN_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.lease import CLIENT_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY, RUN_PROPERTY
     from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
     from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
 

@@ -9,8 +9,12 @@ from hypothesis import given
 from spark_type_strategies import simple_names, spark_types
 
 from dbt.adapters.spark_contracts.connection.schema_io import type_to_json
-from dbt.adapters.spark_contracts.core.parse import from_spark_json, parse_columns, parse_type
-from dbt.adapters.spark_contracts.core.types import (
+from dbt.adapters.spark_contracts.core.schema.parse import (
+    from_spark_json,
+    parse_columns,
+    parse_type,
+)
+from dbt.adapters.spark_contracts.core.schema.types import (
     PRIMITIVE_NAMES,
     Array,
     Char,
@@ -324,7 +328,7 @@ def test_widening_is_antisymmetric(a, b):
 def test_own_tables_beside_an_iceberg_model_are_purged(table_format: str, expected: str) -> None:
     """A REST catalog's DROP leaves an Iceberg table's files in the warehouse; PURGE deletes
     them. The adapter's own tables beside Delta and Parquet models are dropped as before."""
-    from dbt.adapters.spark_contracts.core.capabilities import drop_sql
+    from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 
     assert drop_sql("db.t__dbt_stage_x", table_format) == expected
 

@@ -1,4 +1,4 @@
-"""The one validation of a node's config (core/validate.py): every bad key fails with a message
+"""The one validation of a node's config (core/settings/validate.py): every bad key fails with a message
 naming the model, the key, the bad value and what is allowed; good configs give the settings."""
 
 from __future__ import annotations
@@ -9,11 +9,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core import validate
-from dbt.adapters.spark_contracts.core.config import RUN_VAR_DEFAULTS, ConfigError, read_run_vars
-from dbt.adapters.spark_contracts.core.contract import ENTITIES, MODES, ContractMode
-from dbt.adapters.spark_contracts.core.plan import ON_SCHEMA_CHANGE, STRATEGIES
-from dbt.adapters.spark_contracts.core.validate import NodeConfig, model_label, validate_node_config
+from dbt.adapters.spark_contracts.core.contracts.contract import ENTITIES, MODES, ContractMode
+from dbt.adapters.spark_contracts.core.evolution.plan import ON_SCHEMA_CHANGE, STRATEGIES
+from dbt.adapters.spark_contracts.core.settings import validate
+from dbt.adapters.spark_contracts.core.settings.config import (
+    RUN_VAR_DEFAULTS,
+    ConfigError,
+    read_run_vars,
+)
+from dbt.adapters.spark_contracts.core.settings.validate import (
+    NodeConfig,
+    model_label,
+    validate_node_config,
+)
 
 MODEL = model_label("model.p.m", "models/m.sql")
 ALLOWED_MODES = ", ".join(MODES)

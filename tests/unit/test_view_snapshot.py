@@ -1,4 +1,4 @@
-"""Views and snapshots behind the schema contract (core/enforce.view_violations, core/snapshot)."""
+"""Views and snapshots behind the schema contract (core/contracts/enforce.view_violations, core/materialization/snapshot)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,18 @@ import pytest
 from hypothesis import given, settings
 from spark_type_strategies import table_schemas
 
-from dbt.adapters.spark_contracts.core.config import resolve_settings
-from dbt.adapters.spark_contracts.core.contract import ContractMode, SchemaContract
-from dbt.adapters.spark_contracts.core.diff import diff_schemas
-from dbt.adapters.spark_contracts.core.enforce import view_violations
-from dbt.adapters.spark_contracts.core.operations import AddColumns, AlterColumnType
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.snapshot import (
+from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+from dbt.adapters.spark_contracts.core.contracts.enforce import view_violations
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, AlterColumnType
+from dbt.adapters.spark_contracts.core.materialization.snapshot import (
     SnapshotContractError,
     plan_snapshot,
     source_columns,
 )
-from dbt.adapters.spark_contracts.core.types import Field, Struct
+from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import Field, Struct
+from dbt.adapters.spark_contracts.core.settings.config import resolve_settings
 
 INT, BIGINT, STRING = (parse_type(t) for t in ("int", "bigint", "string"))
 SETTINGS = resolve_settings("m", None, None, None, {})
@@ -144,8 +144,8 @@ def test_source_columns_drop_dbt_helpers():
 
 
 def test_parse_refuses_what_a_materialization_would_ignore():
-    from dbt.adapters.spark_contracts.core.config import ConfigError
-    from dbt.adapters.spark_contracts.core.validate import NodeConfig, validate_node_config
+    from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+    from dbt.adapters.spark_contracts.core.settings.validate import NodeConfig, validate_node_config
 
     def node(config, resource_type="model", materialized=None, run_vars=None):
         return NodeConfig(

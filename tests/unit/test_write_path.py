@@ -1,4 +1,4 @@
-"""The write path decision (core/write_path.py) and the durable intent (core/intent.py)."""
+"""The write path decision (core/materialization/write_path.py) and the durable intent (core/recovery/intent.py)."""
 
 from __future__ import annotations
 
@@ -10,22 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spark_type_strategies import table_schemas
 
-from dbt.adapters.spark_contracts.core.config import resolve_settings
-from dbt.adapters.spark_contracts.core.diff import FieldsReordered, diff_schemas
-from dbt.adapters.spark_contracts.core.intent import (
-    Commit,
-    Intent,
-    IntentUnreadable,
-    commit_tag,
-    find_intent,
-    foreign_commits,
-)
-from dbt.adapters.spark_contracts.core.load_select import (
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
     LoadSql,
 )
-from dbt.adapters.spark_contracts.core.plan import Policy, plan_schema_change
-from dbt.adapters.spark_contracts.core.types import Array, Field, Primitive, Struct
-from dbt.adapters.spark_contracts.core.write_path import (
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.materialization.write_path import (
     WriteDecision,
     WritePath,
     decide_write_path,
@@ -34,6 +23,17 @@ from dbt.adapters.spark_contracts.core.write_path import (
     plan_change,
     quarantine_pends,
 )
+from dbt.adapters.spark_contracts.core.recovery.intent import (
+    Commit,
+    Intent,
+    IntentUnreadable,
+    commit_tag,
+    find_intent,
+    foreign_commits,
+)
+from dbt.adapters.spark_contracts.core.schema.diff import FieldsReordered, diff_schemas
+from dbt.adapters.spark_contracts.core.schema.types import Array, Field, Primitive, Struct
+from dbt.adapters.spark_contracts.core.settings.config import resolve_settings
 
 INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
 
@@ -88,7 +88,7 @@ def test_iceberg_and_parquet_take_steps():
 
 
 def test_defaults_drops_and_other_widenings_take_steps():
-    from dbt.adapters.spark_contracts.core.plan import ColumnEvolution
+    from dbt.adapters.spark_contracts.core.evolution.plan import ColumnEvolution
 
     deployed, compiled = s(("id", INT)), s(("id", INT), ("c", STRING))
     with_default = decide(deployed, compiled, columns={"c": ColumnEvolution(default="'x'")})

@@ -20,8 +20,8 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.utils import executor
 
 from dbt.adapters.spark_contracts import python_model
-from dbt.adapters.spark_contracts.core.catalog import catalog_rows, described_docs
-from dbt.adapters.spark_contracts.core.outcome import (
+from dbt.adapters.spark_contracts.core.report.catalog import catalog_rows, described_docs
+from dbt.adapters.spark_contracts.core.report.outcome import (
     catalog_stats,
 )
 
@@ -69,7 +69,7 @@ class CatalogMethods(metaclass=AdapterMeta):
     # ---- docs catalog ---------------------------------------------------------------------
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
         """One DESCRIBE TABLE EXTENDED (full nested types; SHOW TABLE EXTENDED's tree prints only
-        `struct`): dbt-spark's parse gives names, types and stats; core.catalog adds the
+        `struct`): dbt-spark's parse gives names, types and stats; core.report.catalog adds the
         comments and owner, numbered from 1."""
         try:
             raw = self.execute_macro(

@@ -20,34 +20,44 @@ from dbt.adapters.spark_contracts.constraints import (
     model_table_constraints,
     run_explicit_build,
 )
-from dbt.adapters.spark_contracts.core.constraints import (
+from dbt.adapters.spark_contracts.core.contracts.constraints import (
     TableConstraints,
     explicit_build,
     not_null_catalog,
 )
-from dbt.adapters.spark_contracts.core.contract import ContractMode
-from dbt.adapters.spark_contracts.core.create_run import plan_create
-from dbt.adapters.spark_contracts.core.diff import SchemaDiff
-from dbt.adapters.spark_contracts.core.enforce import (
+from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
+from dbt.adapters.spark_contracts.core.contracts.enforce import (
     decide,
     view_violations,
 )
-from dbt.adapters.spark_contracts.core.intent import Intent, commit_tag
-from dbt.adapters.spark_contracts.core.load import LoadOptions, merge_load, render_load
-from dbt.adapters.spark_contracts.core.load_select import (
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
     render_load_select,
 )
-from dbt.adapters.spark_contracts.core.model_contract import compare_model_contract, mismatch_table
-from dbt.adapters.spark_contracts.core.operations import AddColumns
-from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
-from dbt.adapters.spark_contracts.core.render import (
+from dbt.adapters.spark_contracts.core.contracts.model_contract import (
+    compare_model_contract,
+    mismatch_table,
+)
+from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns
+from dbt.adapters.spark_contracts.core.evolution.render import (
     render_plan,
     suffixed,
 )
-from dbt.adapters.spark_contracts.core.run_plan import RunInputs
-from dbt.adapters.spark_contracts.core.snapshot import SnapshotContractError, plan_snapshot
-from dbt.adapters.spark_contracts.core.types import Struct
-from dbt.adapters.spark_contracts.core.write_path import REBUILD
+from dbt.adapters.spark_contracts.core.materialization.create_run import plan_create
+from dbt.adapters.spark_contracts.core.materialization.load import (
+    LoadOptions,
+    merge_load,
+    render_load,
+)
+from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs
+from dbt.adapters.spark_contracts.core.materialization.snapshot import (
+    SnapshotContractError,
+    plan_snapshot,
+)
+from dbt.adapters.spark_contracts.core.materialization.write_path import REBUILD
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent, commit_tag
+from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
+from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.run import snapshot_run
 from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun
 
@@ -56,8 +66,8 @@ if TYPE_CHECKING:
 
 from dbt.adapters.base.meta import AdapterMeta
 
-from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT, row_of
-from dbt.adapters.spark_contracts.core.constraints import declared_not_null
+from dbt.adapters.spark_contracts.core.contracts.constraints import declared_not_null
+from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT, row_of
 
 logger = AdapterLogger("SparkContracts")
 
@@ -208,7 +218,7 @@ class ContractMethods(metaclass=AdapterMeta):
     ) -> Optional[runs.ModelRun]:
         """A build that creates the table (`build`: create, replace, swap or drop then create)
         under a `pydantic_contract` whose rules can discard: planned as a run of the table
-        strategy over no table (core/create_run.py), which `execute_model_run` carries out like
+        strategy over no table (core/materialization/create_run.py), which `execute_model_run` carries out like
         any run (its discards counted, quarantined through the run's pending table, all or
         nothing). None: the build writes `contract_create_sql` itself (nothing to discard)."""
         contract, settings, declared = self._resolve_run_settings(model, run_vars)
@@ -349,7 +359,7 @@ class ContractMethods(metaclass=AdapterMeta):
         clauses: str,
         exists: bool,
     ) -> Any:
-        """An Iceberg build with NOT NULL columns, all or nothing (core/constraints.py): one
+        """An Iceberg build with NOT NULL columns, all or nothing (core/contracts/constraints.py): one
         commit through the Iceberg catalog's twin that keeps NOT NULL columns, where the
         connection has it; else two, with a warning."""
         spark = self._spark()
@@ -421,7 +431,7 @@ class ContractMethods(metaclass=AdapterMeta):
         config: Dict[str, Any],
     ) -> str:
         """dbt's `get_merge_sql` where no run was planned (a package calling it): a MERGE by
-        name over the columns source and target share, in the table's order (core/load.py)."""
+        name over the columns source and target share, in the table's order (core/materialization/load.py)."""
         source_names = {c.name.lower() for c in self.get_columns_in_relation(source)}
         shared = [
             c.name for c in self.get_columns_in_relation(target) if c.name.lower() in source_names

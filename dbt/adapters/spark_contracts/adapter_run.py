@@ -19,23 +19,17 @@ from dbt.adapters.spark_contracts.connection.errors import (
     refused_before_any_change,
 )
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.config import fixed_path, read_run_vars
-from dbt.adapters.spark_contracts.core.constraints import declared_not_null
-from dbt.adapters.spark_contracts.core.intent import commit_tag
-from dbt.adapters.spark_contracts.core.load import LoadOptions, render_load
-from dbt.adapters.spark_contracts.core.microbatch import (
+from dbt.adapters.spark_contracts.core.contracts.constraints import declared_not_null
+from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
+from dbt.adapters.spark_contracts.core.materialization.load import LoadOptions, render_load
+from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     MICROBATCH,
     Microbatch,
     check_batch_plan,
     plan_microbatch,
 )
-from dbt.adapters.spark_contracts.core.outcome import (
-    HISTORY_COLUMNS,
-    history_relation,
-)
-from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
-from dbt.adapters.spark_contracts.core.run_plan import (
+from dbt.adapters.spark_contracts.core.materialization.run_plan import (
     Build,
     BuildFacts,
     Existing,
@@ -45,7 +39,13 @@ from dbt.adapters.spark_contracts.core.run_plan import (
     plan_model,
     replacement,
 )
-from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
+from dbt.adapters.spark_contracts.core.report.outcome import (
+    HISTORY_COLUMNS,
+    history_relation,
+)
+from dbt.adapters.spark_contracts.core.schema.types import sql_string
+from dbt.adapters.spark_contracts.core.settings.config import fixed_path, read_run_vars
 from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.lease import ModelKey
@@ -57,7 +57,7 @@ logger = AdapterLogger("SparkContracts")
 def _plan_batch(
     unique_id: str, strategy: str, table_format: str, model: Dict[str, Any], compiled: Any
 ) -> Optional[Microbatch]:
-    """A microbatch run's window and load (core/microbatch.py), refused before any write."""
+    """A microbatch run's window and load (core/materialization/microbatch.py), refused before any write."""
     if strategy != MICROBATCH:
         return None
     with config_errors_as_compilation_errors():
@@ -132,7 +132,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         table_options: str,
         invocation_id: str,
     ) -> runs.PlannedBuild:
-        """Step 2, the one question a table or incremental build asks (core/run_plan.plan_model):
+        """Step 2, the one question a table or incremental build asks (core/materialization/run_plan.plan_model):
         what to do with the relation and, when the build evolves, the run planned against the
         deployed table as `repair_model` left it (the model's query as a temporary view, its
         schema read, then decided once). It only reads: its statements go through a guard that
@@ -346,9 +346,9 @@ class RunPathMethods(metaclass=AdapterMeta):
     ) -> runs.ContractsAdapterResponse:
         """Step 2, every side effect of the planned run in one call (runner.Runner.execute): stage,
         check, count, quarantine, multi-step changes, the one write (the run's typed load,
-        rendered by core/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
+        rendered by core/materialization/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
         undone on failure. A rebuild whose format cannot replace atomically is built beside the
-        table and swapped in after its load (core/swap.py), or, at a location_root, drops the
+        table and swapped in after its load (core/recovery/swap.py), or, at a location_root, drops the
         table once every check passed."""
         if run.load is None:
             raise DbtRuntimeError(f"{run.unique_id}: the run has no load (blocked or dry run)")

@@ -1,5 +1,5 @@
 """The adapter's face for rebuilds that cannot replace in one statement: the table built beside
-the relation and swapped in by two renames under the model's lease (core/swap.py,
+the relation and swapped in by two renames under the model's lease (core/recovery/swap.py,
 run/swap.py), and the next run's recovery of a swap or a Parquet rewrite stopped between its
 renames."""
 
@@ -13,8 +13,12 @@ from dbt.adapters.base.relation import BaseRelation
 from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.core.render import BACKUP_SUFFIX, REWRITE_SUFFIX, suffixed
-from dbt.adapters.spark_contracts.core.swap import Swap, recovery
+from dbt.adapters.spark_contracts.core.evolution.render import (
+    BACKUP_SUFFIX,
+    REWRITE_SUFFIX,
+    suffixed,
+)
+from dbt.adapters.spark_contracts.core.recovery.swap import Swap, recovery
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.lease import ModelKey
 
@@ -65,7 +69,7 @@ class SwapMethods(metaclass=AdapterMeta):
     @available
     def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:
         """`relation` is missing: if a swap or a Parquet rewrite stopped between its two renames
-        (core/swap.recovery: the backup's own evidence), put the old relation back under its
+        (core/recovery/swap.recovery: the backup's own evidence), put the old relation back under its
         name and drop the new table beside it, unless the run that left them may be alive. A
         rewrite's intent then has the run repair the table as usual. Found through dbt's
         relation cache, so a missing table costs no Spark call unless there is something to

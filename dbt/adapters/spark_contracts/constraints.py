@@ -17,7 +17,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
 
-from dbt.adapters.spark_contracts.core.constraints import (
+from dbt.adapters.spark_contracts.core.contracts.constraints import (
     DeclaredConstraint,
     ExplicitBuild,
     TableConstraints,

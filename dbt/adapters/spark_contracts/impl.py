@@ -24,7 +24,11 @@ from dbt.adapters.spark_contracts.connection.credentials import set_project_root
 from dbt.adapters.spark_contracts.constraints import (
     support_for,
 )
-from dbt.adapters.spark_contracts.core.clone import CloneFacts, ClonePlan, plan_clone
+from dbt.adapters.spark_contracts.core.materialization.clone import (
+    CloneFacts,
+    ClonePlan,
+    plan_clone,
+)
 from dbt.adapters.spark_contracts.relation import SparkContractsRelation
 from dbt.adapters.spark_contracts.validation import validate_manifest
 
@@ -35,8 +39,8 @@ from dbt.adapters.spark_contracts.adapter_catalog import CatalogMethods
 from dbt.adapters.spark_contracts.adapter_contracts import ContractMethods
 from dbt.adapters.spark_contracts.adapter_run import RunPathMethods
 from dbt.adapters.spark_contracts.adapter_swap import SwapMethods
-from dbt.adapters.spark_contracts.core.capabilities import DEFAULT_FILE_FORMAT, row_of
-from dbt.adapters.spark_contracts.core.outcome import history_ddl, history_insert_rows
+from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT, row_of
+from dbt.adapters.spark_contracts.core.report.outcome import history_ddl, history_insert_rows
 
 logger = AdapterLogger("SparkContracts")
 
@@ -230,7 +234,7 @@ class SparkContractsAdapter(
         can_clone_table: bool,
         full_refresh: bool,
     ) -> ClonePlan:
-        """`dbt clone` of one node (core/clone.py): `existing` is the target as cached, `source`
+        """`dbt clone` of one node (core/materialization/clone.py): `existing` is the target as cached, `source`
         the deferred relation (`deferred`) as cached; None when absent."""
         key = lambda r: (r.database, r.schema, r.identifier)  # noqa: E731
         return plan_clone(

@@ -13,8 +13,11 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.cursor import SparkSessionConnectionWrapper
 from dbt.adapters.spark_contracts.connection.errors import spark_error_message
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.python_model import check_python_model, python_view_name
+from dbt.adapters.spark_contracts.core.materialization.python_model import (
+    check_python_model,
+    python_view_name,
+)
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
 
 def python_model_view(handle: Any, method: str, compiled_code: str, model: Dict[str, Any]) -> str:

@@ -1,5 +1,5 @@
 """dbt's side of config validation: gather a node's resolved config, as dbt parsed it or as a
-materialization hands it over, and run core's one validation on it (`core/validate.py`)."""
+materialization hands it over, and run core's one validation on it (`core/settings/validate.py`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dbt.adapters.factory import get_adapter_package_names
 from dbt.exceptions import ParsingError
 
 from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
-from dbt.adapters.spark_contracts.core.config import ConfigError, read_run_vars
-from dbt.adapters.spark_contracts.core.validate import (
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError, read_run_vars
+from dbt.adapters.spark_contracts.core.settings.validate import (
     NodeConfig,
     NodeSettings,
     model_label,

@@ -1,5 +1,5 @@
 """A microbatch model whose contract quarantines what it discards (issue 40), on Delta and
-Iceberg: each batch is a run on the pending protocol (core/pending.py), its own pending table,
+Iceberg: each batch is a run on the pending protocol (core/recovery/pending.py), its own pending table,
 its load tagged with its own commit tag, its discarded rows moved into the quarantine after it.
 Over several batches of one invocation: each batch's discarded rows are quarantined once, with
 the invocation id in `_dbt_run_id` and the batch's commit tag in `_dbt_batch_tag`; nothing

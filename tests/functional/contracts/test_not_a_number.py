@@ -1,4 +1,4 @@
-"""The load's fast answer for a text value that cannot be a number (core/checked_cast.py,
+"""The load's fast answer for a text value that cannot be a number (core/contracts/checked_cast.py,
 `not_a_number`) gives what `try_cast` gives, on real Spark, for every ASCII first character
 (0x00-0x7F, blanks, control characters and DEL included), signs, points and exponents, into
 every integral type and decimals, with ANSI on and off; and on a column with a collation. It only
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_contracts.core.checked_cast import not_a_number, try_cast_sql
-from dbt.adapters.spark_contracts.core.parse import parse_type
-from dbt.adapters.spark_contracts.core.types import Primitive, quote_identifier, sql_string
+from dbt.adapters.spark_contracts.core.contracts.checked_cast import not_a_number, try_cast_sql
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+from dbt.adapters.spark_contracts.core.schema.types import Primitive, quote_identifier, sql_string
 
 TAILS = ("", "1", "12.5", "e3", "1e3", "0", " 7 ", "5e1", "E2")
 SAMPLES = sorted(

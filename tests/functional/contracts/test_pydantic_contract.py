@@ -17,8 +17,8 @@ from dbt.tests.fixtures.project import write_project_files
 from dbt.tests.util import run_dbt
 from pydantic import BaseModel, Field, ValidationError
 
-from dbt.adapters.spark_contracts.core.pydantic_contract import contract_from_class
-from dbt.adapters.spark_contracts.core.types import quote_identifier, sql_string
+from dbt.adapters.spark_contracts.core.contracts.pydantic_contract import contract_from_class
+from dbt.adapters.spark_contracts.core.schema.types import quote_identifier, sql_string
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 from tests.functional.probes import ROWS, versioned_model
 

@@ -1,5 +1,5 @@
 """The run that CREATES the table under a `pydantic_contract` counts and quarantines what it
-discards, as every later run does (it is planned as a run: core/create_run.py): the incremental
+discards, as every later run does (it is planned as a run: core/materialization/create_run.py): the incremental
 model's first build, the table materialization's build and `--full-refresh`, under
 `discard_row` and `discard_value`, with and without `quarantine: true`, on Delta and Iceberg.
 The model's query is evaluated once; a failed creating run leaves no table (or the old one), no

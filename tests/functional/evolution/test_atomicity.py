@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.spark_contracts.core.intent import INTENT_PROPERTY, Intent
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 
 FORMATS = ("delta", "iceberg", "parquet")

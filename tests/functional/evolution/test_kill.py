@@ -69,7 +69,7 @@ FOREIGN_WRITE = f"""
 """
 
 
-# A killed run's lease (core/pending.py) runs out this soon here, so that the next run repairs it
+# A killed run's lease (core/recovery/pending.py) runs out this soon here, so that the next run repairs it
 # at once (a lease of the default length would have it wait): set for every dbt this test starts.
 LEASE_SECONDS = 2.0
 
@@ -410,7 +410,7 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
 
     `q_dead` (the embedded session): killed right after its load commits, before its discarded
     rows reach the quarantine: they wait in the run's pending table, which the load's commit
-    names (core/pending.py). The next run, once the dead run's lease has run out, moves them
+    names (core/recovery/pending.py). The next run, once the dead run's lease has run out, moves them
     into the quarantine and runs: the load that finished stays.
 
     `dead` ends like its control; `q_dead` like its control plus the dead run's load, whose

@@ -1,4 +1,4 @@
-"""Another run's pending table (core/pending.py) is settled by the next run of the model from the
+"""Another run's pending table (core/recovery/pending.py) is settled by the next run of the model from the
 model table's own log, on every connection method (`--profile`) and on delta and iceberg:
 
 - a run that died after its load: its load (tagged in the table's log) stays, and its pending
@@ -24,7 +24,7 @@ from dbt.tests.util import run_dbt
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.core.pending import (
+from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
     CREATED_VERSION_PROPERTY,

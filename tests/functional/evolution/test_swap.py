@@ -1,4 +1,4 @@
-"""Rebuilds that no single statement can replace (core/swap.py), on real Spark: a Parquet table
+"""Rebuilds that no single statement can replace (core/recovery/swap.py), on real Spark: a Parquet table
 model, a `--full-refresh` of a Parquet incremental model, a view becoming a table and a Parquet
 table becoming Delta are built beside the old relation and swapped in by two renames. A query
 that fails at run time leaves the old relation as it was (dbt-spark drops it first and leaves
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.spark_contracts.core.swap import SWAP_PROPERTY
+from dbt.adapters.spark_contracts.core.recovery.swap import SWAP_PROPERTY
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 
 # `fail`: a row fails at run time (range() rows: Spark executes them, nothing folds at planning)

@@ -46,8 +46,8 @@ from dbt.adapters.spark_contracts.connection.schema_io import (
     describe_rows_to_json,
 )
 from dbt.adapters.spark_contracts.connection.spark_handle import from_json
-from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
-from dbt.adapters.spark_contracts.core.types import holds_variant
+from dbt.adapters.spark_contracts.core.schema.types import holds_variant
+from dbt.adapters.spark_contracts.core.settings.deadline import query_timeout_seconds
 
 logger = AdapterLogger("SparkContracts")
 

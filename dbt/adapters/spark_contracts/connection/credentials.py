@@ -18,9 +18,9 @@ from dbt.adapters.spark_contracts.connection.session import (
     DEFAULT_WAREHOUSE_DIR,
     EmbeddedSparkConfig,
 )
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.deadline import query_timeout_seconds
-from dbt.adapters.spark_contracts.core.endpoint import (
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+from dbt.adapters.spark_contracts.core.settings.deadline import query_timeout_seconds
+from dbt.adapters.spark_contracts.core.settings.endpoint import (
     CONNECT_DEFAULT_RETRIES,
     connect_retry_settings,
 )

@@ -17,7 +17,7 @@ from dbt.adapters.spark_contracts.connection.errors import (
     QueryTimeoutError,
     spark_errors_as_dbt_errors,
 )
-from dbt.adapters.spark_contracts.core.deadline import StatementDeadline
+from dbt.adapters.spark_contracts.core.settings.deadline import StatementDeadline
 
 SessionFactory = Callable[[], Any]
 logger = AdapterLogger("SparkContracts")

@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterator, Tuple, Type
 from dbt.adapters.exceptions import FailedToConnectError
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.deadline import timeout_message
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+from dbt.adapters.spark_contracts.core.settings.deadline import timeout_message
 
 _LOST = "Cannot find main error class"
 # A Java stack frame (`\tat org.x.Y.m(Y.scala:12)`) or its elision (`\t... 21 more`): the Spark

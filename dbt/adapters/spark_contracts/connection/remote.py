@@ -15,7 +15,7 @@ from dbt.adapters.spark_contracts.connection.credentials import (
     SparkContractsCredentials,
 )
 from dbt.adapters.spark_contracts.connection.errors import connection_error_detail
-from dbt.adapters.spark_contracts.core.endpoint import (
+from dbt.adapters.spark_contracts.core.settings.endpoint import (
     Endpoint,
     RetrySettings,
     connect_address,

@@ -1,7 +1,7 @@
 """Render the typed schema model of `core` as Spark's JSON schema (`StructType.jsonValue()`).
 
 Used where a server gives only type strings (thrift's `DESCRIBE QUERY`): the rows are parsed with
-`core.types.parse_columns` and handed on in the same JSON form the session and connect methods
+`core.schema.types.parse_columns` and handed on in the same JSON form the session and connect methods
 return, so the planner reads every method's answer the same way.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Tuple
 
-from dbt.adapters.spark_contracts.core.parse import (
+from dbt.adapters.spark_contracts.core.schema.parse import (
     CHAR_VARCHAR_METADATA_KEY,
     parse_columns,
     parse_type,
 )
-from dbt.adapters.spark_contracts.core.types import (
+from dbt.adapters.spark_contracts.core.schema.types import (
     Array,
     Char,
     Decimal,

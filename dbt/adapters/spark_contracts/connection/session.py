@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from dbt.adapters.spark_contracts import jars as jar_resolution
 from dbt.adapters.spark_contracts.connection import derby_metastore
-from dbt.adapters.spark_contracts.core.constraints import not_null_catalog
+from dbt.adapters.spark_contracts.core.contracts.constraints import not_null_catalog
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -109,7 +109,7 @@ class EmbeddedSparkConfig:
 
 
 def with_not_null_twin(conf: Dict[str, str], catalog: str) -> Dict[str, str]:
-    """`conf` with the Iceberg catalog's twin (core/constraints.not_null_catalog): the same
+    """`conf` with the Iceberg catalog's twin (core/contracts/constraints.not_null_catalog): the same
     catalog, whose CREATE / REPLACE TABLE AS SELECT keeps the query's NOT NULL columns
     (`use-nullable-query-schema=false`) and caches no table, so an Iceberg build with NOT NULL
     columns replaces the table in one commit."""

@@ -23,7 +23,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core import Struct, from_spark_json
-from dbt.adapters.spark_contracts.core.pending import SESSION_ENDPOINT, Application
+from dbt.adapters.spark_contracts.core.recovery.pending import SESSION_ENDPOINT, Application
 
 logger = AdapterLogger("SparkContracts")
 
@@ -53,7 +53,7 @@ class Spark(Protocol):
     def get_conf(self, key: str) -> Optional[str]: ...
 
     def application(self) -> Application:
-        """Where this connection's statements run (core/pending.Application)."""
+        """Where this connection's statements run (core/recovery/pending.Application)."""
         ...
 
     def can_observe(self) -> bool:
@@ -126,7 +126,7 @@ class _ConnectionSpark:
             return handle.get_conf(key)
 
     def application(self) -> Application:
-        """Where this connection's statements run (core/pending.Application): this process's
+        """Where this connection's statements run (core/recovery/pending.Application): this process's
         embedded session, or the server the profile names, with its Spark application id."""
         credentials = self._adapter.config.credentials
         method = str(getattr(credentials, "method", "") or "session")

@@ -3,48 +3,31 @@
 No Spark and no dbt imports: the adapter reads schemas, calls these functions, runs the SQL.
 """
 
-from .capabilities import (
-    CAPABILITIES,
-    FormatCapabilities,
-    TableFeature,
-    capabilities_for,
-)
-from .contract import (
+from dbt.adapters.spark_contracts.core.contracts.contract import (
     ContractMode,
     SchemaContract,
     for_new_table,
     resolve_contract,
 )
-from .decision import (
+from dbt.adapters.spark_contracts.core.contracts.decision import (
     ContractDecision,
     ContractViolation,
     ValueCheck,
 )
-from .diff import (
-    Change,
-    ColumnAdded,
-    ColumnRemoved,
-    FieldAdded,
-    FieldRemoved,
-    FieldsReordered,
-    MapKeyChanged,
-    NullabilityRelaxed,
-    NullabilityTightened,
-    SchemaDiff,
-    TypeChanged,
-    TypeNarrowed,
-    TypeWidened,
-    diff_schemas,
-    same_type,
-)
-from .enforce import (
+from dbt.adapters.spark_contracts.core.contracts.enforce import (
     decide,
 )
-from .load_select import (
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
     LoadSql,
     render_load_select,
 )
-from .operations import (
+from dbt.adapters.spark_contracts.core.evolution.capabilities import (
+    CAPABILITIES,
+    FormatCapabilities,
+    TableFeature,
+    capabilities_for,
+)
+from dbt.adapters.spark_contracts.core.evolution.operations import (
     AddColumns,
     AddNotNullCheck,
     AlterColumnType,
@@ -61,10 +44,41 @@ from .operations import (
     Rewrite,
     SetColumnDefault,
 )
-from .parse import from_spark_json, parse_columns, parse_type
-from .plan import ColumnEvolution, Policy, plan_on_schema_change, plan_schema_change
-from .render import cast_expression, render_operation, render_plan, select_list
-from .types import (
+from dbt.adapters.spark_contracts.core.evolution.plan import (
+    ColumnEvolution,
+    Policy,
+    plan_on_schema_change,
+    plan_schema_change,
+)
+from dbt.adapters.spark_contracts.core.evolution.render import (
+    cast_expression,
+    render_operation,
+    render_plan,
+    select_list,
+)
+from dbt.adapters.spark_contracts.core.schema.diff import (
+    Change,
+    ColumnAdded,
+    ColumnRemoved,
+    FieldAdded,
+    FieldRemoved,
+    FieldsReordered,
+    MapKeyChanged,
+    NullabilityRelaxed,
+    NullabilityTightened,
+    SchemaDiff,
+    TypeChanged,
+    TypeNarrowed,
+    TypeWidened,
+    diff_schemas,
+    same_type,
+)
+from dbt.adapters.spark_contracts.core.schema.parse import (
+    from_spark_json,
+    parse_columns,
+    parse_type,
+)
+from dbt.adapters.spark_contracts.core.schema.types import (
     Array,
     Char,
     Decimal,

@@ -1,4 +1,4 @@
-"""Leases (core/lease.py). A run's lease on a table (its pending table, or the
+"""Leases (core/recovery/lease.py). A run's lease on a table (its pending table, or the
 `<model>__dbt_lease_<run>` / `__dbt_settle_<run>` table that says a run of the model is at work):
 while the run holds it, a thread of its own renews the table's heartbeat on a connection of its
 own (every connection method: dbt opens one per thread), so that another run of the model never
@@ -24,8 +24,8 @@ from typing import Dict, List, Optional, Protocol, Sequence
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
-from dbt.adapters.spark_contracts.core.capabilities import drop_sql
-from dbt.adapters.spark_contracts.core.lease import (
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
+from dbt.adapters.spark_contracts.core.recovery.lease import (
     CLIENT_PROPERTY,
     EPOCH_PROPERTY,
     LEASE_SECONDS,
@@ -41,14 +41,14 @@ from dbt.adapters.spark_contracts.core.lease import (
     judge,
     next_epoch,
 )
-from dbt.adapters.spark_contracts.core.pending import (
+from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
     LEASE_SUFFIX,
     RUN_PROPERTY,
     lease_name,
 )
-from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunInProgress
 

@@ -11,26 +11,25 @@ from dbt.adapters.spark_contracts.core import (
     Plan,
     Struct,
 )
-from dbt.adapters.spark_contracts.core.capabilities import logged, row_of
-from dbt.adapters.spark_contracts.core.config import ConfigError
-from dbt.adapters.spark_contracts.core.decision import (
+from dbt.adapters.spark_contracts.core.contracts.decision import (
     ContractDecision,
 )
-from dbt.adapters.spark_contracts.core.diff import SchemaDiff
-from dbt.adapters.spark_contracts.core.fit import fits_view
-from dbt.adapters.spark_contracts.core.load import Load, LoadOptions, Rebuild, plan_load
-from dbt.adapters.spark_contracts.core.load_select import (
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
     BATCH_COLUMN,
     LoadSql,
 )
-from dbt.adapters.spark_contracts.core.microbatch import Microbatch
-from dbt.adapters.spark_contracts.core.outcome import (
-    outcome_line,
+from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.evolution.capabilities import logged, row_of
+from dbt.adapters.spark_contracts.core.evolution.fit import fits_view
+from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.materialization.load import (
+    Load,
+    LoadOptions,
+    Rebuild,
+    plan_load,
 )
-from dbt.adapters.spark_contracts.core.pending import pending_name
-from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
-from dbt.adapters.spark_contracts.core.render import suffixed
-from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
+from dbt.adapters.spark_contracts.core.materialization.microbatch import Microbatch
+from dbt.adapters.spark_contracts.core.materialization.run_plan import (  # noqa: F401
     STAGE_SUFFIX,
     Build,
     BuildPlan,
@@ -38,9 +37,15 @@ from dbt.adapters.spark_contracts.core.run_plan import (  # noqa: F401
     RunInputs,
     stage_name,
 )
-from dbt.adapters.spark_contracts.core.swap import refused
-from dbt.adapters.spark_contracts.core.types import Field, Primitive, as_nullable
-from dbt.adapters.spark_contracts.core.write_path import REBUILD, WriteDecision
+from dbt.adapters.spark_contracts.core.materialization.write_path import REBUILD, WriteDecision
+from dbt.adapters.spark_contracts.core.recovery.pending import pending_name
+from dbt.adapters.spark_contracts.core.recovery.swap import refused
+from dbt.adapters.spark_contracts.core.report.outcome import (
+    outcome_line,
+)
+from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
+from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, as_nullable
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 from dbt.adapters.spark_contracts.run.outcome_events import RunOutcome
 
 logger = AdapterLogger("SparkContracts")
@@ -106,15 +111,15 @@ class ModelRun:
     load_sql: Optional[LoadSql] = None
     repairs: Tuple[str, ...] = ()  # what the repair step before planning did
     microbatch: Optional[Microbatch] = None  # the batch window a microbatch run replaces
-    # how a rebuild or full refresh of this table replaces it (core/run_plan.replacement)
+    # how a rebuild or full refresh of this table replaces it (core/materialization/run_plan.replacement)
     replace_by: Build = Build.REPLACE
     # the discarded rows go to a pending table before the load, into the quarantine after it
     quarantine_pending: bool = False
     quarantine_format: Optional[str] = None  # of <relation>__quarantine in dbt's cache, if there
     # `on_*_change: ignore`: `view` is the view of this SELECT, the model's output as it fits
-    # the table (core/fit.py); the runner defines it first
+    # the table (core/evolution/fit.py); the runner defines it first
     fits: Optional[str] = None
-    load: Optional[Load] = None  # the one write, when the run loads (core/load.py)
+    load: Optional[Load] = None  # the one write, when the run loads (core/materialization/load.py)
 
     @classmethod
     def planned(
@@ -127,7 +132,7 @@ class ModelRun:
         **facts: Any,
     ) -> "ModelRun":
         """The run `plan_run(inputs)` decided (`decided`) with its load typed from the model's
-        `options` (core/load.plan_load) when it loads; `facts`: what the adapter knows beside it
+        `options` (core/materialization/load.plan_load) when it loads; `facts`: what the adapter knows beside it
         (microbatch, replace_by, repairs, quarantine_format)."""
         run = cls(
             unique_id=unique_id,
@@ -197,7 +202,7 @@ class ModelRun:
 
     @property
     def swaps(self) -> bool:
-        """A rebuild is built beside the table and swapped in (core/swap.py)."""
+        """A rebuild is built beside the table and swapped in (core/recovery/swap.py)."""
         return self.replace_by is Build.SWAP
 
     @property
@@ -243,7 +248,7 @@ class ModelRun:
     @property
     def batch_tag(self) -> str:
         """A microbatch batch's commit tag, which its pending table and discarded rows carry
-        (core/pending.py); "" for any other run."""
+        (core/recovery/pending.py); "" for any other run."""
         return self.load_sql.batch_tag if self.load_sql is not None else ""
 
     @property
@@ -284,7 +289,7 @@ class ModelRun:
             "dry_run": self.dry_run,
             "write_path": self.write.path.name.lower(),
             # staged: the output written to a table first (a quarantining run's: its pending
-            # table, core/pending.py)
+            # table, core/recovery/pending.py)
             "staged": self.stage is not None,
             "pending_table": self.pending_table if self.quarantine_pending else None,
             "diff": [

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed
-from dbt.adapters.spark_contracts.core.intent import Intent
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,9 @@ class RunState:
     intent: Optional[Intent] = None  # written to the table
     staged: bool = False
     observation: Optional[Observed] = field(default=None, repr=False)
-    pending: Optional[str] = None  # the run's pending table of discarded rows (core/pending.py)
+    pending: Optional[str] = (
+        None  # the run's pending table of discarded rows (core/recovery/pending.py)
+    )
     lease: Any = field(default=None, repr=False)  # its heartbeat, while the run holds it
 
 

@@ -1,4 +1,4 @@
-"""The quarantine half of a run (core/pending.py): the discarded rows written from the executors
+"""The quarantine half of a run (core/recovery/pending.py): the discarded rows written from the executors
 to the run's pending table before the load, moved into the quarantine after it; the quarantine
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` is one; `Restorer` puts tables back."""
@@ -11,15 +11,20 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import process_running
-from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.capabilities import drop_sql, logged
-from dbt.adapters.spark_contracts.core.lease import LeaseRecord, Seen, State, Watch, judge
-from dbt.adapters.spark_contracts.core.load_select import (
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
     BATCH_COLUMN,
     PENDING_DISCARDED,
     RUN_ID_COLUMN,
 )
-from dbt.adapters.spark_contracts.core.pending import (
+from dbt.adapters.spark_contracts.core.contracts.quarantine import (
+    evolve_quarantine,
+    plan_quarantine,
+)
+from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
+from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
+from dbt.adapters.spark_contracts.core.recovery.lease import LeaseRecord, Seen, State, Watch, judge
+from dbt.adapters.spark_contracts.core.recovery.pending import (
     CREATED_VERSION_PROPERTY,
     TAG_PROPERTY,
     Action,
@@ -33,9 +38,7 @@ from dbt.adapters.spark_contracts.core.pending import (
     loaded_property,
     manual_move,
 )
-from dbt.adapters.spark_contracts.core.quarantine import evolve_quarantine, plan_quarantine
-from dbt.adapters.spark_contracts.core.run_plan import Build
-from dbt.adapters.spark_contracts.core.types import Struct, quote_identifier, sql_string
+from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
 from dbt.adapters.spark_contracts.run.lease import (
     Heartbeat,
     beat_sql,
@@ -108,7 +111,7 @@ class QuarantineSteps(Restorer):
 
     def _insert_quarantined(self, run: ModelRun, sql: str) -> None:
         """`sql`, an insert into the quarantine. If Spark refuses it and the table lacks
-        what the model now outputs, the table is given it (core/quarantine.py) and the insert
+        what the model now outputs, the table is given it (core/contracts/quarantine.py) and the insert
         runs again; a type it could not store raises `QuarantineMismatch`."""
         try:
             self.spark.run(sql)
@@ -136,9 +139,9 @@ class QuarantineSteps(Restorer):
     # -- the run's own pending table
     def _write_pending(self, run: ModelRun, select: str) -> None:
         """Before the load: the model's output, read once, from the executors into the run's
-        pending table, every row with its reasons (`select`, core/load_select.pending_from);
+        pending table, every row with its reasons (`select`, core/contracts/load_select.pending_from);
         the table tagged with the run's commit tag and the model table's version now (what a
-        later run settles it by, core/pending.decide_pending), its lease held."""
+        later run settles it by, core/recovery/pending.decide_pending), its lease held."""
         pending = run.pending_table
         version = self.log(run.table_format).current_version(run.relation)
         # beats once the table is made (a long CTAS is not watched: the table is not there yet)
@@ -353,7 +356,7 @@ class QuarantineSteps(Restorer):
         invocation_id: str,
     ) -> List[str]:
         """Other runs' pending tables of this model, settled from the model table's own record
-        (core/pending.decide_pending), each marked taken over by `invocation_id` (this run)
+        (core/recovery/pending.decide_pending), each marked taken over by `invocation_id` (this run)
         before it is moved or dropped: what was done, one line each."""
         done: List[str] = []
         record: Optional[ModelRecord] = None
@@ -363,7 +366,7 @@ class QuarantineSteps(Restorer):
         for name, properties in found.items():
             # every pending table records the model table's version when it was made; one that
             # does not is still moved when its load is in the log, else kept with a warning,
-            # never dropped on an absence (core/pending.decide_pending)
+            # never dropped on an absence (core/recovery/pending.decide_pending)
             pending = Pending.from_properties(name, properties)
             if record is None:
                 record = self._model_record(relation, table_format)
@@ -409,7 +412,7 @@ class QuarantineSteps(Restorer):
 
     def _watch_pendings(self, found: Dict[str, Dict[str, str]], unique_id: str) -> Set[str]:
         """The pending tables whose lease binds: renewed while watched on this run's clock
-        (core/lease.py), never judged by another machine's clock. One whose run's process on
+        (core/recovery/lease.py), never judged by another machine's clock. One whose run's process on
         this host is gone, or that was released or taken over, is not watched; the others are
         watched together until each is renewed or has run out (a lease's length at most)."""
         host = this_client().host

@@ -1,5 +1,5 @@
 """The step before planning: a table or incremental build that evolves first repairs what dead
-runs of the model left, under the model's lease (core/lease.py), and settles their pending
+runs of the model left, under the model's lease (core/recovery/lease.py), and settles their pending
 discarded rows; planning then only reads. `Repaired` is what the step hands to the plan."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from dbt.adapters.spark_contracts.core.intent import find_intent
-from dbt.adapters.spark_contracts.core.pending import (
+from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.recovery.intent import find_intent
+from dbt.adapters.spark_contracts.core.recovery.pending import (
     PENDING_SUFFIX,
     is_invocations_pending,
     is_pending_of,
 )
-from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
-from dbt.adapters.spark_contracts.core.render import suffixed
 from dbt.adapters.spark_contracts.run.lease import ModelKey
 
 READ_ONLY = ("create or replace temporary view", "refresh table", "describe", "show", "select")
@@ -51,7 +51,7 @@ def repair(
             repairs += (done,)
         deployed = read_again()
     pendings = pending_tables(spark, key.relation, key.invocation_id) if quarantines else []
-    if pendings:  # other runs' discarded rows, not yet in the quarantine (core/pending.py)
+    if pendings:  # other runs' discarded rows, not yet in the quarantine (core/recovery/pending.py)
         quarantine = suffixed(key.relation, QUARANTINE_SUFFIX)
         repairs += tuple(runner.settle_pending(key, quarantine, pendings))
     return repairs, deployed

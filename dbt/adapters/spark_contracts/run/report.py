@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_contracts.core.outcome import (
+from dbt.adapters.spark_contracts.core.report.outcome import (
     plan_markdown,
     run_summary,
 )

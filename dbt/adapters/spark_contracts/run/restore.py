@@ -7,20 +7,20 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.capabilities import drop_sql, logged
-from dbt.adapters.spark_contracts.core.intent import (
+from dbt.adapters.spark_contracts.core.contracts.load_select import RUN_ID_COLUMN
+from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
+from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
     Intent,
     find_intent,
     foreign_commits,
 )
-from dbt.adapters.spark_contracts.core.load_select import RUN_ID_COLUMN
-from dbt.adapters.spark_contracts.core.pending import (
+from dbt.adapters.spark_contracts.core.recovery.pending import (
     pending_name,
 )
-from dbt.adapters.spark_contracts.core.quarantine import QUARANTINE_SUFFIX
-from dbt.adapters.spark_contracts.core.render import suffixed
-from dbt.adapters.spark_contracts.core.types import sql_string
+from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, table_properties
 from dbt.adapters.spark_contracts.run.model_run import (
     stage_name,

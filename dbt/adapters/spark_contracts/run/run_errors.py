@@ -5,11 +5,11 @@ from typing import Any, Dict, Tuple
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_contracts.core.intent import (
+from dbt.adapters.spark_contracts.core.recovery.intent import (
     Commit,
     describe_commits,
 )
-from dbt.adapters.spark_contracts.core.pending import manual_move
+from dbt.adapters.spark_contracts.core.recovery.pending import manual_move
 
 logger = AdapterLogger("SparkContracts")
 
@@ -73,7 +73,7 @@ class RunUndone(DbtRuntimeError):
 
 class RunInProgress(DbtRuntimeError):
     """Another run of the model holds its lease and renewed it while this run watched
-    (core/lease.py): this run changes nothing and fails, naming it."""
+    (core/recovery/lease.py): this run changes nothing and fails, naming it."""
 
     def __init__(self, unique_id: str, relation: str, invocation_id: str):
         self.unique_id, self.relation, self.invocation_id = unique_id, relation, invocation_id
@@ -86,7 +86,7 @@ class RunInProgress(DbtRuntimeError):
 
 
 class LeaseLost(DbtRuntimeError):
-    """The fence (core/lease.py): another run took this run's lease over while this run was
+    """The fence (core/recovery/lease.py): another run took this run's lease over while this run was
     stalled (a long pause, a stopped process, a lost network). This run commits nothing more;
     the run that took over repaired, or the model's next run repairs, what it left."""
 
@@ -118,7 +118,7 @@ class TableChangedMeanwhile(DbtRuntimeError):
 class QuarantinePending(DbtRuntimeError):
     """The load committed, and moving the run's discarded rows from its pending table into the
     quarantine failed: the load stays, the rows wait in the pending table (nothing is lost),
-    and the model's next run moves them before anything else (core/pending.py)."""
+    and the model's next run moves them before anything else (core/recovery/pending.py)."""
 
     def __init__(
         self,
@@ -142,7 +142,7 @@ class QuarantinePending(DbtRuntimeError):
 
 
 class QuarantineMismatch(DbtRuntimeError):
-    """The quarantine table cannot take the model's discarded rows (core/quarantine.py): found
+    """The quarantine table cannot take the model's discarded rows (core/contracts/quarantine.py): found
     before the load, so the run changes nothing."""
 
     def __init__(self, unique_id: str, quarantine: str, conflicts: Tuple[str, ...]):

@@ -10,23 +10,23 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core import (
     AddColumns,
 )
-from dbt.adapters.spark_contracts.core.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.capabilities import drop_sql, row_of
-from dbt.adapters.spark_contracts.core.intent import (
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
+    COERCE_REASON,
+)
+from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
+from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
+from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
     Intent,
 )
-from dbt.adapters.spark_contracts.core.lease import Fence
-from dbt.adapters.spark_contracts.core.load_select import (
-    COERCE_REASON,
+from dbt.adapters.spark_contracts.core.recovery.lease import Fence
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    SETTLE_SUFFIX,
 )
-from dbt.adapters.spark_contracts.core.microbatch import MICROBATCH
-from dbt.adapters.spark_contracts.core.outcome import (
+from dbt.adapters.spark_contracts.core.report.outcome import (
     history_relation,
     history_rows,
-)
-from dbt.adapters.spark_contracts.core.pending import (
-    SETTLE_SUFFIX,
 )
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -240,7 +240,7 @@ class Runner(QuarantineSteps):
 
     def fence(self, run: ModelRun) -> None:
         """Before an irreversible step: the leases this run holds (the model's, its pending
-        table) are still its own, or `LeaseLost` (core/lease.py). A run that lost one commits
+        table) are still its own, or `LeaseLost` (core/recovery/lease.py). A run that lost one commits
         nothing more, puts nothing back and settles nothing: the run that took over, or the
         model's next run, does."""
         try:

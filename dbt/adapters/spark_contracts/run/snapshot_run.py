@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
-from dbt.adapters.spark_contracts.core.intent import Intent
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed, RunUndone
 

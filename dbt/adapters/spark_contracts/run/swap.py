@@ -1,4 +1,4 @@
-"""Carries a swap (core/swap.py) out on one connection, while the run holds the model's lease
+"""Carries a swap (core/recovery/swap.py) out on one connection, while the run holds the model's lease
 alone: the old relation back on any failure before the new table holds its name, and the next
 run's recovery of a swap (or a Parquet rewrite) a dead run left between its renames."""
 
@@ -11,8 +11,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.intent import find_intent
-from dbt.adapters.spark_contracts.core.swap import Recovery, Swap, marker_of, put_back
+from dbt.adapters.spark_contracts.core.recovery.intent import find_intent
+from dbt.adapters.spark_contracts.core.recovery.swap import Recovery, Swap, marker_of, put_back
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, table_listed
 from dbt.adapters.spark_contracts.run.run_errors import SwapFailed, SwapUndone
 

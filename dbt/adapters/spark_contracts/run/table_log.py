@@ -1,6 +1,6 @@
 """Each format's log, one driver per format: the version a run starts from, the commits after
 it and who made them, putting a table back, the statement that does it by hand, and the log a
-pending table is settled from (core/pending.py). Delta through `DESCRIBE HISTORY` and `RESTORE`,
+pending table is settled from (core/recovery/pending.py). Delta through `DESCRIBE HISTORY` and `RESTORE`,
 Iceberg through its metadata tables and procedures; a file-source table (Parquet) keeps no log.
 Every per-format choice of the restore path lives here (`table_log`)."""
 
@@ -12,15 +12,15 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core import Struct, quote_identifier
-from dbt.adapters.spark_contracts.core.intent import (
+from dbt.adapters.spark_contracts.core.evolution.render import undo_swap
+from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
     Commit,
     Intent,
     describe_commits,
     foreign_commits,
 )
-from dbt.adapters.spark_contracts.core.pending import LogEntry
-from dbt.adapters.spark_contracts.core.render import undo_swap
+from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_TAG_KEY
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed
 

@@ -21,7 +21,7 @@
     {% do spark_contracts_build(run, target_relation, existing_relation, spark_contracts_create_sql(target_relation, 'sql', run.fits or compiled_code), 'sql') %}
     {% do store_result('main', response=adapter.full_refresh_response(run, load_result('main').response)) %}
   {%- else -%}
-    {#-- the planned load is typed and rendered by the adapter (core/load.py); a table model's
+    {#-- the planned load is typed and rendered by the adapter (core/materialization/load.py); a table model's
          rebuild (and a run that creates the table) is the CTAS over the run's source, as its creation was
          (beside the table, when it is swapped in after the load) --#}
     {%- set rebuilt = adapter.swap_beside(target_relation) if run.swaps_after_load else target_relation -%}
@@ -33,9 +33,9 @@
 {#-- A build that replaces `existing_relation` (`build`: the plan's PlannedBuild or ModelRun): in
      one statement where the format can; else built beside it and swapped in by two renames
      under the model's lease, so a failed or killed build leaves the old relation
-     (core/swap.py; never Iceberg's NOT NULL build, which replaces in one statement); else (a
+     (core/recovery/swap.py; never Iceberg's NOT NULL build, which replaces in one statement); else (a
      view replaced at a location_root or path option) dropped first, as dbt-spark does; a table
-     at a fixed path is refused before this (core/run_plan.replacement). --#}
+     at a fixed path is refused before this (core/materialization/run_plan.replacement). --#}
 {% macro spark_contracts_build(build, target_relation, existing_relation, sql, language='sql') %}
   {%- if build.swaps -%}
     {%- set create_sql = spark_contracts_ctas(adapter.swap_beside(target_relation), sql, spark_contracts_table_constraints(language)) -%}

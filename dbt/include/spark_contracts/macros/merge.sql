@@ -1,5 +1,5 @@
 {#-- dbt's `get_merge_sql`, for a caller with no planned run (a package's macro): a MERGE by name
-     over the columns source and target share, rendered where every load is (core/load.py). A
+     over the columns source and target share, rendered where every load is (core/materialization/load.py). A
      column the model no longer outputs keeps its value instead of failing `update set *`. --#}
 
 {% macro spark_contracts__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}

@@ -1,7 +1,7 @@
 {#-- dbt clone: a Delta shallow clone of a Delta source table, else a view over the source (dbt's
      default clone). dbt-spark's own clone requires `file_format: delta` in the node's config (the
      adapter default does not count) and replaces a non-empty clone target, which Delta refuses
-     (DELTA_UNSUPPORTED_NON_EMPTY_CLONE); the decision is core/clone.py's, the SQL dbt-spark's
+     (DELTA_UNSUPPORTED_NON_EMPTY_CLONE); the decision is core/materialization/clone.py's, the SQL dbt-spark's
      (spark__create_or_replace_clone) and dbt's (view materialization). --#}
 {%- materialization clone, adapter='spark_contracts' -%}
 

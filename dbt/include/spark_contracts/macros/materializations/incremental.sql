@@ -24,7 +24,7 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
-  {#-- one question (core/run_plan.plan_model): create, replace atomically, build beside and swap,
+  {#-- one question (core/materialization/run_plan.plan_model): create, replace atomically, build beside and swap,
        drop then create, or evolve: the run planned against the deployed table, which this carries out --#}
   {%- set plan = adapter.plan_model('incremental', file_format, repaired, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
   {%- if plan.evolves -%}

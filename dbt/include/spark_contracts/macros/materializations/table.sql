@@ -15,7 +15,7 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
-  {#-- one question (core/run_plan.plan_model): create, replace atomically, build beside and swap,
+  {#-- one question (core/materialization/run_plan.plan_model): create, replace atomically, build beside and swap,
        drop then create, or,
        for a table that exists and binds a schema contract or schema_evolution, a rebuild
        planned against it like an incremental run (contract modes, gated drops/narrowing) --#}

@@ -1,0 +1,317 @@
+"""What each table format can change in place: one table of data that the planner reads.
+
+Facts: Spark 4.0 session catalog (parquet), Delta Lake 4.0, Iceberg 1.10 (see SPEC §4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from dbt.adapters.spark_contracts.core.evolution.operations import EnableTableFeature
+from dbt.adapters.spark_contracts.core.schema.types import (
+    Decimal,
+    SparkType,
+    is_widening,
+    type_kind,
+)
+
+DEFAULT_FILE_FORMAT = "delta"  # this adapter's default table format (dbt-spark's: parquet)
+
+
+class DefaultStyle(Enum):
+    """How a new column gets a default for existing rows."""
+
+    SET_DEFAULT_THEN_UPDATE = "ADD COLUMNS, SET DEFAULT, UPDATE existing rows, CHECK for NOT NULL"
+    ADD_THEN_UPDATE = "ADD COLUMNS, then UPDATE existing rows"
+    INLINE_DEFAULT = "ADD COLUMNS ... DEFAULT (existing rows read the default)"
+
+
+class DecimalWidening(Enum):
+    NONE = "none"
+    PRECISION_ONLY = "precision up, same scale"
+    PRECISION_AND_SCALE = "decimal(p,s) -> decimal(p+k1,s+k2), k1 >= k2 >= 0"
+
+
+@dataclass(frozen=True)
+class TableFeature:
+    """A table property a change depends on; `accepted` values already satisfy it."""
+
+    property: str
+    value: str
+    irreversible: bool
+    note: str
+    accepted: tuple[str, ...] = ()
+
+    def enabled_in(self, properties: Mapping[str, str]) -> bool:
+        lowered = {k.lower(): str(v).lower() for k, v in properties.items()}
+        actual = lowered.get(self.property.lower())
+        return actual is not None and actual in {self.value.lower(), *self.accepted}
+
+    def enabling(self) -> EnableTableFeature:
+        """The operation that sets the feature's property."""
+        return EnableTableFeature(self.property, self.value, self.irreversible, self.note)
+
+
+TYPE_WIDENING = TableFeature(
+    "delta.enableTypeWidening",
+    "true",
+    irreversible=False,
+    note="adds the Delta typeWidening table feature (removable with DROP FEATURE typeWidening)",
+)
+COLUMN_MAPPING = TableFeature(
+    "delta.columnMapping.mode",
+    "name",
+    irreversible=True,
+    note="enables Delta column mapping (mode name): an irreversible protocol upgrade "
+    "(readers need Delta reader version 2+)",
+    accepted=("id",),
+)
+COLUMN_DEFAULTS = TableFeature(
+    "delta.feature.allowColumnDefaults",
+    "supported",
+    irreversible=True,
+    note="adds the Delta allowColumnDefaults table feature (a protocol upgrade)",
+    accepted=("enabled",),
+)
+
+# A VARIANT column (probed on Spark 4.1.1, Delta 4.3.1, Iceberg 1.12.0): Delta's ADD COLUMNS
+# enables variantType by itself, the plan sets it first so the protocol upgrade is on record;
+# Iceberg refuses VARIANT before format v3 (ALTER TABLE SET TBLPROPERTIES upgrades a v2 table);
+# Spark's parquet tables store it without a feature.
+VARIANT_TYPE_FEATURE = TableFeature(
+    "delta.feature.variantType",
+    "supported",
+    irreversible=True,
+    note="adds the Delta variantType table feature (a protocol upgrade: readers need Delta 4.0+)",
+    accepted=("enabled",),
+)
+ICEBERG_V3 = TableFeature(
+    "format-version",
+    "3",
+    irreversible=True,
+    note="upgrades the Iceberg table to format v3, which stores VARIANT (irreversible: "
+    "readers need Iceberg 1.10+)",
+)
+
+INTEGRAL_UP = {
+    ("tinyint", "smallint"),
+    ("tinyint", "int"),
+    ("tinyint", "bigint"),
+    ("smallint", "int"),
+    ("smallint", "bigint"),
+    ("int", "bigint"),
+}
+
+
+@dataclass(frozen=True)
+class FormatCapabilities:
+    """One row of the capability table; `widenings` are (from kind, to kind) done in metadata."""
+
+    name: str
+    add_column: bool
+    add_nested_field: bool
+    add_column_default: DefaultStyle
+    enforces_not_null: bool
+    not_null_check_constraint: bool
+    widenings: frozenset[tuple[str, str]]
+    decimal_widening: DecimalWidening
+    nested_widening: bool
+    widening_feature: TableFeature | None
+    drop_not_null: bool
+    drop_column: bool
+    drop_nested_in_collection: bool
+    drop_column_feature: TableFeature | None
+    default_feature: TableFeature | None
+    atomic_rewrite: bool
+    update: bool
+    managed_properties: tuple[str, ...]
+    variant_feature: TableFeature | None = None  # what a VARIANT column needs first
+    # `insert overwrite table <t> partition (...)` (dbt-spark's form); Iceberg takes neither
+    overwrite_names_partitions: bool = True
+    # the table keeps a log of its commits (Delta's log, Iceberg's snapshots): its schema and
+    # properties come from its catalog entry, a run's load is found in that log, rows can be
+    # deleted again (a quarantine's triage); else a v1 table DESCRIBEd as JSON over thrift
+    logged: bool = True
+    # a run's stage or pending table beside a table of this format (plain parquet: no log, no
+    # statistics), and the adapter's own tables beside it (schema history)
+    stage_format: str = "parquet"
+    history_format: str = "delta"
+    drop_purges: bool = False  # DROP ... PURGE deletes the files (a REST catalog's DROP does not)
+    in_own_catalog: bool = False  # lives in a named catalog (spark_catalog is Delta's)
+    # the session conf an evolving append (or microbatch) sets for its one statement
+    evolving_append_conf: str | None = None
+    # NOT NULL / CHECK constraints are table properties (`delta.constraints.<name>`)
+    constraints_as_properties: bool = False
+    # NOT NULL columns are declared by CREATE + INSERT: the CTAS cannot declare them
+    not_null_needs_create: bool = False
+    # how a microbatch batch replaces its window (core/materialization/microbatch.BatchLoad's names)
+    batch_load: str = "PARTITION_OVERWRITE"
+
+    def can_widen(self, from_type: SparkType, to_type: SparkType, nested: bool) -> bool:
+        """True when ALTER COLUMN TYPE does this widening without rewriting data."""
+        if nested and not self.nested_widening:
+            return False
+        if (type_kind(from_type), type_kind(to_type)) not in self.widenings:
+            return False
+        if not is_widening(from_type, to_type):
+            return False
+        if isinstance(from_type, Decimal) and isinstance(to_type, Decimal):
+            if self.decimal_widening is DecimalWidening.PRECISION_ONLY:
+                return from_type.scale == to_type.scale
+            return self.decimal_widening is DecimalWidening.PRECISION_AND_SCALE
+        return True
+
+    def carried_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
+        """Table properties to keep across a rewrite (drops what the format manages itself)."""
+        return {k: str(v) for k, v in properties.items() if not self._managed(k.lower())}
+
+    def _managed(self, key: str) -> bool:
+        """Entries ending in `.` or `-` are prefixes, the others exact keys."""
+        return any(
+            key.startswith(p) if p.endswith((".", "-")) else key == p
+            for p in self.managed_properties
+        )
+
+
+DELTA = FormatCapabilities(
+    name="delta",
+    add_column=True,
+    add_nested_field=True,
+    add_column_default=DefaultStyle.SET_DEFAULT_THEN_UPDATE,
+    enforces_not_null=True,
+    not_null_check_constraint=True,
+    widenings=frozenset(
+        INTEGRAL_UP
+        | {(k, "double") for k in ("tinyint", "smallint", "int")}
+        | {(k, "decimal") for k in ("tinyint", "smallint", "int", "bigint")}
+        | {("float", "double"), ("decimal", "decimal"), ("date", "timestamp_ntz")}
+    ),
+    decimal_widening=DecimalWidening.PRECISION_AND_SCALE,
+    nested_widening=True,
+    widening_feature=TYPE_WIDENING,
+    drop_not_null=True,
+    drop_column=True,
+    drop_nested_in_collection=True,
+    drop_column_feature=COLUMN_MAPPING,
+    default_feature=COLUMN_DEFAULTS,
+    variant_feature=VARIANT_TYPE_FEATURE,
+    atomic_rewrite=True,
+    update=True,
+    evolving_append_conf="spark.databricks.delta.schema.autoMerge.enabled",
+    constraints_as_properties=True,
+    batch_load="REPLACE_WHERE",
+    managed_properties=(
+        "delta.constraints.",
+        "delta.feature.",
+        "delta.minreaderversion",
+        "delta.minwriterversion",
+        "delta.columnmapping.maxcolumnid",
+        "delta.rowtracking.materialized",
+        "delta.lastcommittimestamp",
+        "delta.lastupdateversion",
+        "option.",
+    ),
+)
+
+ICEBERG = FormatCapabilities(
+    name="iceberg",
+    add_column=True,
+    add_nested_field=True,
+    add_column_default=DefaultStyle.ADD_THEN_UPDATE,
+    enforces_not_null=True,
+    not_null_check_constraint=False,
+    widenings=frozenset({("int", "bigint"), ("float", "double"), ("decimal", "decimal")}),
+    decimal_widening=DecimalWidening.PRECISION_ONLY,
+    nested_widening=True,
+    widening_feature=None,
+    drop_not_null=True,
+    drop_column=True,
+    drop_nested_in_collection=True,
+    drop_column_feature=None,
+    default_feature=None,
+    variant_feature=ICEBERG_V3,
+    atomic_rewrite=True,
+    update=True,
+    overwrite_names_partitions=False,
+    stage_format="iceberg",  # Iceberg's catalog makes Iceberg tables only
+    history_format="iceberg",
+    drop_purges=True,
+    in_own_catalog=True,
+    not_null_needs_create=True,
+    batch_load="MERGE_WINDOW",
+    managed_properties=(
+        "current-snapshot-",
+        "snapshot-count",
+        "current-schema",
+        "format",
+        "provider",
+        "location",
+        "owner",
+        "identifier-fields",
+        "sort-order",
+        "default-partition-spec",
+        "option.",
+    ),
+)
+
+PARQUET = FormatCapabilities(
+    name="parquet",
+    add_column=True,
+    add_nested_field=False,
+    add_column_default=DefaultStyle.INLINE_DEFAULT,
+    enforces_not_null=False,
+    not_null_check_constraint=False,
+    widenings=frozenset(),
+    decimal_widening=DecimalWidening.NONE,
+    nested_widening=False,
+    widening_feature=None,
+    drop_not_null=False,
+    drop_column=False,
+    drop_nested_in_collection=False,
+    drop_column_feature=None,
+    default_feature=None,
+    atomic_rewrite=False,
+    update=False,
+    logged=False,
+    managed_properties=("transient_lastddltime", "spark.sql.", "option."),
+)
+
+CAPABILITIES: Mapping[str, FormatCapabilities] = {c.name: c for c in (DELTA, ICEBERG, PARQUET)}
+
+
+def capabilities_for(table_format: str) -> FormatCapabilities:
+    """The capability row for `delta`, `iceberg` or `parquet` (case-insensitive)."""
+    try:
+        return CAPABILITIES[table_format.lower()]
+    except KeyError:
+        known = ", ".join(CAPABILITIES)
+        raise ValueError(
+            f"unknown table format {table_format!r}; expected one of {known}"
+        ) from None
+
+
+def row_of(table_format: str) -> FormatCapabilities:
+    """The row of a deployed table's format: any other file-source table (csv, orc, ...) is
+    read as parquet's, a v1 table without a log."""
+    return CAPABILITIES.get(table_format.lower(), PARQUET)
+
+
+def drop_sql(table: str, table_format: str) -> str:
+    """Drop one of the adapter's own tables (a stage, a pending table, a lease) beside a model
+    table in `table_format`. Beside an Iceberg model they are Iceberg tables: PURGE deletes their
+    files too, which a REST catalog's DROP alone leaves in the warehouse."""
+    purge = " purge" if row_of(table_format).drop_purges else ""
+    return f"drop table if exists {table}{purge}"
+
+
+def describable(table_format: str) -> bool:
+    """A table of this format is DESCRIBEd as JSON (a v1 table); a logged one is read through
+    a view over it."""
+    return not row_of(table_format).logged
+
+
+def logged(table_format: str) -> bool:
+    """A table of this format keeps a log of its commits (FormatCapabilities.logged)."""
+    return row_of(table_format).logged

@@ -1,0 +1,87 @@
+"""The run that creates the table under a contract that can discard, planned as a run. Pure.
+
+A build that creates the table (the incremental model's first build, the table
+materialization's, a `--full-refresh`) writes the model's query coerced and checked by the
+declared rules of its `pydantic_contract`. Where those rules discard rows or values, that
+build is planned here as a run of the table strategy (`REBUILD`) over no deployed table, and the
+`Runner` carries it out as it carries out a table model's rebuild: the model's output is read
+once into the run's stage, where its discards are counted, or, with `quarantine: true`, into the
+run's pending table, every row with its reasons (core/recovery/pending.py); the CREATE reads the kept
+rows from it and the discarded rows follow into the quarantine after it. A failure leaves no
+table (or the old one) and no quarantine rows of the run.
+
+Where nothing can be discarded (no declared class, `freeze`, no rules), `plan_create` plans no
+run: the CREATE writes the checked query itself (`freeze` fails it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
+from dbt.adapters.spark_contracts.core.contracts.enforce import decide
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
+    PENDING_KEPT,
+    check_quarantine_columns,
+    render_load_select,
+)
+from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.evolution.operations import Plan
+from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.materialization.run_plan import (
+    RunDecision,
+    RunInputs,
+    stage_name,
+)
+from dbt.adapters.spark_contracts.core.materialization.write_path import (
+    REBUILD,
+    WriteDecision,
+    WritePath,
+    quarantine_pends,
+)
+from dbt.adapters.spark_contracts.core.recovery.pending import pending_name
+from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
+
+
+def plan_create(inputs: RunInputs) -> RunDecision | None:
+    """The creating run of a model under a `pydantic_contract` (`inputs.declared`) whose load
+    discards rows or values; None where the CREATE writes the checked query itself (no declared
+    class, nothing to discard, a violation the CREATE's own check raises, a dry run).
+    `inputs.deployed` is empty (there is no table to evolve) and `inputs.strategy` is ignored:
+    the load is the table's CREATE (`REBUILD`)."""
+    i = replace(inputs, strategy=REBUILD)
+    if i.contract is None or i.declared is None or i.settings.dry_run:
+        return None
+    # `tables` was decided before the build (a skipped model never gets here)
+    creating = replace(i.contract, tables=ContractMode.EVOLVE)
+    decision = decide(creating, None, i.compiled, SchemaDiff(), i.table_format, i.declared)
+    if decision.violations or decision.target is None:
+        return None
+    stage = stage_name(i.relation, i.invocation_id)
+    load = render_load_select(decision, stage, None, i.compiled, i.invocation_id)
+    if not load.discard_metrics:
+        return None
+    if decision.contract.quarantine:
+        check_quarantine_columns(i.relation, i.compiled)
+    # a quarantining run writes the model's output once, from the executors, to its pending
+    # table; else the output is staged once (a CTAS's observed metrics never reach the
+    # session) and counted there
+    pending = quarantine_pends(load, REBUILD)
+    if pending:
+        stage = pending_name(suffixed(i.relation, QUARANTINE_SUFFIX), i.invocation_id)
+        load = render_load_select(
+            decision, stage, None, i.compiled, i.invocation_id, False, PENDING_KEPT
+        )
+    mode = f"schema_contract {decision.contract.to_dict()} (the run creates the table)"
+    return RunDecision(
+        SchemaDiff(),
+        Plan(i.table_format),
+        mode,
+        WriteDecision(WritePath.NO_CHANGE),
+        (),
+        stage,
+        None,
+        decision,
+        load,
+        quarantine_pending=pending,
+    )

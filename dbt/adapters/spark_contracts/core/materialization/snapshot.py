@@ -1,0 +1,146 @@
+"""Snapshots evolve through the same planner: the source's new columns and struct fields are
+added, its widened types widen the snapshot table, nothing is ever removed (a snapshot keeps its
+history). The schema contract binds first: `freeze` fails before any change. Pure.
+
+Supported on snapshots: `columns` and `data_type` evolve (where the format widens in place) or
+freeze; `tables` as for models (its first run). A snapshot merges the staged rows by key into its history, so the modes
+that drop rows, values or columns (discard modes, variant columns) are refused with this reason,
+when dbt parses the project and again at run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+from dbt.adapters.spark_contracts.core.contracts.decision import (
+    WIDEN,
+    ContractViolation,
+)
+from dbt.adapters.spark_contracts.core.contracts.enforce import (
+    decide,
+    type_freeze_violations,
+)
+from dbt.adapters.spark_contracts.core.evolution.operations import Plan
+from dbt.adapters.spark_contracts.core.evolution.plan import plan_schema_change
+from dbt.adapters.spark_contracts.core.materialization.write_path import merged_by_name
+from dbt.adapters.spark_contracts.core.schema.diff import (
+    ColumnAdded,
+    FieldAdded,
+    SchemaDiff,
+    diff_schemas,
+)
+from dbt.adapters.spark_contracts.core.schema.types import Struct, holds_variant, quote_identifier
+from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+
+# Columns dbt's snapshot staging adds for its own merge (`dbt_unique_key_1`, ... included).
+SYSTEM_PREFIXES = ("dbt_change_type", "dbt_unique_key")
+
+
+class SnapshotContractError(ValueError):
+    """A contract mode a snapshot cannot carry out (named, with the reason)."""
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    plan: Plan
+    target: Struct
+    insert_columns: tuple[str, ...]  # quoted staging columns the merge writes
+    violations: tuple[ContractViolation, ...] = ()
+
+
+def source_columns(staged: Struct) -> Struct:
+    """The staging relation's columns without dbt's own merge helpers."""
+    return Struct(tuple(f for f in staged.fields if not f.name.lower().startswith(SYSTEM_PREFIXES)))
+
+
+def plan_snapshot(
+    unique_id: str,
+    deployed: Struct,
+    staged: Struct,
+    table_format: str,
+    properties: Mapping[str, str],
+    settings: EvolutionSettings,
+    contract: SchemaContract | None,
+) -> SnapshotPlan:
+    source = source_columns(staged)
+    wanted = merged_by_name(deployed, source)
+    target = wanted
+    violations: tuple[ContractViolation, ...] = ()
+    if contract is not None:
+        _refuse_unsupported(unique_id, contract)
+        decision = decide(contract, deployed, wanted, diff_schemas(deployed, wanted), table_format)
+        violations = decision.violations + type_freeze_violations(
+            contract, deployed, wanted, "the snapshot source changed this column's type"
+        )
+        for check in decision.value_checks:
+            if check.handling not in (WIDEN, ContractMode.FREEZE.value):
+                raise SnapshotContractError(
+                    f"{unique_id}: snapshot column `{check.dotted}` changes type "
+                    f"{check.deployed_type.to_sql()} -> {check.compiled_type.to_sql()}, which "
+                    f"{table_format} cannot widen in place; a snapshot takes no variant column"
+                )
+        if decision.target is not None:
+            target = decision.target
+    if violations:
+        return SnapshotPlan(Plan(table_format), deployed, (), violations)
+    diff = diff_schemas(deployed, target)
+    if table_format == "iceberg":
+        _refuse_new_variants(unique_id, diff)
+    plan = plan_schema_change(diff, table_format, properties, settings.policy, deployed, target)
+    if plan.ignored:  # a snapshot records its source's columns as they are
+        raise SnapshotContractError(
+            f"{unique_id}: a snapshot cannot ignore a change of its source (it would record "
+            f"false changes): {'; '.join(j.describe() for j in plan.ignored)}; set "
+            "on_additive_change / on_destructive_change to allow, warn or error on snapshots"
+        )
+    insert = tuple(
+        quote_identifier(f.name) for f in staged.fields if target.field(f.name) is not None
+    )
+    return SnapshotPlan(plan, target, insert)
+
+
+def _refuse_new_variants(unique_id: str, diff: SchemaDiff) -> None:
+    """Iceberg 1.12 cannot merge into a table whose new VARIANT column no data file holds yet
+    (a NullPointerException planning the merge, after the column was added): refused before
+    anything changes."""
+    for change in diff.changes:
+        if isinstance(change, (ColumnAdded, FieldAdded)) and holds_variant(change.field.type):
+            raise SnapshotContractError(
+                f"{unique_id}: the snapshot source brings the VARIANT column `{change.dotted}`, "
+                "and Iceberg 1.12 cannot merge into a table whose new VARIANT column no data "
+                "file holds yet (NullPointerException planning the merge); snapshot into a "
+                "Delta table (file_format: delta), or keep the source's variant_columns typed"
+            )
+
+
+SNAPSHOT_MODES = (ContractMode.EVOLVE, ContractMode.FREEZE)
+
+
+def unsupported_on_snapshots(contract: SchemaContract) -> list[str]:
+    """The contract's entities whose mode a snapshot cannot carry out: a snapshot merges its
+    source rows into their history by key, so dropping rows, values or columns would record
+    false changes (a column left out reads as changed on every `check_cols: all` run).
+    `tables` binds the first run as for models."""
+    refused = [
+        f"{entity}: {mode.value}"
+        for entity, mode in (("columns", contract.columns), ("data_type", contract.data_type))
+        if mode not in SNAPSHOT_MODES
+    ]
+    return refused
+
+
+def _refuse_unsupported(unique_id: str, contract: SchemaContract) -> None:
+    refused = unsupported_on_snapshots(contract)
+    if refused:
+        raise SnapshotContractError(snapshot_refusal(unique_id, refused))
+
+
+def snapshot_refusal(unique_id: str, refused: list[str]) -> str:
+    return (
+        f"{unique_id}: schema_contract {', '.join(refused)} is not supported on snapshots (a "
+        "snapshot merges its source rows into their history by key: dropping rows, values or "
+        "columns would record false changes). Allowed on snapshots: columns and data_type "
+        "evolve or freeze (tables: any mode)."
+    )

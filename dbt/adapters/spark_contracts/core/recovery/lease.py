@@ -1,0 +1,177 @@
+"""A model's lease, decided without Spark. Pure.
+
+A run that changes a table in several steps, or holds discarded rows in a pending table, holds a
+lease: a table of its own (`<model>__dbt_lease_<run>`, or its pending table) whose properties
+say which run holds it, where that run's client process lives (`client`: host and pid), where
+its statements run (the Spark application), its epoch, and a heartbeat its holder renews.
+
+Whether another run's lease still binds is decided from positive evidence and from what this run
+sees itself, never by comparing one machine's clock with another's:
+
+- released (heartbeat "0") or taken over (`taken_by` set): it binds no one;
+- *dead*: its client ran on this host and that process is gone, and its statements ran in that
+  same process (the embedded session dies with it): no statement of it can run any more;
+- otherwise this run *watches* it: a heartbeat that changes while watched is a live run; one
+  that has not changed for the lease's length, timed on this run's own monotonic clock, has
+  *expired*.
+
+A run that takes over a dead or expired lease marks it `taken_by` itself and holds the next
+epoch. Its holder, if it was only stalled (a GC pause, SIGSTOP, a lost network), checks its own
+lease before each irreversible step (the fence) and fails, naming the run that took over.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    APP_PROPERTY,
+    BEAT_PROPERTY,
+    RUN_PROPERTY,
+    Application,
+)
+
+CLIENT_PROPERTY = "dbt_spark_contracts.client"  # "<host>/<pid>" of the run's dbt process
+EPOCH_PROPERTY = "dbt_spark_contracts.epoch"  # grows by one on each takeover
+TAKEN_PROPERTY = "dbt_spark_contracts.taken_by"  # the run that took the lease over
+
+# A lease binds this long after its holder's last heartbeat was seen to change (timed by the
+# watcher's own clock); the holder renews it every BEAT_SECONDS. Short, because a stalled run
+# that loses it can commit nothing (the fence). $DBT_SPARK_CONTRACTS_LEASE_SECONDS overrides it.
+LEASE_SECONDS = 30.0
+BEAT_SECONDS = 10.0
+
+
+def beat_interval(lease_seconds: float) -> float:
+    """How often a holder renews its lease: at least three beats in a lease's length."""
+    return min(BEAT_SECONDS, lease_seconds / 3)
+
+
+@dataclass(frozen=True)
+class Client:
+    """The dbt process that holds a lease."""
+
+    host: str
+    pid: int
+
+    def to_property(self) -> str:
+        return f"{self.host}/{self.pid}"
+
+    @classmethod
+    def from_property(cls, value: str | None) -> Client | None:
+        host, _, pid = (value or "").strip().rpartition("/")
+        return cls(host, int(pid)) if host and pid.isdigit() else None
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """A lease table as its properties describe it."""
+
+    table: str
+    run: str | None
+    beat: str | None  # the heartbeat as written ("0": released)
+    client: Client | None = None
+    application: Application | None = None
+    epoch: int = 0
+    taken_by: str | None = None
+
+    @classmethod
+    def from_properties(cls, table: str, properties: Mapping[str, str]) -> LeaseRecord:
+        lowered = {k.lower(): v for k, v in properties.items()}
+        try:
+            epoch = int(lowered.get(EPOCH_PROPERTY, "0") or 0)
+        except ValueError:
+            epoch = 0
+        return cls(
+            table,
+            lowered.get(RUN_PROPERTY),
+            lowered.get(BEAT_PROPERTY),
+            Client.from_property(lowered.get(CLIENT_PROPERTY)),
+            Application.from_property(lowered.get(APP_PROPERTY)),
+            epoch,
+            lowered.get(TAKEN_PROPERTY) or None,
+        )
+
+    @property
+    def released(self) -> bool:
+        return (self.beat or "").strip() in ("0", "0.0")
+
+    @property
+    def holder(self) -> str:
+        return self.run or self.table
+
+
+class State(enum.Enum):
+    FREE = "free"  # released, or taken over already: it binds no one
+    DEAD = "dead"  # positive evidence: its holder can run no statement any more
+    WATCH = "watch"  # it may be alive: watch its heartbeat
+
+
+def judge(record: LeaseRecord, host: str, process_running: Callable[[int], bool]) -> State:
+    """What a lease found on the table says, before any watching (see the module's text):
+    `host` is this machine's name, `process_running` tells whether a pid runs here."""
+    if record.released or record.taken_by:
+        return State.FREE
+    client = record.client
+    if client is None or client.host != host or process_running(client.pid):
+        return State.WATCH
+    application = record.application
+    process = application.process() if application is not None else None
+    if process is not None and process == (client.host, client.pid):
+        return State.DEAD  # its statements ran in the process that is gone
+    return State.WATCH  # a server may still run a statement the dead client sent
+
+
+class Seen(enum.Enum):
+    LIVE = "live"  # its heartbeat changed while watched
+    EXPIRED = "expired"  # unchanged for a lease's length
+    WAITING = "waiting"
+
+
+@dataclass
+class Watch:
+    """Heartbeats watched on this run's own monotonic clock: `first` maps a lease table to the
+    heartbeat first seen and when."""
+
+    lease_seconds: float
+    first: dict[str, tuple[str | None, float]] = field(default_factory=dict)
+
+    def see(self, record: LeaseRecord, now: float) -> Seen:
+        seen = self.first.setdefault(record.table.lower(), (record.beat, now))
+        if seen[0] != record.beat:
+            return Seen.LIVE
+        if now - seen[1] >= self.lease_seconds:
+            return Seen.EXPIRED
+        return Seen.WAITING
+
+    def left(self, record: LeaseRecord, now: float) -> float:
+        """Seconds until `record` expires, if its heartbeat does not change."""
+        seen = self.first.get(record.table.lower())
+        return (
+            self.lease_seconds if seen is None else max(0.0, self.lease_seconds - (now - seen[1]))
+        )
+
+
+def next_epoch(records: tuple[LeaseRecord, ...] | list[LeaseRecord]) -> int:
+    """The epoch of a lease that takes these over."""
+    return max((r.epoch for r in records), default=0) + 1
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What a holder's check of its own lease found: held, or lost (and to whom)."""
+
+    held: bool
+    taken_by: str | None = None
+
+
+def fence(record: LeaseRecord | None) -> Fence:
+    """The holder's own lease as it reads it before an irreversible step: gone or marked taken
+    over is lost."""
+    if record is None:
+        return Fence(False, None)
+    if record.taken_by:
+        return Fence(False, record.taken_by)
+    return Fence(True)
