@@ -143,7 +143,8 @@ class QuarantineSteps(Restorer):
         the table tagged with the run's commit tag and the model table's version now (what a
         later run settles it by, core/recovery/pending.decide_pending), its lease held."""
         pending = run.pending_table
-        version = self.log(run.table_format).current_version(run.relation)
+        creates = run.replace_by is Build.CREATE  # no table yet: no version to record
+        version = None if creates else self.log(run.table_format).current_version(run.relation)
         # beats once the table is made (a long CTAS is not watched: the table is not there yet)
         lease = self.state.lease = Heartbeat(self.spark, pending, made=False).start()
         properties = (
