@@ -72,7 +72,8 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   (also `make bad-day`, per method); CI keeps every quarantine event, and the lease's tie-break
 #   and stale-plan check are unit tests;
 # - the real SIGKILLs of a Delta and an Iceberg run (`make faults-ci` runs them too; the
-#   statement-by-statement fault matrices are unit tests, in CI);
+#   statement-by-statement fault matrices are unit tests, in CI), the SIGSTOPped run that loses
+#   its lease (delta, iceberg) and the Iceberg retry right after a kill (the Delta one stays);
 # - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a Thrift server stays in
 #   cluster-ci);
 # - test_embedded_spark (dbt in new processes on the embedded session; `make demo` does the same
@@ -102,6 +103,9 @@ EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
 	"$(CONCURRENT)[q_delta]" tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
 	tests/functional/evolution/test_kill.py::TestKillMidRunIceberg \
+	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[delta]" \
+	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[iceberg]" \
+	"tests/functional/evolution/test_kill.py::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
 	tests/functional/adapter/test_basic.py::TestEphemeral tests/functional/adapter/test_basic.py::TestEmpty \
 	tests/functional/test_connection_resilience.py::test_ctrl_c_cancels_the_load_in_the_embedded_session \
 	tests/functional/test_microbatch.py::TestMicrobatchIceberg \
