@@ -20,10 +20,14 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.utils import executor
 
 from dbt.adapters.spark_contracts import python_model
+from dbt.adapters.spark_contracts.connection.spark_handle import from_json
 from dbt.adapters.spark_contracts.core.report.catalog import catalog_rows, described_docs
 from dbt.adapters.spark_contracts.core.report.outcome import (
+    HISTORY_COLUMNS,
     catalog_stats,
+    history_relation,
 )
+from dbt.adapters.spark_contracts.core.schema.types import sql_string
 
 if TYPE_CHECKING:
     import agate
@@ -35,6 +39,38 @@ logger = AdapterLogger("SparkContracts")
 
 class CatalogMethods(metaclass=AdapterMeta):
     """Mixed into `SparkContractsAdapter`."""
+
+    @available
+    def describe_deployed_schema(self, relation_name: str) -> str:
+        """Text for operators: format, typed schema and table properties of a table."""
+        schema = from_json(self.schema_json(f"select * from {relation_name}"))
+        rows = self._fetch_rows(f"describe table extended {relation_name}")
+        provider = next((str(r[1]) for r in rows if str(r[0]).strip() == "Provider"), "unknown")
+        properties = self._fetch_rows(f"show tblproperties {relation_name}")
+        lines = [f"{relation_name} ({provider})"]
+        for column in schema.fields:  # type: ignore[union-attr]
+            null = "" if column.nullable else " NOT NULL"
+            lines.append(f"  {column.name}: {column.type.to_sql()}{null}")
+        lines += [f"  property {key} = {value}" for key, value in properties]
+        return "\n".join(lines)
+
+    @available
+    def schema_history(self, unique_id: str, relation_name: str) -> Any:
+        """The schema history of one model (`dbt run-operation schema_history`), oldest first."""
+        table = history_relation(relation_name)
+        columns = ", ".join(name for name, _ in HISTORY_COLUMNS if name != "model")
+        sql = (
+            f"select {columns} from {table} where model = {sql_string(unique_id)} "
+            "order by recorded_at"
+        )
+        try:
+            _, rows = self.execute(sql, fetch=True)
+        except DbtRuntimeError as exc:
+            raise DbtRuntimeError(
+                f"No schema history for {unique_id}: reading {table} failed ({exc}). The table "
+                "is created by the first run that changes a schema, discards rows or repairs."
+            ) from exc
+        return rows
 
     # ---- Python models ----------------------------------------------------------------------
     @available

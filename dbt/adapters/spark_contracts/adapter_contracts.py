@@ -11,19 +11,17 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
 from dbt.adapters.spark_contracts.constraints import (
+    build_not_null,
     model_table_constraints,
-    run_explicit_build,
 )
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
     TableConstraints,
-    explicit_build,
-    not_null_catalog,
 )
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
 from dbt.adapters.spark_contracts.core.contracts.enforce import (
@@ -41,7 +39,6 @@ from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SU
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns
 from dbt.adapters.spark_contracts.core.evolution.render import (
     render_plan,
-    suffixed,
 )
 from dbt.adapters.spark_contracts.core.materialization.create_run import plan_create
 from dbt.adapters.spark_contracts.core.materialization.load import (
@@ -359,67 +356,10 @@ class ContractMethods(metaclass=AdapterMeta):
         clauses: str,
         exists: bool,
     ) -> Any:
-        """An Iceberg build with NOT NULL columns, all or nothing (core/contracts/constraints.py): one
-        commit through the Iceberg catalog's twin that keeps NOT NULL columns, where the
-        connection has it; else two, with a warning."""
+        """An Iceberg build with NOT NULL columns, all or nothing (constraints.build_not_null)."""
         spark = self._spark()
-        schema = constraints.schema(spark.schema(select_sql))
-        stage = suffixed(str(relation), "__dbt_constraints")
-        catalog = str(relation).split(".", 1)[0]
-        twin = self._has_catalog(not_null_catalog(catalog))
-        build = explicit_build(
-            str(relation),
-            stage,
-            exists,
-            schema,
-            constraints.table_format,
-            clauses,
-            select_sql,
-            twin,
-        )
-        if not twin:
-            logger.warning(
-                f"{relation}: the Spark this connection reaches has no catalog "
-                f"{not_null_catalog(catalog)} (the {catalog} catalog's settings with "
-                "use-nullable-query-schema=false, which the adapter's own session and servers "
-                "add), so this NOT NULL build takes two commits: a reader can see the table "
-                "empty between them"
-            )
-        snapshot = (
-            runs.Runner(spark, self._report, self._target_dir).current_version(
-                str(relation), "iceberg"
-            )
-            if exists and not twin
-            else None
-        )
-
-        def restore() -> None:
-            if snapshot is not None:
-                spark.run(build.restore_sql(snapshot))
-
-        return run_explicit_build(spark.run, build, restore)
-
-    def _has_catalog(self, catalog: str) -> bool:
-        """The Spark this connection reaches has a catalog of that name configured."""
-        try:
-            self._spark().fetch(f"show namespaces in {catalog}")
-        except DbtDatabaseError:
-            return False
-        return True
-
-    @available
-    def describe_deployed_schema(self, relation_name: str) -> str:
-        """Text for operators: format, typed schema and table properties of a table."""
-        schema = runs.from_json(self.schema_json(f"select * from {relation_name}"))
-        rows = self._fetch_rows(f"describe table extended {relation_name}")
-        provider = next((str(r[1]) for r in rows if str(r[0]).strip() == "Provider"), "unknown")
-        properties = self._fetch_rows(f"show tblproperties {relation_name}")
-        lines = [f"{relation_name} ({provider})"]
-        for column in schema.fields:  # type: ignore[union-attr]
-            null = "" if column.nullable else " NOT NULL"
-            lines.append(f"  {column.name}: {column.type.to_sql()}{null}")
-        lines += [f"  property {key} = {value}" for key, value in properties]
-        return "\n".join(lines)
+        log = runs.Runner(spark, self._report, self._target_dir)
+        return build_not_null(spark, str(relation), select_sql, constraints, clauses, exists, log)
 
     @available
     def merge_sql(

@@ -40,11 +40,6 @@ from dbt.adapters.spark_contracts.core.materialization.run_plan import (
     replacement,
 )
 from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
-from dbt.adapters.spark_contracts.core.report.outcome import (
-    HISTORY_COLUMNS,
-    history_relation,
-)
-from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.core.settings.config import fixed_path, read_run_vars
 from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run import swap as swaps
@@ -321,24 +316,6 @@ class RunPathMethods(metaclass=AdapterMeta):
     def _runner(self, spark: runs.Spark, invocation_id: str) -> runs.Runner:
         self._report.start(invocation_id)
         return runs.Runner(spark, self._report, self._target_dir)
-
-    @available
-    def schema_history(self, unique_id: str, relation_name: str) -> Any:
-        """The schema history of one model (`dbt run-operation schema_history`), oldest first."""
-        table = history_relation(relation_name)
-        columns = ", ".join(name for name, _ in HISTORY_COLUMNS if name != "model")
-        sql = (
-            f"select {columns} from {table} where model = {sql_string(unique_id)} "
-            "order by recorded_at"
-        )
-        try:
-            _, rows = self.execute(sql, fetch=True)
-        except DbtRuntimeError as exc:
-            raise DbtRuntimeError(
-                f"No schema history for {unique_id}: reading {table} failed ({exc}). The table "
-                "is created by the first run that changes a schema, discards rows or repairs."
-            ) from exc
-        return rows
 
     @available
     def execute_model_run(

@@ -16,14 +16,18 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
+from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
     DeclaredConstraint,
     ExplicitBuild,
     TableConstraints,
     constraint_support,
+    explicit_build,
+    not_null_catalog,
     table_constraints,
 )
+from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 
 logger = AdapterLogger("SparkContracts")
 FORMATS = ("delta", "iceberg", "parquet")
@@ -159,3 +163,49 @@ def run_explicit_build(run: Any, build: ExplicitBuild, restore: Any) -> AdapterR
     finally:
         run(build.drop_stage)
     return AdapterResponse(_message="OK")
+
+
+def build_not_null(
+    spark: Any,
+    relation: str,
+    select_sql: str,
+    constraints: TableConstraints,
+    clauses: str,
+    exists: bool,
+    log: Any,
+) -> AdapterResponse:
+    """An Iceberg build with NOT NULL columns, all or nothing (core/contracts/constraints.py):
+    one commit through the Iceberg catalog's twin that keeps NOT NULL columns, where the Spark
+    the connection reaches has it; else two, with a warning (`log.current_version` gives the
+    snapshot a failed fill goes back to)."""
+    schema = constraints.schema(spark.schema(select_sql))
+    stage = suffixed(relation, "__dbt_constraints")
+    catalog = relation.split(".", 1)[0]
+    twin = has_catalog(spark, not_null_catalog(catalog))
+    build = explicit_build(
+        relation, stage, exists, schema, constraints.table_format, clauses, select_sql, twin
+    )
+    if not twin:
+        logger.warning(
+            f"{relation}: the Spark this connection reaches has no catalog "
+            f"{not_null_catalog(catalog)} (the {catalog} catalog's settings with "
+            "use-nullable-query-schema=false, which the adapter's own session and servers "
+            "add), so this NOT NULL build takes two commits: a reader can see the table "
+            "empty between them"
+        )
+    snapshot = log.current_version(relation, "iceberg") if exists and not twin else None
+
+    def restore() -> None:
+        if snapshot is not None:
+            spark.run(build.restore_sql(snapshot))
+
+    return run_explicit_build(spark.run, build, restore)
+
+
+def has_catalog(spark: Any, catalog: str) -> bool:
+    """The Spark a connection reaches has a catalog of that name configured."""
+    try:
+        spark.fetch(f"show namespaces in {catalog}")
+    except DbtDatabaseError:
+        return False
+    return True

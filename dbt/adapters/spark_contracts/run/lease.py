@@ -13,24 +13,20 @@ step (`Leases.check`, the fence) and fails with `LeaseLost` once another run too
 `Leases` is the runner's collaborator for the model-level leases: take, hold alone, check, let
 go, and read other runs' leases."""
 
-import os
 import random
-import socket
-import threading
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Protocol, Sequence
+from typing import Dict, List, Optional, Protocol, Sequence, Set
 
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.recovery.lease import (
     CLIENT_PROPERTY,
     EPOCH_PROPERTY,
-    LEASE_SECONDS,
     TAKEN_PROPERTY,
-    Client,
     Fence,
     LeaseRecord,
     Seen,
@@ -49,11 +45,17 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
+from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named from here too)
+    LEASE_ENV,
+    Heartbeat,
+    beat_sql,
+    lease_seconds,
+    this_client,
+)
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunInProgress
 
 logger = AdapterLogger("SparkContracts")
-LEASE_ENV = "DBT_SPARK_CONTRACTS_LEASE_SECONDS"
 
 
 class LeaseOwner(Protocol):
@@ -79,107 +81,6 @@ class ModelKey:
     unique_id: str
 
 
-def lease_seconds() -> float:
-    """How long a lease binds after its heartbeat was last seen to change."""
-    value = os.environ.get(LEASE_ENV)
-    if not value:
-        return LEASE_SECONDS
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise ValueError(f"${LEASE_ENV}={value!r}: expected a number of seconds") from None
-    if seconds <= 0:
-        raise ValueError(f"${LEASE_ENV}={value!r}: expected a positive number of seconds")
-    return seconds
-
-
-def beat_sql(table: str, at: Optional[float] = None) -> str:
-    """A heartbeat: a value that changes with each beat (only its change is read, never
-    compared with another machine's clock); 0 releases the lease."""
-    value = "0" if at == 0 else f"{at if at is not None else time.time():.3f}"
-    return f"alter table {table} set tblproperties ('{BEAT_PROPERTY}' = '{value}')"
-
-
-def this_client() -> Client:
-    """This dbt process, as a lease records its holder."""
-    return Client(socket.gethostname(), os.getpid())
-
-
-class Heartbeat:
-    """Renews `table`'s lease every `interval` seconds until `stop()`. `made=False`: the table
-    is still being made (a pending table's CREATE TABLE AS SELECT); the beats begin once
-    `made()` is called (which beats at once), so none fails on a table that does not exist yet.
-
-    `last` is this process's monotonic time just before the last beat that went through was
-    sent (or before the table was made): no other run can take the lease over sooner than a
-    lease's length after it (it must watch the heartbeat unchanged that long), so while `fresh()`
-    the lease is still this run's, also after a pause the run cannot see (a stopped process)."""
-
-    def __init__(
-        self,
-        spark: Spark,
-        table: str,
-        interval: Optional[float] = None,
-        made: bool = True,
-        since: Optional[float] = None,
-    ) -> None:
-        self.spark, self.table = spark, table
-        self.interval = interval if interval is not None else beat_interval(lease_seconds())
-        self.last = since if since is not None else time.monotonic()
-        self._stop = threading.Event()
-        self._made = threading.Event()
-        if made:
-            self._made.set()
-        self._thread = threading.Thread(target=self._beat, name=f"lease {table}", daemon=True)
-
-    def start(self) -> "Heartbeat":
-        self._thread.start()
-        return self
-
-    def made(self) -> None:
-        """The table exists now: the beats begin."""
-        self._made.set()
-
-    def fresh(self) -> bool:
-        """No other run can have taken the lease over yet (see the class's text; a tenth of the
-        lease is left for the two clocks' rates)."""
-        return time.monotonic() - self.last < 0.9 * lease_seconds()
-
-    def renew(self, spark: Spark) -> None:
-        """One beat now, on `spark` (the run's own connection), waited for."""
-        sent = time.monotonic()
-        spark.run(beat_sql(self.table))
-        self.last = max(self.last, sent)
-
-    def _beat(self) -> None:
-        if self._stop.wait(self.interval):
-            return  # a short run: no connection opened, no beat
-        while not self._made.is_set():  # the table is being made: nothing to renew yet
-            if self._stop.wait(min(1.0, self.interval)):
-                return
-        failures = 0
-        while True:
-            try:
-                with self.spark.own_connection(f"lease {self.table}") as own:
-                    while True:
-                        sent = time.monotonic()
-                        own.run(beat_sql(self.table))
-                        self.last, failures = sent, 0
-                        if self._stop.wait(self.interval):
-                            return
-            except Exception as exc:  # a blip: try again
-                failures += 1
-                if failures in (1, 10):
-                    logger.warning(f"could not renew the lease on {self.table} ({exc}); retrying")
-            if self._stop.wait(self.interval):
-                return
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=60)
-
-
 def confirm(spark: Spark, beat: Heartbeat) -> Fence:
     """The fence, before an irreversible step. While the lease is `fresh` no other run can have
     taken it over (it must first watch the heartbeat unchanged for a lease's length), so nothing
@@ -194,6 +95,61 @@ def confirm(spark: Spark, beat: Heartbeat) -> Fence:
         logger.debug(f"could not renew {beat.table} before a step: {exc}")
     found = fence(read_lease(spark, beat.table))
     return found if not found.held or beat.fresh() else Fence(False, None)
+
+
+def pending_leases(
+    spark: Spark, pendings: Sequence[str], unique_id: str
+) -> Dict[str, Dict[str, str]]:
+    """The properties of each of `pendings` still there."""
+    found: Dict[str, Dict[str, str]] = {}
+    for name in pendings:
+        try:
+            found[name] = table_properties(spark, name)
+        except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
+            logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
+    return found
+
+
+def watch_pending_leases(
+    spark: Spark, found: Dict[str, Dict[str, str]], unique_id: str
+) -> Set[str]:
+    """The pending tables whose lease binds: renewed while watched on this run's clock
+    (core/recovery/lease.py), never judged by another machine's clock. One whose run's process on
+    this host is gone, or that was released or taken over, is not watched; the others are
+    watched together until each is renewed or has run out (a lease's length at most)."""
+    host = this_client().host
+    watched = {
+        name: LeaseRecord.from_properties(name, props)
+        for name, props in found.items()
+        if judge(LeaseRecord.from_properties(name, props), host, process_running) is State.WATCH
+    }
+    watch, live, told = Watch(lease_seconds()), set(), False
+    while watched:
+        now = time.monotonic()
+        for name, lease in list(watched.items()):
+            seen = watch.see(lease, now)
+            if seen is not Seen.WAITING:
+                del watched[name]
+                if seen is Seen.LIVE:
+                    live.add(name)
+        if not watched:
+            break
+        if not told:
+            logger.info(
+                f"{unique_id}: waiting up to {lease_seconds():.0f} s for the lease of "
+                f"{len(watched)} pending table(s) of another run ({', '.join(watched)}): a "
+                "run that is alive renews it, one that died lets it run out"
+            )
+            told = True
+        time.sleep(1.0)
+        for name in list(watched):
+            record = read_lease(spark, name)
+            if record is None:  # its run settled it
+                del watched[name]
+                found.pop(name, None)
+            else:
+                watched[name] = record
+    return live
 
 
 # rounds of two runs taking their leases at one moment before this one gives up (Leases.alone)

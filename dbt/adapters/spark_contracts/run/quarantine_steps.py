@@ -3,9 +3,7 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` is one; `Restorer` puts tables back."""
 
-import time
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set
+from typing import List, Optional, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
@@ -23,7 +21,6 @@ from dbt.adapters.spark_contracts.core.contracts.quarantine import (
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
-from dbt.adapters.spark_contracts.core.recovery.lease import LeaseRecord, Seen, State, Watch, judge
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     CREATED_VERSION_PROPERTY,
     TAG_PROPERTY,
@@ -32,6 +29,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     Loaded,
     ModelRecord,
     Pending,
+    RowsOf,
     application_gone,
     decide_pending,
     load_state,
@@ -43,11 +41,10 @@ from dbt.adapters.spark_contracts.run.lease import (
     Heartbeat,
     beat_sql,
     lease_properties,
-    lease_seconds,
-    read_lease,
+    pending_leases,
     table_properties,
     take_over_sql,
-    this_client,
+    watch_pending_leases,
 )
 from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
@@ -64,21 +61,6 @@ from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import QuarantineMismatch, QuarantinePending
 
 logger = AdapterLogger("SparkContracts")
-
-
-@dataclass(frozen=True)
-class _RowsOf:
-    """A dead run's rows in the quarantine: its invocation's (`_dbt_run_id`), and, for a
-    microbatch batch, its own among them (`_dbt_batch_tag`, its commit tag)."""
-
-    invocation_id: str
-    tag: Optional[str] = None
-
-    def where(self) -> str:
-        where = f"`{RUN_ID_COLUMN}` = {sql_string(self.invocation_id)}"
-        if self.tag is not None:
-            where += f" and {quote_identifier(BATCH_COLUMN)} = {sql_string(self.tag)}"
-        return where
 
 
 class QuarantineSteps(Restorer):
@@ -214,7 +196,7 @@ class QuarantineSteps(Restorer):
                 if not self._exists(quarantine):
                     raise
             schema = self.spark.relation_schema(pending, is_describable(stage_format(table_format)))
-            key = _RowsOf(invocation_id, tag if schema.field(BATCH_COLUMN) is not None else None)
+            key = RowsOf(invocation_id, tag if schema.field(BATCH_COLUMN) is not None else None)
             if self._holds(quarantine, key):
                 self.spark.run(drop_sql(pending, table_format))
                 self._unset_loaded(relation, table_format, invocation_id)
@@ -253,13 +235,13 @@ class QuarantineSteps(Restorer):
             return False
         return True
 
-    def _holds(self, quarantine: str, rows: "_RowsOf") -> bool:
+    def _holds(self, quarantine: str, rows: "RowsOf") -> bool:
         """The quarantine holds rows of that run (of that batch, for a batch's)."""
         return bool(
             self.spark.fetch(f"select 1 as held from {quarantine} where {rows.where()} limit 1")
         )
 
-    def _merge_once(self, quarantine: str, pending: str, schema: Struct, rows: "_RowsOf") -> None:
+    def _merge_once(self, quarantine: str, pending: str, schema: Struct, rows: "RowsOf") -> None:
         """A dead run's discarded rows into the quarantine unless it holds rows of that run
         (that batch), in one MERGE: two runs settling the same pending table at once cannot
         both append it (the second MERGE's commit fails Delta's and Iceberg's conflict check,
@@ -362,8 +344,8 @@ class QuarantineSteps(Restorer):
         done: List[str] = []
         record: Optional[ModelRecord] = None
         here: Optional[Application] = None
-        found = self._pending_leases(pendings, unique_id)
-        binding = self._watch_pendings(found, unique_id)
+        found = pending_leases(self.spark, pendings, unique_id)
+        binding = watch_pending_leases(self.spark, found, unique_id)
         for name, properties in found.items():
             # every pending table records the model table's version when it was made; one that
             # does not is still moved when its load is in the log, else kept with a warning,
@@ -400,55 +382,6 @@ class QuarantineSteps(Restorer):
             logger.warning(f"{unique_id}: {message}")
             done.append(message)
         return done
-
-    def _pending_leases(self, pendings: Sequence[str], unique_id: str) -> Dict[str, Dict[str, str]]:
-        """The properties of each of `pendings` still there."""
-        found: Dict[str, Dict[str, str]] = {}
-        for name in pendings:
-            try:
-                found[name] = table_properties(self.spark, name)
-            except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
-                logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
-        return found
-
-    def _watch_pendings(self, found: Dict[str, Dict[str, str]], unique_id: str) -> Set[str]:
-        """The pending tables whose lease binds: renewed while watched on this run's clock
-        (core/recovery/lease.py), never judged by another machine's clock. One whose run's process on
-        this host is gone, or that was released or taken over, is not watched; the others are
-        watched together until each is renewed or has run out (a lease's length at most)."""
-        host = this_client().host
-        watched = {
-            name: LeaseRecord.from_properties(name, props)
-            for name, props in found.items()
-            if judge(LeaseRecord.from_properties(name, props), host, process_running) is State.WATCH
-        }
-        watch, live, told = Watch(lease_seconds()), set(), False
-        while watched:
-            now = time.monotonic()
-            for name, lease in list(watched.items()):
-                seen = watch.see(lease, now)
-                if seen is not Seen.WAITING:
-                    del watched[name]
-                    if seen is Seen.LIVE:
-                        live.add(name)
-            if not watched:
-                break
-            if not told:
-                logger.info(
-                    f"{unique_id}: waiting up to {lease_seconds():.0f} s for the lease of "
-                    f"{len(watched)} pending table(s) of another run ({', '.join(watched)}): a "
-                    "run that is alive renews it, one that died lets it run out"
-                )
-                told = True
-            time.sleep(1.0)
-            for name in list(watched):
-                record = read_lease(self.spark, name)
-                if record is None:  # its run settled it
-                    del watched[name]
-                    found.pop(name, None)
-                else:
-                    watched[name] = record
-        return live
 
     def _model_record(self, relation: str, table_format: str) -> ModelRecord:
         if logged(table_format):

@@ -47,8 +47,10 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from dbt.adapters.spark_contracts.core.contracts.load_select import BATCH_COLUMN, RUN_ID_COLUMN
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.schema.types import quote_identifier, sql_string
 
 PENDING_SUFFIX = "__pending_"  # <relation>__quarantine__pending_<run>
 TAG_PROPERTY = "dbt_spark_contracts.pending_tag"  # the run's commit tag, on the pending table
@@ -310,3 +312,18 @@ def manual_move(pending: str, quarantine: str, table_format: str) -> str:
         f"INSERT INTO {quarantine} BY NAME SELECT * FROM {pending}; {drop} "
         f"(if the model's load of that run is in its table), or {drop} (if not)"
     )
+
+
+@dataclass(frozen=True)
+class RowsOf:
+    """A dead run's rows in the quarantine: its invocation's (`_dbt_run_id`), and, for a
+    microbatch batch, its own among them (`_dbt_batch_tag`, its commit tag)."""
+
+    invocation_id: str
+    tag: str | None = None
+
+    def where(self) -> str:
+        where = f"`{RUN_ID_COLUMN}` = {sql_string(self.invocation_id)}"
+        if self.tag is not None:
+            where += f" and {quote_identifier(BATCH_COLUMN)} = {sql_string(self.tag)}"
+        return where

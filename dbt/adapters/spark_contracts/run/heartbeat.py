@@ -1,0 +1,123 @@
+"""A lease's heartbeat (core/recovery/lease.py): how long a lease binds, a beat, this dbt process
+as a lease names its holder, and the thread that renews a lease on a connection of its own."""
+
+import os
+import socket
+import threading
+import time
+from typing import Optional
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.recovery.lease import (
+    LEASE_SECONDS,
+    Client,
+    beat_interval,
+)
+from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY
+
+logger = AdapterLogger("SparkContracts")
+
+LEASE_ENV = "DBT_SPARK_CONTRACTS_LEASE_SECONDS"
+
+
+def lease_seconds() -> float:
+    """How long a lease binds after its heartbeat was last seen to change."""
+    value = os.environ.get(LEASE_ENV)
+    if not value:
+        return LEASE_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"${LEASE_ENV}={value!r}: expected a number of seconds") from None
+    if seconds <= 0:
+        raise ValueError(f"${LEASE_ENV}={value!r}: expected a positive number of seconds")
+    return seconds
+
+
+def beat_sql(table: str, at: Optional[float] = None) -> str:
+    """A heartbeat: a value that changes with each beat (only its change is read, never
+    compared with another machine's clock); 0 releases the lease."""
+    value = "0" if at == 0 else f"{at if at is not None else time.time():.3f}"
+    return f"alter table {table} set tblproperties ('{BEAT_PROPERTY}' = '{value}')"
+
+
+def this_client() -> Client:
+    """This dbt process, as a lease records its holder."""
+    return Client(socket.gethostname(), os.getpid())
+
+
+class Heartbeat:
+    """Renews `table`'s lease every `interval` seconds until `stop()`. `made=False`: the table
+    is still being made (a pending table's CREATE TABLE AS SELECT); the beats begin once
+    `made()` is called (which beats at once), so none fails on a table that does not exist yet.
+
+    `last` is this process's monotonic time just before the last beat that went through was
+    sent (or before the table was made): no other run can take the lease over sooner than a
+    lease's length after it (it must watch the heartbeat unchanged that long), so while `fresh()`
+    the lease is still this run's, also after a pause the run cannot see (a stopped process)."""
+
+    def __init__(
+        self,
+        spark: Spark,
+        table: str,
+        interval: Optional[float] = None,
+        made: bool = True,
+        since: Optional[float] = None,
+    ) -> None:
+        self.spark, self.table = spark, table
+        self.interval = interval if interval is not None else beat_interval(lease_seconds())
+        self.last = since if since is not None else time.monotonic()
+        self._stop = threading.Event()
+        self._made = threading.Event()
+        if made:
+            self._made.set()
+        self._thread = threading.Thread(target=self._beat, name=f"lease {table}", daemon=True)
+
+    def start(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def made(self) -> None:
+        """The table exists now: the beats begin."""
+        self._made.set()
+
+    def fresh(self) -> bool:
+        """No other run can have taken the lease over yet (see the class's text; a tenth of the
+        lease is left for the two clocks' rates)."""
+        return time.monotonic() - self.last < 0.9 * lease_seconds()
+
+    def renew(self, spark: Spark) -> None:
+        """One beat now, on `spark` (the run's own connection), waited for."""
+        sent = time.monotonic()
+        spark.run(beat_sql(self.table))
+        self.last = max(self.last, sent)
+
+    def _beat(self) -> None:
+        if self._stop.wait(self.interval):
+            return  # a short run: no connection opened, no beat
+        while not self._made.is_set():  # the table is being made: nothing to renew yet
+            if self._stop.wait(min(1.0, self.interval)):
+                return
+        failures = 0
+        while True:
+            try:
+                with self.spark.own_connection(f"lease {self.table}") as own:
+                    while True:
+                        sent = time.monotonic()
+                        own.run(beat_sql(self.table))
+                        self.last, failures = sent, 0
+                        if self._stop.wait(self.interval):
+                            return
+            except Exception as exc:  # a blip: try again
+                failures += 1
+                if failures in (1, 10):
+                    logger.warning(f"could not renew the lease on {self.table} ({exc}); retrying")
+            if self._stop.wait(self.interval):
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=60)
