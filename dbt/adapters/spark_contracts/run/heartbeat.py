@@ -70,6 +70,7 @@ class Heartbeat:
         self.interval = interval if interval is not None else beat_interval(lease_seconds())
         self.last = since if since is not None else time.monotonic()
         self._stop = threading.Event()
+        self._beating = threading.Lock()  # one beat at a time: the thread's, or `renew`
         self._made = threading.Event()
         if made:
             self._made.set()
@@ -88,11 +89,24 @@ class Heartbeat:
         lease is left for the two clocks' rates)."""
         return time.monotonic() - self.last < 0.9 * lease_seconds()
 
-    def renew(self, spark: Spark) -> None:
-        """One beat now, on `spark` (the run's own connection), waited for."""
-        sent = time.monotonic()
-        spark.run(beat_sql(self.table))
-        self.last = max(self.last, sent)
+    def renew(self, spark: Spark, attempts: int = 3) -> None:
+        """Beat now, on `spark` (the run's own connection), and wait for it, unless the thread's
+        beat in flight (waited for: the two never commit to the table at once) made the lease
+        fresh. A failed beat (a busy machine, a format's conflict check) is tried again; the last
+        failure is raised."""
+        for attempt in range(1, attempts + 1):
+            with self._beating:
+                if self.fresh():
+                    return
+                sent = time.monotonic()
+                try:
+                    spark.run(beat_sql(self.table))
+                except Exception:
+                    if attempt == attempts:
+                        raise
+                    continue
+                self.last = max(self.last, sent)
+                return
 
     def _beat(self) -> None:
         if self._stop.wait(self.interval):
@@ -105,9 +119,10 @@ class Heartbeat:
             try:
                 with self.spark.own_connection(f"lease {self.table}") as own:
                     while True:
-                        sent = time.monotonic()
-                        own.run(beat_sql(self.table))
-                        self.last, failures = sent, 0
+                        with self._beating:
+                            sent = time.monotonic()
+                            own.run(beat_sql(self.table))
+                            self.last, failures = sent, 0
                         if self._stop.wait(self.interval):
                             return
             except Exception as exc:  # a blip: try again
