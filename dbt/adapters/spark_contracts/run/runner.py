@@ -338,6 +338,10 @@ class Runner(QuarantineSteps):
             self._settle_own_pending(run, restored=False)
             self.record(run)
             raise exc
+        try:  # a restore is a commit too: a run that lost its lease restores nothing
+            self.fence(run)
+        except LeaseLost as lost:
+            raise lost from exc
         try:
             self.events.add(Restored(self.restore(intent, list(self.out.executed))))
         except ForeignCommits as foreign:
