@@ -232,10 +232,12 @@ class Runner(QuarantineSteps):
         )
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
-        self.fence(run)  # outside the undo: a run that lost its lease puts nothing back
         try:
+            self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
             return action()
-        except Exception as exc:
+        except LeaseLost:
+            raise
+        except Exception as exc:  # the step, or confirming the lease before it, failed
             self.undo(run, exc, step)
 
     def fence(self, run: ModelRun) -> None:
@@ -331,17 +333,24 @@ class Runner(QuarantineSteps):
                 logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
 
     def undo(self, run: ModelRun, exc: BaseException, step: str) -> None:
-        """Put the table back after `step` failed (if this run changed it), then raise."""
-        self.drop_stage(run)  # the quarantine holds nothing of a run before its load
+        """Put the table back after `step` failed (if this run changed it), then raise. A run
+        that lost its lease meanwhile restores and settles nothing (`LeaseLost`); where the
+        lease cannot be confirmed (the fence's read failed too), it restores as before: the
+        restore never goes over another writer's commits."""
+        self.drop_stage(run)
+        try:
+            self.fence(run)
+        except LeaseLost as lost:
+            raise lost from exc
+        except Exception as fence_exc:
+            logger.debug(
+                f"{run.unique_id}: could not confirm the lease before the undo: {fence_exc}"
+            )  # the quarantine holds nothing of a run before its load
         intent = self.state.intent
         if intent is None:
             self._settle_own_pending(run, restored=False)
             self.record(run)
             raise exc
-        try:  # a restore is a commit too: a run that lost its lease restores nothing
-            self.fence(run)
-        except LeaseLost as lost:
-            raise lost from exc
         try:
             self.events.add(Restored(self.restore(intent, list(self.out.executed))))
         except ForeignCommits as foreign:
