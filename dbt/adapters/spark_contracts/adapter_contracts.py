@@ -35,7 +35,6 @@ from dbt.adapters.spark_contracts.core.contracts.model_contract import (
     compare_model_contract,
     mismatch_table,
 )
-from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns
 from dbt.adapters.spark_contracts.core.evolution.render import (
     render_plan,
@@ -229,8 +228,7 @@ class ContractMethods(metaclass=AdapterMeta):
                 return None  # Iceberg's NOT NULL build declares its columns: no CTAS to plan
         spark = self._spark()
         compiled = runs.compiled_schema(spark.schema(compiled_sql), not_null)
-        view = relation.incorporate(path={"identifier": relation.identifier + "__dbt_tmp"})
-        view = view.include(database=False, schema=False)
+        view = self._model_view(relation)  # type: ignore[attr-defined]
         inputs = RunInputs(
             relation=str(relation),
             view=str(view),
@@ -252,12 +250,7 @@ class ContractMethods(metaclass=AdapterMeta):
         unique_id = model.get("unique_id", str(relation))
         tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
         self._tags.set(spark, tag)  # cleared when dbt ends the node (post_model_hook)
-        load = decided.load
-        quarantine_format = (
-            self._sibling_format(relation, QUARANTINE_SUFFIX)
-            if load is not None and load.quarantine_row is not None
-            else None
-        )
+        quarantine_format = self._quarantine_format(relation, decided.load)  # type: ignore[attr-defined]
         with config_errors_as_compilation_errors():
             run = runs.ModelRun.planned(
                 inputs,
@@ -268,10 +261,7 @@ class ContractMethods(metaclass=AdapterMeta):
                 replace_by=build.build.action,
                 quarantine_format=quarantine_format,
             )
-        runner = self._runner(spark, invocation_id)
-        runner.events = runs.RunEvents(())
-        runner.record(run)
-        return run
+        return run  # recorded when it is carried out (execute_model_run), not while planned
 
     def _raise_violation(
         self, spark: runs.Spark, unique_id: str, relation: Any, violations: Any

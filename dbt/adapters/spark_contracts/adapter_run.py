@@ -152,8 +152,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             raise DbtRuntimeError(
                 f"{model.get('unique_id')}: plan_model needs repair_model's result first"
             )
-        view = existing.incorporate(path={"identifier": existing.identifier + "__dbt_tmp"})
-        view = view.include(database=False, schema=False)
+        view = self._model_view(existing)
         spark = repairs_.ReadOnly(self._spark())
         spark.run(f"create or replace temporary view {view} as {compiled_code}")
         runner = self._runner(spark, invocation_id)
@@ -276,11 +275,6 @@ class RunPathMethods(metaclass=AdapterMeta):
         if decided.stage and load is not None and load.discard_metrics and not spark.can_observe():
             method = str(self.config.credentials.method)
             logger.info(runs.counts_not_observed_note(unique_id, method))
-        quarantine_format = (
-            self._sibling_format(relation, QUARANTINE_SUFFIX)
-            if load is not None and load.quarantine_row is not None
-            else None
-        )
         with config_errors_as_compilation_errors():
             run = runs.ModelRun.planned(
                 inputs,
@@ -291,7 +285,7 @@ class RunPathMethods(metaclass=AdapterMeta):
                 microbatch=microbatch,
                 replace_by=replace_by,
                 repairs=repairs,
-                quarantine_format=quarantine_format,
+                quarantine_format=self._quarantine_format(relation, load),
             )
         if (
             run.has_changes or run.blocked or run.plan.notes or run.plan.ignored or repairs
@@ -301,6 +295,18 @@ class RunPathMethods(metaclass=AdapterMeta):
             for warning in run.plan.warnings:
                 logger.warning(f"{unique_id} ({relation}): {warning}")
         return run
+
+    def _model_view(self, relation: BaseRelation) -> BaseRelation:
+        """The temporary view a run reads the model's query from."""
+        view = relation.incorporate(path={"identifier": relation.identifier + "__dbt_tmp"})
+        return view.include(database=False, schema=False)
+
+    def _quarantine_format(self, relation: BaseRelation, load: Any) -> Optional[str]:
+        """The format of the model's quarantine where a quarantining load writes one and dbt's
+        cache holds it (None: the run makes it, or writes none)."""
+        if load is None or load.quarantine_row is None:
+            return None
+        return self._sibling_format(relation, QUARANTINE_SUFFIX)
 
     def _sibling_format(self, relation: BaseRelation, suffix: str) -> Optional[str]:
         cached = self._sibling(relation, suffix)
