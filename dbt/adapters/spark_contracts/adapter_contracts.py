@@ -16,10 +16,7 @@ from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
-from dbt.adapters.spark_contracts.constraints import (
-    build_not_null,
-    model_table_constraints,
-)
+from dbt.adapters.spark_contracts.constraints import model_table_constraints
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
     TableConstraints,
 )
@@ -45,7 +42,7 @@ from dbt.adapters.spark_contracts.core.materialization.load import (
     merge_load,
     render_load,
 )
-from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs
+from dbt.adapters.spark_contracts.core.materialization.run_plan import BuildPlan, RunInputs
 from dbt.adapters.spark_contracts.core.materialization.snapshot import (
     SnapshotContractError,
     plan_snapshot,
@@ -180,8 +177,7 @@ class ContractMethods(metaclass=AdapterMeta):
             self._raise_violation(spark, unique_id, relation, violations)
         return ""
 
-    @available
-    def contract_create_sql(
+    def _contract_create_sql(
         self, relation: BaseRelation, compiled_sql: str, model: Dict[str, Any], run_vars: Any
     ) -> str:
         """The SELECT a run that creates the table writes: the model's query itself, or, under a
@@ -202,10 +198,9 @@ class ContractMethods(metaclass=AdapterMeta):
         source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
         return render_load_select(decision, source, None, compiled, "", hoist=False).select
 
-    @available
-    def plan_create_run(
+    def _plan_create_run(
         self,
-        build: runs.PlannedBuild,
+        build: BuildPlan,
         relation: BaseRelation,
         compiled_sql: str,
         model: Dict[str, Any],
@@ -221,7 +216,7 @@ class ContractMethods(metaclass=AdapterMeta):
         if contract is None or declared is None or settings.dry_run:
             return None
         config = model.get("config") or {}
-        table_format = build.build.result_format
+        table_format = build.result_format
         not_null = declared_not_null(model)
         if (config.get("contract") or {}).get("enforced") and not_null:
             if row_of(table_format).not_null_needs_create:
@@ -258,7 +253,7 @@ class ContractMethods(metaclass=AdapterMeta):
                 unique_id,
                 tag,
                 LoadOptions.from_config(config),
-                replace_by=build.build.action,
+                replace_by=build.action,
                 quarantine_format=quarantine_format,
             )
         return run  # recorded when it is carried out (execute_model_run), not while planned
@@ -336,20 +331,6 @@ class ContractMethods(metaclass=AdapterMeta):
         """The constraints a build of `model` creates with its table (dbt warns here about the
         ones `file_format` does not enforce or support)."""
         return model_table_constraints(model, file_format)
-
-    @available
-    def build_with_schema(
-        self,
-        relation: BaseRelation,
-        select_sql: str,
-        constraints: TableConstraints,
-        clauses: str,
-        exists: bool,
-    ) -> Any:
-        """An Iceberg build with NOT NULL columns, all or nothing (constraints.build_not_null)."""
-        spark = self._spark()
-        log = runs.Runner(spark, self._report, self._target_dir)
-        return build_not_null(spark, str(relation), select_sql, constraints, clauses, exists, log)
 
     @available
     def merge_sql(

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from functools import partial
 from typing import Any, Dict, Optional, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.connection.errors import (
@@ -19,7 +20,11 @@ from dbt.adapters.spark_contracts.connection.errors import (
     refused_before_any_change,
 )
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.core.contracts.constraints import declared_not_null
+from dbt.adapters.spark_contracts.constraints import build_not_null, model_table_constraints
+from dbt.adapters.spark_contracts.core.contracts.constraints import (
+    TableConstraints,
+    declared_not_null,
+)
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.materialization.load import LoadOptions, render_load
@@ -119,6 +124,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         materialization: str,
         file_format: str,
         repaired: repairs_.Repaired,
+        target: BaseRelation,
         model: Dict[str, Any],
         run_vars: Dict[str, Any],
         full_refresh: bool,
@@ -145,8 +151,15 @@ class RunPathMethods(metaclass=AdapterMeta):
             bool(settings.uses_evolution or contract is not None),
             external=fixed_path(model.get("config") or {}),
         )
+        unique_id = model.get("unique_id", str(target))
+        planned_as = partial(runs.PlannedBuild, unique_id=unique_id, invocation_id=invocation_id)
         if not facts.evolves:
-            return runs.PlannedBuild(plan_model(facts).build)
+            build = plan_model(facts).build
+            run = self._plan_create_run(
+                build, target, compiled_code, model, run_vars, invocation_id
+            )
+            select = self._create_select(run, target, compiled_code, model, run_vars)
+            return planned_as(build, run, select, self._constraints(model, file_format, select))
         assert existing is not None
         if not repaired.tag:
             raise DbtRuntimeError(
@@ -156,7 +169,6 @@ class RunPathMethods(metaclass=AdapterMeta):
         spark = repairs_.ReadOnly(self._spark())
         spark.run(f"create or replace temporary view {view} as {compiled_code}")
         runner = self._runner(spark, invocation_id)
-        unique_id = model.get("unique_id", str(existing))
         inputs, microbatch = self._run_facts(
             spark,
             existing,
@@ -189,7 +201,37 @@ class RunPathMethods(metaclass=AdapterMeta):
             options,
         )
         logger.debug(f"{unique_id}: planned with {len(spark.sent)} statement(s), all reads")
-        return runs.PlannedBuild(planned.build, run)
+        select = self._create_select(run, target, compiled_code, model, run_vars)
+        return planned_as(planned.build, run, select, self._constraints(model, file_format, select))
+
+    def _create_select(
+        self,
+        run: Optional[runs.ModelRun],
+        target: BaseRelation,
+        compiled_code: str,
+        model: Dict[str, Any],
+        run_vars: Dict[str, Any],
+    ) -> Optional[str]:
+        """The SELECT the build's table statement creates the table from: a run's rebuild reads
+        the run's source; a full refresh, or a build with no run, the model's query (under a
+        pydantic_contract coerced into the declared columns, adapter_contracts); None: the
+        run's load writes, with no table statement."""
+        if run is not None and run.rebuilds:
+            return f"select * from {run.source}"
+        if run is not None and not run.full_refresh:
+            return None
+        query = (run.fits if run is not None else None) or compiled_code
+        return self._contract_create_sql(target, query, model, run_vars)  # type: ignore[attr-defined]
+
+    def _constraints(
+        self, model: Dict[str, Any], file_format: str, select: Optional[str]
+    ) -> Optional[TableConstraints]:
+        """The constraints an enforced contract creates with the table, where the build has a
+        table statement (dbt warns here about those `file_format` does not enforce)."""
+        enforced = ((model.get("config") or {}).get("contract") or {}).get("enforced")
+        if select is None or not enforced:
+            return None
+        return model_table_constraints(model, file_format)
 
     def _existing(self, relation: Optional[BaseRelation]) -> Optional[Existing]:
         if relation is None:
@@ -324,15 +366,76 @@ class RunPathMethods(metaclass=AdapterMeta):
         return runs.Runner(spark, self._report, self._target_dir)
 
     @available
-    def execute_model_run(
-        self, run: runs.ModelRun, existing: BaseRelation, rebuild_sql: Optional[str] = None
+    def execute_plan(
+        self,
+        plan: runs.PlannedBuild,
+        target: BaseRelation,
+        existing: Optional[BaseRelation],
+        create_sql: Optional[str],
+        clauses: str = "",
     ) -> runs.ContractsAdapterResponse:
-        """Step 2, every side effect of the planned run in one call (runner.Runner.execute): stage,
-        check, count, quarantine, multi-step changes, the one write (the run's typed load,
-        rendered by core/materialization/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
+        """Step 3, the one call that carries a build out, as planned (`plan_model`): a blocked
+        run refused and recorded; a dry run recorded and logged; a full refresh or a build with
+        no run, the table statement (`create_sql`, dbt-spark's DDL for `plan.builds_at(target)`,
+        or the SELECT of Iceberg's NOT NULL build with its `clauses`); any other run, its steps
+        and its one load (`_execute_run`)."""
+        run = plan.run
+        if run is None:
+            return self._build(plan, target, existing, create_sql, clauses)
+        if run.blocked:
+            self._record(run)
+            raise CompilationError(str(run.error_message))
+        if run.dry_run:
+            logger.info(f"[dry run] {run.summary()}")
+            self._record(run)
+            return run.response(
+                f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed",
+                runs.RunOutcome.repaired(run.repairs),
+                dry_run=True,
+            )
+        if run.full_refresh:
+            response = self._build(plan, target, existing, create_sql, clauses)
+            return run.response(str(response), self._record(run))
+        return self._execute_run(run, existing, create_sql)
+
+    def _build(
+        self,
+        plan: runs.PlannedBuild,
+        target: BaseRelation,
+        existing: Optional[BaseRelation],
+        create_sql: Optional[str],
+        clauses: str,
+    ) -> Any:
+        """The table statement of a build: in one statement; built beside the relation and
+        swapped in under the model's lease (run/swap.py); after dropping the relation (a fixed
+        path, a format's own catalog); or Iceberg's NOT NULL build (constraints.build_not_null)."""
+        if create_sql is None:
+            raise DbtRuntimeError(f"{plan.unique_id}: the build needs its table statement")
+        if plan.swaps:
+            assert existing is not None
+            return self._swap_build(existing, create_sql, plan.unique_id, plan.invocation_id)  # type: ignore[attr-defined]
+        if plan.drop_first and existing is not None:
+            self.drop_relation(existing)  # type: ignore[attr-defined]
+        if plan.explicit_build:
+            assert plan.constraints is not None
+            exists = existing is not None and not plan.drop_first
+            spark = self._spark()
+            log = runs.Runner(spark, self._report, self._target_dir)
+            return build_not_null(
+                spark, str(target), create_sql, plan.constraints, clauses, exists, log
+            )
+        response, _ = self.execute(create_sql)  # type: ignore[attr-defined]
+        return response
+
+    def _execute_run(
+        self, run: runs.ModelRun, existing: BaseRelation, rebuild_sql: Optional[str]
+    ) -> runs.ContractsAdapterResponse:
+        """Every side effect of the planned run (runner.Runner.execute): stage, check, count,
+        quarantine, multi-step changes, the one write (the run's typed load, rendered by
+        core/materialization/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
         undone on failure. A rebuild whose format cannot replace atomically is built beside the
-        table and swapped in after its load (core/recovery/swap.py), or, at a location_root, drops the
-        table once every check passed."""
+        table and swapped in after its load (core/recovery/swap.py), or, at a location_root,
+        drops the table once every check passed."""
         if run.load is None:
             raise DbtRuntimeError(f"{run.unique_id}: the run has no load (blocked or dry run)")
         load_sql = rebuild_sql if run.rebuilds else render_load(run.load)
@@ -341,31 +444,18 @@ class RunPathMethods(metaclass=AdapterMeta):
         spark = self._spark()
         runner = self._runner(spark, run.invocation_id)
         if not run.swaps_after_load:
-            drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None
+            drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None  # type: ignore[attr-defined]
             return runner.execute(run, load_sql, drop)
-        # `rebuild_sql` builds the table beside the old one (swap_beside); swapped in after the
-        # load, under the model's lease (run/swap.py)
-        swap = self._swap(existing)
-        key = self._swap_key(existing, run.unique_id, run.invocation_id)
+        # `rebuild_sql` builds the table beside the old one (PlannedBuild.builds_at); swapped
+        # in after the load, under the model's lease (run/swap.py)
+        swap = self._swap(existing)  # type: ignore[attr-defined]
+        key = self._swap_key(existing, run.unique_id, run.invocation_id)  # type: ignore[attr-defined]
         with swaps.building(spark, key, swap):
             response = runner.execute(
                 run, load_sql, after_load=lambda: swaps.swap_in(spark, swap, run.invocation_id)
             )
-        self._swapped(existing, swap)
+        self._swapped(existing, swap)  # type: ignore[attr-defined]
         return response
-
-    @available
-    def full_refresh_response(
-        self, run: runs.ModelRun, response: Any
-    ) -> runs.ContractsAdapterResponse:
-        return run.response(str(response), self._record(run))
-
-    @available
-    def blocked_run(self, run: runs.ModelRun) -> str:
-        """A blocked run recorded in the invocation's report; its error message, for Jinja to
-        raise."""
-        self._record(run)
-        return str(run.error_message)
 
     def _record(self, run: runs.ModelRun) -> runs.RunOutcome:
         """A run that carried out no load (dry run, blocked, full refresh) in the report."""
@@ -373,15 +463,6 @@ class RunPathMethods(metaclass=AdapterMeta):
         runner.events = runs.RunEvents(run.repairs)
         runner.record(run)
         return runner.out
-
-    @available
-    def dry_run_response(self, run: runs.ModelRun) -> runs.ContractsAdapterResponse:
-        self._record(run)
-        return run.response(
-            f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed",
-            runs.RunOutcome.repaired(run.repairs),
-            dry_run=True,
-        )
 
     def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
         """(schema contract, evolution settings, declared `pydantic_contract`) of this run."""

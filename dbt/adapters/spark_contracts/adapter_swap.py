@@ -47,14 +47,7 @@ class SwapMethods(metaclass=AdapterMeta):
             if gone is not None:
                 self.cache_dropped(gone)  # type: ignore[attr-defined]
 
-    @available
-    def swap_beside(self, relation: BaseRelation) -> BaseRelation:
-        """Where a rebuild of `relation` builds its table before the swap."""
-        identifier = suffixed(relation.identifier, REWRITE_SUFFIX)
-        return relation.incorporate(path={"identifier": identifier}, type="table")
-
-    @available
-    def swap_build(
+    def _swap_build(
         self, existing: BaseRelation, create_sql: str, unique_id: str, invocation_id: str
     ) -> Any:
         """A rebuild of `existing` built beside it by `create_sql` and swapped in, under the

@@ -20,6 +20,7 @@ commit tag), `run_errors`, `outcome_events` (what a run did, as events; its work
 """
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed, Spark, from_json
+from dbt.adapters.spark_contracts.run.build import PlannedBuild
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
 from dbt.adapters.spark_contracts.run.model_run import (
     DELTA_USER_METADATA,
@@ -28,7 +29,6 @@ from dbt.adapters.spark_contracts.run.model_run import (
     STAGE_SUFFIX,
     ContractsAdapterResponse,
     ModelRun,
-    PlannedBuild,
     blocked_message,
     compiled_schema,
     counts_not_observed_note,

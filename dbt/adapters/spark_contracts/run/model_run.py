@@ -372,32 +372,3 @@ def quarantine_format_for(table_format: str) -> str:
     """A quarantine's (and a run lease's) format beside a model table in `table_format`: the
     table's own where rows can be deleted again (triage), else parquet."""
     return table_format if logged(table_format) else "parquet"
-
-
-@dataclass(frozen=True)
-class PlannedBuild:
-    """What Jinja is handed for one table or incremental build: the build (create, replace,
-    build beside and swap, drop then create, or evolve) and, when it evolves, the planned run it hands back."""
-
-    build: BuildPlan
-    run: Optional[ModelRun] = None
-
-    @property
-    def evolves(self) -> bool:
-        return self.build.evolves
-
-    @property
-    def drop_first(self) -> bool:
-        return self.build.drop_first
-
-    @property
-    def swaps(self) -> bool:
-        return self.build.swaps
-
-    @property
-    def is_delta(self) -> bool:
-        return self.build.is_delta
-
-    @property
-    def is_iceberg(self) -> bool:
-        return self.build.is_iceberg

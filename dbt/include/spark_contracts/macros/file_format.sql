@@ -20,7 +20,7 @@
      (Delta: CHECK constraints as table properties, checked against the initial rows).
      `assert_columns`: check the query's columns against the enforced contract here (false: a
      planned run's load, whose source view exists only once the run has begun; the model's
-     query was checked before the run, spark_contracts_evolve_and_load). --#}
+     query was checked before the run, spark_contracts_execute). --#}
 {%- macro spark_contracts_ctas(relation, compiled_code, constraints, assert_columns=true) -%}
     {%- if constraints is not none and constraints.explicit_schema -%}
       {#-- a CTAS stores every column nullable: NOT NULL here would be lost, never silently --#}
@@ -59,28 +59,6 @@
   {{ return(none) }}
 {%- endmacro %}
 
-{#-- The `main` statement of a table build: one CTAS, or, where NOT NULL needs declared columns
-     (Iceberg), the adapter's CREATE + INSERT, undone when a row violates it. --#}
-{% macro spark_contracts_create_main(relation, compiled_code, language='sql') %}
-  {%- set constraints = spark_contracts_table_constraints(language) -%}
-  {%- if constraints is not none and constraints.explicit_schema -%}
-    {{ get_assert_columns_equivalent(compiled_code) }}
-    {%- set clauses -%}
-      {{ options_clause() }} {{ partition_cols(label="partitioned by") }} {{ clustered_cols(label="clustered by") }} {{ location_clause() }} {{ comment_clause() }} {{ constraints.tblproperties_clause(config.get('tblproperties')) }}
-    {%- endset -%}
-    {%- set response = adapter.build_with_schema(relation, get_select_subquery(compiled_code), constraints, clauses | trim, load_relation(relation) is not none) -%}
-    {% do store_result('main', response=response) %}
-  {%- elif language == 'sql' -%}
-    {%- call statement('main', language=language) -%}
-      {{ spark_contracts_ctas(relation, compiled_code, constraints) }}
-    {%- endcall -%}
-  {%- else -%}
-    {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, relation, compiled_code, language) }}
-    {%- endcall -%}
-  {%- endif -%}
-{% endmacro %}
-
 {% macro spark_contracts__alter_column_comment(relation, column_dict) %}
   {% if spark_contracts_file_format() in ['delta', 'iceberg'] %}
     {% for column_name in column_dict %}
@@ -92,7 +70,7 @@
 {% endmacro %}
 
 {#-- Nothing to do after the build: constraints are created WITH the table (spark_contracts_ctas,
-     spark_contracts_create_main); this adapter's materializations no longer call it, and dbt's
+     spark_contracts_execute); this adapter's materializations no longer call it, and dbt's
      or dbt-spark's macros that still do get this no-op. dbt-spark's ALTERs after the CTAS failed on Delta (SET NOT NULL
      on a nullable column) and left a replaced table behind when rows violated them. --#}
 {% macro spark_contracts__persist_constraints(relation, model) %}

@@ -26,12 +26,8 @@
 
   {#-- one question (core/materialization/run_plan.plan_model): create, replace atomically, build beside and swap,
        drop then create, or evolve: the run planned against the deployed table, which this carries out --#}
-  {%- set plan = adapter.plan_model('incremental', file_format, repaired, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
-  {%- if plan.evolves -%}
-    {{ spark_contracts_evolve_and_load(plan.run, target_relation, existing_relation, compiled_code) }}
-  {%- else -%}
-    {% do spark_contracts_create(plan, target_relation, existing_relation, compiled_code, language) %}
-  {%- endif -%}
+  {%- set plan = adapter.plan_model('incremental', file_format, repaired, target_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
+  {% do spark_contracts_execute(plan, target_relation, existing_relation, compiled_code) %}
 
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}

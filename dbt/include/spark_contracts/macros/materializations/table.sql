@@ -19,12 +19,8 @@
        drop then create, or,
        for a table that exists and binds a schema contract or schema_evolution, a rebuild
        planned against it like an incremental run (contract modes, gated drops/narrowing) --#}
-  {%- set plan = adapter.plan_model('table', file_format, repaired, model, spark_contracts_run_vars(), should_full_refresh(), '', compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
-  {%- if plan.evolves -%}
-    {{ spark_contracts_evolve_and_load(plan.run, target_relation, old_relation, compiled_code) }}
-  {%- else -%}
-    {% do spark_contracts_create(plan, target_relation, old_relation, compiled_code, language) %}
-  {%- endif -%}
+  {%- set plan = adapter.plan_model('table', file_format, repaired, target_relation, model, spark_contracts_run_vars(), should_full_refresh(), '', compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
+  {% do spark_contracts_execute(plan, target_relation, old_relation, compiled_code) %}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}

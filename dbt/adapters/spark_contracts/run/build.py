@@ -1,0 +1,78 @@
+"""What Jinja is handed for one table or incremental build (`PlannedBuild`), and the build's
+table statement carried out: created in one statement, replaced in one atomic statement, built
+beside the relation and swapped in (run/swap.py), or created after the relation is dropped.
+
+The adapter's `execute_plan` is the one call that carries a `PlannedBuild` out: a planned run
+goes to the Runner (run/runner.py), a build that only creates or replaces the table comes
+here. Jinja renders the table statement with dbt-spark's DDL macros (`create_sql`, for the
+relation `builds_at` names) and decides nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from dbt.adapters.spark_contracts.core.contracts.constraints import TableConstraints
+from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, suffixed
+from dbt.adapters.spark_contracts.core.materialization.run_plan import Build, BuildPlan
+from dbt.adapters.spark_contracts.run.model_run import ModelRun
+
+
+@dataclass(frozen=True)
+class PlannedBuild:
+    """One build as planned (the adapter's `plan_model`): the build (create, replace, build
+    beside and swap, drop then create, or evolve), the run planned when it evolves (or when a
+    creating build counts what it discards), the SELECT its table statement creates the table
+    from (None: the run's load writes and no table statement is needed), and the constraints an
+    enforced contract creates with the table."""
+
+    build: BuildPlan
+    run: Optional[ModelRun] = None
+    create_select: Optional[str] = None
+    constraints: Optional[TableConstraints] = None
+    unique_id: str = ""
+    invocation_id: str = ""
+
+    @property
+    def evolves(self) -> bool:
+        return self.build.evolves
+
+    @property
+    def is_delta(self) -> bool:
+        return self.build.is_delta
+
+    @property
+    def is_iceberg(self) -> bool:
+        return self.build.is_iceberg
+
+    @property
+    def replace_by(self) -> Build:
+        """How the table statement replaces the relation: the run's own (a rebuild or full
+        refresh planned against the deployed table) or the build's."""
+        return self.run.replace_by if self.run is not None else self.build.action
+
+    @property
+    def swaps(self) -> bool:
+        return self.replace_by is Build.SWAP
+
+    @property
+    def drop_first(self) -> bool:
+        return self.replace_by is Build.DROP_AND_CREATE
+
+    @property
+    def explicit_build(self) -> bool:
+        """The table is created with declared columns (Iceberg's NOT NULL build,
+        constraints.build_not_null), not by a CTAS: a build that creates or replaces it, or a
+        full refresh (a run's rebuild or a swap has no such build: its CTAS refuses NOT NULL)."""
+        if self.constraints is None or not self.constraints.explicit_schema or self.swaps:
+            return False
+        return self.run is None or self.run.full_refresh
+
+    def builds_at(self, relation: Any) -> Any:
+        """The relation the table statement creates: `relation`, or the table beside it that a
+        swap puts in its place (a rebuild's load swaps in after the load, run/swap.py)."""
+        if not self.swaps:
+            return relation
+        identifier = suffixed(relation.identifier, REWRITE_SUFFIX)
+        return relation.incorporate(path={"identifier": identifier}, type="table")
