@@ -17,6 +17,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
+from dbt.adapters.spark_contracts.connection import failpoint
 from dbt.adapters.spark_contracts.connection import session as embedded
 from dbt.adapters.spark_contracts.connection.credentials import (
     ContractsConnectionMethod,
@@ -262,6 +263,12 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
 
 class SparkContractsConnectionManager(SparkConnectionManager):
     TYPE = "spark_contracts"
+
+    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> Tuple[Connection, Any]:
+        """dbt's, then the fault-injection point (connection/failpoint.py; off unless set)."""
+        connection, cursor = super().add_query(sql, *args, **kwargs)
+        failpoint.after_statement(sql)
+        return connection, cursor
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:

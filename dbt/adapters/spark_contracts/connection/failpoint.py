@@ -1,0 +1,51 @@
+"""A fault-injection point for the kill-at-every-statement matrix
+(tests/functional/evolution/test_kill_every_statement.py). Off unless its variable is set.
+
+With `DBT_SPARK_CONTRACTS_KILL_AFTER=<n>`, the dbt process kills itself with SIGKILL (no
+cleanup, no `finally`, as `kill -9` from outside) right after the n-th statement it sent that
+can change something has returned. With `DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such
+statement is appended to the file (how a test learns the kill points of a run). Statements a
+lease's heartbeat thread sends are not counted: they come when a clock says, so counting them
+would make the n-th statement differ from run to run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+from dbt.adapters.spark_contracts.core.recovery.statements import changes_something
+
+KILL_AFTER_ENV = "DBT_SPARK_CONTRACTS_KILL_AFTER"
+WRITES_LOG_ENV = "DBT_SPARK_CONTRACTS_WRITES_LOG"
+HEARTBEAT_THREAD_PREFIX = "lease "  # run/heartbeat.py names its thread so
+
+
+class _Counter:
+    """The writes this process has sent (one per process: the kill ends the process)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sent = 0
+
+
+_COUNTER = _Counter()
+
+
+def after_statement(sql: str) -> None:
+    """Called once a statement has returned; kills the process at the configured write."""
+    kill_after = os.environ.get(KILL_AFTER_ENV)
+    log = os.environ.get(WRITES_LOG_ENV)
+    if not (kill_after or log) or not changes_something(sql):
+        return
+    if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
+        return
+    with _COUNTER.lock:
+        _COUNTER.sent += 1
+        n = _COUNTER.sent
+        if log:
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(f"{n}\t{' '.join(sql.split())}\n")
+        if kill_after and n == int(kill_after):
+            os.kill(os.getpid(), signal.SIGKILL)

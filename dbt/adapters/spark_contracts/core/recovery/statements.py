@@ -1,0 +1,43 @@
+"""Which SQL statements can change something durable. Pure.
+
+Used by the fault-injection point (connection/failpoint.py) to number the statements at which a
+test kills a run. A read (SELECT, SHOW, DESCRIBE, EXPLAIN), a session setting (SET, USE) and a
+temporary view change nothing another process sees.
+"""
+
+from __future__ import annotations
+
+import re
+
+_READS = (
+    "select",
+    "with",
+    "show",
+    "describe",
+    "desc",
+    "explain",
+    "set",
+    "reset",
+    "use",
+    "refresh",
+    "values",
+    "create or replace temporary view",
+    "create temporary view",
+    "create or replace temp view",
+    "create temp view",
+    "cache",
+    "uncache",
+)
+_COMMENTS = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*", re.DOTALL)
+
+
+def changes_something(sql: str) -> bool:
+    """The statement may change a table, a view or the catalog (not a read, not a setting of
+    the session, not a temporary view). Leading comments (dbt's query comment) are skipped."""
+    body = _COMMENTS.sub("", sql, count=1)
+    words = " ".join(body.split()).lower()
+    if not words:
+        return False
+    return not any(
+        words == r or words.startswith(r + " ") or words.startswith(r + "(") for r in _READS
+    )

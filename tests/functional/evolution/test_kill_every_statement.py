@@ -1,0 +1,318 @@
+"""`kill -9` after every statement that changes something, in every materialization and format
+(issue 40 §5): incremental runs that evolve and quarantine, the first build, a table model's
+rebuild (in one statement, beside the table and swapped in, Iceberg's NOT NULL build), a full
+refresh, a snapshot and a microbatch model.
+
+The kill comes from the adapter's fault-injection point (connection/failpoint.py): a `dbt`
+process with `DBT_SPARK_CONTRACTS_KILL_AFTER=k` kills itself with SIGKILL right after the k-th
+statement it sent that can change something returned, as `kill -9` from outside would (no
+cleanup, no `finally`). A control run of each model first counts its statements
+(`DBT_SPARK_CONTRACTS_WRITES_LOG`), so every point between two statements is covered (`make
+faults`), or the first, middle and last one (`make faults-ci`, DBT_SPARK_CONTRACTS_KILL_SAMPLE).
+
+After the kills, one more `dbt` run of every model (threads 4) must succeed, repairing first what
+needs it, and every killed model must end exactly like its control, which was never killed: the
+same rows, and in its quarantine the same discarded rows (each at least once: a run killed after
+its load committed has its rows quarantined, and the run after it discards them again).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dbt.adapters.spark_contracts.connection.failpoint import KILL_AFTER_ENV, WRITES_LOG_ENV
+from dbt.adapters.spark_contracts.run.lease import LEASE_ENV
+from tests.functional.conftest import JVM_PARAMETERS
+from tests.functional.evolution.test_kill import DBT, LEASE_SECONDS
+
+
+@dataclass(frozen=True)
+class Case:
+    """One model (or snapshot) and how it is run twice: `first` (None: the killed run is the
+    one that creates it) and `second`, the run that is killed. `compare`: the columns whose
+    rows must match the control's; `quarantine`: its quarantine's too."""
+
+    name: str
+    body: str
+    second: tuple[str, ...] = ("run",)
+    first: tuple[str, ...] | None = ("run",)
+    compare: str = "to_json(struct(*))"
+    quarantine: bool = False
+    snapshot: bool = False
+    schema_yml: str = ""
+    uses: tuple[str, ...] = field(default_factory=tuple)  # models it reads (built first)
+
+
+V2 = ("--vars", "{v: 2}")
+RUN2 = ("run", *V2)
+CONTRACT = "schema_contract={'columns': 'evolve', 'data_type': 'discard_row', 'quarantine': true}"
+CHANGED = """
+{% if var('v', 1) == 1 %}
+select id, cast(id as bigint) as n from range(0, 6)
+{% else %}
+select id, if(id % 3 = 0, 'bad', cast(id as string)) as n, 'x' as note from range(3, 12)
+{% endif %}
+"""
+
+
+def incremental(fmt: str, extra: str = "") -> str:
+    return (
+        f"{{{{ config(materialized='incremental', file_format='{fmt}', unique_key='id', "
+        f"{CONTRACT}{extra}) }}}}{CHANGED}"
+    )
+
+
+EVENTS = """
+{{ config(materialized='table', file_format='delta', event_time='event_time') }}
+select id, timestamp_seconds(1577836800 + id * 21600) as event_time from range(0, 16)
+"""
+MICROBATCH = """
+{{ config(materialized='incremental', incremental_strategy='microbatch', file_format='delta',
+    event_time='event_time', batch_size='day', begin=modules.datetime.datetime(2020, 1, 1),
+    schema_contract={'data_type': 'discard_row', 'quarantine': true}) }}
+{% if var('v', 1) == 2 %}
+select id, event_time, if(id % 4 = 0, 'bad', cast(id as string)) as n
+{% else %}
+select id, event_time, cast(id as bigint) as n
+{% endif %}
+from {{ ref('events') }}
+"""
+SNAPSHOT = """
+{{% snapshot {name} %}}
+{{{{ config(target_schema=target.schema, unique_key='id', strategy='check', check_cols=['n'],
+    file_format='delta') }}}}
+select id, {{% if var('v', 1) == 1 %}}id{{% else %}}id * 10{{% endif %}} as n from range(0, 4)
+{{% endsnapshot %}}
+"""
+NOT_NULL_YML = """
+version: 2
+models:
+  - name: {name}
+    config:
+      contract: {{enforced: true}}
+    columns:
+      - name: id
+        data_type: bigint
+        constraints: [{{type: not_null}}]
+      - name: n
+        data_type: bigint
+"""
+NOT_NULL = """
+{{ config(materialized='table', file_format='iceberg') }}
+select id, id * {{ var('v', 1) }} as n from range(0, 5)
+"""
+WINDOW = ("--event-time-start", "2020-01-01", "--event-time-end", "2020-01-04")
+
+CASES = {
+    "delta": [
+        Case("inc_q", incremental("delta"), RUN2, quarantine=True),
+        Case("first", incremental("delta"), RUN2, first=None),
+        Case(
+            "table_q", incremental("delta").replace("'incremental'", "'table'"), RUN2, quarantine=True
+        ),
+        Case(
+            "refresh",
+            "{{ config(materialized='incremental', file_format='delta') }}"
+            "select id from range({{ var('v', 1) * 3 }})",
+            ("run", "--full-refresh", *V2),
+        ),
+        Case(
+            "snap",
+            SNAPSHOT,
+            ("snapshot", *V2),
+            first=("snapshot",),
+            compare="to_json(struct(id, n, dbt_valid_to is null))",
+            snapshot=True,
+        ),
+        Case(
+            "mb",
+            MICROBATCH,
+            ("run", *WINDOW, *V2),
+            first=("run", "--event-time-start", "2020-01-01", "--event-time-end", "2020-01-02"),
+            quarantine=True,
+            uses=("events",),
+        ),
+    ],
+    "iceberg": [
+        Case("inc_q", incremental("iceberg"), RUN2, quarantine=True),
+        Case("not_null", NOT_NULL, RUN2, schema_yml=NOT_NULL_YML),
+    ],
+    "parquet": [
+        Case(
+            "inc_q",
+            incremental("parquet").replace(
+                "unique_key='id'", "incremental_strategy='insert_overwrite'"
+            ),
+            RUN2,
+            quarantine=True,
+        ),
+        Case(
+            "swap",
+            "{{ config(materialized='table', file_format='parquet') }}"
+            "select id{% if var('v', 1) == 2 %}, 'x' as note{% endif %} from range(4)",
+            RUN2,
+        ),
+        Case(
+            "refresh",
+            "{{ config(materialized='incremental', file_format='parquet') }}"
+            "select id from range({{ var('v', 1) * 3 }})",
+            ("run", "--full-refresh", *V2),
+        ),
+    ],
+}
+
+
+def kill_points(count: int) -> list[int]:
+    """After every counted statement (`make faults`), or the first, middle and last."""
+    if os.environ.get("DBT_SPARK_CONTRACTS_KILL_SAMPLE"):
+        return sorted({1, (count + 1) // 2, count})
+    return list(range(1, count + 1))
+
+
+class Project:
+    def __init__(self, root: Path, fmt: str, target: dict) -> None:
+        self.root, self.fmt, self.runs = root, fmt, 0
+        self.schema = f"every_{fmt}_{uuid.uuid4().hex[:8]}"
+        for folder in ("models", "snapshots"):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / "dbt_project.yml").write_text(
+            "name: every\nversion: '1.0'\nprofile: every\nconfig-version: 2\n"
+        )
+        output = dict(target, schema=self.schema, threads=4)
+        (root / "profiles.yml").write_text(
+            yaml.safe_dump({"every": {"target": "dev", "outputs": {"dev": output}}})
+        )
+
+    def add(self, case: Case, name: str) -> None:
+        if case.snapshot:
+            (self.root / "snapshots" / f"{name}.sql").write_text(case.body.format(name=name))
+        else:
+            (self.root / "models" / f"{name}.sql").write_text(case.body)
+        if case.schema_yml:
+            (self.root / "models" / f"{name}.yml").write_text(case.schema_yml.format(name=name))
+        for used in case.uses:
+            (self.root / "models" / f"{used}.sql").write_text(EVENTS)
+
+    def dbt(self, *args: str, env: dict | None = None) -> int:
+        self.runs += 1
+        argv = [DBT, *args[:1], "--profiles-dir", str(self.root), *args[1:]]
+        with open(self.root / f"dbt-{self.runs}.log", "wb") as out:
+            done = subprocess.run(
+                argv,
+                cwd=self.root,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                timeout=900,
+            )
+        return done.returncode
+
+    def relation(self, name: str) -> str:
+        return f"iceberg.{self.schema}.{name}" if self.fmt == "iceberg" else f"{self.schema}.{name}"
+
+    def show(self, queries: dict[str, str]) -> dict[str, list[str]]:
+        """Each query's rows (one string column `r`), sorted, read by one `dbt show`."""
+        import json
+
+        union = " union all ".join(f"select '{k}' as q, r from ({v})" for k, v in queries.items())
+        shown = subprocess.run(
+            [
+                DBT,
+                "show",
+                "--profiles-dir",
+                str(self.root),
+                "--quiet",
+                "--output",
+                "json",
+                "--limit",
+                "100000",
+                "--inline",
+                f"select * from ({union}) order by q, r",
+            ],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        out: dict[str, list[str]] = {k: [] for k in queries}
+        for row in json.loads(shown.stdout)["show"]:
+            out[row["q"]].append(row["r"])
+        return out
+
+
+@pytest.fixture
+def every_target(request, tmp_path) -> dict:
+    """The profile output of the `--profile` under test; the session method gets a warehouse
+    (and metastore) of its own, which each `dbt` process opens in turn."""
+    if request.config.getoption("--profile") == "session":
+        return {
+            "type": "spark_contracts",
+            "warehouse_dir": str(tmp_path / "warehouse"),
+            "server_side_parameters": dict(JVM_PARAMETERS),
+        }
+    return request.getfixturevalue("dbt_profile_target")
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
+def test_kill_9_after_every_statement_of_every_materialization(
+    tmp_path, every_target, fmt, monkeypatch
+):
+    monkeypatch.setenv(LEASE_ENV, str(LEASE_SECONDS))
+    target = every_target
+    project = Project(tmp_path / "project", fmt, target)
+    cases = CASES[fmt]
+
+    # each control run counts the statements of its second run, which the kills then visit
+    counts: dict[str, int] = {}
+    for case in cases:
+        control = f"{case.name}_control"
+        project.add(case, control)
+        if case.first is not None:
+            assert project.dbt(*case.first, "--select", control, *case.uses) == 0, case.name
+        log = tmp_path / f"{control}.writes"
+        assert project.dbt(*case.second, "--select", control, env={WRITES_LOG_ENV: str(log)}) == 0
+        counts[case.name] = len(log.read_text().splitlines())
+        assert counts[case.name] > 0, case.name
+
+    killed: dict[str, list[str]] = {case.name: [] for case in cases}
+    for case in cases:
+        for k in kill_points(counts[case.name]):
+            name = f"{case.name}_kill_{k}"
+            project.add(case, name)
+            if case.first is not None:
+                assert project.dbt(*case.first, "--select", name) == 0, name
+            code = project.dbt(*case.second, "--select", name, env={KILL_AFTER_ENV: str(k)})
+            assert code == -9, f"{name}: not killed after statement {k} (exit {code})"
+            killed[case.name].append(name)
+
+    # the killed models run again, as a user retries: each repairs first, then loads
+    for case in cases:
+        assert project.dbt(*case.second, "--select", *killed[case.name]) == 0, case.name
+
+    queries: dict[str, str] = {}
+    for case in cases:
+        for who in (*killed[case.name], f"{case.name}_control"):
+            queries[who] = f"select {case.compare} as r from {project.relation(who)}"
+            if case.quarantine:
+                queries[f"{who}__q"] = (
+                    "select distinct to_json(struct(id, _contract_reason)) as r "
+                    f"from {project.relation(who)}__quarantine"
+                )
+    rows = project.show(queries)
+    for case in cases:
+        control = f"{case.name}_control"
+        assert rows[control], f"{control}: no rows"
+        if case.quarantine:
+            assert rows[f"{control}__q"], f"{control}: the case discards nothing"
+        for name in killed[case.name]:
+            assert rows[name] == rows[control], (name, rows[name], rows[control])
+            if case.quarantine:
+                assert rows[f"{name}__q"] == rows[f"{control}__q"], (name, rows[f"{name}__q"])
