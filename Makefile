@@ -71,6 +71,8 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 # - the bad day (1.2 M discarded rows, ~300 MB, maxResultSize 64m) and the four concurrent cases
 #   (also `make bad-day`, per method); CI keeps every quarantine event, and the lease's tie-break
 #   and stale-plan check are unit tests;
+# - the kill after every statement of every materialization (`make faults`; `make faults-ci`
+#   samples it);
 # - the real SIGKILLs of a Delta and an Iceberg run (`make faults-ci` runs them too; the
 #   statement-by-statement fault matrices are unit tests, in CI), the SIGSTOPped run that loses
 #   its lease (delta, iceberg) and the Iceberg retry right after a kill (the Delta one stays);
@@ -94,6 +96,7 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 # - the Iceberg half of a snapshot's change taken back with its failed merge (Delta's stays).
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
 EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
+	tests/functional/evolution/test_kill_every_statement.py \
 	tests/functional/adapter/test_snapshots.py tests/functional/adapter/test_clone_hooks_units.py \
 	tests/functional/adapter/test_docs.py tests/functional/adapter/test_on_schema_change.py \
 	tests/functional/adapter/test_constraints.py tests/functional/adapter/test_microbatch_suites.py \
@@ -145,13 +148,19 @@ bad-day: install jars
 	    --profile $$profile $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
-# Fault injection: real `dbt run` processes killed with SIGKILL at every commit (Delta, Iceberg).
+# Fault injection: real `dbt run` processes killed with SIGKILL at every commit of an evolving
+# incremental run (Delta, Iceberg; test_kill.py), and after every statement that changes something
+# in every materialization and format (test_kill_every_statement.py: incremental with quarantine,
+# first build, table rebuild, full refresh, snapshot, microbatch, Iceberg's NOT NULL build,
+# Parquet's swap and insert_overwrite).
+FAULT_TESTS := tests/functional/evolution/test_kill.py tests/functional/evolution/test_kill_every_statement.py
 faults: install jars
-	$(BIN)/pytest tests/functional/evolution/test_kill.py -q -p no:cacheprovider --show-capture=no -n 2
+	$(BIN)/pytest $(FAULT_TESTS) -q -p no:cacheprovider --show-capture=no -n 2 --durations=10
 
-# CI's share of the fault matrix: SIGKILL at the middle and the last commit of each format.
+# A sample of the same: SIGKILL at the middle and the last commit of each format, and after the
+# first, middle and last statement of each materialization.
 faults-ci: install jars
-	DBT_SPARK_CONTRACTS_KILL_SAMPLE=1 $(BIN)/pytest tests/functional/evolution/test_kill.py -q -p no:cacheprovider --show-capture=no -n 2
+	DBT_SPARK_CONTRACTS_KILL_SAMPLE=1 $(BIN)/pytest $(FAULT_TESTS) -q -p no:cacheprovider --show-capture=no -n 2 --durations=10
 
 # The Iceberg contract and evolution suites with the Iceberg catalog in a REST catalog server
 # (spark_contracts_dev.rest_catalog: Iceberg 1.11's RESTCatalogServer, one per pytest worker) on
