@@ -15,7 +15,7 @@ WORKERS ?= 3
 # Every dbt and pytest run below reads the Delta/Iceberg jars from the local folder: no network.
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
-.PHONY: install jars demo test unit functional functional-ci functional-extra suites suites-servers faults faults-ci servers lint bench clean bad-day \
+.PHONY: install jars demo test unit functional functional-ci functional-extra suites suites-servers faults faults-ci servers lint bench bench-quick clean bad-day \
 	cluster cluster-stop cluster-test cluster-ci bench-methods test-dbt112 dbt112-ci steps functional-tests wheel wheel-test
 
 install: $(VENV)/.installed
@@ -301,11 +301,19 @@ wheel: install
 wheel-test: wheel jars
 	.ci/wheel_smoke.sh dist/*.whl $(CONSTRAINTS) $(JARS)
 
+# The run path's figures (P1 on the session, P1-thrift and P1-connect over local servers started
+# and stopped here, P3, P3q-few, P3q-clean, P3-heavy, P5; docs/benchmarks.md) are printed as each
+# is measured, then as one table, also written to reports/bench.md and reports/bench.json.
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py
 	$(BIN)/python benchmarks/bench_delta_evolution.py
 	$(BIN)/python benchmarks/bench_contract_load.py
-	$(BIN)/python benchmarks/bench_run_path.py
+	$(BIN)/python -u benchmarks/bench_run_path.py
+
+# The same figures, one pair each at smaller sizes (about 10 minutes on 2 cores): a check before
+# a commit, not a measurement to quote. Writes reports/bench-quick.md and reports/bench-quick.json.
+bench-quick: install jars
+	$(BIN)/python -u benchmarks/bench_run_path.py --quick
 
 # What each connection method costs on the integration project (session / thrift / connect), on
 # the local cluster (started and stopped here unless one runs already). Not part of `make bench`.

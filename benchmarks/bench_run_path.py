@@ -73,16 +73,16 @@ import tempfile
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import thrift_statements  # benchmarks/thrift_statements.py
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DIR = REPO / "benchmarks"
 PROJECTS_DIR = BENCH_DIR / "run_path"
-RESULTS_FILE = BENCH_DIR / "results" / "run_path.json"
-DBT_SPARK_VENV = BENCH_DIR / ".venv-dbt-spark"
-DBT_SPARK_REQUIREMENTS = ("dbt-spark[session]==1.11.*", "pyspark==4.1.1", "dbt-core>=1.10,<1.12")
+REPORTS_DIR = REPO / "reports"
 DEFAULT_JARS = REPO / ".jars"
 JAR_NAMES = ("delta-spark_", "delta-storage-", "iceberg-spark-runtime-")
 
@@ -94,25 +94,62 @@ QUIET_WAIT_S = 120  # at most this long, wait for other Spark JVMs to end before
 SETTLE_S = 20  # at most this long, wait for the previous run's JVM to exit before the next run
 
 # P1
-P1_MODELS_PER_STRATEGY = 10
-P1_FIRST_ROWS = 50_000  # rows the first run writes per model
-P1_BATCH = 10_000  # rows the second run reads per model (merge: half updates, half inserts)
 P1_TARGET = 1.05
+# P1-thrift and P1-connect: no target of their own for Connect (issue 41: "also measure")
+P1_THRIFT_TARGET = 1.05
+# statements per model in a no-change incremental run: at most this many more than dbt-spark's
+STATEMENTS_OVER_DBT_SPARK = 2
 # P3
-P3_ROWS = 5_000_000
 P3_DEPLOYED_ROWS = 10_000  # the first run only fixes the deployed schema (n bigint)
-P3_BAD_EVERY = 1_000_000  # one non-numeric `n` per million rows: 5 rows discarded
+P3_FEW_BAD = 5  # P3 and P3q-few: 5 non-numeric `n` in the model's rows
 P3_TARGET = 1.15
+P3Q_CLEAN_TARGET = 1.05  # quarantine on, nothing discarded (issue 41)
+P3Q_FEW_TARGET = 1.45  # quarantine on, 5 discarded, the previous run discarded too (issue 41)
 # P3-heavy: the same workload with one non-numeric `n` in five rows (20%: 1M of 5M discarded)
 P3_HEAVY_BAD_EVERY = 5
-P3_HEAVY_TARGET = 1.25
+P3_HEAVY_TARGET = 1.45  # issue 41
 # P5
 P5_SMALL_ROWS = 10_000
-P5_LARGE_ROWS = 10_000_000
 P5_BATCH = 10_000
 P5_TARGET = 1.2
 P5_LARGE_RUNS = 1  # the size ratio is for information: measured in the first round only
 P5_SIZE_TARGET = 1.5  # information only (the same figure bench_delta_evolution.py aims for)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The workload's sizes: `make bench` uses FULL, `make bench-quick` QUICK."""
+
+    pairs: int
+    p1_models_per_strategy: int
+    p1_first_rows: int  # rows the first run writes per model
+    p1_batch: int  # rows the second run reads per model (merge: half updates, half inserts)
+    p3_rows: int
+    p5_large_rows: int
+
+    @property
+    def p3_bad_every(self) -> int:
+        """P3 and P3q-few: one non-numeric `n` every this many rows (P3_FEW_BAD in all)."""
+        return self.p3_rows // P3_FEW_BAD
+
+
+# 3 pairs (5 before issue 41): a whole `make bench` in about 45 minutes on 2 cores
+FULL = Sizes(
+    pairs=3,
+    p1_models_per_strategy=10,
+    p1_first_rows=50_000,
+    p1_batch=10_000,
+    p3_rows=5_000_000,
+    p5_large_rows=10_000_000,
+)
+QUICK = Sizes(
+    pairs=1,
+    p1_models_per_strategy=5,
+    p1_first_rows=10_000,
+    p1_batch=2_000,
+    p3_rows=1_000_000,
+    p5_large_rows=1_000_000,
+)
 
 
 # --- machine and environment -----------------------------------------------------------------
@@ -140,10 +177,12 @@ def machine() -> str:
 
 
 def other_jvms() -> int:
-    """Spark JVMs running on the machine besides ours (they skew the timings)."""
+    """Spark JVMs running on the machine besides ours (they skew the timings): the local servers
+    this script started are not counted."""
+    ours = {str(server.process.pid) for server in OUR_SERVERS}
     count = 0
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
+        if not proc.name.isdigit() or proc.name in ours:
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes()
@@ -154,28 +193,19 @@ def other_jvms() -> int:
     return count
 
 
+def jars_dir() -> Path:
+    return Path(os.environ.get("DBT_SPARK_CONTRACTS_JARS", DEFAULT_JARS))
+
+
 def jar_paths() -> List[Path]:
-    jars_dir = Path(os.environ.get("DBT_SPARK_CONTRACTS_JARS", DEFAULT_JARS))
+    folder = jars_dir()
     jars = []
     for prefix in JAR_NAMES:
-        found = sorted(jars_dir.glob(f"{prefix}*.jar"))
+        found = sorted(folder.glob(f"{prefix}*.jar"))
         if not found:
-            raise SystemExit(f"no {prefix}*.jar in {jars_dir}: run `make jars` first")
+            raise SystemExit(f"no {prefix}*.jar in {folder}: run `make jars` first")
         jars.append(found[-1].resolve())
     return jars
-
-
-def ensure_dbt_spark_venv() -> Path:
-    """Plain dbt-spark 1.11 in a venv of its own; created once, reused after."""
-    dbt = DBT_SPARK_VENV / "bin" / "dbt"
-    if dbt.exists():
-        return dbt
-    print(f"creating {DBT_SPARK_VENV.relative_to(REPO)} (plain dbt-spark 1.11) ...", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(DBT_SPARK_VENV)], check=True)
-    pip = [str(DBT_SPARK_VENV / "bin" / "pip"), "install", "--quiet"]
-    subprocess.run(pip + ["--upgrade", "pip"], check=True)
-    subprocess.run(pip + list(DBT_SPARK_REQUIREMENTS), check=True)
-    return dbt
 
 
 def package_versions(dbt: Path) -> str:
@@ -289,10 +319,10 @@ where id >= {{{{ var('lo') }}}}
 P1_CONTRACT = "schema_contract={'columns': 'evolve', 'data_type': 'evolve'}, schema_evolution={}"
 
 
-def p1_models(contracts: bool) -> Dict[str, str]:
+def p1_models(contracts: bool, per_strategy: int) -> Dict[str, str]:
     models = {}
     for strategy in ("merge", "append"):
-        for i in range(1, P1_MODELS_PER_STRATEGY + 1):
+        for i in range(1, per_strategy + 1):
             parts = ["materialized='incremental'", f"incremental_strategy='{strategy}'"]
             if strategy == "merge":
                 parts.append("unique_key='id'")
@@ -334,36 +364,46 @@ join agg a on b.grp = a.grp
 P3_PLAIN = ("", "cast(b.n_str as bigint)")
 P3_DISCARD_ROW = (", schema_contract={'data_type': 'discard_row'}", "b.n_str")
 P3_QUARANTINE = (", schema_contract={'data_type': 'discard_row', 'quarantine': true}", "b.n_str")
-P3_VARIANTS = {
-    # model: ((schema_contract config or '', how v2 outputs n), (bad every, bad at))
-    "p3_plain": (P3_PLAIN, (P3_BAD_EVERY, 7)),
-    "p3_discard_row": (P3_DISCARD_ROW, (P3_BAD_EVERY, 7)),
-    "p3_quarantine": (P3_QUARANTINE, (P3_BAD_EVERY, 7)),
-    # P3-heavy: one row in five does not coerce
-    "p3_heavy_plain": (P3_PLAIN, (P3_HEAVY_BAD_EVERY, 2)),
-    "p3_heavy_quarantine": (P3_QUARANTINE, (P3_HEAVY_BAD_EVERY, 2)),
-}
+# A model's (bad every, bad at) when no row is bad: `id % every = -1` never holds
+NO_BAD_ROW = (1, -1)
 
 
-def p3_models() -> Dict[str, str]:
+def p3_variants(bad_every: int) -> Dict[str, Tuple[Tuple[str, str], Tuple[int, int]]]:
+    """model: ((schema_contract config or '', how v2 outputs n), (bad every, bad at)); P3 and
+    P3q-few: one `n` in `bad_every` rows is not numeric."""
     return {
-        name: P3_SQL.format(contract=contract, n_v2=n_v2, bad_every=every, bad_at=at)
-        for name, ((contract, n_v2), (every, at)) in P3_VARIANTS.items()
+        "p3_plain": (P3_PLAIN, (bad_every, 7)),
+        "p3_discard_row": (P3_DISCARD_ROW, (bad_every, 7)),
+        "p3_quarantine": (P3_QUARANTINE, (bad_every, 7)),
+        # P3q-clean: quarantine on, every `n` numeric: nothing discarded
+        "p3_quarantine_clean": (P3_QUARANTINE, NO_BAD_ROW),
+        # P3-heavy: one row in five does not coerce
+        "p3_heavy_plain": (P3_PLAIN, (P3_HEAVY_BAD_EVERY, 2)),
+        "p3_heavy_quarantine": (P3_QUARANTINE, (P3_HEAVY_BAD_EVERY, 2)),
     }
 
 
-# (figure, the model under a contract (A), the same query without one (B), target)
+def p3_models(bad_every: int) -> Dict[str, str]:
+    return {
+        name: P3_SQL.format(contract=contract, n_v2=n_v2, bad_every=every, bad_at=at)
+        for name, ((contract, n_v2), (every, at)) in p3_variants(bad_every).items()
+    }
+
+
+# (figure, the model under a contract (A), the same query without one (B), target). P3q-clean's
+# baseline is P3's plain run: the same query, whose 5 non-numeric values cast to NULL.
 P3_FIGURES = (
     ("P3 discard_row", "p3_discard_row", "p3_plain", P3_TARGET),
-    ("P3 +quarantine", "p3_quarantine", "p3_plain", P3_TARGET),
+    ("P3q-few", "p3_quarantine", "p3_plain", P3Q_FEW_TARGET),
+    ("P3q-clean", "p3_quarantine_clean", "p3_plain", P3Q_CLEAN_TARGET),
     ("P3-heavy", "p3_heavy_quarantine", "p3_heavy_plain", P3_HEAVY_TARGET),
 )
 
 
-def p3_bad_rows(model: str, rows: int) -> int:
+def p3_bad_rows(variants: Dict[str, Any], model: str, rows: int) -> int:
     """The rows of a `rows`-row v2 run of `model` whose `n` is not numeric."""
-    every, at = P3_VARIANTS[model][1]
-    return len(range(at, rows, every))
+    every, at = variants[model][1]
+    return len(range(at, rows, every)) if at >= 0 else 0
 
 
 # P5: var `change` in none / add / widen; `lo`/`hi` select the batch.
@@ -634,80 +674,88 @@ def contracts_dbt() -> Path:
     return Path(sys.executable).with_name("dbt")
 
 
+def p1_note(sizes: Sizes, steady: bool) -> str:
+    return (
+        f"{sizes.p1_models_per_strategy} merge (unique_key; {sizes.p1_batch // 2:,} updates + "
+        f"{sizes.p1_batch // 2:,} inserts each) + {sizes.p1_models_per_strategy} append "
+        f"({sizes.p1_batch:,} rows each) into tables of {sizes.p1_first_rows:,} rows"
+        + ("; steady state: consecutive runs, each the next batch" if steady else "")
+    )
+
+
+def p1_batch(sizes: Sizes, k: int, steady: bool) -> Dict[str, int]:
+    """The vars of the k-th measured run: the second run's batch from the restored tables;
+    steady, each run the next batch (the previous run's inserts updated, as many new)."""
+    half = sizes.p1_batch // 2
+    shift = k * half if steady else 0
+    return {
+        "lo": sizes.p1_first_rows - half + shift,
+        "hi": sizes.p1_first_rows + half + shift,
+        "run_no": 2 + (k if steady else 0),
+    }
+
+
+def p1_first(sizes: Sizes) -> Dict[str, int]:
+    return {"lo": 0, "hi": sizes.p1_first_rows, "run_no": 1}
+
+
 class P1:
-    """The second run of 20 incremental models: this adapter (A) / plain dbt-spark (B)."""
+    """The second run of the incremental models: this adapter (A) / plain dbt-spark (B), both
+    on the embedded session."""
 
-    first = {"lo": 0, "hi": P1_FIRST_ROWS, "run_no": 1}
-
-    def __init__(self, work: Path, jars: List[Path], steady: bool) -> None:
+    def __init__(self, work: Path, jars: List[Path], sizes: Sizes, steady: bool) -> None:
+        self.sizes = sizes
         self.steady = steady
-        dbt_spark = ensure_dbt_spark_venv()
-        self.versions = (package_versions(contracts_dbt()), package_versions(dbt_spark))
+        self.versions = package_versions(contracts_dbt())
+        per = sizes.p1_models_per_strategy
         project_a = write_project(
-            "p1_spark_contracts", contracts_profile("p1_spark_contracts", 4), p1_models(True)
+            "p1_spark_contracts", contracts_profile("p1_spark_contracts", 4), p1_models(True, per)
         )
         project_b = write_project(
-            "p1_dbt_spark", dbt_spark_profile("p1_dbt_spark", 4), p1_models(False)
+            "p1_dbt_spark", dbt_spark_profile("p1_dbt_spark", 4), p1_models(False, per)
         )
         self.a = Target(
             "p1_A_contracts", contracts_dbt(), project_a, work / "p1_a" / "wh", jars, work / "logs"
         )
         self.b = Target(
-            "p1_B_dbt_spark", dbt_spark, project_b, work / "p1_b" / "wh", jars, work / "logs"
+            "p1_B_dbt_spark", contracts_dbt(), project_b, work / "p1_b" / "wh", jars, work / "logs"
         )
 
     def setups(self) -> List[Callable[[], str]]:
         def setup(target: Target) -> str:
             target.warehouse.mkdir(parents=True)
-            result = target.run([], self.first)
+            result = target.run([], p1_first(self.sizes))
             target.take_snapshot()
             return (
                 f"{target.label}: first run, {len(result.models)} models of "
-                f"{P1_FIRST_ROWS:,} rows, wall {result.wall:.1f} s"
+                f"{self.sizes.p1_first_rows:,} rows, wall {result.wall:.1f} s"
             )
 
         return [lambda: setup(self.a), lambda: setup(self.b)]
 
-    def batch(self, k: int) -> Dict[str, int]:
-        """The vars of the k-th measured run: the second run's batch from the restored tables;
-        steady, each run the next batch (the previous run's inserts updated, as many new)."""
-        shift = k * (P1_BATCH // 2) if self.steady else 0
-        return {
-            "lo": P1_FIRST_ROWS - P1_BATCH // 2 + shift,
-            "hi": P1_FIRST_ROWS + P1_BATCH // 2 + shift,
-            "run_no": 2 + (k if self.steady else 0),
-        }
-
     def measure(self, pairs: int) -> List[Row]:
         print(
             f"P1: {'consecutive runs (steady state)' if self.steady else 'second `dbt run`'} "
-            f"of {2 * P1_MODELS_PER_STRATEGY} incremental Delta models, threads 4: this "
-            "adapter (A) / plain dbt-spark (B)",
+            f"of {2 * self.sizes.p1_models_per_strategy} incremental Delta models, threads 4, "
+            "embedded session: this adapter (A) / plain dbt-spark (B)",
             flush=True,
         )
-        print(f"  A: {self.versions[0]} + dbt-spark-contracts (type spark_contracts)")
-        print(f"  B: {self.versions[1]} (type spark, its own venv)")
+        print(f"  {self.versions}; A type spark_contracts, B type spark (plain dbt-spark)")
         runs_a: List[RunResult] = []
         runs_b: List[RunResult] = []
         for i in range(pairs):
-            runs_a.append(measured(self.a, [], self.batch(i), self.steady))
-            runs_b.append(measured(self.b, [], self.batch(i), self.steady))
+            batch = p1_batch(self.sizes, i, self.steady)
+            runs_a.append(measured(self.a, [], batch, self.steady))
+            runs_b.append(measured(self.b, [], batch, self.steady))
             print(
                 f"  P1 pair {i + 1}/{pairs}: models A {runs_a[-1].model_sum:.1f} s, "
-                f"B {runs_b[-1].model_sum:.1f} s; wall A {runs_a[-1].wall:.1f} s, "
-                f"B {runs_b[-1].wall:.1f} s (load {load_average()})",
+                f"B {runs_b[-1].model_sum:.1f} s (ratio {ratio_of(runs_a[-1], runs_b[-1])}); "
+                f"wall A {runs_a[-1].wall:.1f} s, B {runs_b[-1].wall:.1f} s "
+                f"(load {load_average()})",
                 flush=True,
             )
-        changed = sorted(
-            {m for r in runs_a for m, resp in r.responses.items() if resp.get("schema_changes")}
-        )
-        check(not changed, f"P1 A: no schema change on the measured runs (changed: {changed})")
-        note = (
-            f"{P1_MODELS_PER_STRATEGY} merge (unique_key; {P1_BATCH // 2:,} updates + "
-            f"{P1_BATCH // 2:,} inserts each) + {P1_MODELS_PER_STRATEGY} append "
-            f"({P1_BATCH:,} rows each) into tables of {P1_FIRST_ROWS:,} rows"
-            + ("; steady state: consecutive runs, each the next batch" if self.steady else "")
-        )
+        check_no_schema_change("P1 A", runs_a)
+        note = p1_note(self.sizes, self.steady)
         extra = {"adapter_response_merge_01": runs_a[-1].responses.get("merge_01", {})}
         return [
             Row(
@@ -735,23 +783,273 @@ class P1:
         ]
 
 
-class P3:
-    """An uncached 5M-row model under data_type discard_row (A), with quarantine (A') / the
-    same query without a contract (B); P3-heavy: the same with 20% of the rows quarantined (A'')
-    / its own run without a contract (B'')."""
+def ratio_of(a: RunResult, b: RunResult) -> str:
+    return f"{a.model_sum / b.model_sum:.2f}" if b.model_sum else "-"
 
-    light = ("p3_discard_row", "p3_plain", "p3_quarantine")  # A, B, A', A, B, A', ...
+
+def check_no_schema_change(label: str, runs: List[RunResult]) -> None:
+    changed = sorted(
+        {m for r in runs for m, resp in r.responses.items() if resp.get("schema_changes")}
+    )
+    check(not changed, f"{label}: no schema change on the measured runs (changed: {changed})")
+
+
+OUR_SERVERS: List[Any] = []  # the local servers this script started (not "other" JVMs)
+
+
+def server_profile(name: str, adapter: str, method: str, port: int, schema: str) -> str:
+    if method == "thrift":
+        where = f"host: localhost\n          port: {port}\n          user: dbt"
+    else:
+        where = f"host: sc://localhost:{port}"
+    return f"""
+    # Generated by benchmarks/bench_run_path.py: a local {method} server this script started.
+    {name}:
+      target: bench
+      outputs:
+        bench:
+          type: {adapter}
+          method: {method}
+          {where}
+          schema: {schema}
+          threads: 4
+    """
+
+
+class P1Servers:
+    """P1's models over local servers started here from the pyspark wheel: this adapter over a
+    Thrift server (A) and over a Spark Connect server (A'), plain dbt-spark over the same Thrift
+    server (B). Consecutive runs on the same tables (a server keeps its tables and metastore
+    open: no restore under it); A, B and A' get the same batches in the same order."""
+
+    def __init__(self, work: Path, jars: List[Path], sizes: Sizes, connect: bool) -> None:
+        self.work, self.jars, self.sizes, self.connect = work, jars, sizes, connect
+        self.versions = package_versions(contracts_dbt())
+        self.servers: Dict[str, Any] = {}
+        self.events: Optional[thrift_statements.EventLog] = None
+        self.targets: Dict[str, Target] = {}
+        self.statements: List[Dict[str, Any]] = []  # per measured round, per model
+        self.operations: List[thrift_statements.Operation] = []  # the thrift server's so far
+
+    def start_server(self, kind: str) -> Any:
+        if str(REPO) not in sys.path:  # the dev tooling is not in the wheel: from the checkout
+            sys.path.insert(0, str(REPO))
+        from spark_contracts_dev import servers
+
+        warehouse = self.work / kind / "wh"
+        warehouse.mkdir(parents=True)
+        conf = {"spark.master": "local[2]"}
+        if kind == "thrift":
+            events = self.work / kind / "events"
+            events.mkdir()
+            conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events)})
+            self.events = thrift_statements.EventLog(events)
+        started = time.perf_counter()
+        server = servers.start(kind, str(warehouse), jars_dir=str(jars_dir()), conf=conf)
+        OUR_SERVERS.append(server)
+        self.servers[kind] = server
+        print(
+            f"  {kind} server on port {server.port} up in {time.perf_counter() - started:.0f} s "
+            f"(log {server.log_path})",
+            flush=True,
+        )
+        return server
+
+    def target(self, label: str, adapter: str, kind: str, schema: str) -> Target:
+        server = self.servers[kind]
+        project = write_project(
+            f"p1_{label}",
+            server_profile(f"p1_{label}", adapter, kind, server.port, schema),
+            p1_models(adapter == "spark_contracts", self.sizes.p1_models_per_strategy),
+        )
+        warehouse = self.work / kind / "wh"
+        target = Target(label, contracts_dbt(), project, warehouse, self.jars, self.work / "logs")
+        self.targets[label] = target
+        return target
+
+    def setups(self) -> List[Callable[[], str]]:
+        def thrift() -> str:
+            self.start_server("thrift")
+            walls = []
+            for label, adapter, schema in (
+                ("thrift_A_contracts", "spark_contracts", "bench_contracts"),
+                ("thrift_B_dbt_spark", "spark", "bench_dbt_spark"),
+            ):
+                result = self.target(label, adapter, "thrift", schema).run([], p1_first(self.sizes))
+                walls.append(f"{label} {result.wall:.1f} s")
+            return "p1-thrift: first runs, " + ", ".join(walls)
+
+        def connect() -> str:
+            self.start_server("connect")
+            target = self.target("connect_A_contracts", "spark_contracts", "connect", "bench")
+            result = target.run([], p1_first(self.sizes))
+            return f"p1-connect: first run, connect_A_contracts {result.wall:.1f} s"
+
+        return [thrift, connect] if self.connect else [thrift]
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+
+    def measure(self, pairs: int) -> List[Row]:
+        print(
+            f"P1-thrift{', P1-connect' if self.connect else ''}: consecutive runs of "
+            f"{2 * self.sizes.p1_models_per_strategy} incremental Delta models, threads 4, over "
+            "local servers (local[2]): this adapter over thrift (A)"
+            + (", over connect (A')" if self.connect else "")
+            + " / plain dbt-spark over the same thrift server (B)",
+            flush=True,
+        )
+        print(f"  {self.versions}; A type spark_contracts, B type spark (plain dbt-spark)")
+        order = ["thrift_A_contracts", "thrift_B_dbt_spark"]
+        if self.connect:
+            order.append("connect_A_contracts")
+        runs: Dict[str, List[RunResult]] = {label: [] for label in order}
+        for i in range(pairs):
+            batch = p1_batch(self.sizes, i, steady=True)
+            counts = {}
+            for label in order[i % 2 :] + order[: i % 2]:  # A first in odd rounds, B in even
+                start_ms = int(time.time() * 1000)
+                runs[label].append(measured(self.targets[label], [], batch, steady=True))
+                end_ms = int(time.time() * 1000)
+                if label.startswith("thrift") and self.events is not None:
+                    counts[label] = thrift_statements.count(self.read_events(), start_ms, end_ms)
+            last = {label: runs[label][-1] for label in order}
+            a, b = last["thrift_A_contracts"], last["thrift_B_dbt_spark"]
+            line = (
+                f"  P1-thrift round {i + 1}/{pairs}: models A {a.model_sum:.1f} s, "
+                f"B {b.model_sum:.1f} s (ratio {ratio_of(a, b)})"
+            )
+            if self.connect:
+                c = last["connect_A_contracts"]
+                line += f"; connect A' {c.model_sum:.1f} s (A'/B {ratio_of(c, b)})"
+            print(line + f" (load {load_average()})", flush=True)
+            self.statements.append(
+                statements_round(i + 1, counts["thrift_A_contracts"], counts["thrift_B_dbt_spark"])
+            )
+        check_no_schema_change("P1-thrift A", runs["thrift_A_contracts"])
+        note = p1_note(self.sizes, True) + "; one local Thrift server for A and B"
+
+        def models(label: str) -> List[float]:
+            return [r.model_sum for r in runs[label]]
+
+        def walls(label: str) -> List[float]:
+            return [r.wall for r in runs[label]]
+
+        rows = [
+            Row(
+                "P1-thrift models",
+                models("thrift_A_contracts"),
+                models("thrift_B_dbt_spark"),
+                P1_THRIFT_TARGET,
+                note,
+                {"statements": self.statements},
+            ),
+            Row(
+                "P1-thrift wall",
+                walls("thrift_A_contracts"),
+                walls("thrift_B_dbt_spark"),
+                None,
+                "whole `dbt run` process",
+            ),
+        ]
+        if self.connect:
+            rows += [
+                Row(
+                    "P1-connect models",
+                    models("connect_A_contracts"),
+                    models("thrift_B_dbt_spark"),
+                    None,
+                    "this adapter over a local Spark Connect server / plain dbt-spark over "
+                    "thrift (B of P1-thrift, same rounds)",
+                ),
+                Row(
+                    "P1-connect wall",
+                    walls("connect_A_contracts"),
+                    walls("thrift_B_dbt_spark"),
+                    None,
+                    "whole `dbt run` process",
+                ),
+            ]
+        return rows
+
+    def read_events(self) -> List[thrift_statements.Operation]:
+        """Every operation the thrift server logged so far (flushed as each one starts; waits
+        briefly for the last ones of a run that just ended)."""
+        assert self.events is not None
+        time.sleep(1)
+        self.operations += self.events.new_operations()
+        return self.operations
+
+
+def statements_round(
+    round_no: int, ours: thrift_statements.Counts, theirs: thrift_statements.Counts
+) -> Dict[str, Any]:
+    """One round's statements per model, ours against dbt-spark's, printed as they come."""
+    print(
+        f"  statements sent to the thrift server, round {round_no} (a no-change incremental "
+        f"run; per model: this adapter / dbt-spark, difference; target <= dbt-spark + "
+        f"{STATEMENTS_OVER_DBT_SPARK}):",
+        flush=True,
+    )
+    models = []
+    for model, a, b in thrift_statements.compare(ours, theirs):
+        diff = (a or 0) - (b or 0)
+        verdict = (
+            "PASS"
+            if a is not None and b is not None and diff <= STATEMENTS_OVER_DBT_SPARK
+            else "MISSED"
+        )
+        print(
+            f"    {model:12} {a if a is not None else '-':>4} / {b if b is not None else '-':<4} "
+            f"{diff:+d} {verdict}",
+            flush=True,
+        )
+        models.append(
+            {
+                "model": model,
+                "ours": a,
+                "dbt_spark": b,
+                "diff": diff,
+                "verdict": verdict,
+                "ours_with_node_comment": ours.by_comment.get(model),
+            }
+        )
+    print(
+        f"    outside any model (the run's own): this adapter {ours.run_level}, dbt-spark "
+        f"{theirs.run_level}; in all: {ours.total} / {theirs.total}",
+        flush=True,
+    )
+    return {
+        "round": round_no,
+        "models": models,
+        "run_level": {"ours": ours.run_level, "dbt_spark": theirs.run_level},
+        "total": {"ours": ours.total, "dbt_spark": theirs.total},
+    }
+
+
+class P3:
+    """An uncached 5M-row model under data_type discard_row (A), with quarantine and 5 rows
+    discarded (A', P3q-few), with quarantine and nothing discarded (A'c, P3q-clean) / the same
+    query without a contract (B); P3-heavy: the same with 20% of the rows quarantined (A'') /
+    its own run without a contract (B'')."""
+
+    # A, B, A', A'c, A, B, ...
+    light = ("p3_discard_row", "p3_plain", "p3_quarantine", "p3_quarantine_clean")
     heavy = ("p3_heavy_quarantine", "p3_heavy_plain")  # A'', B'', after the light ones
 
     def __init__(
-        self, work: Path, jars: List[Path], rows: int, figures: Tuple[str, ...], steady: bool
+        self, work: Path, jars: List[Path], sizes: Sizes, figures: Tuple[str, ...], steady: bool
     ) -> None:
-        self.rows = rows
+        self.rows = sizes.p3_rows
+        self.variants = p3_variants(sizes.p3_bad_every)
         self.steady = steady
         self.has_light, self.has_heavy = "p3" in figures, "p3-heavy" in figures
         self.order = (self.light if self.has_light else ()) + (self.heavy if self.has_heavy else ())
         project = write_project(
-            "p3_uncached_load", contracts_profile("p3_uncached_load", 1), p3_models()
+            "p3_uncached_load",
+            contracts_profile("p3_uncached_load", 1),
+            p3_models(sizes.p3_bad_every),
         )
         self.target = Target(
             "p3", contracts_dbt(), project, work / "p3" / "wh", jars, work / "logs"
@@ -763,7 +1061,7 @@ class P3:
             result = self.target.run(list(self.order), {"phase": "v1", "rows": P3_DEPLOYED_ROWS})
             # the quarantining models have quarantined before (their quarantine tables exist):
             # the measured runs are a model's later runs, not the one that creates that table
-            quarantining = [m for m in self.order if m.endswith("_quarantine")]
+            quarantining = [m for m in self.order if "_quarantine" in m]
             first = self.target.run(quarantining, {"phase": "v2", "rows": P3_DEPLOYED_ROWS})
             self.target.take_snapshot()
             firsts = ", ".join(f"{m} {first.models[m]:.1f} s" for m in quarantining)
@@ -779,28 +1077,32 @@ class P3:
     def check_tables(self, name: str, runs: int) -> None:
         """Untimed, right after the last measured run of a quarantining model: its table and its
         quarantine hold what `runs` measured runs on the setup's tables leave there."""
-        setup_bad, bad = p3_bad_rows(name, P3_DEPLOYED_ROWS), p3_bad_rows(name, self.rows)
+        setup_bad = p3_bad_rows(self.variants, name, P3_DEPLOYED_ROWS)
+        bad = p3_bad_rows(self.variants, name, self.rows)
         table = 2 * P3_DEPLOYED_ROWS - setup_bad + runs * (self.rows - bad)
-        quarantine = setup_bad + runs * bad
-        sql = (
-            f"select (select count(*) from bench.{name}) as loaded, "
-            f"(select count(*) from bench.{name}__quarantine) as quarantined"
-        )
+        expected = {"loaded": table}
+        sql = f"select (select count(*) from bench.{name}) as loaded"
+        if setup_bad or bad:  # a model that never discarded need not have a quarantine table
+            expected["quarantined"] = setup_bad + runs * bad
+            sql += f", (select count(*) from bench.{name}__quarantine) as quarantined"
         try:
             got = self.target.query(sql)[0]
         except (DbtRunFailed, IndexError, subprocess.TimeoutExpired) as exc:
             check(False, f"{name}: could not count its table and quarantine ({exc})")
             return
         check(
-            got == {"loaded": table, "quarantined": quarantine},
+            got == expected,
             f"{name}: after {runs} measured run(s) its table and quarantine hold {got} "
-            f"(expected loaded {table}, quarantined {quarantine})",
+            f"(expected {expected})",
         )
 
     def measure(self, pairs: int) -> List[Row]:
         parts = []
         if self.has_light:
-            parts.append("data_type discard_row (A), + quarantine (A') / no contract (B)")
+            parts.append(
+                "data_type discard_row (A), + quarantine (A', P3q-few), + quarantine with "
+                "nothing to discard (A'c, P3q-clean) / no contract (B)"
+            )
         if self.has_heavy:
             parts.append(
                 f"P3-heavy, 1 row in {P3_HEAVY_BAD_EVERY} not numeric: discard_row + quarantine "
@@ -834,31 +1136,38 @@ class P3:
                     failed[name] = str(exc)
                     print(f"  FAILED: {exc}", flush=True)
                     continue
-                if i == pairs - 1 and name.endswith("_quarantine"):
+                if i == pairs - 1 and "_quarantine" in name:
                     self.check_tables(name, pairs if self.steady else 1)
             ran = [n for n in self.order if len(runs[n]) == i + 1]
             if not ran:
                 break  # every figure failed
             models = ", ".join(f"{n[3:]} {runs[n][-1].models[n]:.1f} s" for n in ran)
             walls = ", ".join(f"{runs[n][-1].wall:.1f}" for n in ran)
+            ratios = ", ".join(
+                f"{figure} {runs[a][-1].models[a] / runs[b][-1].models[b]:.2f}"
+                for figure, a, b, _ in figures
+                if a in ran and b in ran
+            )
             print(
-                f"  P3 round {i + 1}/{pairs}: models {models}; walls {walls} s "
-                f"(load {load_average()})",
+                f"  P3 round {i + 1}/{pairs}: models {models}; walls {walls} s; this round's "
+                f"ratios {ratios} (load {load_average()})",
                 flush=True,
             )
         for name in self.order:
             if name.endswith("_plain") or not runs[name]:
                 continue
-            expected = p3_bad_rows(name, self.rows)
+            expected = p3_bad_rows(self.variants, name, self.rows)
+            # a run that discarded nothing may leave the count out (None)
+            want = (expected, None) if expected == 0 else (expected,)
             got = [r.responses.get(name, {}).get("rows_discarded") for r in runs[name]]
             check(
-                all(g == expected for g in got),
+                all(g in want for g in got),
                 f"{name}: rows_discarded {got} (expected {expected} each run)",
             )
-            if name.endswith("_quarantine"):
+            if "_quarantine" in name:
                 got = [r.reports.get(name, {}).get("quarantined") for r in runs[name]]
                 check(
-                    all(g == expected for g in got),
+                    all(g in want for g in got),
                     f"{name}: quarantined {got} (expected {expected} each run)",
                 )
 
@@ -877,8 +1186,9 @@ class P3:
         for figure, a, b, target in figures:
             note = (
                 f"{self.rows:,} rows: sha2 over a string, an aggregate joined back; deployed n "
-                f"bigint, model n string with {p3_bad_rows(a, self.rows):,} non-numeric values "
-                f"({P3_VARIANTS[a][0][0].lstrip(', ')}); B casts n in the model"
+                f"bigint, model n string with {p3_bad_rows(self.variants, a, self.rows):,} "
+                f"non-numeric values ({self.variants[a][0][0].lstrip(', ')}); B casts n in "
+                f"the model ({p3_bad_rows(self.variants, b, self.rows):,} NULLs)"
                 + ("; steady state (consecutive runs)" if self.steady else "")
             )
             error = failed.get(a) or failed.get(b)
@@ -1017,77 +1327,244 @@ def short(n: int) -> str:
     return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
 
 
-# --- main ------------------------------------------------------------------------------------
+# --- the table and the reports --------------------------------------------------------------
 
 
-def print_table(rows: List[Row], date: str, host: str, steady: bool) -> None:
-    print()
-    header = f"{'name':24} {'A s':>8} {'B s':>8} {'ratio':>6} {'target':>7} {'':6}"
-    print(header + f"  date {date}, machine: {host}")
-    for row in rows:
-        target = f"<={row.target}" if row.target is not None else "-"
-        if row.failed is not None:
-            print(f"{row.name:24} {'-':>8} {'-':>8} {'-':>6} {target:>7} {row.verdict():6}")
-            continue
-        print(
-            f"{row.name:24} {row.a_median:8.2f} {row.b_median:8.2f} {row.ratio:6.2f} "
-            f"{target:>7} {row.verdict():6}"
-        )
+def figure_line(row: Row) -> str:
+    """One figure as soon as it is measured."""
+    target = f"<= {row.target}" if row.target is not None else "info"
+    if row.failed is not None:
+        error = " ".join(row.failed.split("\nlog: ")[0].split())[:300]
+        return f"figure {row.name}: FAILED ({error})"
     runs = (
-        "consecutive runs on the same tables (steady state; P5 from restored tables)"
-        if steady
-        else "each from the restored tables"
+        ", ".join(f"{a / b:.2f}" for a, b in zip(row.a, row.b, strict=True))
+        if len(row.a) > 1
+        else ""
     )
-    n = next((len(row.a) for row in rows if row.failed is None), 0)
-    print(f"(medians of {n} interleaved runs each, {runs}; A / B)")
-    for line in CHECKS:
-        print(f"check {line}")
+    return (
+        f"figure {row.name}: this adapter {row.a_median:.2f} s, baseline {row.b_median:.2f} s, "
+        f"ratio {row.ratio:.2f} (target {target}) {row.verdict()}"
+        + (f"; per pair {runs}" if runs else "")
+    )
+
+
+def table_lines(rows: List[Row]) -> List[str]:
+    """The markdown table: figure, this adapter, baseline, ratio, target, pass or fail."""
+    lines = [
+        "| figure | this adapter (s) | baseline (s) | ratio | target | result |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
     for row in rows:
-        if row.failed is not None:  # the command and dbt's error on one line, not the log
-            error = " ".join(row.failed.split("\nlog: ")[0].split())
-            print(f"FAILED {row.name}: {error}")
+        target = f"<= {row.target}" if row.target is not None else "-"
+        if row.failed is not None:
+            lines.append(f"| {row.name} | - | - | - | {target} | FAILED |")
+            continue
+        lines.append(
+            f"| {row.name} | {row.a_median:.2f} | {row.b_median:.2f} | {row.ratio:.2f} | "
+            f"{target} | {row.verdict()} |"
+        )
+    return lines
+
+
+def statements_lines(rounds: List[Dict[str, Any]]) -> List[str]:
+    if not rounds:
+        return []
+    last = rounds[-1]
+    lines = [
+        f"Statements sent to the Thrift server per model in a no-change incremental run (round "
+        f"{last['round']} of P1-thrift; target: at most dbt-spark's + {STATEMENTS_OVER_DBT_SPARK}):",
+        "",
+        "| model | this adapter | dbt-spark | difference | result |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for m in last["models"]:
+        lines.append(
+            f"| {m['model']} | {m['ours'] if m['ours'] is not None else '-'} | "
+            f"{m['dbt_spark'] if m['dbt_spark'] is not None else '-'} | {m['diff']:+d} | "
+            f"{m['verdict']} |"
+        )
+    run_level, total = last["run_level"], last["total"]
+    lines.append(
+        f"| (the run's own, outside any model) | {run_level['ours']} | {run_level['dbt_spark']} "
+        f"| {run_level['ours'] - run_level['dbt_spark']:+d} | - |"
+    )
+    lines.append(
+        f"| (all) | {total['ours']} | {total['dbt_spark']} | "
+        f"{total['ours'] - total['dbt_spark']:+d} | - |"
+    )
+    return lines
+
+
+@dataclass
+class Report:
+    """The table so far, printed at the end and rewritten (markdown and JSON) after every
+    scenario, so that a stopped run keeps the figures it measured."""
+
+    mode: str  # full, quick or steady
+    sizes: Sizes
+    date: str
+    host: str
+    commit: str
+    rows: List[Row] = field(default_factory=list)
+    statements: List[Dict[str, Any]] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def stem(self) -> str:
+        return "bench" if self.mode == "full" else f"bench-{self.mode}"
+
+    def header(self) -> str:
+        what = {
+            "full": "`make bench`",
+            "quick": "`make bench-quick` (QUICK: one pair per figure, smaller sizes)",
+            "steady": "`bench_run_path.py --steady` (consecutive runs on the same tables)",
+        }[self.mode]
+        return (
+            f"{what}; {self.date}; commit {self.commit}; machine: {self.host}; "
+            f"{self.sizes.pairs} interleaved pair(s) per figure, medians"
+        )
+
+    def add(self, rows: List[Row]) -> None:
+        for row in rows:
+            print(figure_line(row), flush=True)
+        self.rows += rows
+        self.write()
+
+    def write(self) -> None:
+        REPORTS_DIR.mkdir(parents=True, exist_ok=True)
+        runtime = time.perf_counter() - self.started
+        md = [
+            f"# Benchmarks{' (quick)' if self.mode == 'quick' else ''}",
+            "",
+            self.header() + ".",
+            "",
+            *table_lines(self.rows),
+            "",
+            "Ratio = this adapter's median / the baseline's median. P1: sum of the models' "
+            "execution times; P3, P5: the model's execution time; `wall`: the whole `dbt run` "
+            "process. `info` rows have no target.",
+            "",
+            *statements_lines(self.statements),
+            "",
+            *(f"- check {line}" for line in CHECKS),
+            "",
+            f"Script runtime so far {runtime / 60:.1f} min; other Spark JVMs running as each "
+            f"measured process started: max {max(OTHER_JVMS_SEEN, default=0)} "
+            f"({sum(1 for n in OTHER_JVMS_SEEN if n)} of {len(OTHER_JVMS_SEEN)} processes); "
+            f"load average {load_average()}.",
+        ]
+        (REPORTS_DIR / f"{self.stem}.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+        payload = {
+            "mode": self.mode,
+            "date": self.date,
+            "commit": self.commit,
+            "machine": self.host,
+            "runtime_s": round(runtime, 1),
+            "sizes": {
+                **asdict(self.sizes),
+                "p3_bad_every": self.sizes.p3_bad_every,
+                "p3_heavy_bad_every": P3_HEAVY_BAD_EVERY,
+                "p5_small_rows": P5_SMALL_ROWS,
+                "p5_batch": P5_BATCH,
+            },
+            "rows": [row.to_dict(self.date, self.host) for row in self.rows],
+            "statements_per_model": self.statements,
+            "checks": CHECKS,
+            "other_spark_jvms_at_each_measured_start": OTHER_JVMS_SEEN,
+        }
+        (REPORTS_DIR / f"{self.stem}.json").write_text(
+            json.dumps(payload, indent=2) + "\n", encoding="utf-8"
+        )
+
+    def print_table(self) -> None:
+        print()
+        print(self.header())
+        for line in table_lines(self.rows):
+            print(line)
+        if self.statements:
+            print()
+            for line in statements_lines(self.statements):
+                print(line)
+        for line in CHECKS:
+            print(f"check {line}")
+        for row in self.rows:
+            if row.failed is not None:  # the command and dbt's error on one line, not the log
+                error = " ".join(row.failed.split("\nlog: ")[0].split())
+                print(f"FAILED {row.name}: {error}")
+
+
+def git_commit() -> str:
+    out = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    )
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return (out.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty else "")
+
+
+FIGURES = ("p1", "p1-thrift", "p1-connect", "p3", "p3-heavy", "p5")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", default=",".join(FIGURES), help=f"comma list of {FIGURES}")
     parser.add_argument(
-        "--only", default="p1,p3,p3-heavy,p5", help="comma list of p1, p3, p3-heavy, p5"
+        "--quick",
+        action="store_true",
+        help="one pair per figure, smaller sizes (`make bench-quick`): reports/bench-quick.*",
     )
-    parser.add_argument("--pairs", type=int, default=PAIRS)
-    parser.add_argument("--p3-rows", type=int, default=P3_ROWS)
-    parser.add_argument("--p5-large-rows", type=int, default=P5_LARGE_ROWS)
+    parser.add_argument("--pairs", type=int, default=None)
+    parser.add_argument("--p3-rows", type=int, default=None)
+    parser.add_argument("--p5-large-rows", type=int, default=None)
     parser.add_argument(
         "--steady",
         action="store_true",
         help="P1, P3: consecutive runs on the same tables instead of each from the restored "
-        "warehouse (written to results/run_path_steady.json)",
+        "warehouse (reports/bench-steady.*)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the warehouses and logs")
     args = parser.parse_args()
     only = {part.strip().lower() for part in args.only.split(",")}
-    results_file = RESULTS_FILE.with_name("run_path_steady.json") if args.steady else RESULTS_FILE
+    unknown = only - set(FIGURES)
+    if unknown:
+        parser.error(f"--only: unknown {sorted(unknown)}; known: {', '.join(FIGURES)}")
+    sizes = QUICK if args.quick else FULL
+    sizes = replace(
+        sizes,
+        pairs=args.pairs or sizes.pairs,
+        p3_rows=args.p3_rows or sizes.p3_rows,
+        p5_large_rows=args.p5_large_rows or sizes.p5_large_rows,
+    )
+    mode = "steady" if args.steady else "quick" if args.quick else "full"
 
-    started = time.perf_counter()
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    host = machine()
+    report = Report(mode, sizes, date, machine(), git_commit())
     jars = jar_paths()
     print(
-        f"bench_run_path: {date}; {host}; load average {load_average()}; "
+        f"bench_run_path ({mode}): {date}; {report.host}; load average {load_average()}; "
         f"{other_jvms()} other Spark JVM(s) running",
         flush=True,
     )
     work = Path(tempfile.mkdtemp(prefix="bench_run_path_"))
     (work / "logs").mkdir()
-    rows: List[Row] = []
+    scenarios: List[Any] = []
+    servers: Optional[P1Servers] = None
     try:
-        scenarios: List[Any] = []
+        if only & {"p1-thrift", "p1-connect"}:
+            # measured first: its servers are stopped before the session figures are measured
+            servers = P1Servers(work, jars, sizes, connect="p1-connect" in only)
+            scenarios.append(servers)
         if "p1" in only:
-            scenarios.append(P1(work, jars, args.steady))
+            scenarios.append(P1(work, jars, sizes, args.steady))
         p3_figures = tuple(sorted(only & {"p3", "p3-heavy"}))
         if p3_figures:
-            scenarios.append(P3(work, jars, args.p3_rows, p3_figures, args.steady))
+            scenarios.append(P3(work, jars, sizes, p3_figures, args.steady))
         if "p5" in only:
-            scenarios.append(P5(work, jars, args.p5_large_rows))
+            scenarios.append(P5(work, jars, sizes.p5_large_rows))
         setups = [setup for scenario in scenarios for setup in scenario.setups()]
         print(f"setup: {len(setups)} first-run job(s) side by side (untimed) ...", flush=True)
         setup_start = time.perf_counter()
@@ -1096,48 +1573,33 @@ def main() -> None:
                 print(f"  {message}", flush=True)
         print(f"setup done in {time.perf_counter() - setup_start:.0f} s", flush=True)
         wait_for_quiet()
+        for scenario in scenarios:
+            try:
+                report.add(scenario.measure(sizes.pairs))
+            except DbtRunFailed as exc:  # the other scenarios are measured all the same
+                print(f"\nFAILED: {exc}", flush=True)
+                report.add([Row(f"{type(scenario).__name__} (all)", [], [], None, failed=str(exc))])
+            if scenario is servers:
+                report.statements = servers.statements
+                servers.stop()
+                report.write()
     except DbtRunFailed as exc:
         print(f"\nFAILED: {exc}", flush=True)
         print(f"(logs and warehouses kept in {work})")
         sys.exit(1)
-    for scenario in scenarios:
-        try:
-            rows += scenario.measure(args.pairs)
-        except DbtRunFailed as exc:  # the other scenarios are measured all the same
-            print(f"\nFAILED: {exc}", flush=True)
-            rows.append(Row(f"{type(scenario).__name__} (all)", [], [], None, failed=str(exc)))
-    runtime = time.perf_counter() - started
-    print_table(rows, date, host, args.steady)
+    finally:
+        for server in OUR_SERVERS:
+            server.stop()
+    report.print_table()
+    report.write()
     print(
-        f"script runtime {runtime / 60:.1f} min; other Spark JVMs running as each measured "
-        f"process started: max {max(OTHER_JVMS_SEEN, default=0)} "
+        f"script runtime {(time.perf_counter() - report.started) / 60:.1f} min; other Spark JVMs "
+        f"running as each measured process started: max {max(OTHER_JVMS_SEEN, default=0)} "
         f"({sum(1 for n in OTHER_JVMS_SEEN if n)} of {len(OTHER_JVMS_SEEN)} processes); "
         f"load average now {load_average()}"
     )
-
-    results_file.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "date": date,
-        "machine": host,
-        "runtime_s": round(runtime, 1),
-        "pairs": args.pairs,
-        "steady": args.steady,
-        "sizes": {
-            "p1_first_rows": P1_FIRST_ROWS,
-            "p1_batch": P1_BATCH,
-            "p3_rows": args.p3_rows,
-            "p3_heavy_bad_every": P3_HEAVY_BAD_EVERY,
-            "p5_small_rows": P5_SMALL_ROWS,
-            "p5_large_rows": args.p5_large_rows,
-            "p5_batch": P5_BATCH,
-        },
-        "rows": [row.to_dict(date, host) for row in rows],
-        "checks": CHECKS,
-        "other_spark_jvms_at_each_measured_start": OTHER_JVMS_SEEN,
-    }
-    results_file.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    print(f"written {results_file.relative_to(REPO)}")
-    failed = [row.name for row in rows if row.failed is not None]
+    print(f"written reports/{report.stem}.md and reports/{report.stem}.json")
+    failed = [row.name for row in report.rows if row.failed is not None]
     if args.keep or failed:
         print(f"warehouses and logs kept in {work}")
     else:
