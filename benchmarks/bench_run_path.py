@@ -1,61 +1,77 @@
 """Benchmark: the adapter's run path end to end, through `dbt run` processes as users run them.
 
-Run from the repository root: `python benchmarks/bench_run_path.py` (`make bench` does).
+Run from the repository root: `python benchmarks/bench_run_path.py` (`make bench` does;
+`--quick`, `make bench-quick`, runs one pair per figure at smaller sizes).
 
 Every measurement is one `dbt run --profiles-dir .` subprocess in a generated project under
 benchmarks/run_path/ (written by this script; the profiles read the warehouse folder from the
 environment). Model times come from target/run_results.json (`execution_time`); the whole
 process is timed too (wall). Each scenario first deploys its tables with untimed first runs (the
-scenarios' setups run side by side), copies the warehouse folder (Delta files + Derby
-metastore), and puts that copy back before every measured run: every measured run starts from
-the same deployed tables, and nothing is cached beforehand (each process starts its own JVM and
-SparkSession; only dbt's own partial parsing carries over, as it does for users). The measured
-processes run one at a time, A and B interleaved (A, B, A, B, ...); ratio = median(A) / median(B).
+scenarios' setups run side by side). The session scenarios (P1, P3, P5) copy the warehouse
+folder (Delta files + Derby metastore) and put that copy back before every measured run: every
+measured run starts from the same deployed tables, and nothing is cached beforehand (each
+process starts its own JVM and SparkSession; only dbt's own partial parsing carries over, as it
+does for users). The measured processes run one at a time, A and B interleaved (A, B, A, B,
+...); ratio = median(A) / median(B). Sizes below are `make bench`'s (FULL); `--quick` (QUICK)
+uses 5 + 5 P1 models of 10k rows with a 2k batch, 1M P3 rows and a 1M-row P5 table.
 
   P1  the second `dbt run` (threads 4) of 20 incremental Delta models, 10 `merge` with
       unique_key (5k updates + 5k inserts each) and 10 `append` (10k rows each), configured with
       schema_contract {columns: evolve, data_type: evolve} and schema_evolution {}, on this
-      adapter (A) / the same models on plain dbt-spark 1.11, method session, file_format delta,
-      no contract (B). dbt-spark runs from its own venv (benchmarks/.venv-dbt-spark, created
-      when missing) with the same jars and Spark settings in its profile's
-      server_side_parameters (dbt-spark passes them to SparkSession.builder on every
-      statement). Model time = the sum of the 20 execution_times. Target <= 1.05.
+      adapter (A) / the same models on plain dbt-spark 1.11 (type `spark`, the dbt-spark this
+      project's venv installs), method session, file_format delta, no contract (B), with the
+      same jars and Spark settings in its profile's server_side_parameters (dbt-spark passes
+      them to SparkSession.builder on every statement). Model time = the sum of the 20
+      execution_times. Target <= 1.05.
+  P1-thrift, P1-connect  the same models over local servers this script starts from the pyspark
+      wheel (local[2], configured like the embedded session; spark_contracts_dev.servers) and
+      stops after measuring them, before the session figures: this adapter over a Thrift server
+      (A) / plain dbt-spark (`method: thrift`) over the same server, in another schema (B).
+      Target <= 1.05. P1-connect: this adapter over a Spark Connect server / the same B (no
+      target: information). A server keeps its tables open, so these runs are consecutive
+      runs on the same tables (each the next batch, as --steady), A, B and A' in turn. Per round,
+      the statements each model sent to the Thrift server, ours against dbt-spark's, are read
+      from the server's event log (thrift_statements.py) and printed; target: at most 2 more
+      than dbt-spark per model.
   P3  an incremental append of an expensive, uncached model (5M rows from range(), sha2 over a
-      string, an aggregate joined back) whose `n` is a string with 5 non-numeric values while the
-      deployed `n` is bigint, under schema_contract {data_type: discard_row} (A; the load reads
-      the model once, filtering the discarded rows and counting them as it goes), and with
-      quarantine: true as well (A'; the output is cached on the executors, the discarded rows
-      go to the run's pending table, then the load, then the move into the quarantine: README,
-      All-or-nothing item 5), / the same query without a
-      contract, casting `n` to bigint in the model (B: what a user writes without the
-      adapter). Order A, B, A' per round; both ratios use the same B runs. Target <= 1.15.
+      string, an aggregate joined back) whose `n` is a string while the deployed `n` is bigint,
+      / the same query without a contract, casting `n` to bigint in the model (B: what a user
+      writes without the adapter). The contracted variants: schema_contract {data_type:
+      discard_row} with 5 non-numeric values (A, `P3 discard_row`, target <= 1.15); with
+      quarantine: true as well (A', `P3q-few`: 5 discarded, the model's previous run discarded
+      too; target <= 1.45); with quarantine: true and every value numeric (A'c, `P3q-clean`:
+      nothing discarded, the previous run discarded nothing either; B is the same plain run,
+      whose 5 non-numeric values cast to NULL; target <= 1.05). Order A, B, A', A'c per round.
   P3-heavy  the same workload with one `n` in five non-numeric (20% of the rows: 1M of 5M),
       under {data_type: discard_row, quarantine: true}: every discarded row goes to the
       quarantine table (A'') / the same query without a contract, casting `n` in the model
       (B'': all rows written, 20% with a NULL n). Order A'', B'' per round, after P3's runs in
-      the same rounds. Target <= 1.25.
+      the same rounds. Target <= 1.45.
   P5  schema_evolution {} on Delta, append of a 10k-row batch into a 10k-row table: the run
       that adds a column (A1) and the run that widens `n` int -> bigint (A2) / the run with no
       schema change (B). Target <= 1.2. For information, the add-column run into a 10M-row
       table / the same run into the 10k-row table, in the first round only.
 
-The table (name, A, B, ratio, target, date, machine) is printed and written as JSON to
-benchmarks/results/run_path.json (git-ignored: the figures are per machine and per run). The
-script exits 0 whether targets are met or not (it is a benchmark, not a test), and 1 when a dbt
-run fails (its error and log are printed): a failed setup stops the script; a failed measured run
-makes its figure FAILED in the table (no figure, dbt's error) and the other figures are still
-measured (P3's figures one by one, the other scenarios whole). Right after the last measured run
-of each quarantining P3 model, its table and quarantine are counted (`dbt show`, untimed) and
-checked against what the runs should have left there. `--pairs`, `--p3-rows`,
-`--p5-large-rows` and `--only p1,p3,p3-heavy,p5` shrink it for a quick look. Set
-DBT_SPARK_CONTRACTS_JARS to the folder holding the Delta/Iceberg jars (default .jars/ in the
-repository).
+Each figure is printed as soon as it is measured (`figure ...` lines; the P1 pairs and the P3
+rounds print their own ratios as they go), then the whole table: figure, this adapter (s),
+baseline (s), ratio, target, result. The table, the statements per model and the checks are
+written to reports/bench.md and reports/bench.json (`--quick`: reports/bench-quick.*;
+`--steady`: reports/bench-steady.*), rewritten after every scenario, so a stopped run keeps
+what it measured. The script exits 0 whether targets are met or not (it is a benchmark, not a
+test), and 1 when a dbt run fails (its error and log are printed): a failed setup stops the
+script; a failed measured run makes its figure FAILED in the table (no figure, dbt's error) and
+the other figures are still measured (P3's figures one by one, the other scenarios whole).
+Right after the last measured run of each quarantining P3 model, its table and quarantine are
+counted (`dbt show`, untimed) and checked against what the runs should have left there.
+`--pairs`, `--p3-rows`, `--p5-large-rows` and `--only p1,p1-thrift,p1-connect,p3,p3-heavy,p5`
+change it for a look at one figure. Set DBT_SPARK_CONTRACTS_JARS to the folder holding the
+Delta/Iceberg jars (default .jars/ in the repository).
 
 `--steady` measures P1 and P3 in steady state instead: no restore between the measured runs,
 each run is the next one on the tables the previous run left (P1: each run the next batch, 5k
 updates + 5k inserts per merge model; P3: each run appends again, and the quarantines grow), so
-what accumulates in use (Delta commits and checkpoints, table and quarantine size) is in the figures. P5 keeps restoring (a schema change
-happens once per table). Written to benchmarks/results/run_path_steady.json.
+what accumulates in use (Delta commits and checkpoints, table and quarantine size) is in the
+figures. P5 keeps restoring (a schema change happens once per table).
 """
 
 from __future__ import annotations
