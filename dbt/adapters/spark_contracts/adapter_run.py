@@ -48,7 +48,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
 from dbt.adapters.spark_contracts.core.settings.config import fixed_path, read_run_vars
 from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run import swap as swaps
-from dbt.adapters.spark_contracts.run.lease import ModelKey
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
 logger = AdapterLogger("SparkContracts")
@@ -361,6 +361,10 @@ class RunPathMethods(metaclass=AdapterMeta):
     def _spark(self) -> _ConnectionSpark:
         return _ConnectionSpark(self)
 
+    def _restorer(self, spark: runs.Spark) -> runs.Restorer:
+        """Puts a table back and reads its log (a snapshot's change, Iceberg's NOT NULL build)."""
+        return runs.Restorer(spark, Leases(spark))
+
     def _runner(self, spark: runs.Spark, invocation_id: str) -> runs.Runner:
         self._report.start(invocation_id)
         return runs.Runner(spark, self._report, self._target_dir)
@@ -420,9 +424,14 @@ class RunPathMethods(metaclass=AdapterMeta):
             assert plan.constraints is not None
             exists = existing is not None and not plan.drop_first
             spark = self._spark()
-            log = runs.Runner(spark, self._report, self._target_dir)
             return build_not_null(
-                spark, str(target), create_sql, plan.constraints, clauses, exists, log
+                spark,
+                str(target),
+                create_sql,
+                plan.constraints,
+                clauses,
+                exists,
+                self._restorer(spark),
             )
         response, _ = self.execute(create_sql)  # type: ignore[attr-defined]
         return response

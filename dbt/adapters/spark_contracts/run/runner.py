@@ -39,11 +39,14 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     Executed,
     Loaded,
     Restored,
+    RunBook,
     RunEvents,
+    RunOutcome,
     RunState,
 )
-from dbt.adapters.spark_contracts.run.quarantine_steps import QuarantineSteps
+from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
 from dbt.adapters.spark_contracts.run.report import RunReport
+from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
     ForeignCommits,
     LeaseLost,
@@ -53,20 +56,49 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     SchemaContractViolation,
     TableChangedMeanwhile,
 )
+from dbt.adapters.spark_contracts.run.table_log import TableLog
 
 logger = AdapterLogger("SparkContracts")
 
 # --------------------------------------------------------------------------- the runner
 
 
-class Runner(QuarantineSteps):
-    """Carries a `ModelRun` out on one connection; every failure after a change restores."""
+class Runner:
+    """Carries a `ModelRun` out on one connection; every failure after a change restores.
+    Its collaborators: `leases` (the model-level leases the run takes and lets go),
+    `restorer` (puts the table back, run/restore.py) and `quarantine` (the run's discarded
+    rows, run/quarantine_steps.py), which share `book`, the run's events and state."""
 
     def __init__(self, spark: Spark, report: RunReport, target_dir: Path) -> None:
         self.spark, self.report, self.target_dir = spark, report, target_dir
-        self.leases = Leases(spark)  # the model-level leases this run takes and lets go
-        # a runner carries one run out: what happened to it (events), and what it holds
-        self.events, self.state = RunEvents(), RunState()
+        self.leases = Leases(spark)
+        self.book = RunBook()
+        self.restorer = Restorer(spark, self.leases)
+        self.quarantine = Quarantine(spark, self.book)
+
+    @property
+    def events(self) -> RunEvents:
+        return self.book.events
+
+    @events.setter
+    def events(self, events: RunEvents) -> None:
+        self.book.events = events
+
+    @property
+    def state(self) -> RunState:
+        return self.book.state
+
+    @property
+    def out(self) -> RunOutcome:
+        """What the run did so far, computed from its events."""
+        return self.book.out
+
+    def log(self, table_format: str) -> TableLog:
+        return self.restorer.log(table_format)
+
+    def repair(self, intent: Intent, key: ModelKey) -> Optional[str]:
+        """A dead run's intent repaired under the model's lease (Restorer.repair)."""
+        return self.restorer.repair(intent, key)
 
     def execute(
         self,
@@ -80,14 +112,14 @@ class Runner(QuarantineSteps):
         at a location_root drops the table here, once every check has passed), the load and
         `after_load` (a rebuild built beside the table is swapped in), clearing the intent.
         Any failure after a change puts the table back."""
-        self.events, self.state = RunEvents(run.repairs), RunState()
+        self.book.begin(run.repairs)
         try:
             self._prepare(run)
             if before_load is not None:
                 before_load()
         except BaseException:
             self.drop_stage(run)
-            self._settle_own_pending(run, restored=False)
+            self.quarantine.settle_own(run, restored=False)
             self.leases.release(run, keep=self.state.intent is not None)
             raise
         return self._load(run, load_sql, after_load)  # cleans up after itself, whatever happens
@@ -106,7 +138,7 @@ class Runner(QuarantineSteps):
             state.observation = self.spark.observe(run.observed, base, run.observed_metrics)
         pending = load.pending_from(run.observed or base) if load is not None else None
         if pending and run.quarantine_pending:  # read once: every row, from the executors
-            self._write_pending(run, pending)
+            self.quarantine.write_pending(run, pending)
             self._take_counts(run)  # observed while writing it, else one query over it
         elif run.stage:
             self.spark.run(drop_sql(run.stage, run.table_format))
@@ -127,7 +159,7 @@ class Runner(QuarantineSteps):
             if not load.passes_through:
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if state.pending is not None and self.out.rows_discarded:
-            self._ready_for_pending(run)  # before any change to the table
+            self.quarantine.ready_for_pending(run)  # before any change to the table
         if run.write.multi_step and run.statements:
             self._begin_steps(run)
         return run.source
@@ -160,7 +192,7 @@ class Runner(QuarantineSteps):
         self._check_unchanged(run)
         # read once the lease is held: a run that finished while this one waited for it
         # committed before this point, so the restore never takes that run's commits back
-        state.restore_version = self.log(run.table_format).start_point(run.relation)
+        state.restore_version = self.restorer.log(run.table_format).start_point(run.relation)
         intent = self.intent_of(run)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
@@ -202,7 +234,7 @@ class Runner(QuarantineSteps):
             )
             return []
         try:
-            return self._settle_pendings(
+            return self.quarantine.settle_others(
                 model.relation,
                 model.table_format,
                 quarantine,
@@ -253,7 +285,7 @@ class Runner(QuarantineSteps):
                 if not found.held:
                     raise LeaseLost(run.unique_id, run.relation, found.taken_by)
         except LeaseLost as lost:
-            self._stop_lease()
+            self.quarantine.stop_lease()
             self.state.pending = None  # no longer its own to settle
             self.leases.release(run, keep=True)
             self.state.intent = None
@@ -287,11 +319,13 @@ class Runner(QuarantineSteps):
             except Exception as exc:  # the load has committed: counts are a report
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
             if self.state.intent is not None:
-                self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
+                self._step(
+                    run, "clearing the intent", lambda: self.restorer.clear_intent(run.relation)
+                )
                 self.leases.let_go(run)
             if self.state.pending is not None:  # the load is in: the rows follow it
                 self.fence(run)
-                self._finish_pending(run)
+                self.quarantine.finish(run)
         finally:
             self.drop_stage(run)
         self.record(run)
@@ -348,26 +382,26 @@ class Runner(QuarantineSteps):
             )  # the quarantine holds nothing of a run before its load
         intent = self.state.intent
         if intent is None:
-            self._settle_own_pending(run, restored=False)
+            self.quarantine.settle_own(run, restored=False)
             self.record(run)
             raise exc
         try:
-            self.events.add(Restored(self.restore(intent, list(self.out.executed))))
+            self.events.add(Restored(self.restorer.restore(intent, list(self.out.executed))))
         except ForeignCommits as foreign:
             self.events.add(Restored(f"NOT RESTORED: {foreign}"))
-            self._settle_own_pending(run, restored=False)
+            self.quarantine.settle_own(run, restored=False)
             self.leases.release(run, keep=self.state.intent is not None)
             self.record(run)
             raise
         except Exception as restore_exc:
             self.events.add(Restored(f"RESTORE FAILED: {restore_exc}"))
-            self._stop_lease()
+            self.quarantine.stop_lease()
             self.leases.release(run, keep=True)  # its intent stays: the next run repairs it
             self.record(run)
             raise RestoreFailed(
-                run.unique_id, step, exc, restore_exc, self.manual_repair(intent)
+                run.unique_id, step, exc, restore_exc, self.restorer.manual_repair(intent)
             ) from exc
-        self._settle_own_pending(run, restored=True)
+        self.quarantine.settle_own(run, restored=True)
         self.leases.let_go(run)
         self.record(run)
         try:  # naming them is a courtesy: the failure is reported anyway
