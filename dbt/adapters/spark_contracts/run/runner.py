@@ -7,12 +7,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core import (
-    AddColumns,
-)
-from dbt.adapters.spark_contracts.core.contracts.load_select import (
-    COERCE_REASON,
-)
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
@@ -23,10 +17,6 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     SETTLE_SUFFIX,
-)
-from dbt.adapters.spark_contracts.core.report.outcome import (
-    history_relation,
-    history_rows,
 )
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -57,6 +47,7 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     TableChangedMeanwhile,
 )
 from dbt.adapters.spark_contracts.run.table_log import TableLog
+from dbt.adapters.spark_contracts.run.violations import value_violation
 
 logger = AdapterLogger("SparkContracts")
 
@@ -193,7 +184,7 @@ class Runner:
         # read once the lease is held: a run that finished while this one waited for it
         # committed before this point, so the restore never takes that run's commits back
         state.restore_version = self.restorer.log(run.table_format).start_point(run.relation)
-        intent = self.intent_of(run)
+        intent = run.intent(self.state.restore_version)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
             f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
@@ -244,24 +235,6 @@ class Runner:
             )
         finally:
             self.leases.let_go(model)
-
-    def intent_of(self, run: ModelRun) -> Intent:
-        added = tuple(
-            col.path
-            for op in run.plan.operations
-            if isinstance(op, AddColumns)
-            for col in op.columns
-        )
-        return Intent(
-            run.invocation_id,
-            run.unique_id,
-            run.relation,
-            run.table_format,
-            self.state.restore_version,
-            run.commit_tag,
-            added,
-            run.statements,
-        )
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
         try:
@@ -329,7 +302,7 @@ class Runner:
         finally:
             self.drop_stage(run)
         self.record(run)
-        self._append_history(run)
+        self.report.queue_run_history(run, self.out)
         line = run.outcome_line(self.out)
         if line:
             logger.info(line)
@@ -339,24 +312,6 @@ class Runner:
             code=getattr(response, "code", None),
             rows_affected=getattr(response, "rows_affected", None),
         )
-
-    def _append_history(self, run: ModelRun) -> None:
-        """The run's applied changes, discards and repairs, queued for the schema's history
-        table; the adapter writes the invocation's rows once its nodes are done (off every
-        model's run path)."""
-        out = self.out
-        rows = history_rows(
-            run.unique_id,
-            run.relation,
-            run.invocation_id,
-            run.plan.operations,
-            out.rows_discarded,
-            out.values_discarded,
-            out.repairs,
-        )
-        if rows:
-            using = row_of(run.table_format).history_format
-            self.report.queue_history(history_relation(run.relation), using, rows)
 
     def drop_stage(self, run: ModelRun) -> None:
         if self.state.staged:
@@ -412,28 +367,7 @@ class Runner:
         raise RunUndone(run.unique_id, step, self.out.restored, exc, others) from exc
 
     def raise_value_violation(self, run: ModelRun, samples: List[Dict[str, Any]]) -> None:
-        decision = run.contract
-        assert decision is not None
-        column = str(samples[0]["column_name"])
-        reason = str(samples[0].get("reason") or COERCE_REASON)
-        check = next((c for c in decision.value_checks if c.dotted.lower() == column.lower()), None)
-        if reason != COERCE_REASON:  # a declared rule (pydantic_contract), not a coercion
-            check = None
-        violation = {
-            "schema_entity": "data_type",
-            "contract_mode": "freeze",
-            "column": column,
-            "deployed_type": check.deployed_type.to_sql() if check else None,
-            "compiled_type": check.compiled_type.to_sql() if check else None,
-            "reason": reason,
-        }
-        values = [
-            row["value"]
-            for row in samples
-            if str(row["column_name"]) == column
-            and str(row.get("reason") or COERCE_REASON) == reason
-        ]
-        self.raise_violation(run.unique_id, run.relation, violation, values)
+        self.raise_violation(run.unique_id, run.relation, *value_violation(run, samples))
 
     def raise_violation(
         self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
