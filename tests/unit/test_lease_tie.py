@@ -153,6 +153,7 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
     changed since the plan fails the run before any change, naming both schemas, its lease
     let go."""
     from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.run.model_run import ModelRun
     from dbt.adapters.spark_contracts.run.run_errors import TableChangedMeanwhile
 
     planned = parse_type("struct<id:bigint,n:bigint>")
@@ -169,6 +170,7 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
         commit_tag="tag",
         plan=SimpleNamespace(operations=()),
     )
+    run.intent = lambda version: ModelRun.intent(run, version)  # type: ignore[arg-type]
     runner = Runner(spark, RunReport(), tmp_path)  # type: ignore[arg-type]
     if not changed:
         intents = []

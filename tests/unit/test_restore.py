@@ -4,13 +4,21 @@ RESTORE is never undone (the Runner against a scripted history; no Spark)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.run import ForeignCommits, RestoreFailed, Runner, RunReport
+from dbt.adapters.spark_contracts.run.lease import Leases
+from dbt.adapters.spark_contracts.run.restore import Restorer
 
 TAG = "dbt-spark-contracts:inv:model.p.m"
+
+
+def restorer(spark: Any) -> Restorer:
+    """The Runner's collaborator that puts a table back (run/restore.py)."""
+    return Restorer(spark, Leases(spark))
 
 
 class History:
@@ -54,7 +62,7 @@ BEFORE = [(0, "CREATE TABLE AS SELECT", None), (1, "WRITE", None), (2, "ADD COLU
 
 def test_a_clean_restore_goes_back_once(tmp_path: Path):
     spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
-    done = Runner(spark, RunReport(), tmp_path).restore(intent())
+    done = restorer(spark).restore(intent())
     assert done == "restored to Delta version 1"
     assert spark.statements == ["restore table db.t to version as of 1"]
 
@@ -63,7 +71,7 @@ def test_a_commit_racing_the_restore_is_given_back(tmp_path: Path):
     raced = (3, "WRITE", "streaming job")
     spark = History(BEFORE, BEFORE + [raced, (4, "RESTORE", TAG)])
     with pytest.raises(ForeignCommits) as caught:
-        Runner(spark, RunReport(), tmp_path).restore(intent())
+        restorer(spark).restore(intent())
     assert spark.statements == [
         "restore table db.t to version as of 1",
         "restore table db.t to version as of 3",  # the raced commit and the run's changes
@@ -74,7 +82,7 @@ def test_a_commit_racing_the_restore_is_given_back(tmp_path: Path):
 def test_a_foreign_commit_before_the_check_stops_the_restore(tmp_path: Path):
     spark = History(BEFORE + [(3, "WRITE", "other")], [])
     with pytest.raises(ForeignCommits):
-        Runner(spark, RunReport(), tmp_path).restore(intent())
+        restorer(spark).restore(intent())
     assert spark.statements == []
 
 
@@ -82,7 +90,7 @@ def test_a_raced_restore_is_not_taken_back_over_later_commits(tmp_path: Path):
     raced, later = (3, "WRITE", "streaming job"), (5, "WRITE", "another job")
     spark = History(BEFORE, BEFORE + [raced, (4, "RESTORE", TAG), later])
     with pytest.raises(ForeignCommits) as caught:
-        Runner(spark, RunReport(), tmp_path).restore(intent())
+        restorer(spark).restore(intent())
     assert spark.statements == ["restore table db.t to version as of 1"]  # not a second one
     assert "5 (WRITE, by another job)" in str(caught.value), caught.value
     assert "decide by hand" in str(caught.value)
@@ -91,7 +99,7 @@ def test_a_raced_restore_is_not_taken_back_over_later_commits(tmp_path: Path):
 def test_another_writers_restore_is_not_taken_for_ours(tmp_path: Path):
     spark = History(BEFORE, BEFORE + [(3, "RESTORE", "someone else")])
     with pytest.raises(RestoreFailed):
-        Runner(spark, RunReport(), tmp_path).restore(intent())
+        restorer(spark).restore(intent())
 
 
 def test_a_dead_runs_late_commit_is_undone_by_the_repair(tmp_path: Path):
@@ -100,7 +108,7 @@ def test_a_dead_runs_late_commit_is_undone_by_the_repair(tmp_path: Path):
     repair = "dbt-spark-contracts:inv2:model.p.m"
     late = (3, "UPDATE", TAG)
     spark = History(BEFORE, BEFORE + [late, (4, "RESTORE", repair)], session_tag=repair)
-    done = Runner(spark, RunReport(), tmp_path).restore(intent())
+    done = restorer(spark).restore(intent())
     assert done == "restored to Delta version 1"
     assert spark.statements == ["restore table db.t to version as of 1"]  # not given back
 
@@ -110,7 +118,7 @@ def test_the_repair_drops_the_dead_runs_stage(tmp_path: Path):
     from dbt.adapters.spark_contracts.run import stage_name
 
     spark = History(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
-    message = Runner(spark, RunReport(), tmp_path)._repair(intent(), "model.p.m")
+    message = restorer(spark)._repair(intent(), "model.p.m")
     assert "restored to Delta version 1" in message
     assert spark.statements == [
         f"drop table if exists {stage_name('db.t', 'inv')}",
@@ -203,8 +211,8 @@ def test_an_iceberg_undo_drops_only_the_columns_its_own_add_columns_added(added,
     add = "ALTER TABLE ice.s.t ADD COLUMNS (`note` STRING)"
     intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 7, TAG, (("note",),), (add,))
     table = IcebergTable(["id", "note"])
-    Runner(table, RunReport(), tmp_path).restore(intent, [add] if added else [])
+    restorer(table).restore(intent, [add] if added else [])
     assert ("note" in table.columns) is not added
     dead = IcebergTable(["id", "note"])
-    Runner(dead, RunReport(), tmp_path).restore(intent)
+    restorer(dead).restore(intent)
     assert dead.columns == ["id"]

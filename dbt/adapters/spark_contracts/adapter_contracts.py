@@ -130,10 +130,10 @@ class ContractMethods(metaclass=AdapterMeta):
         statements = tuple(render_plan(planned.plan, str(target), table_format, ""))
         run = SnapshotRun(unique_id, tuple(planned.insert_columns))
         if statements:
-            runner = self._runner(spark, invocation_id)
+            restorer = self._restorer(spark)  # type: ignore[attr-defined]
             tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
             self._tags.set(spark, tag)  # cleared when dbt ends the node (post_model_hook)
-            version = runner.log(table_format).current_version(str(target))
+            version = restorer.current_version(str(target), table_format)
             added = tuple(
                 c.path
                 for op in planned.plan.operations
@@ -143,7 +143,9 @@ class ContractMethods(metaclass=AdapterMeta):
             intent = Intent(
                 invocation_id, unique_id, str(target), table_format, version, tag, added
             )
-            run = snapshot_run.changed(replace(run, restore=intent), statements, spark.run, runner)
+            run = snapshot_run.changed(
+                replace(run, restore=intent), statements, spark.run, restorer
+            )
             logger.info(f"{unique_id} ({target}): {planned.plan.summary()}")
         for warning in planned.plan.warnings:  # `warn`: applied, each change named
             logger.warning(f"{unique_id} ({target}): {warning}")
@@ -154,7 +156,7 @@ class ContractMethods(metaclass=AdapterMeta):
         """dbt's snapshot merge; when it fails after the run changed the snapshot's schema, the
         table goes back to the version before (`RunUndone`), never over another writer's commit."""
         spark = self._spark()
-        return snapshot_run.merged(run, sql, spark.run, self._runner(spark, get_invocation_id()))
+        return snapshot_run.merged(run, sql, spark.run, self._restorer(spark))  # type: ignore[attr-defined]
 
     @available
     def check_view_contract(

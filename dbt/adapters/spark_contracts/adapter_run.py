@@ -12,7 +12,7 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import CompilationError, DbtRuntimeError
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.connection.errors import (
@@ -20,14 +20,14 @@ from dbt.adapters.spark_contracts.connection.errors import (
     refused_before_any_change,
 )
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.constraints import build_not_null, model_table_constraints
+from dbt.adapters.spark_contracts.constraints import model_table_constraints
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
     TableConstraints,
     declared_not_null,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.materialization.load import LoadOptions, render_load
+from dbt.adapters.spark_contracts.core.materialization.load import LoadOptions
 from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     MICROBATCH,
     Microbatch,
@@ -47,8 +47,8 @@ from dbt.adapters.spark_contracts.core.materialization.run_plan import (
 from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
 from dbt.adapters.spark_contracts.core.settings.config import fixed_path, read_run_vars
 from dbt.adapters.spark_contracts.run import repair as repairs_
-from dbt.adapters.spark_contracts.run import swap as swaps
-from dbt.adapters.spark_contracts.run.lease import ModelKey
+from dbt.adapters.spark_contracts.run.execute import PlanExecutor
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
 logger = AdapterLogger("SparkContracts")
@@ -361,6 +361,10 @@ class RunPathMethods(metaclass=AdapterMeta):
     def _spark(self) -> _ConnectionSpark:
         return _ConnectionSpark(self)
 
+    def _restorer(self, spark: runs.Spark) -> runs.Restorer:
+        """Puts a table back and reads its log (a snapshot's change, Iceberg's NOT NULL build)."""
+        return runs.Restorer(spark, Leases(spark))
+
     def _runner(self, spark: runs.Spark, invocation_id: str) -> runs.Runner:
         self._report.start(invocation_id)
         return runs.Runner(spark, self._report, self._target_dir)
@@ -374,95 +378,8 @@ class RunPathMethods(metaclass=AdapterMeta):
         create_sql: Optional[str],
         clauses: str = "",
     ) -> runs.ContractsAdapterResponse:
-        """Step 3, the one call that carries a build out, as planned (`plan_model`): a blocked
-        run refused and recorded; a dry run recorded and logged; a full refresh or a build with
-        no run, the table statement (`create_sql`, dbt-spark's DDL for `plan.builds_at(target)`,
-        or the SELECT of Iceberg's NOT NULL build with its `clauses`); any other run, its steps
-        and its one load (`_execute_run`)."""
-        run = plan.run
-        if run is None:
-            return self._build(plan, target, existing, create_sql, clauses)
-        if run.blocked:
-            self._record(run)
-            raise CompilationError(str(run.error_message))
-        if run.dry_run:
-            logger.info(f"[dry run] {run.summary()}")
-            self._record(run)
-            return run.response(
-                f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed",
-                runs.RunOutcome.repaired(run.repairs),
-                dry_run=True,
-            )
-        if run.full_refresh:
-            response = self._build(plan, target, existing, create_sql, clauses)
-            return run.response(str(response), self._record(run))
-        return self._execute_run(run, existing, create_sql)
-
-    def _build(
-        self,
-        plan: runs.PlannedBuild,
-        target: BaseRelation,
-        existing: Optional[BaseRelation],
-        create_sql: Optional[str],
-        clauses: str,
-    ) -> Any:
-        """The table statement of a build: in one statement; built beside the relation and
-        swapped in under the model's lease (run/swap.py); after dropping the relation (a fixed
-        path, a format's own catalog); or Iceberg's NOT NULL build (constraints.build_not_null)."""
-        if create_sql is None:
-            raise DbtRuntimeError(f"{plan.unique_id}: the build needs its table statement")
-        if plan.swaps:
-            assert existing is not None
-            return self._swap_build(existing, create_sql, plan.unique_id, plan.invocation_id)  # type: ignore[attr-defined]
-        if plan.drop_first and existing is not None:
-            self.drop_relation(existing)  # type: ignore[attr-defined]
-        if plan.explicit_build:
-            assert plan.constraints is not None
-            exists = existing is not None and not plan.drop_first
-            spark = self._spark()
-            log = runs.Runner(spark, self._report, self._target_dir)
-            return build_not_null(
-                spark, str(target), create_sql, plan.constraints, clauses, exists, log
-            )
-        response, _ = self.execute(create_sql)  # type: ignore[attr-defined]
-        return response
-
-    def _execute_run(
-        self, run: runs.ModelRun, existing: BaseRelation, rebuild_sql: Optional[str]
-    ) -> runs.ContractsAdapterResponse:
-        """Every side effect of the planned run (runner.Runner.execute): stage, check, count,
-        quarantine, multi-step changes, the one write (the run's typed load, rendered by
-        core/materialization/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
-        undone on failure. A rebuild whose format cannot replace atomically is built beside the
-        table and swapped in after its load (core/recovery/swap.py), or, at a location_root,
-        drops the table once every check passed."""
-        if run.load is None:
-            raise DbtRuntimeError(f"{run.unique_id}: the run has no load (blocked or dry run)")
-        load_sql = rebuild_sql if run.rebuilds else render_load(run.load)
-        if load_sql is None:
-            raise DbtRuntimeError(f"{run.unique_id}: a table rebuild needs its create statement")
-        spark = self._spark()
-        runner = self._runner(spark, run.invocation_id)
-        if not run.swaps_after_load:
-            drop = (lambda: self.drop_relation(existing)) if run.drops_before_load else None  # type: ignore[attr-defined]
-            return runner.execute(run, load_sql, drop)
-        # `rebuild_sql` builds the table beside the old one (PlannedBuild.builds_at); swapped
-        # in after the load, under the model's lease (run/swap.py)
-        swap = self._swap(existing)  # type: ignore[attr-defined]
-        key = self._swap_key(existing, run.unique_id, run.invocation_id)  # type: ignore[attr-defined]
-        with swaps.building(spark, key, swap):
-            response = runner.execute(
-                run, load_sql, after_load=lambda: swaps.swap_in(spark, swap, run.invocation_id)
-            )
-        self._swapped(existing, swap)  # type: ignore[attr-defined]
-        return response
-
-    def _record(self, run: runs.ModelRun) -> runs.RunOutcome:
-        """A run that carried out no load (dry run, blocked, full refresh) in the report."""
-        runner = self._runner(self._spark(), run.invocation_id)
-        runner.events = runs.RunEvents(run.repairs)
-        runner.record(run)
-        return runner.out
+        """Step 3, the one call that carries a build out as planned (run/execute.py)."""
+        return PlanExecutor(self).execute(plan, target, existing, create_sql, clauses)
 
     def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
         """(schema contract, evolution settings, declared `pydantic_contract`) of this run."""

@@ -115,7 +115,10 @@ CASES = {
         Case("inc_q", incremental("delta"), RUN2, quarantine=True),
         Case("first", incremental("delta"), RUN2, first=None),
         Case(
-            "table_q", incremental("delta").replace("'incremental'", "'table'"), RUN2, quarantine=True
+            "table_q",
+            incremental("delta").replace("'incremental'", "'table'"),
+            RUN2,
+            quarantine=True,
         ),
         Case(
             "refresh",

@@ -21,6 +21,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.capabilities import logged, row_of
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.materialization.load import (
     Load,
@@ -38,6 +39,7 @@ from dbt.adapters.spark_contracts.core.materialization.run_plan import (  # noqa
     stage_name,
 )
 from dbt.adapters.spark_contracts.core.materialization.write_path import REBUILD, WriteDecision
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.core.recovery.pending import pending_name
 from dbt.adapters.spark_contracts.core.recovery.swap import refused
 from dbt.adapters.spark_contracts.core.report.outcome import (
@@ -176,6 +178,26 @@ class ModelRun:
             options,
         )
         return replace(run, load=load)
+
+    def intent(self, restore_version: Optional[int]) -> Intent:
+        """The durable intent this run writes on the table before its first change: how to
+        put it back (to `restore_version`), and which columns its ADD COLUMNS add."""
+        added = tuple(
+            col.path
+            for op in self.plan.operations
+            if isinstance(op, AddColumns)
+            for col in op.columns
+        )
+        return Intent(
+            self.invocation_id,
+            self.unique_id,
+            self.relation,
+            self.table_format,
+            restore_version,
+            self.commit_tag,
+            added,
+            self.statements,
+        )
 
     # -- what Jinja reads
     @property

@@ -121,3 +121,20 @@ class RunEvents:
     @property
     def outcome(self) -> RunOutcome:
         return RunOutcome.of(self._events)
+
+
+class RunBook:
+    """What the run being carried out did (`events`) and holds (`state`): one per `Runner`,
+    begun again for each run, shared with the collaborators that act for it (the
+    quarantine, run/quarantine_steps.py)."""
+
+    def __init__(self) -> None:
+        self.events, self.state = RunEvents(), RunState()
+
+    def begin(self, repairs: Sequence[str] = ()) -> None:
+        self.events, self.state = RunEvents(repairs), RunState()
+
+    @property
+    def out(self) -> RunOutcome:
+        """What the run did so far, computed from its events."""
+        return self.events.outcome

@@ -1,14 +1,14 @@
 """The quarantine half of a run (core/recovery/pending.py): the discarded rows written from the executors
 to the run's pending table before the load, moved into the quarantine after it; the quarantine
 made ready and evolved; another run's pending table settled from the model table's own record.
-The `Runner` is one; `Restorer` puts tables back."""
+The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
 from typing import List, Optional, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
-from dbt.adapters.spark_contracts.connection.spark_handle import process_running
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
     BATCH_COLUMN,
     PENDING_DISCARDED,
@@ -53,27 +53,39 @@ from dbt.adapters.spark_contracts.run.model_run import (
 )
 from dbt.adapters.spark_contracts.run.outcome_events import (
     Quarantined,
+    RunBook,
     RunEvents,
     RunOutcome,
     RunState,
 )
-from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import QuarantineMismatch, QuarantinePending
+from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
 logger = AdapterLogger("SparkContracts")
 
 
-class QuarantineSteps(Restorer):
-    """Writes a run's discarded rows; `events` are what the run did, `state` what it holds
-    (the `Runner` sets both for each run)."""
+class Quarantine:
+    """The quarantine's steps of a run (the `Runner`'s collaborator): the run's pending table
+    written, made ready for and moved into the quarantine, settled on failure; other runs'
+    pending tables settled. `book`: the run being carried out (its events and state)."""
 
-    events: RunEvents
-    state: RunState
+    def __init__(self, spark: Spark, book: RunBook) -> None:
+        self.spark, self.book = spark, book
+
+    @property
+    def events(self) -> RunEvents:
+        return self.book.events
+
+    @property
+    def state(self) -> RunState:
+        return self.book.state
 
     @property
     def out(self) -> RunOutcome:
-        """What the run did so far, computed from its events."""
-        return self.events.outcome
+        return self.book.out
+
+    def log(self, table_format: str) -> TableLog:
+        return table_log(self.spark, table_format)
 
     def _ready_quarantine(self, run: ModelRun, select: str) -> None:
         """The quarantine table, created shaped like `select`'s rows (nothing is read: `where
@@ -119,7 +131,7 @@ class QuarantineSteps(Restorer):
         return evolve_quarantine(evolution, table, table_format)
 
     # -- the run's own pending table
-    def _write_pending(self, run: ModelRun, select: str) -> None:
+    def write_pending(self, run: ModelRun, select: str) -> None:
         """Before the load: the model's output, read once, from the executors into the run's
         pending table, every row with its reasons (`select`, core/contracts/load_select.pending_from);
         the table tagged with the run's commit tag and the model table's version now (what a
@@ -141,7 +153,7 @@ class QuarantineSteps(Restorer):
         )
         lease.made()
 
-    def _ready_for_pending(self, run: ModelRun) -> None:
+    def ready_for_pending(self, run: ModelRun) -> None:
         """The quarantine made ready to take the pending table's discarded rows, before the
         load: a quarantine that cannot take them fails the run here, before any change."""
         pending = self.state.pending
@@ -149,7 +161,7 @@ class QuarantineSteps(Restorer):
         for statement in self._quarantine_evolution(run):
             self.spark.run(statement)
 
-    def _finish_pending(self, run: ModelRun) -> None:
+    def finish(self, run: ModelRun) -> None:
         """After the load: parquet records it on the table (it keeps no log); the pending rows
         move into the quarantine; the pending table goes. A failure leaves the load and the
         pending table (released: the next run moves it) and raises `QuarantinePending`."""
@@ -162,7 +174,7 @@ class QuarantineSteps(Restorer):
                     f"('{loaded_property(run.invocation_id)}' = {sql_string(run.commit_tag)})"
                 )
             self._move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
-            self._stop_lease()  # renewed until the pending table is gone: no one else moves it
+            self.stop_lease()  # renewed until the pending table is gone: no one else moves it
         except Exception as exc:
             self._release(pending)
             raise QuarantinePending(
@@ -213,7 +225,7 @@ class QuarantineSteps(Restorer):
         elif self.out.rows_discarded:  # the run's own, when it discarded any
             self._insert_quarantined(run, insert)
         if run is not None:  # its own lease: no beat on a table about to go
-            self._stop_lease()
+            self.stop_lease()
         self.spark.run(drop_sql(pending, table_format))
         owner = invocation_id if run is None else run.invocation_id
         if owner is not None:
@@ -278,25 +290,25 @@ class QuarantineSteps(Restorer):
                 f"('{loaded_property(invocation_id)}')"
             )
 
-    def _stop_lease(self) -> None:
+    def stop_lease(self) -> None:
         lease, self.state.lease = self.state.lease, None
         if lease is not None:
             lease.stop()
 
     def _release(self, pending: str) -> None:
         """The run lets go of its pending table: the next run need not wait for its lease."""
-        self._stop_lease()
+        self.stop_lease()
         try:
             self.spark.run(beat_sql(pending, 0))
         except Exception as exc:  # the lease then runs out by itself
             logger.warning(f"could not release {pending}: {exc}")
 
-    def _settle_own_pending(self, run: ModelRun, restored: bool) -> Optional[str]:
+    def settle_own(self, run: ModelRun, restored: bool) -> Optional[str]:
         """A failed run's own pending table: dropped if its load is not in the table (never
         committed, or taken back), moved if it is; kept (released) if that cannot be done."""
         pending = self.state.pending
         if pending is None:
-            self._stop_lease()
+            self.stop_lease()
             return None
         try:
             if restored:
@@ -317,7 +329,7 @@ class QuarantineSteps(Restorer):
                 self.spark.run(drop_sql(pending, run.table_format))
                 done = f"dropped {pending} (the run's load is not in the table)"
             self.state.pending = None
-            self._stop_lease()
+            self.stop_lease()
             return done
         except Exception as exc:
             self._release(pending)
@@ -329,7 +341,7 @@ class QuarantineSteps(Restorer):
             return None
 
     # -- another run's pending table
-    def _settle_pendings(
+    def settle_others(
         self,
         relation: str,
         table_format: str,

@@ -9,7 +9,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
 from dbt.adapters.spark_contracts.core.report.outcome import (
+    history_relation,
+    history_rows,
     plan_markdown,
     run_summary,
 )
@@ -39,6 +42,22 @@ class RunReport:
         invocation (`take_history`): one statement per history table, none on a model's run."""
         with self._lock:
             self._history.setdefault((table, using), []).extend(rows)
+
+    def queue_run_history(self, run: Any, out: Any) -> None:
+        """A carried-out run's applied changes, discards and repairs (`run`: a ModelRun, `out`:
+        its RunOutcome), queued for its schema's history table (`queue_history`)."""
+        rows = history_rows(
+            run.unique_id,
+            run.relation,
+            run.invocation_id,
+            run.plan.operations,
+            out.rows_discarded,
+            out.values_discarded,
+            out.repairs,
+        )
+        if rows:
+            using = row_of(run.table_format).history_format
+            self.queue_history(history_relation(run.relation), using, rows)
 
     def take_history(self) -> List[Tuple[str, str, Tuple[str, ...]]]:
         """(table, format, rows) queued since the last call, once."""

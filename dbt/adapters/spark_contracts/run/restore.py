@@ -32,10 +32,11 @@ logger = AdapterLogger("SparkContracts")
 
 
 class Restorer:
-    """The restore half of the `Runner`: reads commits and puts a table back."""
+    """Puts a table back (the `Runner`'s collaborator, and a snapshot's): reads its commits
+    through its format's log, restores it, repairs a dead run's intent under the lease."""
 
-    spark: Spark
-    leases: Leases
+    def __init__(self, spark: Spark, leases: Leases) -> None:
+        self.spark, self.leases = spark, leases
 
     # -- the table's log, through its format's driver (run/table_log.py)
     def log(self, table_format: str) -> TableLog:
@@ -67,7 +68,7 @@ class Restorer:
             done.append(f"took the run's rows out of {intent.quarantine}")
         done += log.put_back(intent, after, executed)
         if not log.restores_properties:
-            self._clear_intent(intent.relation)
+            self.clear_intent(intent.relation)
             done.append("cleared the run's intent")
         return "; ".join(done)
 
@@ -80,7 +81,7 @@ class Restorer:
     def manual_repair(self, intent: Intent) -> str:
         return self.log(intent.table_format).manual_repair(intent)
 
-    def _clear_intent(self, relation: str) -> None:
+    def clear_intent(self, relation: str) -> None:
         self.spark.run(
             f"alter table {relation} unset tblproperties if exists ('{INTENT_PROPERTY}')"
         )
@@ -112,7 +113,7 @@ class Restorer:
         except Exception as exc:  # a leftover stage harms nothing; say so
             logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
         if not logged(intent.table_format):
-            self._clear_intent(intent.relation)
+            self.clear_intent(intent.relation)
             return (
                 f"repaired forward after run {intent.invocation_id}: {intent.table_format} keeps "
                 "no history, its completed steps stay (a rewrite stopped between its renames "

@@ -20,7 +20,9 @@ ABSENT = "(absent)"  # a type on the side that lacks the column (or the relation
 class SchemaContractViolation(DbtRuntimeError):
     """A broken `freeze`, with dlt's DataValidationError context as attributes."""
 
-    def __init__(self, unique_id: str, relation: str, violation: Dict[str, Any], values=()):
+    def __init__(
+        self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
+    ) -> None:
         self.unique_id, self.relation = unique_id, relation
         self.violation = dict(violation)
         self.schema_entity = violation.get("schema_entity")

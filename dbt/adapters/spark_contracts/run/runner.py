@@ -7,12 +7,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core import (
-    AddColumns,
-)
-from dbt.adapters.spark_contracts.core.contracts.load_select import (
-    COERCE_REASON,
-)
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
@@ -23,10 +17,6 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     SETTLE_SUFFIX,
-)
-from dbt.adapters.spark_contracts.core.report.outcome import (
-    history_relation,
-    history_rows,
 )
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -39,11 +29,14 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     Executed,
     Loaded,
     Restored,
+    RunBook,
     RunEvents,
+    RunOutcome,
     RunState,
 )
-from dbt.adapters.spark_contracts.run.quarantine_steps import QuarantineSteps
+from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
 from dbt.adapters.spark_contracts.run.report import RunReport
+from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
     ForeignCommits,
     LeaseLost,
@@ -53,20 +46,50 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     SchemaContractViolation,
     TableChangedMeanwhile,
 )
+from dbt.adapters.spark_contracts.run.table_log import TableLog
+from dbt.adapters.spark_contracts.run.violations import value_violation
 
 logger = AdapterLogger("SparkContracts")
 
 # --------------------------------------------------------------------------- the runner
 
 
-class Runner(QuarantineSteps):
-    """Carries a `ModelRun` out on one connection; every failure after a change restores."""
+class Runner:
+    """Carries a `ModelRun` out on one connection; every failure after a change restores.
+    Its collaborators: `leases` (the model-level leases the run takes and lets go),
+    `restorer` (puts the table back, run/restore.py) and `quarantine` (the run's discarded
+    rows, run/quarantine_steps.py), which share `book`, the run's events and state."""
 
     def __init__(self, spark: Spark, report: RunReport, target_dir: Path) -> None:
         self.spark, self.report, self.target_dir = spark, report, target_dir
-        self.leases = Leases(spark)  # the model-level leases this run takes and lets go
-        # a runner carries one run out: what happened to it (events), and what it holds
-        self.events, self.state = RunEvents(), RunState()
+        self.leases = Leases(spark)
+        self.book = RunBook()
+        self.restorer = Restorer(spark, self.leases)
+        self.quarantine = Quarantine(spark, self.book)
+
+    @property
+    def events(self) -> RunEvents:
+        return self.book.events
+
+    @events.setter
+    def events(self, events: RunEvents) -> None:
+        self.book.events = events
+
+    @property
+    def state(self) -> RunState:
+        return self.book.state
+
+    @property
+    def out(self) -> RunOutcome:
+        """What the run did so far, computed from its events."""
+        return self.book.out
+
+    def log(self, table_format: str) -> TableLog:
+        return self.restorer.log(table_format)
+
+    def repair(self, intent: Intent, key: ModelKey) -> Optional[str]:
+        """A dead run's intent repaired under the model's lease (Restorer.repair)."""
+        return self.restorer.repair(intent, key)
 
     def execute(
         self,
@@ -80,14 +103,14 @@ class Runner(QuarantineSteps):
         at a location_root drops the table here, once every check has passed), the load and
         `after_load` (a rebuild built beside the table is swapped in), clearing the intent.
         Any failure after a change puts the table back."""
-        self.events, self.state = RunEvents(run.repairs), RunState()
+        self.book.begin(run.repairs)
         try:
             self._prepare(run)
             if before_load is not None:
                 before_load()
         except BaseException:
             self.drop_stage(run)
-            self._settle_own_pending(run, restored=False)
+            self.quarantine.settle_own(run, restored=False)
             self.leases.release(run, keep=self.state.intent is not None)
             raise
         return self._load(run, load_sql, after_load)  # cleans up after itself, whatever happens
@@ -106,7 +129,7 @@ class Runner(QuarantineSteps):
             state.observation = self.spark.observe(run.observed, base, run.observed_metrics)
         pending = load.pending_from(run.observed or base) if load is not None else None
         if pending and run.quarantine_pending:  # read once: every row, from the executors
-            self._write_pending(run, pending)
+            self.quarantine.write_pending(run, pending)
             self._take_counts(run)  # observed while writing it, else one query over it
         elif run.stage:
             self.spark.run(drop_sql(run.stage, run.table_format))
@@ -127,7 +150,7 @@ class Runner(QuarantineSteps):
             if not load.passes_through:
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if state.pending is not None and self.out.rows_discarded:
-            self._ready_for_pending(run)  # before any change to the table
+            self.quarantine.ready_for_pending(run)  # before any change to the table
         if run.write.multi_step and run.statements:
             self._begin_steps(run)
         return run.source
@@ -160,8 +183,8 @@ class Runner(QuarantineSteps):
         self._check_unchanged(run)
         # read once the lease is held: a run that finished while this one waited for it
         # committed before this point, so the restore never takes that run's commits back
-        state.restore_version = self.log(run.table_format).start_point(run.relation)
-        intent = self.intent_of(run)
+        state.restore_version = self.restorer.log(run.table_format).start_point(run.relation)
+        intent = run.intent(self.state.restore_version)
         value = intent.to_property()  # hex digits: nothing to quote
         self.spark.run(
             f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
@@ -202,7 +225,7 @@ class Runner(QuarantineSteps):
             )
             return []
         try:
-            return self._settle_pendings(
+            return self.quarantine.settle_others(
                 model.relation,
                 model.table_format,
                 quarantine,
@@ -212,24 +235,6 @@ class Runner(QuarantineSteps):
             )
         finally:
             self.leases.let_go(model)
-
-    def intent_of(self, run: ModelRun) -> Intent:
-        added = tuple(
-            col.path
-            for op in run.plan.operations
-            if isinstance(op, AddColumns)
-            for col in op.columns
-        )
-        return Intent(
-            run.invocation_id,
-            run.unique_id,
-            run.relation,
-            run.table_format,
-            self.state.restore_version,
-            run.commit_tag,
-            added,
-            run.statements,
-        )
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
         try:
@@ -253,7 +258,7 @@ class Runner(QuarantineSteps):
                 if not found.held:
                     raise LeaseLost(run.unique_id, run.relation, found.taken_by)
         except LeaseLost as lost:
-            self._stop_lease()
+            self.quarantine.stop_lease()
             self.state.pending = None  # no longer its own to settle
             self.leases.release(run, keep=True)
             self.state.intent = None
@@ -287,15 +292,17 @@ class Runner(QuarantineSteps):
             except Exception as exc:  # the load has committed: counts are a report
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
             if self.state.intent is not None:
-                self._step(run, "clearing the intent", lambda: self._clear_intent(run.relation))
+                self._step(
+                    run, "clearing the intent", lambda: self.restorer.clear_intent(run.relation)
+                )
                 self.leases.let_go(run)
             if self.state.pending is not None:  # the load is in: the rows follow it
                 self.fence(run)
-                self._finish_pending(run)
+                self.quarantine.finish(run)
         finally:
             self.drop_stage(run)
         self.record(run)
-        self._append_history(run)
+        self.report.queue_run_history(run, self.out)
         line = run.outcome_line(self.out)
         if line:
             logger.info(line)
@@ -305,24 +312,6 @@ class Runner(QuarantineSteps):
             code=getattr(response, "code", None),
             rows_affected=getattr(response, "rows_affected", None),
         )
-
-    def _append_history(self, run: ModelRun) -> None:
-        """The run's applied changes, discards and repairs, queued for the schema's history
-        table; the adapter writes the invocation's rows once its nodes are done (off every
-        model's run path)."""
-        out = self.out
-        rows = history_rows(
-            run.unique_id,
-            run.relation,
-            run.invocation_id,
-            run.plan.operations,
-            out.rows_discarded,
-            out.values_discarded,
-            out.repairs,
-        )
-        if rows:
-            using = row_of(run.table_format).history_format
-            self.report.queue_history(history_relation(run.relation), using, rows)
 
     def drop_stage(self, run: ModelRun) -> None:
         if self.state.staged:
@@ -348,26 +337,26 @@ class Runner(QuarantineSteps):
             )  # the quarantine holds nothing of a run before its load
         intent = self.state.intent
         if intent is None:
-            self._settle_own_pending(run, restored=False)
+            self.quarantine.settle_own(run, restored=False)
             self.record(run)
             raise exc
         try:
-            self.events.add(Restored(self.restore(intent, list(self.out.executed))))
+            self.events.add(Restored(self.restorer.restore(intent, list(self.out.executed))))
         except ForeignCommits as foreign:
             self.events.add(Restored(f"NOT RESTORED: {foreign}"))
-            self._settle_own_pending(run, restored=False)
+            self.quarantine.settle_own(run, restored=False)
             self.leases.release(run, keep=self.state.intent is not None)
             self.record(run)
             raise
         except Exception as restore_exc:
             self.events.add(Restored(f"RESTORE FAILED: {restore_exc}"))
-            self._stop_lease()
+            self.quarantine.stop_lease()
             self.leases.release(run, keep=True)  # its intent stays: the next run repairs it
             self.record(run)
             raise RestoreFailed(
-                run.unique_id, step, exc, restore_exc, self.manual_repair(intent)
+                run.unique_id, step, exc, restore_exc, self.restorer.manual_repair(intent)
             ) from exc
-        self._settle_own_pending(run, restored=True)
+        self.quarantine.settle_own(run, restored=True)
         self.leases.let_go(run)
         self.record(run)
         try:  # naming them is a courtesy: the failure is reported anyway
@@ -378,28 +367,7 @@ class Runner(QuarantineSteps):
         raise RunUndone(run.unique_id, step, self.out.restored, exc, others) from exc
 
     def raise_value_violation(self, run: ModelRun, samples: List[Dict[str, Any]]) -> None:
-        decision = run.contract
-        assert decision is not None
-        column = str(samples[0]["column_name"])
-        reason = str(samples[0].get("reason") or COERCE_REASON)
-        check = next((c for c in decision.value_checks if c.dotted.lower() == column.lower()), None)
-        if reason != COERCE_REASON:  # a declared rule (pydantic_contract), not a coercion
-            check = None
-        violation = {
-            "schema_entity": "data_type",
-            "contract_mode": "freeze",
-            "column": column,
-            "deployed_type": check.deployed_type.to_sql() if check else None,
-            "compiled_type": check.compiled_type.to_sql() if check else None,
-            "reason": reason,
-        }
-        values = [
-            row["value"]
-            for row in samples
-            if str(row["column_name"]) == column
-            and str(row.get("reason") or COERCE_REASON) == reason
-        ]
-        self.raise_violation(run.unique_id, run.relation, violation, values)
+        self.raise_violation(run.unique_id, run.relation, *value_violation(run, samples))
 
     def raise_violation(
         self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()

@@ -1,0 +1,133 @@
+"""Carrying one planned build out (the adapter's `execute_plan`): a blocked run refused and
+recorded, a dry run recorded and logged, the table statement of a build (in one statement,
+beside the relation and swapped in, after a drop, or Iceberg's NOT NULL build), and every other
+run through the Runner (run/runner.py). One job, for one adapter: it decides nothing that the
+plan did not."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
+
+from dbt.adapters.spark_contracts.constraints import build_not_null
+from dbt.adapters.spark_contracts.core.materialization.load import render_load
+from dbt.adapters.spark_contracts.run import swap as swaps
+from dbt.adapters.spark_contracts.run.build import PlannedBuild
+from dbt.adapters.spark_contracts.run.model_run import ContractsAdapterResponse, ModelRun
+from dbt.adapters.spark_contracts.run.outcome_events import RunEvents, RunOutcome
+
+logger = AdapterLogger("SparkContracts")
+
+
+class PlanExecutor:
+    """Carries a `PlannedBuild` out on `adapter`'s connection."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.adapter = adapter
+
+    def execute(
+        self,
+        plan: PlannedBuild,
+        target: Any,
+        existing: Optional[Any],
+        create_sql: Optional[str],
+        clauses: str = "",
+    ) -> ContractsAdapterResponse:
+        """The build carried out, as planned (the adapter's `plan_model`): a blocked
+        run refused and recorded; a dry run recorded and logged; a full refresh or a build with
+        no run, the table statement (`create_sql`, dbt-spark's DDL for `plan.builds_at(target)`,
+        or the SELECT of Iceberg's NOT NULL build with its `clauses`); any other run, its steps
+        and its one load (`_execute_run`)."""
+        run = plan.run
+        if run is None:
+            return self._build(plan, target, existing, create_sql, clauses)
+        if run.blocked:
+            self.record(run)
+            raise CompilationError(str(run.error_message))
+        if run.dry_run:
+            logger.info(f"[dry run] {run.summary()}")
+            self.record(run)
+            return run.response(
+                f"DRY RUN: {len(run.statements)} statement(s) planned, nothing changed",
+                RunOutcome.repaired(run.repairs),
+                dry_run=True,
+            )
+        if run.full_refresh:
+            response = self._build(plan, target, existing, create_sql, clauses)
+            return run.response(str(response), self.record(run))
+        return self._execute_run(run, existing, create_sql)
+
+    def _build(
+        self,
+        plan: PlannedBuild,
+        target: Any,
+        existing: Optional[Any],
+        create_sql: Optional[str],
+        clauses: str,
+    ) -> Any:
+        """The table statement of a build: in one statement; built beside the relation and
+        swapped in under the model's lease (run/swap.py); after dropping the relation (a fixed
+        path, a format's own catalog); or Iceberg's NOT NULL build (constraints.build_not_null)."""
+        if create_sql is None:
+            raise DbtRuntimeError(f"{plan.unique_id}: the build needs its table statement")
+        if plan.swaps:
+            assert existing is not None
+            return self.adapter._swap_build(
+                existing, create_sql, plan.unique_id, plan.invocation_id
+            )
+        if plan.drop_first and existing is not None:
+            self.adapter.drop_relation(existing)
+        if plan.explicit_build:
+            assert plan.constraints is not None
+            exists = existing is not None and not plan.drop_first
+            spark = self.adapter._spark()
+            return build_not_null(
+                spark,
+                str(target),
+                create_sql,
+                plan.constraints,
+                clauses,
+                exists,
+                self.adapter._restorer(spark),
+            )
+        response, _ = self.adapter.execute(create_sql)
+        return response
+
+    def _execute_run(
+        self, run: ModelRun, existing: Any, rebuild_sql: Optional[str]
+    ) -> ContractsAdapterResponse:
+        """Every side effect of the planned run (runner.Runner.execute): stage, check, count,
+        quarantine, multi-step changes, the one write (the run's typed load, rendered by
+        core/materialization/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
+        undone on failure. A rebuild whose format cannot replace atomically is built beside the
+        table and swapped in after its load (core/recovery/swap.py), or, at a location_root,
+        drops the table once every check passed."""
+        if run.load is None:
+            raise DbtRuntimeError(f"{run.unique_id}: the run has no load (blocked or dry run)")
+        load_sql = rebuild_sql if run.rebuilds else render_load(run.load)
+        if load_sql is None:
+            raise DbtRuntimeError(f"{run.unique_id}: a table rebuild needs its create statement")
+        spark = self.adapter._spark()
+        runner = self.adapter._runner(spark, run.invocation_id)
+        if not run.swaps_after_load:
+            drop = (lambda: self.adapter.drop_relation(existing)) if run.drops_before_load else None
+            return runner.execute(run, load_sql, drop)
+        # `rebuild_sql` builds the table beside the old one (PlannedBuild.builds_at); swapped
+        # in after the load, under the model's lease (run/swap.py)
+        swap = self.adapter._swap(existing)
+        key = self.adapter._swap_key(existing, run.unique_id, run.invocation_id)
+        with swaps.building(spark, key, swap):
+            response = runner.execute(
+                run, load_sql, after_load=lambda: swaps.swap_in(spark, swap, run.invocation_id)
+            )
+        self.adapter._swapped(existing, swap)
+        return response
+
+    def record(self, run: ModelRun) -> RunOutcome:
+        """A run that carried out no load (dry run, blocked, full refresh) in the report."""
+        runner = self.adapter._runner(self.adapter._spark(), run.invocation_id)
+        runner.events = RunEvents(run.repairs)
+        runner.record(run)
+        return runner.out

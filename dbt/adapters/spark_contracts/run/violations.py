@@ -1,0 +1,36 @@
+"""What a run's freeze check found, as the violation its error and its report carry."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+from dbt.adapters.spark_contracts.core.contracts.load_select import COERCE_REASON
+from dbt.adapters.spark_contracts.run.model_run import ModelRun
+
+
+def value_violation(
+    run: ModelRun, samples: List[Dict[str, Any]]
+) -> Tuple[Dict[str, Any], List[Any]]:
+    """The first sampled column's violation (its column, types and reason) and the values of
+    that column the sample holds for that reason."""
+    decision = run.contract
+    assert decision is not None
+    column = str(samples[0]["column_name"])
+    reason = str(samples[0].get("reason") or COERCE_REASON)
+    check = next((c for c in decision.value_checks if c.dotted.lower() == column.lower()), None)
+    if reason != COERCE_REASON:  # a declared rule (pydantic_contract), not a coercion
+        check = None
+    violation = {
+        "schema_entity": "data_type",
+        "contract_mode": "freeze",
+        "column": column,
+        "deployed_type": check.deployed_type.to_sql() if check else None,
+        "compiled_type": check.compiled_type.to_sql() if check else None,
+        "reason": reason,
+    }
+    values = [
+        row["value"]
+        for row in samples
+        if str(row["column_name"]) == column and str(row.get("reason") or COERCE_REASON) == reason
+    ]
+    return violation, values
