@@ -458,3 +458,70 @@ def test_an_expired_lease_of_a_client_gone_from_this_host_is_taken_over_and_drop
         for s in catalogue.sent
     ), catalogue.sent  # marked first
     assert "db.t__dbt_lease_dead" not in catalogue.tables
+
+
+# -- settling other runs' pending tables
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_settler_that_loses_its_lease_moves_nothing_more(tmp_path: Path, lost: bool):
+    """A run settling a dead run's pending table (its load is in the table's log: moved) holds
+    the model's settling lease; stalled past it after marking the pending table taken over, and
+    the settling lease taken over by a third run, it sends nothing more: no quarantine made, no
+    MERGE, no drop (`LeaseLost`). The control moves the rows."""
+    from dbt.adapters.spark_contracts.core.recovery.pending import (
+        SETTLE_SUFFIX,
+        TAG_PROPERTY,
+        Application,
+    )
+
+    catalogue = Catalogue()
+    catalogue.history.append((3, "WRITE", TAG))  # the dead run's load
+    dead = gone_pid()
+    pending = "db.t__quarantine__pending_inv"
+    catalogue.tables[pending] = {
+        TAG_PROPERTY: TAG,
+        RUN_PROPERTY: "inv",
+        BEAT_PROPERTY: "5.0",
+        CLIENT_PROPERTY: f"{this_client().host}/{dead}",
+        APP_PROPERTY: f"session://{this_client().host}/{dead} local-1",
+    }
+    here = Application(f"session://{this_client().host}/{os.getpid()}", "local-2")
+    catalogue.application = lambda: here  # type: ignore[attr-defined]
+    catalogue.relation_schema = lambda relation, describable: _pending_schema()  # type: ignore[method-assign]
+    catalogue.fetch = _holds_nothing(catalogue.fetch)  # type: ignore[method-assign]
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    settle = lease_name("db.t", "inv2", SETTLE_SUFFIX)
+    if lost:
+
+        def stalled() -> None:
+            stall(runner.leases)
+            take_over(catalogue, settle)
+
+        catalogue.when(rf"^alter table {pending} set tblproperties", stalled)
+        with pytest.raises(LeaseLost):
+            runner.settle_pending(key(), "db.t__quarantine", [pending])
+        later = after(catalogue, rf"^alter table {pending} set tblproperties")
+        assert not [s for s in later if "quarantine" in s and "heartbeat" not in s], later
+        assert pending in catalogue.tables  # left for the run that took over
+    else:
+        done = runner.settle_pending(key(), "db.t__quarantine", [pending])
+        assert done and "moved" in done[0], done
+        assert any(s.startswith("merge into db.t__quarantine") for s in catalogue.sent)
+
+
+def _pending_schema() -> Any:
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+    return parse_type("struct<id:int,_dbt_run_id:string>")
+
+
+def _holds_nothing(fetch: Callable[[str], List[Dict[str, Any]]]):
+    """The quarantine holds no row of the dead run yet."""
+
+    def fetched(sql: str) -> List[Dict[str, Any]]:
+        if sql.startswith("select 1 as held from"):
+            return []
+        return fetch(sql)
+
+    return fetched
