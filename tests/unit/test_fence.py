@@ -525,3 +525,64 @@ def _holds_nothing(fetch: Callable[[str], List[Dict[str, Any]]]):
         return fetch(sql)
 
     return fetched
+
+
+# -- a beat after a lapse; the move of a run's own rows after a takeover
+
+
+def test_a_thread_beat_after_a_lapse_does_not_make_the_lease_fresh_again():
+    """Resumed after a stop, the heartbeat thread's beat may land on a lease another run has
+    marked taken over (a beat does not see the mark): only a fence that beats and then reads the
+    lease back may call it fresh again. Continuous beats keep it fresh (the control)."""
+    catalogue = Catalogue()
+    catalogue.tables[LEASE] = {RUN_PROPERTY: "inv2", BEAT_PROPERTY: "5.0"}
+    lapsed = Heartbeat(catalogue, LEASE, interval=0.02, since=time.monotonic() - 1_000.0)
+    steady = Heartbeat(catalogue, LEASE, interval=0.02, since=time.monotonic())
+    started = steady.last
+    lapsed.start(), steady.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(catalogue.sent) < 6 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        lapsed.stop(), steady.stop()
+    assert len(catalogue.sent) >= 6  # both beat
+    assert not lapsed.fresh()
+    assert steady.fresh() and steady.last > started
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_move_that_fails_after_the_pending_table_was_taken_over_is_a_lost_lease(
+    tmp_path: Path, lost: bool
+):
+    """The run stalled between its fence and the move of its own discarded rows; another run
+    took the pending table over, moved the rows and dropped it; resumed, the run's INSERT fails.
+    It fails with `LeaseLost` (the rows are in the quarantine, moved by that run), not with
+    `QuarantinePending`, which would say they wait in a table that is gone. The control
+    (`lost=False`: the same failure, the lease still held) keeps the rows pending."""
+    from dbt.adapters.spark_contracts.run.outcome_events import Counted
+    from dbt.adapters.spark_contracts.run.run_errors import QuarantinePending
+
+    catalogue = Catalogue()
+    pending = "iceberg.db.t__quarantine__pending_inv2"
+    catalogue.tables[pending] = {RUN_PROPERTY: "inv2", BEAT_PROPERTY: "5.0"}
+    catalogue.fail = r"^insert into"
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    run = SimpleNamespace(
+        relation="iceberg.db.t",
+        table_format="iceberg",
+        quarantine_table="iceberg.db.t__quarantine",
+        invocation_id="inv2",
+        unique_id="model.p.m",
+    )
+    runner.events.add(Counted(3, 0))
+    runner.state.pending = pending
+    runner.state.lease = Heartbeat(catalogue, pending, since=time.monotonic() - 1_000.0)
+    if lost:
+        del catalogue.tables[pending]  # moved and dropped by the run that took it over
+        with pytest.raises(LeaseLost):
+            runner._finish_pending(run)  # type: ignore[arg-type]
+        assert runner.state.pending is None
+    else:
+        with pytest.raises(QuarantinePending):
+            runner._finish_pending(run)  # type: ignore[arg-type]
