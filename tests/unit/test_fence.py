@@ -581,8 +581,8 @@ def test_a_move_that_fails_after_the_pending_table_was_taken_over_is_a_lost_leas
     if lost:
         del catalogue.tables[pending]  # moved and dropped by the run that took it over
         with pytest.raises(LeaseLost):
-            runner._finish_pending(run)  # type: ignore[arg-type]
+            runner.quarantine.finish(run)  # type: ignore[arg-type]
         assert runner.state.pending is None
     else:
         with pytest.raises(QuarantinePending):
-            runner._finish_pending(run)  # type: ignore[arg-type]
+            runner.quarantine.finish(run)  # type: ignore[arg-type]

@@ -226,7 +226,10 @@ class Runner:
             )
             return []
         settler = self.quarantine
-        spark, settler.spark = settler.spark, Fenced(settler.spark, lambda: self.leases.check(model))
+        spark, settler.spark = (
+            settler.spark,
+            Fenced(settler.spark, lambda: self.leases.check(model)),
+        )
         try:
             return settler.settle_others(
                 model.relation,
