@@ -18,6 +18,7 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
     Watch,
     beat_interval,
     fence,
+    holder_gone,
     judge,
     next_epoch,
 )
@@ -105,3 +106,21 @@ def test_the_fence():
 
 def test_three_beats_in_a_lease():
     assert beat_interval(30.0) == 10.0 and beat_interval(2.0) == 2.0 / 3
+
+
+@given(
+    st.integers(1, 500),
+    st.sampled_from([HOST, "other"]),
+    st.sampled_from(["session", "thrift", None]),
+)
+def test_a_taken_over_lease_is_dropped_only_once_its_holder_is_gone_from_this_host(pid, host, app):
+    """Whoever finds a lease taken over drops it only on positive evidence that its holder can
+    never read it again: its process ran on this host and has ended (where its statements ran
+    does not matter: only the holder's fence reads the mark). A holder that may be alive (its
+    process runs: stalled) or that ran on another host keeps its mark."""
+    record = lease(pid, host, app)
+    gone = holder_gone(record, HOST, running)
+    assert gone == (host == HOST and not running(pid))
+    if gone and app == "thrift":  # judged by the client alone, unlike `judge`
+        assert judge(record, HOST, running) is State.WATCH
+    assert not holder_gone(LeaseRecord("t", "run-x", "0"), HOST, running)  # no client named

@@ -29,21 +29,37 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 TAG = "dbt-spark-contracts:inv-1:abc:model.p.t"
 OTHER = "dbt-spark-contracts:inv-2:def:model.p.t"
 
-# a log: consecutive versions from a random first one (older ones cleaned)
+# a log: consecutive versions from a random first one (older ones cleaned); version 0 is the
+# table's first commit (as Delta's; Iceberg's is the snapshot without a parent)
 entries = st.tuples(
     st.integers(0, 6),
     st.lists(
         st.tuples(
             st.sampled_from([TAG, OTHER, None]),
-            st.sampled_from(["WRITE", "MERGE", "SET TBLPROPERTIES", "RESTORE", "OPTIMIZE"]),
+            st.sampled_from(
+                [
+                    "WRITE",
+                    "MERGE",
+                    "SET TBLPROPERTIES",
+                    "RESTORE",
+                    "OPTIMIZE",
+                    "CREATE TABLE AS SELECT",
+                ]
+            ),
         ),
         max_size=8,
     ),
-).map(lambda t: [LogEntry(tag, op, t[0] + i) for i, (tag, op) in enumerate(t[1])])
+).map(
+    lambda t: [LogEntry(tag, op, t[0] + i, first=t[0] + i == 0) for i, (tag, op) in enumerate(t[1])]
+)
+LOADS = ("WRITE", "MERGE", "CREATE TABLE AS SELECT")
 
 
-def pending(heartbeat: float = 0, created: str | None = "3") -> Pending:
-    return Pending("db.t__quarantine__pending_inv1", TAG, "inv-1", heartbeat, created)
+def pending(heartbeat: float = 0, created: str | None = "3", before: bool = False) -> Pending:
+    """`before`: made before the table had any version (a creating run's: no version)."""
+    version = None if before else created
+    name = "db.t__quarantine__pending_inv1"
+    return Pending(name, TAG, "inv-1", heartbeat, version, before_any_version=before)
 
 
 @given(entries, st.booleans())
@@ -59,20 +75,51 @@ def test_the_rows_of_a_load_in_the_table_are_never_dropped(log, created, gone):
     assert decision.action is Action.MOVE
 
 
-@given(entries, st.booleans(), st.sampled_from(["0", "3", "9", None]))
+@given(entries, st.booleans(), st.sampled_from(["0", "3", "9", None, "before"]))
 def test_rows_are_dropped_only_where_the_log_reaches_back_and_holds_no_load(log, gone, made):
-    """... and, where no load of the run was ever in the log, only once the Spark application
-    that ran its statements is provably gone (a statement of it may commit yet)."""
-    decision = decide_pending(pending(0, made), ModelRecord(log, {}), gone=gone)
-    loads = [e for e in log if e.tag == TAG and e.operation in ("WRITE", "MERGE")]
+    """... (back to the version the pending table was made at, or, for one made before the
+    table had any version, back to the table's first commit) and, where no load of the run was
+    ever in the log, only once the Spark application that ran its statements is provably gone
+    (a statement of it may commit yet)."""
+    before = made == "before"
+    decision = decide_pending(pending(0, made, before), ModelRecord(log, {}), gone=gone)
+    loads = [e for e in log if e.tag == TAG and e.operation in LOADS]
     if decision.action is Action.DROP:
-        reaches_back = made is not None and any(str(e.version) == made for e in log)
+        if before:
+            reaches_back = bool(log) and log[0].first
+        else:
+            reaches_back = made is not None and any(str(e.version) == made for e in log)
         undone = any(e.tag == TAG and e.operation == "RESTORE" for e in log) and loads
         assert reaches_back or undone
         assert not loads or undone
         assert gone or undone
     if decision.action is Action.MOVE:
         assert loads
+    if before and gone and log and log[0].first and not loads:  # provably never loaded
+        assert decision.action is Action.DROP
+
+
+def test_a_creating_runs_pending_table_is_settled_from_the_tables_first_commit():
+    """A run that was creating the table records no version on its pending table. Its CTAS,
+    the table's first commit, carries its tag: moved. Another run created the table and the
+    log from the first commit on holds no load of it: dropped once its application is gone,
+    kept while it may still run (a server may still run its CTAS: `create or replace`), and
+    kept where the log was cleaned past the table's first commit."""
+    made = pending(0, before=True)
+    created = [LogEntry(TAG, "CREATE TABLE AS SELECT", 0, first=True), LogEntry(OTHER, "WRITE", 1)]
+    assert decide_pending(made, ModelRecord(created, {})).action is Action.MOVE
+    iceberg = [LogEntry(TAG, "append", 8_812_345_678, first=True)]
+    assert decide_pending(made, ModelRecord(iceberg, {})).action is Action.MOVE
+    other = [LogEntry(OTHER, "CREATE TABLE AS SELECT", 0, first=True), LogEntry(None, "WRITE", 1)]
+    dropped = decide_pending(made, ModelRecord(other, {}), gone=True)
+    assert dropped.action is Action.DROP and "first commit" in dropped.reason
+    assert decide_pending(made, ModelRecord(other, {}), gone=False).action is Action.KEEP
+    cleaned = [LogEntry(None, "WRITE", 7)]
+    assert decide_pending(made, ModelRecord(cleaned, {}), gone=True).action is Action.KEEP
+    assert decide_pending(made, ModelRecord([], {}), gone=True).action is Action.KEEP
+    # a pending table that does not say (an older run's): never dropped on an absence
+    unknown = pending(0, created=None)
+    assert decide_pending(unknown, ModelRecord(other, {}), gone=True).action is Action.KEEP
 
 
 def test_a_load_taken_back_by_its_own_run_is_dropped():
@@ -166,6 +213,8 @@ def test_a_pending_table_is_named_by_its_run_and_read_back_from_its_properties()
     )
     assert (read.tag, read.run, read.heartbeat, read.created_version) == (TAG, "inv-1", 12.0, "3")
     no_version = Pending.from_properties(name, {CREATED_VERSION_PROPERTY: ""})
-    assert no_version.created_version is None
+    assert no_version.created_version is None and no_version.before_any_version
+    assert not Pending.from_properties(name, {}).before_any_version  # it does not say
+    assert not read.before_any_version
     unnamed = Pending.from_properties(name, {BEAT_PROPERTY: "x"})
     assert decide_pending(unnamed, ModelRecord([], {})).action is Action.KEEP

@@ -514,12 +514,10 @@ def _stop_at(project: Project, table: str, argv_vars: str, commits: int) -> subp
     """A `dbt run` of `table` started, and stopped (SIGSTOP) once `commits` new commits of
     its table are there: mid-run, alive but stalled (a long pause, a stopped laptop)."""
     argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", table]
-    process = subprocess.Popen(
-        [*argv, "--vars", argv_vars],
-        cwd=project.root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with open(project.root / "dbt-stalled.log", "wb") as out:  # its story, for a failure
+        process = subprocess.Popen(
+            [*argv, "--vars", argv_vars], cwd=project.root, stdout=out, stderr=subprocess.STDOUT
+        )
     start, deadline = len(project.commits(table)), time.monotonic() + 300
     while process.poll() is None and time.monotonic() < deadline:
         if len(project.commits(table)) - start >= commits:
@@ -530,6 +528,19 @@ def _stop_at(project: Project, table: str, argv_vars: str, commits: int) -> subp
 
 
 STALL_LEASE = 15.0  # seconds: the stopped run's lease runs out this soon here
+
+
+def leftovers(project: Project, table: str) -> list[str]:
+    """The leases and pending tables of `table` still in the warehouse (their folders)."""
+    found = project.table_dir(table).parent.glob(f"{table}__*")
+    return sorted(p.name for p in found if "__dbt_lease_" in p.name or "__pending_" in p.name)
+
+
+def resumed_result(project: Project, table: str) -> dict:
+    """The resumed run's result (it ended last: its run_results.json is there)."""
+    results = json.loads((project.root / "target" / "run_results.json").read_text())
+    (resumed,) = [r for r in results["results"] if r["unique_id"].endswith(f".{table}")]
+    return resumed
 
 
 @pytest.fixture
@@ -580,10 +591,51 @@ def test_a_stalled_run_that_lost_its_lease_commits_nothing(
     finally:
         os.kill(first.pid, signal.SIGCONT)
     assert first.wait(timeout=600) != 0  # the resumed run fails
-    results = json.loads((project.root / "target" / "run_results.json").read_text())
-    (resumed,) = [r for r in results["results"] if r["unique_id"].endswith(".stalled")]
+    resumed = resumed_result(project, "stalled")
     assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
     project.settle("stalled")
     assert project.state("stalled") == after
     rows = project.rows(["control", "stalled"])
     assert rows["stalled"] == rows["control"], rows
+    # the lease taken over: its holder, once it found it lost, dropped it (no one else reads it)
+    assert leftovers(project, "stalled") == []
+
+
+@pytest.mark.profile("session", "thrift")
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_quarantining_run_stalled_after_its_load_commits_nothing_more(
+    tmp_path, stall_target, fmt, monkeypatch
+):
+    """A quarantining load stopped (SIGSTOP) once its load is in the table, before its discarded
+    rows move from its pending table into the quarantine, past its lease. The model is run
+    again: it watches the pending table's lease run out, takes it over, moves the rows (the
+    load that carries their run's tag is in the table), and loads. The first run, resumed,
+    fails naming its lost lease and moves nothing again: every load's discarded rows are in the
+    quarantine once, nothing is left pending. (Where the stop came after the run had moved its
+    rows already, it ends successfully and the next run finds nothing to settle: the same end.)"""
+    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+    body = QUARANTINE_MODEL.format(fmt=fmt)
+    project = Project(tmp_path / "project", fmt, stall_target, body, names=["q_stalled"])
+    assert project.dbt() == 0
+    first = _stop_at(project, "q_stalled", "{v: 2}", AFTER_LOAD)
+    try:
+        time.sleep(STALL_LEASE)
+        assert project.dbt("--select", "q_stalled", "--vars", "{v: 2}") == 0, project.results()
+        second = project.results()["q_stalled"]["adapter_response"]
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    code = first.wait(timeout=600)
+    resumed = resumed_result(project, "q_stalled")
+    settled = [r for r in second.get("repairs") or [] if "settled run" in r]
+    if code != 0:  # stopped before it moved its rows: the next run moved them
+        assert "lost its lease" in resumed["message"], resumed
+        assert settled, second
+    else:  # it had moved them before the stop took hold
+        assert resumed["status"] == "success" and not settled, (resumed, second)
+    project.settle("q_stalled")
+    rows = project.rows(["q_stalled", "q_stalled__quarantine"])
+    assert [r["id"] for r in rows["q_stalled"]] == [0, 1, 2, 3, 3, 5, 5, 7, 7], rows
+    quarantined = rows["q_stalled__quarantine"]
+    assert sorted(r["id"] for r in quarantined) == [4, 4, 6, 6, 8, 8], quarantined
+    assert len({r["_dbt_run_id"] for r in quarantined}) == 2, quarantined  # each run's once
+    assert leftovers(project, "q_stalled") == []

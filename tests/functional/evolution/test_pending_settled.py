@@ -8,6 +8,9 @@ model table's own log, on every connection method (`--profile`) and on delta and
   process that ended; a server restarted since), so its pending rows are dropped;
 - the same, but its application may still be running a statement it sent (this very process;
   the server as it is now): its rows are kept, the load may commit yet;
+- a run that died while creating the table (its pending table records no version: the table
+  had none) and whose load is not in the table's log from its first commit on: dropped once its
+  application is gone, kept while it may still run;
 - a run whose lease is fresh may be alive: its pending table is left alone.
 
 The dead runs are written by hand through the method under test (a tagged INSERT and a pending
@@ -142,6 +145,9 @@ class TestPendingSettled:
         version = version_of(project, table, fmt)
         project.run_sql(pending_sql(table, fmt, "dead-before-load", 0, 97, gone, version))
         project.run_sql(pending_sql(table, fmt, "app-alive", 0, 95, alive, version))
+        # died while creating the table (no version recorded): another run created it since
+        project.run_sql(pending_sql(table, fmt, "dead-creating", 0, 94, gone))
+        project.run_sql(pending_sql(table, fmt, "creating-live", 0, 93, alive))
         # alive: its run renews its lease while the next run watches it (a thread beats it)
         project.run_sql(pending_sql(table, fmt, "alive-run", 1, 96, None, version))
         alive_table = f"{table}__quarantine__pending_aliverun"
@@ -167,14 +173,16 @@ class TestPendingSettled:
         repairs = results[0].adapter_response.get("repairs") or []
         assert any("dead-after-load" in r and "moved" in r for r in repairs), repairs
         assert any("dead-before-load" in r and "dropped" in r for r in repairs), repairs
-        assert not any("alive-run" in r or "app-alive" in r for r in repairs), repairs
+        assert any("dead-creating" in r and "dropped" in r for r in repairs), repairs
+        assert not any(w in r for w in ("alive-run", "app-alive", "creating-live") for r in repairs)
         assert ids(table) == [1, 3, 99]  # the dead run's finished load stays
         assert ids(f"{table}__quarantine") == [2, 98]  # its rows once, none of the other dead run
         tables = [
             r[1] for r in project.run_sql(f"show tables in {table.rsplit('.', 1)[0]}", fetch="all")
         ]
         left = sorted(t for t in tables if "__pending_" in t)
-        assert left == [f"pm_{fmt}__quarantine__pending_{r}" for r in ("aliverun", "appalive")]
+        kept = ("aliverun", "appalive", "creatinglive")
+        assert left == [f"pm_{fmt}__quarantine__pending_{r}" for r in kept], left
 
     @pytest.mark.parametrize("fmt", (*FORMATS, "parquet"))
     def test_two_runs_settling_one_dead_run_at_once_move_its_rows_once(

@@ -56,7 +56,12 @@ class Heartbeat:
     `last` is this process's monotonic time just before the last beat that went through was
     sent (or before the table was made): no other run can take the lease over sooner than a
     lease's length after it (it must watch the heartbeat unchanged that long), so while `fresh()`
-    the lease is still this run's, also after a pause the run cannot see (a stopped process)."""
+    the lease is still this run's, also after a pause the run cannot see (a stopped process).
+    That holds only while the beats are continuous: a beat sent once the lease was no longer
+    fresh (the process was stopped, or the beats were slow) may land on a lease another run has
+    taken over meanwhile (the beat does not see the mark), so the thread's beat then leaves
+    `last` as it was, and only `renew` followed by reading the lease back (run/lease.confirm)
+    makes it fresh again."""
 
     def __init__(
         self,
@@ -120,9 +125,11 @@ class Heartbeat:
                 with self.spark.own_connection(f"lease {self.table}") as own:
                     while True:
                         with self._beating:
-                            sent = time.monotonic()
+                            sent, lapsed = time.monotonic(), not self.fresh()
                             own.run(beat_sql(self.table))
-                            self.last, failures = sent, 0
+                            failures = 0
+                            if not lapsed:  # continuous: still fresh (see the class's text)
+                                self.last = sent
                         if self._stop.wait(self.interval):
                             return
             except Exception as exc:  # a blip: try again

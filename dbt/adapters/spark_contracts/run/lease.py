@@ -16,7 +16,7 @@ go, and read other runs' leases."""
 import random
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Protocol, Sequence, Set
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
@@ -34,6 +34,7 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
     Watch,
     beat_interval,
     fence,
+    holder_gone,
     judge,
     next_epoch,
 )
@@ -198,6 +199,23 @@ def take_over_sql(table: str, invocation_id: str) -> str:
     )
 
 
+class Fenced:
+    """`spark` behind the fence: `check()` (a holder's `Leases.check`) before every statement
+    sent with `run` (anything that may change a table), so a run that lost its lease sends
+    nothing more, also from code that knows nothing of leases (a format's restore, which may
+    send several statements: run/table_log.py). `fetch` (reads) and everything else pass."""
+
+    def __init__(self, spark: Spark, check: Callable[[], None]) -> None:
+        self._spark, self._check = spark, check
+
+    def run(self, sql: str) -> Any:
+        self._check()
+        return self._spark.run(sql)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spark, name)
+
+
 class Leases:
     """The model-level leases of one run on one connection; `held` is the heartbeat of the
     lease it holds, if any (one at a time)."""
@@ -285,10 +303,14 @@ class Leases:
 
     def _take_over(self, owner: LeaseOwner, others: Sequence[LeaseRecord], watch: Watch) -> None:
         """Other runs' leases that are dead or expired marked taken over by this run, which
-        holds the next epoch. A dead run's lease is dropped (its process cannot come back); an
-        expired one stays marked, for its run to find if it was only stalled (the fence)."""
+        holds the next epoch. A lease taken over (now, or by an earlier run) whose holder's
+        process on this host is gone is dropped: only that process's fence ever read the mark
+        (`holder_gone`). One whose holder may be alive (its process still runs: stalled; or it
+        ran on another host) stays marked, for its run to find (the fence), which then drops
+        it itself (`check`)."""
+        host = this_client().host
         taken = [r for r in others if not r.released and not r.taken_by]
-        stale = [r for r in others if r.taken_by and self._state_of_holder(r) is State.DEAD]
+        stale = [r for r in others if r.taken_by and holder_gone(r, host, process_running)]
         for record in taken:
             dead = self._state(record) is State.DEAD
             self.spark.run(take_over_sql(record.table, owner.invocation_id))
@@ -301,33 +323,26 @@ class Leases:
                 f"{owner.unique_id}: took over the lease of run {record.holder} on "
                 f"{owner.relation} ({why}); that run can commit nothing more"
             )
-            if dead:
+            if holder_gone(record, host, process_running):
                 stale.append(record)
         if taken and self.held is not None:
             self.spark.run(
                 f"alter table {self.held.table} set tblproperties "
                 f"('{EPOCH_PROPERTY}' = '{next_epoch(taken)}')"
             )
-        for record in stale:  # nothing can read them any more: their runs are gone
+        for record in stale:  # no one can read them any more: their holders are gone
             self._drop(record.table, owner)
-
-    def _state_of_holder(self, record: LeaseRecord) -> State:
-        """A taken-over lease judged as if it were still held (is its process gone?)."""
-        return judge(
-            LeaseRecord(record.table, record.run, "1", record.client, record.application),
-            this_client().host,
-            process_running,
-        )
 
     def _drop(self, table: str, owner: LeaseOwner) -> None:
         try:
             self.spark.run(drop_sql(table, owner.table_format))
         except Exception as exc:
-            logger.warning(f"{owner.unique_id}: could not drop {table}, a dead run's lease: {exc}")
+            logger.warning(f"{owner.unique_id}: could not drop {table}, a lease taken over: {exc}")
 
     def check(self, owner: LeaseOwner) -> None:
         """The fence, before an irreversible step: the run's own lease is still its own, or
-        `LeaseLost`, naming the run that took it over (its heartbeat stops: it holds nothing)."""
+        `LeaseLost`, naming the run that took it over. Its heartbeat stops, and it drops the
+        lease table: it commits nothing more, and the mark was there for it alone to read."""
         beat = self.held
         if beat is None:
             return
@@ -335,6 +350,7 @@ class Leases:
         if not found.held:
             beat.stop()
             self.held = None
+            self._drop(beat.table, owner)
             raise LeaseLost(owner.unique_id, owner.relation, found.taken_by)
 
     def let_go(self, owner: LeaseOwner) -> None:

@@ -40,6 +40,7 @@ from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identif
 from dbt.adapters.spark_contracts.run.lease import (
     Heartbeat,
     beat_sql,
+    confirm,
     lease_properties,
     pending_leases,
     table_properties,
@@ -58,7 +59,11 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     RunOutcome,
     RunState,
 )
-from dbt.adapters.spark_contracts.run.run_errors import QuarantineMismatch, QuarantinePending
+from dbt.adapters.spark_contracts.run.run_errors import (
+    LeaseLost,
+    QuarantineMismatch,
+    QuarantinePending,
+)
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
 logger = AdapterLogger("SparkContracts")
@@ -164,7 +169,9 @@ class Quarantine:
     def finish(self, run: ModelRun) -> None:
         """After the load: parquet records it on the table (it keeps no log); the pending rows
         move into the quarantine; the pending table goes. A failure leaves the load and the
-        pending table (released: the next run moves it) and raises `QuarantinePending`."""
+        pending table (released: the next run moves it) and raises `QuarantinePending`; where
+        the run lost the pending table's lease meanwhile (it stalled between its fence and the
+        move, and another run took the table over to move its rows), `LeaseLost` instead."""
         pending = self.state.pending
         assert pending is not None
         try:
@@ -176,6 +183,12 @@ class Quarantine:
             self._move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
             self.stop_lease()  # renewed until the pending table is gone: no one else moves it
         except Exception as exc:
+            beat = self.state.lease
+            found = confirm(self.spark, beat) if beat is not None else None
+            if found is not None and not found.held:  # the run that took it over moves them
+                self.stop_lease()
+                self.state.pending = None
+                raise LeaseLost(run.unique_id, run.relation, found.taken_by) from exc
             self._release(pending)
             raise QuarantinePending(
                 run.unique_id, pending, run.quarantine_table, exc, run.table_format

@@ -1,7 +1,7 @@
 """Putting a table back: the versions and commits a restore reads, the restore itself (never over
 another writer's commit), and the repair of a table a dead run left with its intent."""
 
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -21,11 +21,11 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     pending_name,
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
-from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, table_properties
+from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, table_properties
 from dbt.adapters.spark_contracts.run.model_run import (
     stage_name,
 )
-from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed
+from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, LeaseLost, RestoreFailed
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
 logger = AdapterLogger("SparkContracts")
@@ -45,13 +45,21 @@ class Restorer:
     def current_version(self, relation: str, table_format: str) -> Optional[int]:
         return self.log(table_format).current_version(relation)
 
-    def restore(self, intent: Intent, executed: Optional[Sequence[str]] = None) -> str:
+    def restore(
+        self,
+        intent: Intent,
+        executed: Optional[Sequence[str]] = None,
+        fence: Optional[Callable[[], None]] = None,
+    ) -> str:
         """Put the table back to the intent's restore point, unless another writer committed
         after it (then `ForeignCommits`, and nothing is undone). `executed`: the statements this
         process saw complete (a parquet rewrite stopped midway is taken back from them; on
         Iceberg only the columns its own ADD COLUMNS added are dropped: another run of the model
-        may have added the same ones); None for a dead run's (not known)."""
-        log = self.log(intent.table_format)
+        may have added the same ones); None for a dead run's (not known). `fence`: checked
+        before each statement the restore sends (`Leases.check`): a run that loses its lease
+        while it restores sends nothing more (`LeaseLost`)."""
+        spark = self.spark if fence is None else Fenced(self.spark, fence)
+        log = table_log(spark, intent.table_format)
         intent = log.restore_point(intent)
         after = log.commits_after(intent)
         foreign = foreign_commits(after, intent.commit_tag)
@@ -64,27 +72,23 @@ class Restorer:
             )
         done: List[str] = []
         if intent.quarantine:  # first: a kill after it leaves the intent, and this is repeatable
-            self.unquarantine(intent.quarantine, intent.invocation_id)
+            # one run's rows deleted from a quarantine (a Delta or Iceberg table)
+            spark.run(
+                f"delete from {intent.quarantine} "
+                f"where `{RUN_ID_COLUMN}` = {sql_string(intent.invocation_id)}"
+            )
             done.append(f"took the run's rows out of {intent.quarantine}")
         done += log.put_back(intent, after, executed)
         if not log.restores_properties:
-            self.clear_intent(intent.relation)
+            spark.run(clear_intent_sql(intent.relation))
             done.append("cleared the run's intent")
         return "; ".join(done)
-
-    def unquarantine(self, quarantine: str, invocation_id: str) -> None:
-        """Delete one run's rows from a quarantine (a Delta or Iceberg table)."""
-        self.spark.run(
-            f"delete from {quarantine} where `{RUN_ID_COLUMN}` = {sql_string(invocation_id)}"
-        )
 
     def manual_repair(self, intent: Intent) -> str:
         return self.log(intent.table_format).manual_repair(intent)
 
     def clear_intent(self, relation: str) -> None:
-        self.spark.run(
-            f"alter table {relation} unset tblproperties if exists ('{INTENT_PROPERTY}')"
-        )
+        self.spark.run(clear_intent_sql(relation))
 
     def repair(self, intent: Intent, key: ModelKey) -> Optional[str]:
         """A dead run's intent found on the table: put it back before anything else, under the
@@ -92,36 +96,44 @@ class Restorer:
         run's invocation id: no live run's). The lease is taken over from the dead run (its
         process is gone, or its lease ran out while this run watched it; a run that renews it is
         alive: `RunInProgress`), so a run that was only stalled can commit nothing after this
-        (the fence). None: another run repaired it meanwhile."""
+        (the fence). The repair is behind the fence too: a repairing run that loses the lease
+        while it works (it stalled past it, and a third run took it over) sends nothing more
+        (`LeaseLost`). None: another run repaired it meanwhile."""
         self.leases.alone(key)
         try:
             found = find_intent(table_properties(self.spark, intent.relation))
             if found is None or found.invocation_id == key.invocation_id:
                 return None  # repaired meanwhile, by the run that held the lease before us
-            return self._repair(found, key.unique_id)
+            return self._repair(found, key.unique_id, lambda: self.leases.check(key))
         finally:
             self.leases.let_go(key)
 
-    def _repair(self, intent: Intent, unique_id: str) -> str:
+    def _repair(
+        self, intent: Intent, unique_id: str, fence: Optional[Callable[[], None]] = None
+    ) -> str:
+        """`fence`: checked before each statement (`restore`)."""
         logger.warning(
             f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
             f"({intent.unique_id}), which did not finish; repairing the table first"
         )
+        spark = self.spark if fence is None else Fenced(self.spark, fence)
         dead_stage = stage_name(intent.relation, intent.invocation_id)
         try:
-            self.spark.run(drop_sql(dead_stage, intent.table_format))
+            spark.run(drop_sql(dead_stage, intent.table_format))
+        except LeaseLost:
+            raise
         except Exception as exc:  # a leftover stage harms nothing; say so
             logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
         if not logged(intent.table_format):
-            self.clear_intent(intent.relation)
+            spark.run(clear_intent_sql(intent.relation))
             return (
                 f"repaired forward after run {intent.invocation_id}: {intent.table_format} keeps "
                 "no history, its completed steps stay (a rewrite stopped between its renames "
                 "was put back first); intent cleared"
             )
         try:
-            done = self.restore(intent)
-        except ForeignCommits:
+            done = self.restore(intent, fence=fence)
+        except (ForeignCommits, LeaseLost):
             raise
         except Exception as exc:
             raise RestoreFailed(
@@ -136,9 +148,11 @@ class Restorer:
         quarantine = suffixed(intent.relation, QUARANTINE_SUFFIX)
         pending = pending_name(quarantine, intent.invocation_id)
         try:
-            self.spark.run(drop_sql(pending, intent.table_format))
+            spark.run(drop_sql(pending, intent.table_format))
             pending = pending_name(quarantine, intent.invocation_id, intent.commit_tag)
-            self.spark.run(drop_sql(pending, intent.table_format))
+            spark.run(drop_sql(pending, intent.table_format))
+        except LeaseLost:
+            raise
         except Exception as exc:
             raise RestoreFailed(
                 unique_id,
@@ -150,3 +164,7 @@ class Restorer:
         message = f"repaired after run {intent.invocation_id} died half way: {done}"
         logger.warning(f"{unique_id}: {message}")
         return message
+
+
+def clear_intent_sql(relation: str) -> str:
+    return f"alter table {relation} unset tblproperties if exists ('{INTENT_PROPERTY}')"

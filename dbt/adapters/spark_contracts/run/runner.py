@@ -18,7 +18,7 @@ from dbt.adapters.spark_contracts.core.recovery.lease import Fence
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     SETTLE_SUFFIX,
 )
-from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
+from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
     ModelRun,
@@ -213,7 +213,8 @@ class Runner:
         settling lease (`SETTLE_SUFFIX`) alone: two runs never settle one pending table at once,
         also where the quarantine's format has no conflict check (Parquet). Only settlers look
         for that lease, so a multi-step run of the model is never held up by it. A run that
-        finds another settler's lease leaves the tables for a later run (they stay pending)."""
+        finds another settler's lease leaves the tables for a later run (they stay pending).
+        Behind the fence: each statement it sends checks that lease first (`LeaseLost`)."""
         if not pendings:
             return []
         try:
@@ -224,8 +225,13 @@ class Runner:
                 f"{len(pendings)} pending table(s) left for a later run"
             )
             return []
+        settler = self.quarantine
+        spark, settler.spark = (
+            settler.spark,
+            Fenced(settler.spark, lambda: self.leases.check(model)),
+        )
         try:
-            return self.quarantine.settle_others(
+            return settler.settle_others(
                 model.relation,
                 model.table_format,
                 quarantine,
@@ -234,6 +240,7 @@ class Runner:
                 model.invocation_id,
             )
         finally:
+            settler.spark = spark
             self.leases.let_go(model)
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:

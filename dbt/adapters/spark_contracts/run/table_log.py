@@ -202,6 +202,7 @@ class DeltaLog(TableLog):
                 str(r["operation"]),
                 int(r["version"]),
                 _restored_to(r) if str(r["operation"]).upper() == "RESTORE" else None,
+                int(r["version"]) == 0,
             )
             for r in rows
         ]
@@ -272,14 +273,22 @@ class IcebergLog(TableLog):
         self.spark.run(f"refresh table {table}")
         rows = self.spark.fetch(
             f"select h.snapshot_id, s.operation, "
-            f"s.summary['{ICEBERG_TAG_KEY}'] as tag, h.is_current_ancestor as current "
+            f"s.summary['{ICEBERG_TAG_KEY}'] as tag, h.is_current_ancestor as current, "
+            f"s.parent_id is null as first_commit "
             f"from {table}.history h join {table}.snapshots s on h.snapshot_id = s.snapshot_id "
             "order by h.made_current_at"
         )
         return [
-            LogEntry(r.get("tag") or None, str(r.get("operation") or ""), int(r["snapshot_id"]))
-            if str(r.get("current")).lower() in ("true", "1")
-            else LogEntry(None, "rolled back", int(r["snapshot_id"]))
+            LogEntry(
+                r.get("tag") or None,
+                str(r.get("operation") or ""),
+                int(r["snapshot_id"]),
+                first=_true(r.get("first_commit")),
+            )
+            if _true(r.get("current"))
+            else LogEntry(
+                None, "rolled back", int(r["snapshot_id"]), first=_true(r.get("first_commit"))
+            )
             for r in rows
         ]
 
@@ -313,6 +322,11 @@ def _has_path(schema: Struct, path: Tuple[str, ...]) -> bool:
         else:
             return False
     return True
+
+
+def _true(value: Any) -> bool:
+    """A boolean as a connection method returns it (Thrift: its text)."""
+    return str(value).lower() in ("true", "1")
 
 
 def _restored_to(row: Any) -> Optional[int]:

@@ -124,6 +124,16 @@ def judge(record: LeaseRecord, host: str, process_running: Callable[[int], bool]
     return State.WATCH  # a server may still run a statement the dead client sent
 
 
+def holder_gone(record: LeaseRecord, host: str, process_running: Callable[[int], bool]) -> bool:
+    """Positive evidence that a lease's holder can never read it again: its dbt process ran on
+    this host (`host`) and is gone. A lease taken over is read only by its holder's fence, in
+    that process (a statement a server may still run for the holder reads no lease), so such a
+    lease can be dropped; one whose holder may be alive (stalled: its process still runs, or it
+    ran on another host) stays marked for it to find."""
+    client = record.client
+    return client is not None and client.host == host and not process_running(client.pid)
+
+
 class Seen(enum.Enum):
     LIVE = "live"  # its heartbeat changed while watched
     EXPIRED = "expired"  # unchanged for a lease's length

@@ -24,6 +24,12 @@ table's own record (`decide_pending`), never from the quarantine's:
   dropped (the table is as before that run). While that application may still run a statement
   the dead client sent (a Thrift or Connect server), the table is kept: its load may commit yet;
   the next run looks again;
+- the pending table records that the model table had no version when it was made (the run was
+  creating the table, or it had no commit yet), so every commit of the table came after it; the
+  table's log reaches back to its first commit (Delta's version 0, an Iceberg snapshot without a
+  parent: nothing was cleaned) and holds no load of that run; and its Spark application is
+  provably gone: that run's load never committed and never will; its rows are dropped (kept while
+  the application may still run its load, as above);
 - otherwise (parquet without the property; a log cleaned past the run): nothing can be proven;
   the pending table is kept and named in a warning, with the statements that move it by hand.
 
@@ -189,14 +195,19 @@ class Pending:
     # does not say (or the table had no version yet)
     created_version: str | None
     application: Application | None = None  # where its run's statements ran
+    # it records (an empty `CREATED_VERSION_PROPERTY`) that the model table had no version when
+    # it was made: the run was creating the table (or the table had no commit yet)
+    before_any_version: bool = False
 
     @classmethod
     def from_properties(cls, name: str, properties: Mapping[str, str]) -> Pending:
         lowered = {k.lower(): v for k, v in properties.items()}
         tag, run = lowered.get(TAG_PROPERTY), lowered.get(RUN_PROPERTY)
         application = Application.from_property(lowered.get(APP_PROPERTY))
-        version = (lowered.get(CREATED_VERSION_PROPERTY) or "").strip() or None
-        return cls(name, tag, run, heartbeat_of(properties), version, application)
+        recorded = lowered.get(CREATED_VERSION_PROPERTY)
+        version = (recorded or "").strip() or None
+        before = recorded is not None and version is None
+        return cls(name, tag, run, heartbeat_of(properties), version, application, before)
 
 
 @dataclass(frozen=True)
@@ -207,6 +218,7 @@ class LogEntry:
     operation: str = ""
     version: int | None = None  # Delta's version; Iceberg's snapshot id
     restored_to: int | None = None  # a Delta RESTORE's target version
+    first: bool = False  # the table's first commit (Delta's version 0; a snapshot with no parent)
 
 
 @dataclass(frozen=True)
@@ -275,6 +287,19 @@ def decide_pending(
             f"the table's log still holds version {made_at}, from before the run's load, and "
             "no load of that run after it, and the Spark application that ran its statements "
             "is gone",
+        )
+    if pending.before_any_version and record.log and record.log[0].first:
+        if not gone:
+            return Decision(
+                Action.KEEP,
+                "the table's log holds no load of that run yet, but the Spark application that "
+                "ran its statements may still be running one (it is not provably gone)",
+            )
+        return Decision(
+            Action.DROP,
+            "the run made it before the table had any version, the table's log from its first "
+            "commit on holds no load of that run, and the Spark application that ran its "
+            "statements is gone",
         )
     return Decision(Action.KEEP, "the table's log no longer reaches back to that run")
 

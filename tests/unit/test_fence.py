@@ -1,0 +1,588 @@
+"""The runtime fence (run/lease.py, run/heartbeat.py, the Runner's and the repair's use of it)
+against a scripted catalogue that records every statement; no Spark.
+
+A run whose lease another run took over while it was stalled sends nothing more to the model's
+table: not its next step, not a restore, not a repair's next statement. While its last beat is
+fresh the fence reads nothing; past that it beats once and reads its lease back."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
+from dbt.adapters.spark_contracts.core.recovery.lease import (
+    CLIENT_PROPERTY,
+    TAKEN_PROPERTY,
+)
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    APP_PROPERTY,
+    BEAT_PROPERTY,
+    RUN_PROPERTY,
+    lease_name,
+)
+from dbt.adapters.spark_contracts.run import Runner, RunReport
+from dbt.adapters.spark_contracts.run import heartbeat as heartbeat_module
+from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat, this_client
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
+from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunUndone
+
+TAG = "dbt-spark-contracts:inv:model.p.m"
+REPAIR_TAG = "dbt-spark-contracts:inv2:model.p.m"
+LEASE = "db.t__dbt_lease_inv2"
+
+
+class Catalogue:
+    """Tables as the lease and restore paths see them: `create table if not exists`, `drop
+    table`, `alter table ... set/unset tblproperties`, `show tables`, `show tblproperties`;
+    the model table `db.t` with a Delta history (`describe history`, `restore table`) or an
+    Iceberg one (its `history` and `snapshots`). `sent`: every statement; `when(pattern,
+    hook)`: `hook()` runs after the first statement matching `pattern` is sent."""
+
+    def __init__(self, model_properties: Optional[Dict[str, str]] = None) -> None:
+        self.tables: Dict[str, Dict[str, str]] = {"db.t": dict(model_properties or {})}
+        self.sent: List[str] = []
+        self.history = [(0, "CREATE TABLE AS SELECT", None), (1, "WRITE", None)]
+        self.history.append((2, "ADD COLUMNS", TAG))
+        self.snapshot = 2  # Iceberg: the current snapshot
+        self.columns = ["id", "note"]
+        self.hooks: List[tuple] = []
+        self.fail: Optional[str] = None  # statements matching it fail
+
+    def when(self, pattern: str, hook: Callable[[], None]) -> None:
+        self.hooks.append((pattern, hook))
+
+    @contextlib.contextmanager
+    def own_connection(self, name: str):  # a heartbeat's: the same catalogue
+        yield self
+
+    def get_conf(self, key: str) -> str:
+        return REPAIR_TAG  # the session's commit tag: a RESTORE it makes carries it
+
+    def relation_schema(self, relation: str, describable: bool) -> Any:
+        from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+        return parse_type(f"struct<{','.join(c + ':string' for c in self.columns)}>")
+
+    def run(self, sql: str) -> None:
+        self.sent.append(sql)
+        if self.fail and re.search(self.fail, sql):
+            raise RuntimeError(f"failed: {sql}")
+        self._apply(sql)
+        for hook in [h for h in self.hooks if re.search(h[0], sql)]:
+            self.hooks.remove(hook)
+            hook[1]()
+
+    def _apply(self, sql: str) -> None:
+        created = re.match(r"create table if not exists (\S+) .*tblproperties \((.*)\)$", sql)
+        if created:
+            props = dict(re.findall(r"'([^']+)' = '([^']*)'", created.group(2)))
+            self.tables.setdefault(created.group(1).lower(), props)
+            return
+        dropped = re.match(r"drop table if exists (\S+)(?: purge)?$", sql)
+        if dropped:
+            self.tables.pop(dropped.group(1).lower(), None)
+            return
+        altered = re.match(r"alter table (\S+) set tblproperties \((.*)\)$", sql)
+        if altered and altered.group(1).lower() in self.tables:
+            props = re.findall(r"'([^']+)' = '([^']*)'", altered.group(2))
+            self.tables[altered.group(1).lower()].update(props)
+        unset = re.match(r"alter table (\S+) unset tblproperties if exists \('([^']+)'\)$", sql)
+        if unset:
+            self.tables[unset.group(1).lower()].pop(unset.group(2), None)
+        if sql.startswith("restore table db.t"):
+            self.history.append((len(self.history), "RESTORE", REPAIR_TAG))
+        if " drop columns " in sql:
+            self.columns = ["id"]
+        if "rollback_to_snapshot" in sql:
+            self.snapshot = 1
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        listed = re.match(r"show tables in (\S+) like '(\S+?)\*?'$", sql)
+        if listed:
+            schema, prefix = listed.groups()
+            return [
+                {"tableName": t.split(".", 1)[1]}
+                for t in self.tables
+                if t.startswith(f"{schema}.{prefix}".lower())
+            ]
+        props = re.match(r"show tblproperties (\S+)$", sql)
+        if props:
+            table = self.tables.get(props.group(1).lower())
+            if table is None:
+                raise RuntimeError(f"Table or view not found: {props.group(1)}")
+            return [{"key": k, "value": v} for k, v in table.items()]
+        if sql.startswith("describe history db.t"):
+            return [{"version": v, "operation": o, "userMetadata": t} for v, o, t in self.history]
+        if "snapshot_id from iceberg.db.t.history" in sql:  # the current snapshot
+            return [{"snapshot_id": self.snapshot}]
+        if "from iceberg.db.t.history h join" in sql:  # the commits after the restore point
+            return [
+                {"snapshot_id": 1, "operation": "append", "tag": None},
+                {"snapshot_id": 2, "operation": "overwrite", "tag": TAG},
+            ]
+        raise AssertionError(sql)
+
+
+def stall(leases: Leases) -> None:
+    """The holder was paused past its lease: its last beat is old on its own clock."""
+    assert leases.held is not None
+    leases.held.last -= 1_000.0
+
+
+def take_over(catalogue: Catalogue, table: str, by: str = "inv3") -> None:
+    """Another run marks `table` taken over (run/lease.take_over_sql)."""
+    catalogue.tables[table][TAKEN_PROPERTY] = by
+    catalogue.tables[table][BEAT_PROPERTY] = "0"
+
+
+def after(catalogue: Catalogue, pattern: str) -> List[str]:
+    """The statements sent after the first one matching `pattern`."""
+    index = next(i for i, s in enumerate(catalogue.sent) if re.search(pattern, s))
+    return catalogue.sent[index + 1 :]
+
+
+@pytest.fixture(autouse=True)
+def _short_leases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(heartbeat_module.LEASE_ENV, "30")  # beats every 10 s: none in a test
+
+
+# -- Heartbeat.fresh / renew
+
+
+def test_a_beat_is_fresh_for_nine_tenths_of_a_lease_on_the_holders_own_clock():
+    beat = Heartbeat(Catalogue(), LEASE, since=time.monotonic())
+    assert beat.fresh()
+    beat.last = time.monotonic() - 0.85 * 30
+    assert beat.fresh()
+    beat.last = time.monotonic() - 0.95 * 30
+    assert not beat.fresh()
+
+
+def test_renew_sends_nothing_while_fresh_and_one_beat_once_stale():
+    catalogue = Catalogue()
+    beat = Heartbeat(catalogue, LEASE, since=time.monotonic())
+    beat.renew(catalogue)
+    assert catalogue.sent == []
+    beat.last -= 1_000.0
+    beat.renew(catalogue)
+    assert len(catalogue.sent) == 1 and BEAT_PROPERTY in catalogue.sent[0]
+    assert beat.fresh()
+
+
+def test_a_failed_renewal_is_tried_again_and_the_last_failure_raised():
+    catalogue = Catalogue()
+    beat = Heartbeat(catalogue, LEASE, since=time.monotonic() - 1_000.0)
+    catalogue.fail = "heartbeat"
+    with pytest.raises(RuntimeError, match="failed"):
+        beat.renew(catalogue, attempts=3)
+    assert len(catalogue.sent) == 3 and not beat.fresh()
+
+
+# -- confirm and Leases.check
+
+
+def lease_table(catalogue: Catalogue, owner: Any) -> Leases:
+    leases = Leases(catalogue)  # type: ignore[arg-type]
+    leases.take(owner)
+    return leases
+
+
+def key(invocation_id: str = "inv2", table_format: str = "delta") -> ModelKey:
+    relation = "iceberg.db.t" if table_format == "iceberg" else "db.t"
+    return ModelKey(relation, invocation_id, table_format, "model.p.m")
+
+
+def test_the_fence_reads_nothing_while_the_beat_is_fresh():
+    catalogue = Catalogue()
+    leases = lease_table(catalogue, key())
+    try:
+        take_over(catalogue, LEASE)  # not seen: no run can take a fresh lease over
+        sent = len(catalogue.sent)
+        leases.check(key())
+        assert len(catalogue.sent) == sent
+    finally:
+        leases.let_go(key())
+
+
+def test_a_stale_lease_still_held_is_renewed_and_read_back():
+    catalogue = Catalogue()
+    leases = lease_table(catalogue, key())
+    try:
+        stall(leases)
+        sent = len(catalogue.sent)
+        leases.check(key())  # no error: still its own
+        assert len(catalogue.sent) == sent + 1  # one beat (the read is a fetch)
+        assert leases.held is not None and leases.held.fresh()
+    finally:
+        leases.let_go(key())
+
+
+@pytest.mark.parametrize("how", ["taken over", "dropped"])
+def test_a_lease_taken_over_while_stalled_is_lost_and_dropped_by_its_holder(how):
+    catalogue = Catalogue()
+    leases = lease_table(catalogue, key())
+    beat = leases.held
+    assert beat is not None
+    stall(leases)
+    if how == "taken over":
+        take_over(catalogue, LEASE)
+    else:
+        del catalogue.tables[LEASE]
+    with pytest.raises(LeaseLost) as lost:
+        leases.check(key())
+    assert lost.value.taken_by == ("inv3" if how == "taken over" else None)
+    assert leases.held is None and not beat._thread.is_alive()  # it beats no more
+    assert LEASE not in catalogue.tables  # the mark was for it alone: dropped (it holds none)
+
+
+def test_a_lease_that_cannot_be_renewed_is_not_confirmed():
+    """Its beat fails (the connection is gone): the lease reads as its own, but a beat older
+    than a lease may have been seen unchanged by another run, which may take it over any
+    moment: not held."""
+    catalogue = Catalogue()
+    beat = Heartbeat(catalogue, LEASE, since=time.monotonic() - 1_000.0)
+    catalogue.tables[LEASE] = {RUN_PROPERTY: "inv2", BEAT_PROPERTY: "5.0"}
+    catalogue.fail = "heartbeat"
+    found = confirm(catalogue, beat)  # type: ignore[arg-type]
+    assert not found.held and found.taken_by is None
+
+
+# -- the Runner's fence
+
+
+def model_run(relation: str = "db.t", table_format: str = "delta") -> SimpleNamespace:
+    return SimpleNamespace(
+        relation=relation,
+        invocation_id="inv2",
+        table_format=table_format,
+        unique_id="model.p.m",
+        report=lambda out: {"restored": out.restored},
+    )
+
+
+def test_a_step_after_the_lease_was_lost_is_not_sent_and_nothing_is_restored(tmp_path: Path):
+    catalogue = Catalogue()
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    run = model_run()
+    runner.leases.take(run)  # type: ignore[arg-type]
+    runner.state.intent = Intent("inv2", "model.p.m", "db.t", "delta", 1, TAG)
+    stall(runner.leases)
+    take_over(catalogue, LEASE)
+    sent = []
+    with pytest.raises(LeaseLost) as lost:
+        runner._step(run, "the load", lambda: sent.append("the load"))  # type: ignore[arg-type]
+    assert lost.value.taken_by == "inv3"
+    assert sent == []  # the step was never carried out
+    assert not [s for s in catalogue.sent if re.search(r"db\.t(\s|$)", s)]  # the model's
+    assert runner.state.intent is None  # no longer its own to put back
+    assert runner.out.restored.startswith("NOT RESTORED"), runner.out.restored
+
+
+def test_a_step_that_fails_while_the_lease_is_held_is_undone(tmp_path: Path):
+    """The control: the same failure with the lease still held restores the table."""
+    catalogue = Catalogue()
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    run = model_run()
+    runner.leases.take(run)  # type: ignore[arg-type]
+    runner.state.intent = Intent("inv2", "model.p.m", "db.t", "delta", 1, TAG)
+    stall(runner.leases)
+
+    def failing() -> None:
+        raise RuntimeError("the load failed")
+
+    with pytest.raises(RunUndone):
+        runner._step(run, "the load", failing)  # type: ignore[arg-type]
+    assert "restore table db.t to version as of 1" in catalogue.sent
+
+
+def test_the_undo_of_a_run_that_lost_its_lease_puts_nothing_back(tmp_path: Path):
+    """A step failed (the stalled run's statement, rejected after another run's repair); by
+    then its lease is taken over: it restores nothing (`LeaseLost`, not `RunUndone`)."""
+    catalogue = Catalogue()
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    run = model_run()
+    runner.leases.take(run)  # type: ignore[arg-type]
+    runner.state.intent = Intent("inv2", "model.p.m", "db.t", "delta", 1, TAG)
+
+    def failing_after_a_takeover() -> None:
+        stall(runner.leases)
+        take_over(catalogue, LEASE)
+        raise RuntimeError("concurrent modification")
+
+    with pytest.raises(LeaseLost):
+        runner._step(run, "the load", failing_after_a_takeover)  # type: ignore[arg-type]
+    assert not [s for s in catalogue.sent if s.startswith("restore")]
+
+
+# -- the repair's own restore
+
+
+def dead_intent(table_format: str = "delta") -> Intent:
+    relation = "iceberg.db.t" if table_format == "iceberg" else "db.t"
+    added = (("note",),) if table_format == "iceberg" else ()
+    return Intent("inv", "model.p.m", relation, table_format, 1, TAG, added)
+
+
+def repair_catalogue(intent: Intent) -> Catalogue:
+    catalogue = Catalogue({INTENT_PROPERTY: intent.to_property()})
+    catalogue.tables[intent.relation] = catalogue.tables.pop("db.t")
+    return catalogue
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_repair_that_loses_the_lease_while_it_restores_restores_nothing_more(
+    tmp_path: Path, lost: bool
+):
+    """Delta: the repairing run stalls past its lease after dropping the dead run's stage, and a
+    third run takes the lease over: its RESTORE is never sent, nor the drop of the dead run's
+    pending table (`LeaseLost`, naming the third run). The control (`lost=False`) restores."""
+    intent = dead_intent()
+    catalogue = repair_catalogue(intent)
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    if lost:
+
+        def stalled() -> None:
+            stall(runner.leases)
+            take_over(catalogue, LEASE)
+
+        catalogue.when(r"^drop table if exists db\.t__dbt_stage", stalled)
+        with pytest.raises(LeaseLost) as caught:
+            runner.repair(intent, key())
+        assert caught.value.taken_by == "inv3"
+        later = after(catalogue, r"^drop table if exists db\.t__dbt_stage")
+        assert not [s for s in later if s.startswith("restore") or "pending" in s], later
+        assert LEASE not in catalogue.tables
+    else:
+        assert "restored to Delta version 1" in (runner.repair(intent, key()) or "")
+        assert "restore table db.t to version as of 1" in catalogue.sent
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_an_iceberg_repair_stops_between_its_own_statements(tmp_path: Path, lost: bool):
+    """Iceberg's restore is two statements (drop the columns the dead run added, then roll
+    back): a lease lost after the first sends not the second."""
+    intent = dead_intent("iceberg")
+    catalogue = repair_catalogue(intent)
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    lease = lease_name("iceberg.db.t", "inv2")
+    if lost:
+
+        def stalled() -> None:
+            stall(runner.leases)
+            take_over(catalogue, lease)
+
+        catalogue.when(" drop columns ", stalled)
+        with pytest.raises(LeaseLost):
+            runner.repair(intent, key(table_format="iceberg"))
+        assert not [s for s in catalogue.sent if "rollback_to_snapshot" in s], catalogue.sent
+        assert INTENT_PROPERTY in catalogue.tables["iceberg.db.t"]  # left for the third run
+    else:
+        done = runner.repair(intent, key(table_format="iceberg")) or ""
+        assert "rolled back to Iceberg snapshot 1" in done, done
+        assert INTENT_PROPERTY not in catalogue.tables["iceberg.db.t"]
+
+
+# -- leases taken over: who drops them
+
+
+def marked(pid: int, host: Optional[str] = None, app: str = "thrift://spark:10000 app-1"):
+    return {
+        RUN_PROPERTY: f"run-{pid}",
+        BEAT_PROPERTY: "0",
+        CLIENT_PROPERTY: f"{host or this_client().host}/{pid}",
+        APP_PROPERTY: app,
+        TAKEN_PROPERTY: "inv1",
+    }
+
+
+def gone_pid() -> int:
+    """A pid that runs no process on this host."""
+    pid = 4_000_000
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+        pid += 1
+
+
+def test_leases_taken_over_are_dropped_once_their_holder_is_gone_from_this_host():
+    """Found by the next run that takes the model's lease: a taken-over lease whose holder's
+    process on this host has ended is dropped (also over a server: only the holder read it);
+    one whose holder still runs (a stalled run, here this very process) or ran on another host
+    stays marked, for its holder to find."""
+    catalogue = Catalogue()
+    catalogue.tables["db.t__dbt_lease_gone"] = marked(gone_pid())
+    catalogue.tables["db.t__dbt_lease_alive"] = marked(os.getpid())
+    catalogue.tables["db.t__dbt_lease_away"] = marked(gone_pid(), host="elsewhere")
+    leases = Leases(catalogue)  # type: ignore[arg-type]
+    leases.alone(key())
+    leases.let_go(key())
+    assert sorted(t for t in catalogue.tables if "__dbt_lease_" in t) == [
+        "db.t__dbt_lease_alive",
+        "db.t__dbt_lease_away",
+    ]
+
+
+def test_an_expired_lease_of_a_client_gone_from_this_host_is_taken_over_and_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Over a server: the client's process here has ended, its statements ran on the server
+    (watched to its end, not taken at once); once expired it is marked, then dropped, as no one
+    can read the mark."""
+    from dbt.adapters.spark_contracts.run import lease as lease_module
+
+    monkeypatch.setenv(heartbeat_module.LEASE_ENV, "0.3")
+    sleep = lease_module.time.sleep
+    monkeypatch.setattr(lease_module.time, "sleep", lambda s: sleep(min(s, 0.1)))
+    catalogue = Catalogue()
+    expired = marked(gone_pid())
+    del expired[TAKEN_PROPERTY]
+    expired[BEAT_PROPERTY] = "12.5"
+    catalogue.tables["db.t__dbt_lease_dead"] = expired
+    leases = Leases(catalogue)  # type: ignore[arg-type]
+    leases.alone(key())
+    leases.let_go(key())
+    assert any(
+        s.startswith("alter table db.t__dbt_lease_dead") and TAKEN_PROPERTY in s
+        for s in catalogue.sent
+    ), catalogue.sent  # marked first
+    assert "db.t__dbt_lease_dead" not in catalogue.tables
+
+
+# -- settling other runs' pending tables
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_settler_that_loses_its_lease_moves_nothing_more(tmp_path: Path, lost: bool):
+    """A run settling a dead run's pending table (its load is in the table's log: moved) holds
+    the model's settling lease; stalled past it after marking the pending table taken over, and
+    the settling lease taken over by a third run, it sends nothing more: no quarantine made, no
+    MERGE, no drop (`LeaseLost`). The control moves the rows."""
+    from dbt.adapters.spark_contracts.core.recovery.pending import (
+        SETTLE_SUFFIX,
+        TAG_PROPERTY,
+        Application,
+    )
+
+    catalogue = Catalogue()
+    catalogue.history.append((3, "WRITE", TAG))  # the dead run's load
+    dead = gone_pid()
+    pending = "db.t__quarantine__pending_inv"
+    catalogue.tables[pending] = {
+        TAG_PROPERTY: TAG,
+        RUN_PROPERTY: "inv",
+        BEAT_PROPERTY: "5.0",
+        CLIENT_PROPERTY: f"{this_client().host}/{dead}",
+        APP_PROPERTY: f"session://{this_client().host}/{dead} local-1",
+    }
+    here = Application(f"session://{this_client().host}/{os.getpid()}", "local-2")
+    catalogue.application = lambda: here  # type: ignore[attr-defined]
+    catalogue.relation_schema = lambda relation, describable: _pending_schema()  # type: ignore[method-assign]
+    catalogue.fetch = _holds_nothing(catalogue.fetch)  # type: ignore[method-assign]
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    settle = lease_name("db.t", "inv2", SETTLE_SUFFIX)
+    if lost:
+
+        def stalled() -> None:
+            stall(runner.leases)
+            take_over(catalogue, settle)
+
+        catalogue.when(rf"^alter table {pending} set tblproperties", stalled)
+        with pytest.raises(LeaseLost):
+            runner.settle_pending(key(), "db.t__quarantine", [pending])
+        later = after(catalogue, rf"^alter table {pending} set tblproperties")
+        assert not [s for s in later if "quarantine" in s and "heartbeat" not in s], later
+        assert pending in catalogue.tables  # left for the run that took over
+    else:
+        done = runner.settle_pending(key(), "db.t__quarantine", [pending])
+        assert done and "moved" in done[0], done
+        assert any(s.startswith("merge into db.t__quarantine") for s in catalogue.sent)
+
+
+def _pending_schema() -> Any:
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+    return parse_type("struct<id:int,_dbt_run_id:string>")
+
+
+def _holds_nothing(fetch: Callable[[str], List[Dict[str, Any]]]):
+    """The quarantine holds no row of the dead run yet."""
+
+    def fetched(sql: str) -> List[Dict[str, Any]]:
+        if sql.startswith("select 1 as held from"):
+            return []
+        return fetch(sql)
+
+    return fetched
+
+
+# -- a beat after a lapse; the move of a run's own rows after a takeover
+
+
+def test_a_thread_beat_after_a_lapse_does_not_make_the_lease_fresh_again():
+    """Resumed after a stop, the heartbeat thread's beat may land on a lease another run has
+    marked taken over (a beat does not see the mark): only a fence that beats and then reads the
+    lease back may call it fresh again. Continuous beats keep it fresh (the control)."""
+    catalogue = Catalogue()
+    catalogue.tables[LEASE] = {RUN_PROPERTY: "inv2", BEAT_PROPERTY: "5.0"}
+    lapsed = Heartbeat(catalogue, LEASE, interval=0.02, since=time.monotonic() - 1_000.0)
+    steady = Heartbeat(catalogue, LEASE, interval=0.02, since=time.monotonic())
+    started = steady.last
+    lapsed.start(), steady.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(catalogue.sent) < 6 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        lapsed.stop(), steady.stop()
+    assert len(catalogue.sent) >= 6  # both beat
+    assert not lapsed.fresh()
+    assert steady.fresh() and steady.last > started
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_move_that_fails_after_the_pending_table_was_taken_over_is_a_lost_lease(
+    tmp_path: Path, lost: bool
+):
+    """The run stalled between its fence and the move of its own discarded rows; another run
+    took the pending table over, moved the rows and dropped it; resumed, the run's INSERT fails.
+    It fails with `LeaseLost` (the rows are in the quarantine, moved by that run), not with
+    `QuarantinePending`, which would say they wait in a table that is gone. The control
+    (`lost=False`: the same failure, the lease still held) keeps the rows pending."""
+    from dbt.adapters.spark_contracts.run.outcome_events import Counted
+    from dbt.adapters.spark_contracts.run.run_errors import QuarantinePending
+
+    catalogue = Catalogue()
+    pending = "iceberg.db.t__quarantine__pending_inv2"
+    catalogue.tables[pending] = {RUN_PROPERTY: "inv2", BEAT_PROPERTY: "5.0"}
+    catalogue.fail = r"^insert into"
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    run = SimpleNamespace(
+        relation="iceberg.db.t",
+        table_format="iceberg",
+        quarantine_table="iceberg.db.t__quarantine",
+        invocation_id="inv2",
+        unique_id="model.p.m",
+    )
+    runner.events.add(Counted(3, 0))
+    runner.state.pending = pending
+    runner.state.lease = Heartbeat(catalogue, pending, since=time.monotonic() - 1_000.0)
+    if lost:
+        del catalogue.tables[pending]  # moved and dropped by the run that took it over
+        with pytest.raises(LeaseLost):
+            runner.quarantine.finish(run)  # type: ignore[arg-type]
+        assert runner.state.pending is None
+    else:
+        with pytest.raises(QuarantinePending):
+            runner.quarantine.finish(run)  # type: ignore[arg-type]
