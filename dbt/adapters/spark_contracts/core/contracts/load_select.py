@@ -14,6 +14,10 @@ from dbt.adapters.spark_contracts.core.contracts.checked_cast import (
 )
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
 from dbt.adapters.spark_contracts.core.contracts.decision import (
+    CREATE,
+    LOAD,
+    VARIANT,
+    WIDEN,
     ContractDecision,
     ValueCheck,
     _key,
@@ -31,9 +35,6 @@ from dbt.adapters.spark_contracts.core.schema.types import (
 )
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
-CREATE, FAIL, SKIP, LOAD = "create", "fail", "skip", "load"
-# How a data_type change is handled; CAST (a safe widening into the deployed type) is not listed.
-WIDEN, VARIANT = "widen", "variant"
 # the quarantine's own columns
 REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
 # a microbatch batch's discarded rows also carry its commit tag: the batches of one invocation
