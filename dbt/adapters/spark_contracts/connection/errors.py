@@ -11,7 +11,7 @@ import functools
 import inspect
 import re
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Tuple, Type
+from typing import Any, Callable, ClassVar, Iterator, Tuple, Type, TypeVar
 
 from dbt.adapters.exceptions import FailedToConnectError
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
@@ -132,32 +132,36 @@ def spark_error_message(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-class ConnectionLostError(DbtRuntimeError):
-    """The connection to the server broke (or the server went away) while a statement ran.
-    `endpoint` names the method and server once the connection manager knows them."""
+_E = TypeVar("_E", bound="_ServerError")
+
+
+class _ServerError(DbtRuntimeError):
+    """An error of the connection, not of a statement: `what` went wrong, and `endpoint` names
+    the method and server once the connection manager knows them."""
+
+    what: ClassVar[str]
 
     def __init__(self, detail: str, endpoint: str = "") -> None:
         self.detail = detail
         self.endpoint = endpoint
         prefix = f"{endpoint}: " if endpoint else ""
-        super().__init__(f"{prefix}lost the connection to the server: {detail}")
+        super().__init__(f"{prefix}{self.what}: {detail}")
 
-    def at(self, endpoint: str) -> ConnectionLostError:
-        return self if self.endpoint else ConnectionLostError(self.detail, endpoint)
+    def at(self: _E, endpoint: str) -> _E:
+        return self if self.endpoint else type(self)(self.detail, endpoint)
 
 
-class ServerRefusedError(DbtRuntimeError):
+class ConnectionLostError(_ServerError):
+    """The connection to the server broke (or the server went away) while a statement ran."""
+
+    what = "lost the connection to the server"
+
+
+class ServerRefusedError(_ServerError):
     """The server answered but refused this client (a wrong or missing token, no permission):
     not a lost connection (retrying cannot help) and not an error of the statement."""
 
-    def __init__(self, detail: str, endpoint: str = "") -> None:
-        self.detail = detail
-        self.endpoint = endpoint
-        prefix = f"{endpoint}: " if endpoint else ""
-        super().__init__(f"{prefix}the server refused this client: {detail}")
-
-    def at(self, endpoint: str) -> ServerRefusedError:
-        return self if self.endpoint else ServerRefusedError(self.detail, endpoint)
+    what = "the server refused this client"
 
 
 class VariantResultOverThriftError(DbtDatabaseError):
