@@ -8,6 +8,7 @@ error's own, never a Java stack trace.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import re
 from contextlib import contextmanager
@@ -36,32 +37,25 @@ def _database_error_classes() -> Tuple[Type[BaseException], ...]:
     Embedded session: pyspark's captured JVM exceptions, and Py4J's wrapper of JVM exceptions
     pyspark does not convert (Delta raises some: `DeltaIllegalStateException`). Spark Connect:
     the server's errors. Thrift/http: PyHive's DB-API `DatabaseError` (odbc is refused when the profile loads)."""
-    classes: list[Type[BaseException]] = []
-    try:
-        from pyspark.errors.exceptions.captured import CapturedException
+    return _installed(
+        "pyspark.errors.exceptions.captured:CapturedException",  # pyspark is a dependency
+        "pyspark.errors.exceptions.connect:SparkConnectException",  # the connect extra (grpc)
+        "py4j.protocol:Py4JJavaError",  # Spark Connect clients need no py4j
+        "pyhive.exc:DatabaseError",
+    )
 
-        classes.append(CapturedException)
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        pass
-    try:
-        from pyspark.errors.exceptions.connect import SparkConnectException
 
-        classes.append(SparkConnectException)
-    except ImportError:  # the connect extra (grpc) is missing
-        pass
-    try:
-        from py4j.protocol import Py4JJavaError
-
-        classes.append(Py4JJavaError)
-    except ImportError:  # Spark Connect clients need no py4j
-        pass
-    try:
-        from pyhive.exc import DatabaseError as PyHiveDatabaseError
-
-        classes.append(PyHiveDatabaseError)
-    except ImportError:
-        pass
-    return tuple(classes)
+def _installed(*classes: str) -> Tuple[Type[BaseException], ...]:
+    """The exception classes (`module:Class`) of the clients installed here: an optional
+    client that is missing gives none."""
+    found: list[Type[BaseException]] = []
+    for name in classes:
+        module, attribute = name.split(":")
+        try:
+            found.append(getattr(importlib.import_module(module), attribute))
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
 
 
 def is_database_error(exc: BaseException) -> bool:
@@ -216,14 +210,8 @@ def _grpc_code_name(exc: BaseException) -> str:
 
 def transport_error_classes() -> Tuple[Type[BaseException], ...]:
     """Exceptions of a broken thrift transport (PyHive over a socket or HTTP)."""
-    classes: list[Type[BaseException]] = [EOFError, ConnectionError, TimeoutError]
-    try:
-        from thrift.transport.TTransport import TTransportException
-
-        classes.append(TTransportException)
-    except ImportError:
-        pass
-    return tuple(classes)
+    installed = _installed("thrift.transport.TTransport:TTransportException")
+    return (EOFError, ConnectionError, TimeoutError, *installed)
 
 
 def is_connection_error(exc: BaseException) -> bool:
