@@ -68,6 +68,18 @@ def test_run_summary_counts_over_models():
     assert run_summary({"c": {"applied": []}}) is None
 
 
+def test_run_summary_names_planned_and_blocked_models_in_order():
+    entries = {
+        "a": {"dry_run": True},
+        "b": {"dry_run": True, "plan": {"blocked": [{"change": "x"}]}},
+        "c": {"loaded": True, "values_discarded": 2},
+    }
+    assert run_summary(entries) == (
+        "dbt-spark-contracts: 2 models planned (dry run, nothing changed), 1 model blocked, "
+        "2 values discarded (target/schema_changes.json)"
+    )
+
+
 def test_plan_markdown_shows_safe_and_blocked_changes_with_the_way_to_allow_them():
     entries = {
         "model.p.orders": {

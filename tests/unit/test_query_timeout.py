@@ -131,7 +131,7 @@ class FakeSession:
 
 
 def _cursor(session: FakeSession, timeout: Optional[float]) -> SparkSessionCursor:
-    return SparkSessionCursor(lambda: session, {}, timeout)
+    return SparkSessionCursor(lambda: session, timeout)
 
 
 def test_statement_past_its_timeout_fails_with_query_timeout_error() -> None:

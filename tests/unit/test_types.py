@@ -28,6 +28,7 @@ from dbt.adapters.spark_contracts.core.schema.types import (
     holds_variant,
     is_widening,
     quote_identifier,
+    through_structs,
 )
 
 INT, BIGINT, STRING = Primitive("int"), Primitive("bigint"), Primitive("string")
@@ -357,3 +358,28 @@ def test_holds_variant_sees_through_every_container(t):
         holds_variant(Struct((Field("a", Primitive("int"), True), Field("b", t, True)))) is inside
     )
     assert holds_variant(Struct((Field("v", Primitive("variant"), True), Field("b", t, True))))
+
+
+_NESTED = Struct(
+    (
+        Field("s", Struct((Field("a", INT), Field("xs", Array(Struct((Field("b", INT),))))))),
+        Field("m", Map(STRING, INT)),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ((), (_NESTED, ())),
+        (("s", "a"), (INT, ())),
+        (("S", "A"), (INT, ())),  # Spark's names compare case-insensitively
+        (("s", "xs", "element", "b"), (Array(Struct((Field("b", INT),))), ("element", "b"))),
+        (("m", "value"), (Map(STRING, INT), ("value",))),
+        (("s", "a", "x"), (INT, ("x",))),
+        (("s", "missing"), None),
+        (("missing",), None),
+    ],
+)
+def test_through_structs_stops_where_the_structs_end(path, expected):
+    assert through_structs(_NESTED, path) == expected

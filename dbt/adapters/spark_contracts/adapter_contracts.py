@@ -4,11 +4,13 @@ snapshots, dbt's enforced model contract and the constraints built with a table.
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from dbt.adapters.base import available
+from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
@@ -19,23 +21,19 @@ from dbt.adapters.spark_contracts.connection.errors import config_errors_as_comp
 from dbt.adapters.spark_contracts.constraints import model_table_constraints
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
     TableConstraints,
+    declared_not_null,
 )
-from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
-from dbt.adapters.spark_contracts.core.contracts.enforce import (
-    decide,
-    view_violations,
-)
-from dbt.adapters.spark_contracts.core.contracts.load_select import (
-    render_load_select,
-)
+from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+from dbt.adapters.spark_contracts.core.contracts.decision import ContractViolation, Declared
+from dbt.adapters.spark_contracts.core.contracts.enforce import decide, view_violations
+from dbt.adapters.spark_contracts.core.contracts.load_select import render_load_select
 from dbt.adapters.spark_contracts.core.contracts.model_contract import (
     compare_model_contract,
     mismatch_table,
 )
+from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT, row_of
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns
-from dbt.adapters.spark_contracts.core.evolution.render import (
-    render_plan,
-)
+from dbt.adapters.spark_contracts.core.evolution.render import render_plan
 from dbt.adapters.spark_contracts.core.materialization.create_run import plan_create
 from dbt.adapters.spark_contracts.core.materialization.load import (
     LoadOptions,
@@ -51,18 +49,23 @@ from dbt.adapters.spark_contracts.core.materialization.write_path import REBUILD
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent, commit_tag
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.schema.types import Struct
+from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 from dbt.adapters.spark_contracts.run import snapshot_run
 from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun
 
-if TYPE_CHECKING:
-    pass
-
-from dbt.adapters.base.meta import AdapterMeta
-
-from dbt.adapters.spark_contracts.core.contracts.constraints import declared_not_null
-from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT, row_of
-
 logger = AdapterLogger("SparkContracts")
+
+
+@dataclass(frozen=True)
+class ContractGate:
+    """What a contract entry point starts from: the model's schema contract (None: it sets
+    none), its evolution settings and declared `pydantic_contract`, and its name in messages."""
+
+    unique_id: str
+    relation: str
+    contract: Optional[SchemaContract]
+    settings: EvolutionSettings
+    declared: Optional[Declared]
 
 
 class ContractMethods(metaclass=AdapterMeta):
@@ -79,20 +82,20 @@ class ContractMethods(metaclass=AdapterMeta):
         """A first build, before its first statement: the model's settings checked against its
         output (`schema_evolution.columns`), then `tables` of the schema contract: create or
         skip (discard modes, with a warning); freeze fails here, before anything is created."""
-        contract, settings, declared = self._resolve_run_settings(model, run_vars)
-        if not settings.policy.columns and contract is None:
+        gate = self._contract_gate(relation, model, run_vars)
+        if not gate.settings.policy.columns and gate.contract is None:
             return "create"  # nothing to check: no analysis of the query
         spark = self._spark()
         compiled = spark.schema(compiled_sql)
-        unique_id = model.get("unique_id", str(relation))
-        self._validate_column_settings(unique_id, settings, compiled, f"({compiled_sql}) AS t")
-        if contract is None:
+        self._validate_column_settings(
+            gate.unique_id, gate.settings, compiled, f"({compiled_sql}) AS t"
+        )
+        if gate.contract is None:
             return "create"
-        decision = decide(contract, None, compiled, SchemaDiff(), "delta", declared)
-        if decision.violations:
-            self._raise_violation(spark, unique_id, relation, decision.violations)
+        decision = decide(gate.contract, None, compiled, SchemaDiff(), "delta", gate.declared)
+        self._refuse(spark, gate, decision.violations)
         if decision.table_action == "skip":
-            logger.warning(f"{unique_id}: {decision.warnings[0]} ({relation})")
+            logger.warning(f"{gate.unique_id}: {decision.warnings[0]} ({relation})")
             return "skip"
         return "create"
 
@@ -109,20 +112,19 @@ class ContractMethods(metaclass=AdapterMeta):
         then the planner's additions and widenings applied to the snapshot table, each commit
         tagged, the version before them recorded (`snapshot_merge` takes them back if the merge
         fails). Returns the run, with the (quoted) staging columns the merge inserts."""
-        contract, settings, _ = self._resolve_run_settings(model, run_vars)
-        unique_id = model.get("unique_id", str(target))
+        gate = self._contract_gate(target, model, run_vars)
+        unique_id = gate.unique_id
         spark = self._spark()
         deployed, properties = self._deployed(spark, target)
         staged = spark.relation_schema(str(staging), True)  # a temporary view
         table_format = self.table_format_of(target)
         try:
             planned = plan_snapshot(
-                unique_id, deployed, staged, table_format, properties, settings, contract
+                unique_id, deployed, staged, table_format, properties, gate.settings, gate.contract
             )
         except SnapshotContractError as exc:
             raise CompilationError(str(exc)) from exc
-        if planned.violations:
-            self._raise_violation(spark, unique_id, target, planned.violations)
+        self._refuse(spark, gate, planned.violations)
         if planned.plan.is_blocked:
             raise CompilationError(
                 runs.blocked_message(unique_id, str(target), table_format, planned.plan)
@@ -168,15 +170,14 @@ class ContractMethods(metaclass=AdapterMeta):
     ) -> str:
         """A view being replaced: its schema contract's `freeze` modes against the view's
         current schema, by analysis only; raises the violation before the view changes."""
-        contract, _, _ = self._resolve_run_settings(model, run_vars)
-        if contract is None:
+        gate = self._contract_gate(relation, model, run_vars)
+        if gate.contract is None:
             return ""
         spark = self._spark()
         deployed = spark.relation_schema(str(relation), True)  # a view
-        violations = view_violations(contract, deployed, spark.schema(compiled_sql))
-        if violations:
-            unique_id = model.get("unique_id", str(relation))
-            self._raise_violation(spark, unique_id, relation, violations)
+        self._refuse(
+            spark, gate, view_violations(gate.contract, deployed, spark.schema(compiled_sql))
+        )
         return ""
 
     def _contract_create_sql(
@@ -185,7 +186,8 @@ class ContractMethods(metaclass=AdapterMeta):
         """The SELECT a run that creates the table writes: the model's query itself, or, under a
         `pydantic_contract`, that query coerced into the declared columns with the declared rules
         applied (freeze fails the CREATE itself; no counts, no quarantine on this run)."""
-        contract, _, declared = self._resolve_run_settings(model, run_vars)
+        gate = self._contract_gate(relation, model, run_vars)
+        contract, declared = gate.contract, gate.declared
         if contract is None or declared is None:
             return compiled_sql
         spark = self._spark()
@@ -194,9 +196,7 @@ class ContractMethods(metaclass=AdapterMeta):
         # `tables` was decided already (spark_contracts_may_create), or the table exists
         creating = replace(contract, tables=ContractMode.EVOLVE)
         decision = decide(creating, None, compiled, SchemaDiff(), table_format, declared)
-        unique_id = model.get("unique_id", str(relation))
-        if decision.violations:
-            self._raise_violation(spark, unique_id, relation, decision.violations)
+        self._refuse(spark, gate, decision.violations)
         source = f"(\n{compiled_sql}\n) AS __dbt_contract_source"
         return render_load_select(decision, source, None, compiled, "", hoist=False).select
 
@@ -214,7 +214,8 @@ class ContractMethods(metaclass=AdapterMeta):
         strategy over no table (core/materialization/create_run.py), which `execute_model_run` carries out like
         any run (its discards counted, quarantined through the run's pending table, all or
         nothing). None: the build writes `contract_create_sql` itself (nothing to discard)."""
-        contract, settings, declared = self._resolve_run_settings(model, run_vars)
+        gate = self._contract_gate(relation, model, run_vars)
+        contract, settings, declared = gate.contract, gate.settings, gate.declared
         if contract is None or declared is None or settings.dry_run:
             return None
         config = model.get("config") or {}
@@ -244,7 +245,7 @@ class ContractMethods(metaclass=AdapterMeta):
         if decided is None:
             return None
         spark.run(f"create or replace temporary view {view} as {compiled_sql}")
-        unique_id = model.get("unique_id", str(relation))
+        unique_id = gate.unique_id
         tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
         self._tags.set(spark, tag)  # cleared when dbt ends the node (post_model_hook)
         quarantine_format = self._quarantine_format(relation, decided.load)  # type: ignore[attr-defined]
@@ -260,13 +261,21 @@ class ContractMethods(metaclass=AdapterMeta):
             )
         return run  # recorded when it is carried out (execute_model_run), not while planned
 
-    def _raise_violation(
-        self, spark: runs.Spark, unique_id: str, relation: Any, violations: Any
+    def _contract_gate(
+        self, relation: BaseRelation, model: Dict[str, Any], run_vars: Dict[str, Any]
+    ) -> ContractGate:
+        contract, settings, declared = self._resolve_run_settings(model, run_vars)
+        unique_id = model.get("unique_id", str(relation))
+        return ContractGate(unique_id, str(relation), contract, settings, declared)
+
+    def _refuse(
+        self, spark: runs.Spark, gate: ContractGate, violations: Sequence[ContractViolation]
     ) -> None:
         """A contract broken outside an incremental run (first build, view, snapshot): the
-        first violation raised, and recorded in this invocation's report."""
-        runner = self._runner(spark, get_invocation_id())
-        runner.raise_violation(unique_id, str(relation), violations[0].to_dict())
+        first violation raised, and recorded in this invocation's report; none, nothing."""
+        if violations:
+            runner = self._runner(spark, get_invocation_id())
+            runner.raise_violation(gate.unique_id, gate.relation, violations[0].to_dict())
 
     def _validate_column_settings(
         self, unique_id: str, settings: Any, compiled: Any, relation: Any

@@ -312,9 +312,7 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             if creds.method == ContractsConnectionMethod.CONNECT:
                 raise connect_failure(endpoint_of(creds), exc) from exc
             raise FailedToConnectError(f"Could not start Spark ({creds.method}): {exc}") from exc
-        handle = SparkSessionHandle(
-            lambda: session, dict(creds.server_side_parameters), query_timeout
-        )
+        handle = SparkSessionHandle(lambda: session, query_timeout)
         connection.handle = SparkSessionConnectionWrapper(handle)
         connection.state = ConnectionState.OPEN
         return connection

@@ -34,15 +34,11 @@ class SparkSessionCursor(Cursor):
 
     `query_timeout` (seconds, embedded session only): a statement (its execute and the fetch
     of its rows) still running then has its Spark jobs cancelled and fails with
-    QueryTimeoutError."""
+    QueryTimeoutError. The profile's `server_side_parameters` are the session's own conf (set
+    when it is built): the cursor applies none."""
 
-    def __init__(
-        self,
-        session_factory: SessionFactory,
-        server_side_parameters: Dict[str, str],
-        query_timeout: Optional[float] = None,
-    ):
-        super().__init__(server_side_parameters=server_side_parameters)
+    def __init__(self, session_factory: SessionFactory, query_timeout: Optional[float] = None):
+        super().__init__()
         self._session_factory = session_factory
         self._query_timeout = query_timeout
         self._started: Optional[float] = None
@@ -192,20 +188,15 @@ _SEP = "\u0000"  # joins a Scala sequence of names into one py4j string (names h
 
 
 class SparkSessionHandle(Connection):
-    def __init__(
-        self,
-        session_factory: SessionFactory,
-        server_side_parameters: Dict[str, str],
-        query_timeout: Optional[float] = None,
-    ):
-        super().__init__(server_side_parameters=server_side_parameters)
+    """dbt-spark's session connection, whose cursors all run on one session."""
+
+    def __init__(self, session_factory: SessionFactory, query_timeout: Optional[float] = None):
+        super().__init__()
         self._session_factory = session_factory
         self.query_timeout = query_timeout
 
     def cursor(self) -> SparkSessionCursor:  # type: ignore[override]
-        return SparkSessionCursor(
-            self._session_factory, dict(self.server_side_parameters), self.query_timeout
-        )
+        return SparkSessionCursor(self._session_factory, self.query_timeout)
 
 
 class SparkSessionConnectionWrapper(SessionConnectionWrapper):

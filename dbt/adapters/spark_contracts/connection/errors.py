@@ -8,10 +8,11 @@ error's own, never a Java stack trace.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import re
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Tuple, Type
+from typing import Any, Callable, ClassVar, Iterator, Tuple, Type, TypeVar
 
 from dbt.adapters.exceptions import FailedToConnectError
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
@@ -36,32 +37,25 @@ def _database_error_classes() -> Tuple[Type[BaseException], ...]:
     Embedded session: pyspark's captured JVM exceptions, and Py4J's wrapper of JVM exceptions
     pyspark does not convert (Delta raises some: `DeltaIllegalStateException`). Spark Connect:
     the server's errors. Thrift/http: PyHive's DB-API `DatabaseError` (odbc is refused when the profile loads)."""
-    classes: list[Type[BaseException]] = []
-    try:
-        from pyspark.errors.exceptions.captured import CapturedException
+    return _installed(
+        "pyspark.errors.exceptions.captured:CapturedException",  # pyspark is a dependency
+        "pyspark.errors.exceptions.connect:SparkConnectException",  # the connect extra (grpc)
+        "py4j.protocol:Py4JJavaError",  # Spark Connect clients need no py4j
+        "pyhive.exc:DatabaseError",
+    )
 
-        classes.append(CapturedException)
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        pass
-    try:
-        from pyspark.errors.exceptions.connect import SparkConnectException
 
-        classes.append(SparkConnectException)
-    except ImportError:  # the connect extra (grpc) is missing
-        pass
-    try:
-        from py4j.protocol import Py4JJavaError
-
-        classes.append(Py4JJavaError)
-    except ImportError:  # Spark Connect clients need no py4j
-        pass
-    try:
-        from pyhive.exc import DatabaseError as PyHiveDatabaseError
-
-        classes.append(PyHiveDatabaseError)
-    except ImportError:
-        pass
-    return tuple(classes)
+def _installed(*classes: str) -> Tuple[Type[BaseException], ...]:
+    """The exception classes (`module:Class`) of the clients installed here: an optional
+    client that is missing gives none."""
+    found: list[Type[BaseException]] = []
+    for name in classes:
+        module, attribute = name.split(":")
+        try:
+            found.append(getattr(importlib.import_module(module), attribute))
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
 
 
 def is_database_error(exc: BaseException) -> bool:
@@ -132,32 +126,36 @@ def spark_error_message(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-class ConnectionLostError(DbtRuntimeError):
-    """The connection to the server broke (or the server went away) while a statement ran.
-    `endpoint` names the method and server once the connection manager knows them."""
+_E = TypeVar("_E", bound="_ServerError")
+
+
+class _ServerError(DbtRuntimeError):
+    """An error of the connection, not of a statement: `what` went wrong, and `endpoint` names
+    the method and server once the connection manager knows them."""
+
+    what: ClassVar[str]
 
     def __init__(self, detail: str, endpoint: str = "") -> None:
         self.detail = detail
         self.endpoint = endpoint
         prefix = f"{endpoint}: " if endpoint else ""
-        super().__init__(f"{prefix}lost the connection to the server: {detail}")
+        super().__init__(f"{prefix}{self.what}: {detail}")
 
-    def at(self, endpoint: str) -> ConnectionLostError:
-        return self if self.endpoint else ConnectionLostError(self.detail, endpoint)
+    def at(self: _E, endpoint: str) -> _E:
+        return self if self.endpoint else type(self)(self.detail, endpoint)
 
 
-class ServerRefusedError(DbtRuntimeError):
+class ConnectionLostError(_ServerError):
+    """The connection to the server broke (or the server went away) while a statement ran."""
+
+    what = "lost the connection to the server"
+
+
+class ServerRefusedError(_ServerError):
     """The server answered but refused this client (a wrong or missing token, no permission):
     not a lost connection (retrying cannot help) and not an error of the statement."""
 
-    def __init__(self, detail: str, endpoint: str = "") -> None:
-        self.detail = detail
-        self.endpoint = endpoint
-        prefix = f"{endpoint}: " if endpoint else ""
-        super().__init__(f"{prefix}the server refused this client: {detail}")
-
-    def at(self, endpoint: str) -> ServerRefusedError:
-        return self if self.endpoint else ServerRefusedError(self.detail, endpoint)
+    what = "the server refused this client"
 
 
 class VariantResultOverThriftError(DbtDatabaseError):
@@ -212,14 +210,8 @@ def _grpc_code_name(exc: BaseException) -> str:
 
 def transport_error_classes() -> Tuple[Type[BaseException], ...]:
     """Exceptions of a broken thrift transport (PyHive over a socket or HTTP)."""
-    classes: list[Type[BaseException]] = [EOFError, ConnectionError, TimeoutError]
-    try:
-        from thrift.transport.TTransport import TTransportException
-
-        classes.append(TTransportException)
-    except ImportError:
-        pass
-    return tuple(classes)
+    installed = _installed("thrift.transport.TTransport:TTransportException")
+    return (EOFError, ConnectionError, TimeoutError, *installed)
 
 
 def is_connection_error(exc: BaseException) -> bool:

@@ -9,31 +9,29 @@ from dataclasses import field as dataclass_field
 
 from dbt.adapters.spark_contracts.core.contracts.checked_cast import (
     checked_coerce,
-    checked_leaf,
     try_cast_sql,
 )
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
 from dbt.adapters.spark_contracts.core.contracts.decision import (
+    CREATE,
+    LOAD,
+    VARIANT,
+    WIDEN,
     ContractDecision,
     ValueCheck,
     _key,
 )
+from dbt.adapters.spark_contracts.core.contracts.native_variant import native_variant_value
 from dbt.adapters.spark_contracts.core.schema.coerce import Built
 from dbt.adapters.spark_contracts.core.schema.types import (
-    Array,
     Field,
-    Map,
     Primitive,
-    SparkType,
     Struct,
     quote_identifier,
     sql_string,
 )
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
-CREATE, FAIL, SKIP, LOAD = "create", "fail", "skip", "load"
-# How a data_type change is handled; CAST (a safe widening into the deployed type) is not listed.
-WIDEN, VARIANT = "widen", "variant"
 # the quarantine's own columns
 REASON_COLUMN, RUN_ID_COLUMN = "_contract_reason", "_dbt_run_id"
 # a microbatch batch's discarded rows also carry its commit tag: the batches of one invocation
@@ -255,58 +253,6 @@ def _render_column(
             what = f"`{field.name}` value does not coerce into {field.type.to_sql()}"
             _discard(load, "data_type", ContractMode(check.handling), what, bad)
     load.items.append(_item(value, field.name))
-
-
-def native_variant_value(decision: ContractDecision, ref: str, source: Field) -> str:
-    """The VARIANT that `variant_columns: native` keeps of a column whose value does not coerce.
-
-    A top-level value is kept as it is (`CAST(... AS VARIANT)`; a struct, array or map through
-    `to_variant_object`). A rejected struct field is kept at its path inside an object,
-    `{"field": value}` (`variant_get(s__v, '$.field', 'string')` reads it back): only the leaves
-    that do not coerce carry their value, the other checked leaves are NULL. A field under an
-    array or map keeps the whole column."""
-    checks = [
-        c
-        for c in decision.value_checks
-        if _key(c.path)[0] == source.name.lower() and c.handling == VARIANT
-    ]
-    whole = (
-        f"to_variant_object({ref})"
-        if isinstance(source.type, (Struct, Array, Map))
-        else f"CAST({ref} AS VARIANT)"
-    )
-    tree: dict[str, object] = {}
-    for check in checks:
-        if len(check.path) == 1 or not _through_structs(source.type, check.path[1:]):
-            return whole
-        leaf = ref + "".join(f".{quote_identifier(segment)}" for segment in check.path[1:])
-        bad = checked_leaf(leaf, check.compiled_type, check.deployed_type).bad
-        node = tree
-        for segment in check.path[1:-1]:
-            child = node.setdefault(segment, {})
-            assert isinstance(child, dict)
-            node = child
-        node[check.path[-1]] = f"CASE WHEN {' OR '.join(bad)} THEN {leaf} END" if bad else "NULL"
-    return f"to_variant_object({_named_struct(tree)})"
-
-
-def _through_structs(t: SparkType, path: tuple[str, ...]) -> bool:
-    for segment in path:
-        if not isinstance(t, Struct):
-            return False
-        field = t.field(segment)
-        if field is None:
-            return False
-        t = field.type
-    return True
-
-
-def _named_struct(tree: dict[str, object]) -> str:
-    parts = ", ".join(
-        f"{sql_string(name)}, {_named_struct(value) if isinstance(value, dict) else value}"
-        for name, value in tree.items()
-    )
-    return f"named_struct({parts})"
 
 
 def _value_check(decision: ContractDecision, column: str) -> ValueCheck:

@@ -14,6 +14,7 @@ literals' type (values checked), nested BaseModel STRUCT, list/set/frozenset/tup
 ARRAY<X>, dict[K, V] MAP<K, V>, Optional[X] / X | None a nullable X (any other field is
 required: a NULL breaks it). Anything else (Any, unions of types, time, custom classes,
 validator functions) has no Spark equivalent and is an error naming the model and the field.
+A field's constraints become SQL rules in `pydantic_constraints.py`.
 """
 
 from __future__ import annotations
@@ -27,35 +28,32 @@ import threading
 import types as pytypes
 import typing
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Union
-
-import annotated_types as at
 
 from dbt.adapters.spark_contracts.core.contracts.checks import (
     COLLECTION,
     TEXT,
     ColumnRules,
-    Compare,
     EachElement,
     EachKey,
     EachValue,
     InField,
-    Length,
     Matches,
-    MultipleOf,
-    OneOf,
     Required,
     Rule,
 )
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
-from dbt.adapters.spark_contracts.core.contracts.decision import (
-    Declared,
+from dbt.adapters.spark_contracts.core.contracts.decision import Declared
+from dbt.adapters.spark_contracts.core.contracts.pydantic_constraints import (
+    Unmappable,
+    decimal_type,
+    field_constraints,
+    general_metadata,
+    one_of,
 )
 from dbt.adapters.spark_contracts.core.schema.types import (
     Array,
-    Decimal,
     Field,
     Map,
     Primitive,
@@ -83,7 +81,6 @@ _PRIMITIVES: dict[Any, str] = {
     dt.datetime: "timestamp",
     uuid.UUID: "string",
 }
-_GENERAL_IGNORED = {"strict", "allow_inf_nan", "coerce_numbers_to_str", "union_mode", "fail_fast"}
 
 
 @dataclass(frozen=True)
@@ -102,12 +99,6 @@ class PydanticContract:
 
     def rules_of(self, column: str) -> ColumnRules | None:
         return next((r for r in self.rules if r.column.lower() == column.lower()), None)
-
-
-class _Unmappable(Exception):
-    def __init__(self, path: str, what: str):
-        self.path, self.what = path, what
-        super().__init__(f"{path}: {what}")
 
 
 # ------------------------------------------------------------------------------ import
@@ -172,7 +163,7 @@ def contract_from_class(model: str, spec: str, cls: type) -> PydanticContract:
     _as_model_class(model, spec, cls)
     try:
         fields, rules, required = _model_fields(cls, "", ())
-    except _Unmappable as exc:
+    except Unmappable as exc:
         raise ConfigError(
             f"{model}: `{CONFIG_KEY}` {spec!r}: field `{exc.path}` {exc.what}; mappable: bool, "
             "int, float, str, bytes, date, datetime, Decimal, UUID, str/int Enum, Literal, "
@@ -190,7 +181,7 @@ def _model_fields(
     cls: type, prefix: str, seen: tuple[type, ...]
 ) -> tuple[list[Field], list[tuple[Rule, ...]], tuple[str, ...]]:
     if cls in seen:
-        raise _Unmappable(prefix.rstrip(".") or cls.__name__, "is a recursive model")
+        raise Unmappable(prefix.rstrip(".") or cls.__name__, "is a recursive model")
     decorators = cls.__pydantic_decorators__  # type: ignore[attr-defined]
     validated = [
         *(d.cls_var_name for d in decorators.model_validators.values()),
@@ -198,7 +189,7 @@ def _model_fields(
     ]
     if validated:
         where = prefix.rstrip(".") or cls.__name__
-        raise _Unmappable(where, f"has model validator(s) {validated}, which cannot run in SQL")
+        raise Unmappable(where, f"has model validator(s) {validated}, which cannot run in SQL")
     field_validated = {
         name for d in decorators.field_validators.values() for name in d.info.fields
     } | {name for d in decorators.validators.values() for name in d.info.fields}
@@ -209,7 +200,7 @@ def _model_fields(
         column = info.alias or name
         path = prefix + column
         if name in field_validated or "*" in field_validated:
-            raise _Unmappable(path, "has a field validator, which cannot run in SQL")
+            raise Unmappable(path, "has a field validator, which cannot run in SQL")
         spark_type, nullable, field_rules = _annotation(
             info.annotation, list(info.metadata), path, (*seen, cls)
         )
@@ -238,11 +229,11 @@ def _annotation(
     if origin is Union or origin is pytypes.UnionType:
         members = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(members) != 1:
-            raise _Unmappable(path, f"is a union {annotation!r}; only Optional[X] maps")
+            raise Unmappable(path, f"is a union {annotation!r}; only Optional[X] maps")
         spark_type, _, rules = _annotation(members[0], metadata, path, seen)
         return spark_type, True, rules
     if annotation is None or annotation is type(None):
-        raise _Unmappable(path, "is None only")
+        raise Unmappable(path, "is None only")
     spark_type, rules = _typed(annotation, metadata, path, seen)
     return spark_type, False, rules
 
@@ -261,152 +252,55 @@ def _typed(
 
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
-    general = _general(metadata, path)
+    general = general_metadata(metadata)
     if origin is Literal:
-        return _literal(args, path), (*_constraints(metadata, path, "value"), _one_of(args))
+        return _literal(args, path), (*field_constraints(metadata, path, "value"), one_of(args))
     if origin in (list, set, frozenset, tuple) or annotation in (list, set, frozenset, tuple):
         if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            raise _Unmappable(path, f"is {annotation!r}; only tuple[X, ...] maps (to an array)")
+            raise Unmappable(path, f"is {annotation!r}; only tuple[X, ...] maps (to an array)")
         if not args:
-            raise _Unmappable(path, f"is {annotation!r} without an element type")
+            raise Unmappable(path, f"is {annotation!r} without an element type")
         element, element_rules = _nested(args[0], f"{path}.element", seen)
-        rules = _constraints(metadata, path, COLLECTION)
+        rules = field_constraints(metadata, path, COLLECTION)
         if element_rules:
             rules = (*rules, EachElement(element_rules))
         return Array(element), rules
     if origin is dict or annotation is dict:
         if len(args) != 2:
-            raise _Unmappable(path, f"is {annotation!r} without key and value types")
+            raise Unmappable(path, f"is {annotation!r} without key and value types")
         key, key_rules = _nested(args[0], f"{path}.key", seen)
         value, value_rules = _nested(args[1], f"{path}.value", seen)
         key_rules = tuple(r for r in key_rules if not isinstance(r, Required))  # never NULL
-        rules = _constraints(metadata, path, COLLECTION)
+        rules = field_constraints(metadata, path, COLLECTION)
         rules += (EachKey(key_rules),) if key_rules else ()
         rules += (EachValue(value_rules),) if value_rules else ()
         return Map(key, value), rules
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         fields, field_rules, _ = _model_fields(annotation, f"{path}.", seen)
         nested = tuple(InField(f.name, r) for f, r in zip(fields, field_rules, strict=True) if r)
-        return Struct(tuple(fields)), (*_constraints(metadata, path, "value"), *nested)
+        return Struct(tuple(fields)), (*field_constraints(metadata, path, "value"), *nested)
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         values = tuple(m.value for m in annotation)
-        return _literal(values, path), (_one_of(values),)
+        return _literal(values, path), (one_of(values),)
     if annotation is decimal.Decimal:
-        return _decimal(general, path), _constraints(metadata, path, "value")
+        return decimal_type(general, path), field_constraints(metadata, path, "value")
     if annotation in _PRIMITIVES:
         of = TEXT if annotation is str else "value"
-        rules = _constraints(metadata, path, of)
+        rules = field_constraints(metadata, path, of)
         if "pattern" in general:
             if annotation is not str:
-                raise _Unmappable(path, "has a pattern on a non-string type")
+                raise Unmappable(path, "has a pattern on a non-string type")
             pattern = str(general["pattern"])
             rules += (Matches(sql_string(pattern), f"pattern={pattern!r}"),)
         return Primitive(_PRIMITIVES[annotation]), rules
-    raise _Unmappable(path, f"is {annotation!r}, which has no Spark type")
+    raise Unmappable(path, f"is {annotation!r}, which has no Spark type")
 
 
 def _literal(values: tuple[Any, ...], path: str) -> SparkType:
     kinds = {bool if isinstance(v, bool) else type(v) for v in values}
     if len(kinds) != 1 or next(iter(kinds)) not in (str, int, bool):
-        raise _Unmappable(path, f"has literals {values!r}; all must be str, all int or all bool")
+        raise Unmappable(path, f"has literals {values!r}; all must be str, all int or all bool")
     return Primitive(_PRIMITIVES[next(iter(kinds))])
-
-
-def _one_of(values: tuple[Any, ...]) -> OneOf:
-    literals = tuple(_sql_literal(v) for v in values)
-    return OneOf(literals, f"one of {list(values)!r}")
-
-
-def _sql_literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"CAST({sql_string(repr(value))} AS DOUBLE)"
-    if isinstance(value, decimal.Decimal):
-        return f"CAST({sql_string(str(value))} AS DECIMAL(38,{max(0, -value.as_tuple().exponent)}))"  # type: ignore[operator]
-    if isinstance(value, dt.datetime):
-        return f"TIMESTAMP {sql_string(value.isoformat(sep=' '))}"
-    if isinstance(value, dt.date):
-        return f"DATE {sql_string(value.isoformat())}"
-    if isinstance(value, str):
-        return sql_string(value)
-    raise TypeError(f"no SQL literal for {value!r}")
-
-
-def _general(metadata: list[Any], path: str) -> dict[str, Any]:
-    """Pydantic's own general metadata (pattern, max_digits, decimal_places, ...)."""
-    out: dict[str, Any] = {}
-    for item in metadata:
-        if type(item).__name__ == "_PydanticGeneralMetadata":
-            out.update(vars(item))
-    return out
-
-
-_BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
-
-
-def _constraints(metadata: list[Any], path: str, of: str) -> tuple[Rule, ...]:
-    """Comparison and length rules of annotated_types metadata; unknown metadata is an error."""
-    rules: list[Rule] = []
-    for item in metadata:
-        if item is None or isinstance(item, at.Interval) and not any(vars(item).values()):
-            continue
-        if isinstance(item, (at.Gt, at.Ge, at.Lt, at.Le, at.Interval)):
-            for attr, op in _BOUNDS:
-                bound = getattr(item, attr, None)
-                if bound is not None:
-                    rules.append(Compare(op, _bound(bound, path), f"{attr}={bound!r}"))
-        elif isinstance(item, (at.MinLen, at.MaxLen, at.Len)):
-            rules += _lengths(item, path, of)
-        elif isinstance(item, at.MultipleOf):
-            rules.append(
-                MultipleOf(_bound(item.multiple_of, path), f"multiple_of={item.multiple_of!r}")
-            )
-        elif type(item).__name__ == "_PydanticGeneralMetadata":
-            unknown = set(vars(item)) - {"pattern", "max_digits", "decimal_places"}
-            unknown -= _GENERAL_IGNORED
-            if unknown:
-                raise _Unmappable(path, f"has constraint(s) {sorted(unknown)} with no SQL check")
-        elif type(item).__name__ in ("Strict", "FieldInfo"):
-            rules += _constraints(list(getattr(item, "metadata", [])), path, of)
-        else:
-            raise _Unmappable(path, f"has {item!r}, which cannot run in SQL")
-    return tuple(rules)
-
-
-def _lengths(item: Any, path: str, of: str) -> list[Rule]:
-    if of not in (TEXT, COLLECTION):
-        raise _Unmappable(path, "has a length constraint on a type without a length")
-    low = getattr(item, "min_length", None)
-    high = getattr(item, "max_length", None)
-    out: list[Rule] = []
-    if low:
-        out.append(Length(">=", int(low), of, f"min_length={low}"))
-    if high is not None:
-        out.append(Length("<=", int(high), of, f"max_length={high}"))
-    return out
-
-
-def _bound(value: Any, path: str) -> str:
-    try:
-        return _sql_literal(value)
-    except TypeError as exc:
-        raise _Unmappable(path, f"has a bound {value!r} with no SQL literal") from exc
-
-
-def _decimal(general: Mapping[str, Any], path: str) -> Decimal:
-    digits, places = general.get("max_digits"), general.get("decimal_places")
-    if digits is None and places is None:
-        return Decimal(38, 18)
-    if places is None:
-        raise _Unmappable(path, "is a Decimal with max_digits but no decimal_places")
-    precision = digits if digits is not None else 38
-    try:
-        return Decimal(int(precision), int(places))
-    except ValueError as exc:
-        raise _Unmappable(path, f"is Decimal({precision}, {places}), not a Spark DECIMAL") from exc
 
 
 def as_declared(contract: PydanticContract) -> Declared:

@@ -154,6 +154,32 @@ Operation = (
     | FullRefresh
 )
 
+# the order a plan runs its operations in
+_PHASE = {
+    EnableTableFeature: 0,
+    DropColumns: 1,
+    AddColumns: 2,
+    SetColumnDefault: 3,
+    Backfill: 4,
+    AddNotNullCheck: 5,
+    AlterColumnType: 6,
+    DropNotNull: 7,
+}
+
+
+def merge_ops(ops: list[Operation]) -> tuple[Operation, ...]:
+    """Order by phase, one ADD COLUMNS and one DROP COLUMNS, each table feature once."""
+    features = list(dict.fromkeys(op for op in ops if isinstance(op, EnableTableFeature)))
+    added = tuple(c for op in ops if isinstance(op, AddColumns) for c in op.columns)
+    dropped = tuple(p for op in ops if isinstance(op, DropColumns) for p in op.paths)
+    rest = [op for op in ops if not isinstance(op, (EnableTableFeature, AddColumns, DropColumns))]
+    merged: list[Operation] = [*features, *rest]
+    if added:
+        merged.append(AddColumns(added))
+    if dropped:
+        merged.append(DropColumns(dropped))
+    return tuple(sorted(merged, key=lambda op: _PHASE[type(op)]))
+
 
 @dataclass(frozen=True)
 class BlockedChange:

@@ -42,6 +42,7 @@ from dbt.adapters.spark_contracts.core.evolution.operations import (
     Operation,
     Plan,
     SetColumnDefault,
+    merge_ops,
 )
 from dbt.adapters.spark_contracts.core.evolution.rewrite import Mode, build_rewrite, in_collection
 from dbt.adapters.spark_contracts.core.schema.diff import (
@@ -239,32 +240,6 @@ def _treat(change: Change, ctx: _Context) -> _Treatment:
     return _Treatment(_How.FULL_REFRESH, gate=FULL_REFRESH, reason=reason)
 
 
-_PHASE = {
-    EnableTableFeature: 0,
-    DropColumns: 1,
-    AddColumns: 2,
-    SetColumnDefault: 3,
-    Backfill: 4,
-    AddNotNullCheck: 5,
-    AlterColumnType: 6,
-    DropNotNull: 7,
-}
-
-
-def _merge_ops(ops: list[Operation]) -> tuple[Operation, ...]:
-    """Order by phase, one ADD COLUMNS and one DROP COLUMNS, each table feature once."""
-    features = list(dict.fromkeys(op for op in ops if isinstance(op, EnableTableFeature)))
-    added = tuple(c for op in ops if isinstance(op, AddColumns) for c in op.columns)
-    dropped = tuple(p for op in ops if isinstance(op, DropColumns) for p in op.paths)
-    rest = [op for op in ops if not isinstance(op, (EnableTableFeature, AddColumns, DropColumns))]
-    merged: list[Operation] = [*features, *rest]
-    if added:
-        merged.append(AddColumns(added))
-    if dropped:
-        merged.append(DropColumns(dropped))
-    return tuple(sorted(merged, key=lambda op: _PHASE[type(op)]))
-
-
 def _tightened_note(changes: list[Change], props: Mapping[str, str]) -> tuple[str, ...]:
     held = enforced_not_null_columns(props)  # Delta CHECK constraints do enforce it
     paths = [
@@ -353,8 +328,8 @@ def _plan(
             if isinstance(op, (SetColumnDefault, AddNotNullCheck))
             or (isinstance(op, EnableTableFeature) and op.property == feature)
         ]
-        return Plan(caps.name, (rewrite, *_merge_ops(after)), notes=notes, judged=judged)
-    ops = _merge_ops([op for _, t in acting for op in t.ops])
+        return Plan(caps.name, (rewrite, *merge_ops(after)), notes=notes, judged=judged)
+    ops = merge_ops([op for _, t in acting for op in t.ops])
     return Plan(caps.name, ops, notes=notes, judged=judged)
 
 

@@ -8,7 +8,7 @@ from enum import Enum
 from dbt.adapters.spark_contracts.core.evolution.capabilities import FormatCapabilities
 from dbt.adapters.spark_contracts.core.evolution.operations import ColumnCast, Rewrite
 from dbt.adapters.spark_contracts.core.schema.merge import MergeRules, Order, merge_structs
-from dbt.adapters.spark_contracts.core.schema.types import Array, Map, SparkType, Struct
+from dbt.adapters.spark_contracts.core.schema.types import Array, Map, Struct, through_structs
 
 
 class Mode(Enum):
@@ -21,17 +21,8 @@ class Mode(Enum):
 
 def in_collection(schema: Struct, path: tuple[str, ...]) -> bool:
     """True when `path` passes through an array element or a map key/value."""
-    current: SparkType = schema
-    for segment in path:
-        if isinstance(current, (Array, Map)):
-            return True
-        if not isinstance(current, Struct):
-            return False
-        found = current.field(segment)
-        if found is None:
-            return False
-        current = found.type
-    return False
+    reached = through_structs(schema, path)
+    return reached is not None and bool(reached[1]) and isinstance(reached[0], (Array, Map))
 
 
 def target_schema(deployed: Struct, compiled: Struct, mode: Mode) -> Struct:

@@ -102,19 +102,15 @@ def run_summary(entries: Mapping[str, Mapping[str, Any]]) -> str | None:
     repairs = sum(len(e.get("repairs") or ()) for e in entries.values())
     planned = [e for e in entries.values() if e.get("dry_run")]
     blocked = [e for e in entries.values() if (e.get("plan") or {}).get("blocked")]
-    parts = []
-    if changed:
-        parts.append(f"{_plural(len(changed), 'model')} changed schema")
-    if planned:
-        parts.append(f"{_plural(len(planned), 'model')} planned (dry run, nothing changed)")
-    if blocked:
-        parts.append(f"{_plural(len(blocked), 'model')} blocked")
-    if rows:
-        parts.append(f"{_plural(rows, 'row')} discarded ({quarantined} quarantined)")
-    if values:
-        parts.append(f"{_plural(values, 'value')} discarded")
-    if repairs:
-        parts.append(f"{_plural(repairs, 'table')} repaired")
+    counts = (
+        (len(changed), "model", "changed schema"),
+        (len(planned), "model", "planned (dry run, nothing changed)"),
+        (len(blocked), "model", "blocked"),
+        (rows, "row", f"discarded ({quarantined} quarantined)"),
+        (values, "value", "discarded"),
+        (repairs, "table", "repaired"),
+    )
+    parts = [f"{_plural(n, noun)} {what}" for n, noun, what in counts if n]
     if not parts:
         return None
     return "dbt-spark-contracts: " + ", ".join(parts) + " (target/schema_changes.json)"

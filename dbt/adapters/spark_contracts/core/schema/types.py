@@ -5,6 +5,7 @@ A table schema is a `Struct`; this module and `render.py` are the only places th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -202,6 +203,19 @@ def holds_variant(t: SparkType) -> bool:
     if isinstance(t, Struct):
         return any(holds_variant(f.type) for f in t.fields)
     return False
+
+
+def through_structs(t: SparkType, path: Sequence[str]) -> tuple[SparkType, tuple[str, ...]] | None:
+    """How far `path` goes down the struct fields of `t`: the type reached and the segments left
+    (from the first one under a type that is no struct); None where a struct lacks a segment."""
+    for i, segment in enumerate(path):
+        if not isinstance(t, Struct):
+            return t, tuple(path[i:])
+        found = t.field(segment)
+        if found is None:
+            return None
+        t = found.type
+    return t, ()
 
 
 def as_nullable(t: SparkType) -> SparkType:

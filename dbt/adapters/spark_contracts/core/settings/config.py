@@ -88,18 +88,8 @@ def _parse_columns(model: str, raw: Any) -> dict[str, ColumnEvolution]:
             f"{{default: <SQL>, backfill: <SQL>}}, got {type(raw).__name__} {raw!r}"
         )
     columns: dict[str, ColumnEvolution] = {}
-    for name, entry in raw.items():
-        if not isinstance(entry, Mapping):
-            raise ConfigError(
-                f"{model}: `schema_evolution.columns.{name}` must be a mapping with keys "
-                f"{', '.join(COLUMN_KEYS)}, got {entry!r}"
-            )
-        unknown = sorted(set(entry) - set(COLUMN_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"{model}: `schema_evolution.columns.{name}` has unknown key(s) "
-                f"{', '.join(unknown)}; allowed: {', '.join(COLUMN_KEYS)}"
-            )
+    for name, given in raw.items():
+        entry = _keyed(model, f"schema_evolution.columns.{name}", given, COLUMN_KEYS)
         values = {}
         for key in COLUMN_KEYS:
             value = entry.get(key)
@@ -113,19 +103,22 @@ def _parse_columns(model: str, raw: Any) -> dict[str, ColumnEvolution]:
     return columns
 
 
-def parse_policy(model: str, schema_evolution: Any, run_vars: RunVars) -> Policy:
-    raw = {} if schema_evolution is None else schema_evolution
-    if not isinstance(raw, Mapping):
-        raise ConfigError(
-            f"{model}: `schema_evolution` must be a mapping with keys {', '.join(EVOLUTION_KEYS)}, "
-            f"got {raw!r}"
-        )
-    unknown = sorted(set(raw) - set(EVOLUTION_KEYS))
+def _keyed(model: str, key: str, value: Any, allowed: tuple[str, ...]) -> Mapping[str, Any]:
+    """`value` (the config at `key`) as a mapping whose keys are all `allowed`."""
+    listed = ", ".join(allowed)
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{model}: `{key}` must be a mapping with keys {listed}, got {value!r}")
+    unknown = sorted(set(value) - set(allowed))
     if unknown:
         raise ConfigError(
-            f"{model}: `schema_evolution` has unknown key(s) {', '.join(unknown)}; "
-            f"allowed: {', '.join(EVOLUTION_KEYS)}"
+            f"{model}: `{key}` has unknown key(s) {', '.join(unknown)}; allowed: {listed}"
         )
+    return value
+
+
+def parse_policy(model: str, schema_evolution: Any, run_vars: RunVars) -> Policy:
+    given = {} if schema_evolution is None else schema_evolution
+    raw = _keyed(model, "schema_evolution", given, EVOLUTION_KEYS)
     strategy = raw.get("strategy") or "alter_and_backfill"
     if strategy not in STRATEGIES:
         raise ConfigError(
