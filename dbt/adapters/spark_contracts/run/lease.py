@@ -16,10 +16,9 @@ go, and read other runs' leases."""
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
@@ -96,61 +95,6 @@ def confirm(spark: Spark, beat: Heartbeat) -> Fence:
         logger.debug(f"could not renew {beat.table} before a step: {exc}")
     found = fence(read_lease(spark, beat.table))
     return found if not found.held or beat.fresh() else Fence(False, None)
-
-
-def pending_leases(
-    spark: Spark, pendings: Sequence[str], unique_id: str
-) -> Dict[str, Dict[str, str]]:
-    """The properties of each of `pendings` still there."""
-    found: Dict[str, Dict[str, str]] = {}
-    for name in pendings:
-        try:
-            found[name] = table_properties(spark, name)
-        except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
-            logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
-    return found
-
-
-def watch_pending_leases(
-    spark: Spark, found: Dict[str, Dict[str, str]], unique_id: str
-) -> Set[str]:
-    """The pending tables whose lease binds: renewed while watched on this run's clock
-    (core/recovery/lease.py), never judged by another machine's clock. One whose run's process on
-    this host is gone, or that was released or taken over, is not watched; the others are
-    watched together until each is renewed or has run out (a lease's length at most)."""
-    host = this_client().host
-    watched = {
-        name: LeaseRecord.from_properties(name, props)
-        for name, props in found.items()
-        if judge(LeaseRecord.from_properties(name, props), host, process_running) is State.WATCH
-    }
-    watch, live, told = Watch(lease_seconds()), set(), False
-    while watched:
-        now = time.monotonic()
-        for name, lease in list(watched.items()):
-            seen = watch.see(lease, now)
-            if seen is not Seen.WAITING:
-                del watched[name]
-                if seen is Seen.LIVE:
-                    live.add(name)
-        if not watched:
-            break
-        if not told:
-            logger.info(
-                f"{unique_id}: waiting up to {lease_seconds():.0f} s for the lease of "
-                f"{len(watched)} pending table(s) of another run ({', '.join(watched)}): a "
-                "run that is alive renews it, one that died lets it run out"
-            )
-            told = True
-        time.sleep(1.0)
-        for name in list(watched):
-            record = read_lease(spark, name)
-            if record is None:  # its run settled it
-                del watched[name]
-                found.pop(name, None)
-            else:
-                watched[name] = record
-    return live
 
 
 # rounds of two runs taking their leases at one moment before this one gives up (Leases.alone)

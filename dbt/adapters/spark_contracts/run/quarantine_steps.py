@@ -3,12 +3,12 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
-from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
     BATCH_COLUMN,
     PENDING_DISCARDED,
@@ -24,14 +24,9 @@ from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     CREATED_VERSION_PROPERTY,
     TAG_PROPERTY,
-    Action,
-    Application,
     Loaded,
     ModelRecord,
-    Pending,
     RowsOf,
-    application_gone,
-    decide_pending,
     load_state,
     loaded_property,
     manual_move,
@@ -42,10 +37,7 @@ from dbt.adapters.spark_contracts.run.lease import (
     beat_sql,
     confirm,
     lease_properties,
-    pending_leases,
     table_properties,
-    take_over_sql,
-    watch_pending_leases,
 )
 from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
@@ -180,7 +172,7 @@ class Quarantine:
                     f"alter table {run.relation} set tblproperties "
                     f"('{loaded_property(run.invocation_id)}' = {sql_string(run.commit_tag)})"
                 )
-            self._move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
+            self.move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
             self.stop_lease()  # renewed until the pending table is gone: no one else moves it
         except Exception as exc:
             beat = self.state.lease
@@ -196,7 +188,7 @@ class Quarantine:
         self.state.pending = None
         self.events.add(Quarantined(self.out.rows_discarded))
 
-    def _move(
+    def move(
         self,
         relation: str,
         table_format: str,
@@ -332,10 +324,10 @@ class Quarantine:
                 loaded = Loaded.NO  # the run was to create the table: no table, no load
             else:  # did the statement commit before it failed? the table's own record says
                 loaded = load_state(
-                    self._model_record(run.relation, run.table_format), run.commit_tag
+                    self.model_record(run.relation, run.table_format), run.commit_tag
                 )
             if loaded is Loaded.YES:
-                done = self._move(
+                done = self.move(
                     run.relation, run.table_format, run.quarantine_table, pending, None, run
                 )
             else:
@@ -353,62 +345,7 @@ class Quarantine:
             )
             return None
 
-    # -- another run's pending table
-    def settle_others(
-        self,
-        relation: str,
-        table_format: str,
-        quarantine: str,
-        pendings: Sequence[str],
-        unique_id: str,
-        invocation_id: str,
-    ) -> List[str]:
-        """Other runs' pending tables of this model, settled from the model table's own record
-        (core/recovery/pending.decide_pending), each marked taken over by `invocation_id` (this run)
-        before it is moved or dropped: what was done, one line each."""
-        done: List[str] = []
-        record: Optional[ModelRecord] = None
-        here: Optional[Application] = None
-        found = pending_leases(self.spark, pendings, unique_id)
-        binding = watch_pending_leases(self.spark, found, unique_id)
-        for name, properties in found.items():
-            # every pending table records the model table's version when it was made; one that
-            # does not is still moved when its load is in the log, else kept with a warning,
-            # never dropped on an absence (core/recovery/pending.decide_pending)
-            pending = Pending.from_properties(name, properties)
-            if record is None:
-                record = self._model_record(relation, table_format)
-            if here is None:
-                here = self.spark.application()
-            gone = application_gone(pending.application, here, process_running)
-            decision = decide_pending(pending, record, name in binding, gone)
-            run = pending.run or "unknown"
-            if decision.action is Action.WAIT:
-                logger.info(
-                    f"{unique_id}: {name} belongs to run {run}, which may be alive "
-                    f"({decision.reason}); left to it"
-                )
-                continue
-            if decision.action is Action.KEEP:
-                logger.warning(
-                    f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
-                    f"finish; {decision.reason}, so it is kept. By hand: "
-                    f"{manual_move(name, quarantine, table_format)}"
-                )
-                continue
-            # taken over first: that run, if it was only stalled, can commit nothing after this
-            self.spark.run(take_over_sql(name, invocation_id))
-            if decision.action is Action.MOVE:
-                what = self._move(relation, table_format, quarantine, name, run, None, pending.tag)
-            else:
-                self.spark.run(drop_sql(name, table_format))
-                what = f"dropped {name}"
-            message = f"settled run {run}'s discarded rows: {what} ({decision.reason})"
-            logger.warning(f"{unique_id}: {message}")
-            done.append(message)
-        return done
-
-    def _model_record(self, relation: str, table_format: str) -> ModelRecord:
+    def model_record(self, relation: str, table_format: str) -> ModelRecord:
         if logged(table_format):
             return ModelRecord(self.log(table_format).entries(relation), {})
         return ModelRecord(None, table_properties(self.spark, relation))

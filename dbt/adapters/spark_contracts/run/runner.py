@@ -46,6 +46,7 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     SchemaContractViolation,
     TableChangedMeanwhile,
 )
+from dbt.adapters.spark_contracts.run.settle import settle_others
 from dbt.adapters.spark_contracts.run.table_log import TableLog
 from dbt.adapters.spark_contracts.run.violations import value_violation
 
@@ -225,13 +226,11 @@ class Runner:
                 f"{len(pendings)} pending table(s) left for a later run"
             )
             return []
-        settler = self.quarantine
-        spark, settler.spark = (
-            settler.spark,
-            Fenced(settler.spark, lambda: self.leases.check(model)),
-        )
+        # each statement behind the settling lease's fence
+        settler = Quarantine(Fenced(self.spark, lambda: self.leases.check(model)), self.book)
         try:
-            return settler.settle_others(
+            return settle_others(
+                settler,
                 model.relation,
                 model.table_format,
                 quarantine,
@@ -240,7 +239,6 @@ class Runner:
                 model.invocation_id,
             )
         finally:
-            settler.spark = spark
             self.leases.let_go(model)
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:

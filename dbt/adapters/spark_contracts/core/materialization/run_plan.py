@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from enum import Enum
 from typing import Any
 
 from dbt.adapters.spark_contracts.core.contracts.contract import SchemaContract
@@ -35,11 +34,13 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
     render_load_select,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
-from dbt.adapters.spark_contracts.core.evolution.capabilities import CAPABILITIES, row_of
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view, fitted_schema, fitted_select
 from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.render import render_plan, suffixed
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
+
+# the build's decision (core/materialization/build_plan.py), named here too: a build is planned
+# from its facts and, when it evolves, its run (`plan_model`)
 from dbt.adapters.spark_contracts.core.materialization.write_path import (
     REBUILD,
     WriteDecision,
@@ -50,168 +51,25 @@ from dbt.adapters.spark_contracts.core.materialization.write_path import (
     quarantine_pends,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import pending_name
-from dbt.adapters.spark_contracts.core.recovery.swap import refused
 from dbt.adapters.spark_contracts.core.schema.diff import ColumnRemoved, SchemaDiff, diff_schemas
 from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError, EvolutionSettings
 
 STAGE_SUFFIX = "__dbt_stage_"
 
-TABLE = "table"
-INCREMENTAL = "incremental"
-
-
-class Build(Enum):
-    CREATE = "create the table"
-    REPLACE = "replace the table in one atomic statement"
-    SWAP = (
-        "build the table beside the relation, then swap them by two renames (core/recovery/swap.py)"
-    )
-    REFUSE = "refused: a table at a fixed path cannot be dropped and built over its files"
-    DROP_AND_CREATE = "drop the relation, then create the table (a fixed path, Iceberg's catalog)"
-    EVOLVE = "plan the run against the deployed table"
-
-
-@dataclass(frozen=True)
-class Existing:
-    """The relation dbt found for the model: a view, or a table of `table_format`."""
-
-    is_view: bool
-    table_format: str  # delta, iceberg, or parquet for any file-source table
-
-
-@dataclass(frozen=True)
-class BuildPlan:
-    action: Build
-    file_format: str  # the model's configured format
-    load_strategy: str  # the strategy the load runs (EVOLVE)
-    result_format: str  # the table format of the relation once built
-
-    @property
-    def creates(self) -> bool:
-        return self.action is not Build.EVOLVE
-
-    @property
-    def drop_first(self) -> bool:
-        return self.action is Build.DROP_AND_CREATE
-
-    @property
-    def swaps(self) -> bool:
-        return self.action is Build.SWAP
-
-    @property
-    def evolves(self) -> bool:
-        return self.action is Build.EVOLVE
-
-    @property
-    def is_delta(self) -> bool:
-        return self.result_format == "delta"
-
-    @property
-    def is_iceberg(self) -> bool:
-        return self.result_format == "iceberg"
-
-
-def replaces_atomically(existing: Existing | None, file_format: str) -> bool:
-    """A `create or replace` of `existing` as `file_format` is one atomic statement: the table
-    is of that format already and the format replaces atomically (Delta, Iceberg)."""
-    if existing is None or existing.is_view or existing.table_format != file_format.lower():
-        return False
-    caps = CAPABILITIES.get(file_format.lower())
-    return caps is not None and caps.atomic_rewrite
-
-
-def replacement(existing: Existing | None, file_format: str, external: bool = False) -> Build:
-    """How a rebuild as `file_format` replaces `existing`: in one statement where the format
-    can; else built beside it and swapped in by two renames (a failed or killed build leaves
-    the old relation); at a `location_root` (`external`: the new table's path is the old one's)
-    or in a format's own catalog (Iceberg's Hadoop catalog cannot rename), dropped first."""
-    if replaces_atomically(existing, file_format):
-        return Build.REPLACE
-    if external and existing is not None and not existing.is_view:
-        return Build.REFUSE  # its table is external: DROP would leave its files (`refused`)
-    if external or row_of(file_format).in_own_catalog:
-        return Build.DROP_AND_CREATE
-    return Build.SWAP
-
-
-def creates_with_replace(file_format: str) -> bool:
-    """The CTAS of a `file_format` table is `create or replace` (atomic over an existing table of
-    the same format); other formats are created with a plain `create table`."""
-    caps = CAPABILITIES.get(file_format.lower())
-    return caps is not None and caps.atomic_rewrite
-
-
-def load_strategy(strategy: str, file_format: str, unique_key: object) -> str:
-    """A `merge` without a key only appends (dbt-spark joins `FALSE`, to its predicates if any:
-    nothing matches): on Delta and Iceberg it is written as an append (a `MERGE ... ON FALSE`
-    would scan the whole target; Iceberg 1.12 on Spark 4.1 fails planning one whose predicates
-    fold to false, `NoSuchElementException: None.get`). Predicates do not change that: they
-    only narrow what a key matches."""
-    if strategy == "merge" and not unique_key and row_of(file_format).update:
-        return "append"
-    return strategy
-
-
-@dataclass(frozen=True)
-class BuildFacts:
-    """What a `table` or `incremental` build is decided from before anything is read from the
-    relation: the materialization, the model's format and config, and the relation dbt found
-    (None: no relation)."""
-
-    materialization: str
-    file_format: str
-    existing: Existing | None
-    full_refresh: bool = False
-    strategy: str = ""
-    unique_key: object = None
-    binds_contract: bool = False  # a schema contract or schema_evolution binds the model
-    external: bool = False  # the model sets a location_root: the table's path is its name's
-
-    @property
-    def evolves(self) -> bool:
-        """The build is planned against the deployed table (the run's facts are read):
-        incremental over a table, or a table that binds a contract, without `--full-refresh`."""
-        e = self.existing
-        return (
-            e is not None
-            and not e.is_view
-            and not self.full_refresh
-            and (
-                self.materialization == INCREMENTAL
-                or (self.materialization == TABLE and self.binds_contract)
-            )
-        )
-
-    @property
-    def load_strategy(self) -> str:
-        """The strategy an evolving build loads with (`table`: a rebuild planned like a run)."""
-        if self.materialization == TABLE:
-            return TABLE
-        return load_strategy(self.strategy, self.file_format.lower(), self.unique_key)
-
-
-def plan_build(facts: BuildFacts) -> BuildPlan:
-    """What a `table` or `incremental` build does with the relation dbt found.
-
-    - no relation: create it;
-    - incremental over a table, no `--full-refresh`: evolve (plan against the deployed table,
-      load with `load_strategy`); the relation keeps its own format;
-    - table over a table that binds a schema contract / schema_evolution, no `--full-refresh`:
-      evolve with the `table` strategy (a rebuild planned like an incremental run);
-    - anything else rebuilds: replace atomically where the format can, else build beside and
-      swap, else (a location_root, a format's own catalog) drop first (`replacement`)."""
-    file_format = facts.file_format.lower()
-    existing = facts.existing
-    if existing is None:
-        return BuildPlan(Build.CREATE, file_format, facts.strategy, file_format)
-    if facts.evolves:
-        result = file_format if facts.materialization == TABLE else existing.table_format
-        return BuildPlan(Build.EVOLVE, file_format, facts.load_strategy, result)
-    action = replacement(existing, file_format, facts.external)
-    if action is Build.REFUSE:
-        raise refused(existing.table_format, file_format)
-    return BuildPlan(action, file_format, facts.strategy, file_format)
+from dbt.adapters.spark_contracts.core.materialization.build_plan import (  # noqa: E402, F401
+    INCREMENTAL,
+    TABLE,
+    Build,
+    BuildFacts,
+    BuildPlan,
+    Existing,
+    creates_with_replace,
+    load_strategy,
+    plan_build,
+    replacement,
+    replaces_atomically,
+)
 
 
 def stage_name(relation: str, invocation_id: str) -> str:

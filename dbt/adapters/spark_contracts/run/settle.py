@@ -1,0 +1,142 @@
+"""Settling other runs' pending tables of a model: their leases read and watched on this run's own
+clock (core/recovery/lease.py), then each moved into the quarantine or dropped from the model
+table's own record (core/recovery/pending.decide_pending), marked taken over first. The Runner
+calls it under the model's settling lease, on a connection behind that lease's fence."""
+
+from __future__ import annotations
+
+import time
+from typing import Dict, List, Optional, Sequence, Set
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtDatabaseError
+
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
+from dbt.adapters.spark_contracts.core.recovery.lease import LeaseRecord, Seen, State, Watch, judge
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    Action,
+    Application,
+    ModelRecord,
+    Pending,
+    application_gone,
+    decide_pending,
+    manual_move,
+)
+from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
+from dbt.adapters.spark_contracts.run.lease import read_lease, table_properties, take_over_sql
+from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
+
+logger = AdapterLogger("SparkContracts")
+
+
+def pending_leases(
+    spark: Spark, pendings: Sequence[str], unique_id: str
+) -> Dict[str, Dict[str, str]]:
+    """The properties of each of `pendings` still there."""
+    found: Dict[str, Dict[str, str]] = {}
+    for name in pendings:
+        try:
+            found[name] = table_properties(spark, name)
+        except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
+            logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
+    return found
+
+
+def watch_pending_leases(
+    spark: Spark, found: Dict[str, Dict[str, str]], unique_id: str
+) -> Set[str]:
+    """The pending tables whose lease binds: renewed while watched on this run's clock
+    (core/recovery/lease.py), never judged by another machine's clock. One whose run's process on
+    this host is gone, or that was released or taken over, is not watched; the others are
+    watched together until each is renewed or has run out (a lease's length at most)."""
+    host = this_client().host
+    watched = {
+        name: LeaseRecord.from_properties(name, props)
+        for name, props in found.items()
+        if judge(LeaseRecord.from_properties(name, props), host, process_running) is State.WATCH
+    }
+    watch, live, told = Watch(lease_seconds()), set(), False
+    while watched:
+        now = time.monotonic()
+        for name, lease in list(watched.items()):
+            seen = watch.see(lease, now)
+            if seen is not Seen.WAITING:
+                del watched[name]
+                if seen is Seen.LIVE:
+                    live.add(name)
+        if not watched:
+            break
+        if not told:
+            logger.info(
+                f"{unique_id}: waiting up to {lease_seconds():.0f} s for the lease of "
+                f"{len(watched)} pending table(s) of another run ({', '.join(watched)}): a "
+                "run that is alive renews it, one that died lets it run out"
+            )
+            told = True
+        time.sleep(1.0)
+        for name in list(watched):
+            record = read_lease(spark, name)
+            if record is None:  # its run settled it
+                del watched[name]
+                found.pop(name, None)
+            else:
+                watched[name] = record
+    return live
+
+
+def settle_others(
+    quarantine_steps: Quarantine,
+    relation: str,
+    table_format: str,
+    quarantine: str,
+    pendings: Sequence[str],
+    unique_id: str,
+    invocation_id: str,
+) -> List[str]:
+    """Other runs' pending tables of this model, settled from the model table's own record
+    (core/recovery/pending.decide_pending), each marked taken over by `invocation_id` (this run)
+    before it is moved or dropped: what was done, one line each."""
+    done: List[str] = []
+    record: Optional[ModelRecord] = None
+    here: Optional[Application] = None
+    found = pending_leases(quarantine_steps.spark, pendings, unique_id)
+    binding = watch_pending_leases(quarantine_steps.spark, found, unique_id)
+    for name, properties in found.items():
+        # every pending table records the model table's version when it was made; one that
+        # does not is still moved when its load is in the log, else kept with a warning,
+        # never dropped on an absence (core/recovery/pending.decide_pending)
+        pending = Pending.from_properties(name, properties)
+        if record is None:
+            record = quarantine_steps.model_record(relation, table_format)
+        if here is None:
+            here = quarantine_steps.spark.application()
+        gone = application_gone(pending.application, here, process_running)
+        decision = decide_pending(pending, record, name in binding, gone)
+        run = pending.run or "unknown"
+        if decision.action is Action.WAIT:
+            logger.info(
+                f"{unique_id}: {name} belongs to run {run}, which may be alive "
+                f"({decision.reason}); left to it"
+            )
+            continue
+        if decision.action is Action.KEEP:
+            logger.warning(
+                f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
+                f"finish; {decision.reason}, so it is kept. By hand: "
+                f"{manual_move(name, quarantine, table_format)}"
+            )
+            continue
+        # taken over first: that run, if it was only stalled, can commit nothing after this
+        quarantine_steps.spark.run(take_over_sql(name, invocation_id))
+        if decision.action is Action.MOVE:
+            what = quarantine_steps.move(
+                relation, table_format, quarantine, name, run, None, pending.tag
+            )
+        else:
+            quarantine_steps.spark.run(drop_sql(name, table_format))
+            what = f"dropped {name}"
+        message = f"settled run {run}'s discarded rows: {what} ({decision.reason})"
+        logger.warning(f"{unique_id}: {message}")
+        done.append(message)
+    return done
