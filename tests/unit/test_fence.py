@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional
@@ -32,6 +33,7 @@ from dbt.adapters.spark_contracts.run import Runner, RunReport
 from dbt.adapters.spark_contracts.run import heartbeat as heartbeat_module
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat, this_client
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
+from dbt.adapters.spark_contracts.run.outcome_events import Executed
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunUndone
 
 TAG = "dbt-spark-contracts:inv:model.p.m"
@@ -388,6 +390,38 @@ def test_an_iceberg_repair_stops_between_its_own_statements(tmp_path: Path, lost
         done = runner.repair(intent, key(table_format="iceberg")) or ""
         assert "rolled back to Iceberg snapshot 1" in done, done
         assert INTENT_PROPERTY not in catalogue.tables["iceberg.db.t"]
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_runs_own_undo_stops_between_its_restores_statements(tmp_path: Path, lost: bool):
+    """Iceberg: a failed step's undo drops the columns the run's ADD COLUMNS added, then rolls
+    back; a run that loses its lease after the first sends not the second (`LeaseLost`, the
+    intent left for the run that took over). The control (`lost=False`) rolls back."""
+    intent = replace(dead_intent("iceberg"), invocation_id="inv2")
+    catalogue = repair_catalogue(intent)
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    run = model_run("iceberg.db.t", "iceberg")
+    runner.leases.take(run)  # type: ignore[arg-type]
+    runner.state.intent = intent
+    runner.events.add(Executed("ALTER TABLE iceberg.db.t ADD COLUMNS (`note` STRING)"))
+    lease = lease_name("iceberg.db.t", "inv2")
+    if lost:
+
+        def stalled() -> None:
+            stall(runner.leases)
+            take_over(catalogue, lease)
+
+        catalogue.when(" drop columns ", stalled)
+
+    def failing() -> None:
+        raise RuntimeError("the load failed")
+
+    with pytest.raises(LeaseLost if lost else RunUndone):
+        runner._step(run, "the load", failing)  # type: ignore[arg-type]
+    rolled_back = [s for s in catalogue.sent if "rollback_to_snapshot" in s]
+    assert bool(rolled_back) is not lost, catalogue.sent
+    if lost:
+        assert runner.out.restored.startswith("NOT RESTORED"), runner.out.restored
 
 
 # -- leases taken over: who drops them

@@ -346,7 +346,18 @@ class Runner:
             self.record(run)
             raise exc
         try:
-            self.events.add(Restored(self.restorer.restore(intent, list(self.out.executed))))
+            # each statement the restore sends behind the fence: a run that loses its lease
+            # while it restores sends nothing more (the run that took over repairs the table)
+            fence = lambda: self.leases.check(run)  # noqa: E731
+            done = self.restorer.restore(intent, list(self.out.executed), fence=fence)
+            self.events.add(Restored(done))
+        except LeaseLost as lost:
+            self.events.add(Restored(f"NOT RESTORED: {lost}"))
+            self.quarantine.stop_lease()
+            self.state.pending = None  # no longer its own to settle
+            self.leases.release(run, keep=True)  # its intent stays for the run that took over
+            self.record(run)
+            raise lost from exc
         except ForeignCommits as foreign:
             self.events.add(Restored(f"NOT RESTORED: {foreign}"))
             self.quarantine.settle_own(run, restored=False)
