@@ -43,13 +43,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
 
-from dbt.adapters.spark_contracts.core import Struct, diff_schemas, from_spark_json  # noqa: E402
 from dbt.adapters.spark_contracts.core.contracts.contract import resolve_contract  # noqa: E402
 from dbt.adapters.spark_contracts.core.contracts.enforce import decide  # noqa: E402
 from dbt.adapters.spark_contracts.core.contracts.load_select import (  # noqa: E402
     LoadSql,
     render_load_select,
 )
+from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.schema.parse import from_spark_json
+from dbt.adapters.spark_contracts.core.schema.types import Struct
 
 ROWS = 10_000_000
 DISCARD_EVERY = 100  # 1% of the rows carry `extra` / a non-numeric `n`

@@ -33,14 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
 
-from dbt.adapters.spark_contracts.core import (  # noqa: E402
-    Policy,
-    Struct,
-    diff_schemas,
-    from_spark_json,
-    plan_schema_change,
-    render_plan,
-)
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change  # noqa: E402
+from dbt.adapters.spark_contracts.core.evolution.render import render_plan  # noqa: E402
+from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas  # noqa: E402
+from dbt.adapters.spark_contracts.core.schema.parse import from_spark_json  # noqa: E402
+from dbt.adapters.spark_contracts.core.schema.types import Struct  # noqa: E402
 
 SIZES = (10_000, 10_000_000)
 REPETITIONS = 5

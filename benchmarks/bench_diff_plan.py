@@ -12,17 +12,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dbt.adapters.spark_contracts.core import (
-    Array,
-    Field,
-    Map,
-    Policy,
-    Primitive,
-    Struct,
-    diff_schemas,
-    plan_schema_change,
-    render_plan,
-)
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.evolution.render import render_plan
+from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.schema.types import Array, Field, Map, Primitive, Struct
 
 TARGET_SECONDS = 0.050
 COLUMNS = 1_000

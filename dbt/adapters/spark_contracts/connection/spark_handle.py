@@ -22,8 +22,9 @@ from typing import (
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
-from dbt.adapters.spark_contracts.core import Struct, from_spark_json
 from dbt.adapters.spark_contracts.core.recovery.pending import SESSION_ENDPOINT, Application
+from dbt.adapters.spark_contracts.core.schema.parse import from_spark_json
+from dbt.adapters.spark_contracts.core.schema.types import Struct
 
 logger = AdapterLogger("SparkContracts")
 

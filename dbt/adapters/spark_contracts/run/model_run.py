@@ -7,10 +7,6 @@ from typing import Any, Dict, List, Optional, Tuple
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_contracts.core import (
-    Plan,
-    Struct,
-)
 from dbt.adapters.spark_contracts.core.contracts.decision import (
     ContractDecision,
 )
@@ -21,7 +17,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.capabilities import logged, row_of
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view
-from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, Plan
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.materialization.load import (
     Load,
@@ -46,7 +42,7 @@ from dbt.adapters.spark_contracts.core.report.outcome import (
     outcome_line,
 )
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
-from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, as_nullable
+from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct, as_nullable
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 from dbt.adapters.spark_contracts.run.outcome_events import RunOutcome
 

@@ -11,7 +11,6 @@ from typing import Any, List, Optional, Sequence, Tuple
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core import Struct, quote_identifier
 from dbt.adapters.spark_contracts.core.evolution.render import undo_swap
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
@@ -21,6 +20,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     foreign_commits,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry
+from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_TAG_KEY
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed
 
