@@ -253,7 +253,7 @@ def model_run(table: FakeTables, invocation: str, batch: str = "") -> ModelRun:
 
 
 def a_run(table: FakeTables, invocation: str, tmp_path: Path, batch: str = "") -> Any:
-    """As adapter_run.plan_model and execute_model_run do it: the repair step (other
+    """As adapter_run.plan_model and execute_plan do it: the repair step (other
     invocations' pending tables, as run/repair.pending_tables lists them), the plan, the run.
     `batch`: one microbatch batch of the invocation (its tag's per-run part)."""
     runner = Runner(table, RunReport(), tmp_path)

@@ -211,9 +211,9 @@ class ContractMethods(metaclass=AdapterMeta):
     ) -> Optional[runs.ModelRun]:
         """A build that creates the table (`build`: create, replace, swap or drop then create)
         under a `pydantic_contract` whose rules can discard: planned as a run of the table
-        strategy over no table (core/materialization/create_run.py), which `execute_model_run` carries out like
+        strategy over no table (core/materialization/create_run.py), which `execute_plan` carries out like
         any run (its discards counted, quarantined through the run's pending table, all or
-        nothing). None: the build writes `contract_create_sql` itself (nothing to discard)."""
+        nothing). None: the build writes `_contract_create_sql` itself (nothing to discard)."""
         gate = self._contract_gate(relation, model, run_vars)
         contract, settings, declared = gate.contract, gate.settings, gate.declared
         if contract is None or declared is None or settings.dry_run:
@@ -259,7 +259,7 @@ class ContractMethods(metaclass=AdapterMeta):
                 replace_by=build.action,
                 quarantine_format=quarantine_format,
             )
-        return run  # recorded when it is carried out (execute_model_run), not while planned
+        return run  # recorded when it is carried out (execute_plan), not while planned
 
     def _contract_gate(
         self, relation: BaseRelation, model: Dict[str, Any], run_vars: Dict[str, Any]

@@ -6,7 +6,7 @@ The shape of a run (Jinja calls one step at a time and hands the `ModelRun` back
 1. `plan` (the adapter's `plan_model`, asked once per build): analyse the model's view and the
    deployed table, repair what a dead run left (its durable intent), decide the build, the
    contract, the evolution plan, the write path and the typed load (core/materialization/run_plan, core/materialization/load).
-2. `execute` (the adapter's `execute_model_run`): stage the model's output once when the run
+2. `execute` (the adapter's `execute_plan`, run/execute.py): stage the model's output once when the run
    needs it (a multi-step change, a freeze check, discard counts, quarantine); check freeze;
    count discards; quarantine; record the intent and run the multi-step statements; then the
    one write (evolving the schema itself on the in-write path); on failure the table is put
