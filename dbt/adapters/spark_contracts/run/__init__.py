@@ -3,9 +3,11 @@ finish, all-or-nothing. Decisions come from `core/`; this module runs them again
 
 The shape of a run (Jinja calls one step at a time and hands the `ModelRun` back):
 
-1. `plan` (the adapter's `plan_model`, asked once per build): analyse the model's view and the
-   deployed table, repair what a dead run left (its durable intent), decide the build, the
-   contract, the evolution plan, the write path and the typed load (core/materialization/run_plan, core/materialization/load).
+1. `repair` (the adapter's `repair_model`, run/repair.py): what a dead run of the model left
+   repaired under the model's lease (its durable intent, a stopped swap, pending tables); then
+   `plan` (the adapter's `plan_model`, asked once per build, only reading): analyse the model's
+   view and the deployed table, decide the build, the contract, the evolution plan, the write
+   path and the typed load (core/materialization/run_plan, core/materialization/load).
 2. `execute` (the adapter's `execute_plan`, run/execute.py): stage the model's output once when the run
    needs it (a multi-step change, a freeze check, discard counts, quarantine); check freeze;
    count discards; quarantine; record the intent and run the multi-step statements; then the
