@@ -47,9 +47,6 @@ from dbt.adapters.spark_contracts.run.model_run import (
 from dbt.adapters.spark_contracts.run.outcome_events import (
     Quarantined,
     RunBook,
-    RunEvents,
-    RunOutcome,
-    RunState,
 )
 from dbt.adapters.spark_contracts.run.run_errors import (
     LeaseLost,
@@ -68,18 +65,6 @@ class Quarantine:
 
     def __init__(self, spark: Spark, book: RunBook) -> None:
         self.spark, self.book = spark, book
-
-    @property
-    def events(self) -> RunEvents:
-        return self.book.events
-
-    @property
-    def state(self) -> RunState:
-        return self.book.state
-
-    @property
-    def out(self) -> RunOutcome:
-        return self.book.out
 
     def log(self, table_format: str) -> TableLog:
         return table_log(self.spark, table_format)
@@ -137,13 +122,13 @@ class Quarantine:
         creates = run.replace_by is Build.CREATE  # no table yet: no version to record
         version = None if creates else self.log(run.table_format).current_version(run.relation)
         # beats once the table is made (a long CTAS is not watched: the table is not there yet)
-        lease = self.state.lease = Heartbeat(self.spark, pending, made=False).start()
+        lease = self.book.state.lease = Heartbeat(self.spark, pending, made=False).start()
         properties = (
             f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, "
             f"'{CREATED_VERSION_PROPERTY}' = '{'' if version is None else version}', "
             f"{lease_properties(self.spark, run.invocation_id)}"
         )
-        self.state.pending = pending  # from here on, a failure settles it
+        self.book.state.pending = pending  # from here on, a failure settles it
         self.spark.run(
             f"create table {pending} using {stage_format(run.table_format)} "
             f"tblproperties ({properties}) as {select}"
@@ -153,7 +138,7 @@ class Quarantine:
     def ready_for_pending(self, run: ModelRun) -> None:
         """The quarantine made ready to take the pending table's discarded rows, before the
         load: a quarantine that cannot take them fails the run here, before any change."""
-        pending = self.state.pending
+        pending = self.book.state.pending
         self._ready_quarantine(run, f"select * from {pending}")
         for statement in self._quarantine_evolution(run):
             self.spark.run(statement)
@@ -164,7 +149,7 @@ class Quarantine:
         pending table (released: the next run moves it) and raises `QuarantinePending`; where
         the run lost the pending table's lease meanwhile (it stalled between its fence and the
         move, and another run took the table over to move its rows), `LeaseLost` instead."""
-        pending = self.state.pending
+        pending = self.book.state.pending
         assert pending is not None
         try:
             if not logged(run.table_format):
@@ -175,18 +160,18 @@ class Quarantine:
             self.move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
             self.stop_lease()  # renewed until the pending table is gone: no one else moves it
         except Exception as exc:
-            beat = self.state.lease
+            beat = self.book.state.lease
             found = confirm(self.spark, beat) if beat is not None else None
             if found is not None and not found.held:  # the run that took it over moves them
                 self.stop_lease()
-                self.state.pending = None
+                self.book.state.pending = None
                 raise LeaseLost(run.unique_id, run.relation, found.taken_by) from exc
             self._release(pending)
             raise QuarantinePending(
                 run.unique_id, pending, run.quarantine_table, exc, run.table_format
             ) from exc
-        self.state.pending = None
-        self.events.add(Quarantined(self.out.rows_discarded))
+        self.book.state.pending = None
+        self.book.events.add(Quarantined(self.book.out.rows_discarded))
 
     def move(
         self,
@@ -227,7 +212,7 @@ class Quarantine:
         )
         if run is None:
             self.spark.run(insert)
-        elif self.out.rows_discarded:  # the run's own, when it discarded any
+        elif self.book.out.rows_discarded:  # the run's own, when it discarded any
             self._insert_quarantined(run, insert)
         if run is not None:  # its own lease: no beat on a table about to go
             self.stop_lease()
@@ -296,7 +281,7 @@ class Quarantine:
             )
 
     def stop_lease(self) -> None:
-        lease, self.state.lease = self.state.lease, None
+        lease, self.book.state.lease = self.book.state.lease, None
         if lease is not None:
             lease.stop()
 
@@ -311,14 +296,14 @@ class Quarantine:
     def settle_own(self, run: ModelRun, restored: bool) -> Optional[str]:
         """A failed run's own pending table: dropped if its load is not in the table (never
         committed, or taken back), moved if it is; kept (released) if that cannot be done."""
-        pending = self.state.pending
+        pending = self.book.state.pending
         if pending is None:
             self.stop_lease()
             return None
         try:
             if restored:
                 loaded = Loaded.UNDONE
-            elif self.out.loaded:
+            elif self.book.out.loaded:
                 loaded = Loaded.YES
             elif run.replace_by is Build.CREATE and self._absent(run.relation):
                 loaded = Loaded.NO  # the run was to create the table: no table, no load
@@ -333,7 +318,7 @@ class Quarantine:
             else:
                 self.spark.run(drop_sql(pending, run.table_format))
                 done = f"dropped {pending} (the run's load is not in the table)"
-            self.state.pending = None
+            self.book.state.pending = None
             self.stop_lease()
             return done
         except Exception as exc:
