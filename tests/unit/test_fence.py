@@ -422,6 +422,9 @@ def test_a_runs_own_undo_stops_between_its_restores_statements(tmp_path: Path, l
     assert bool(rolled_back) is not lost, catalogue.sent
     if lost:
         assert runner.out.restored.startswith("NOT RESTORED"), runner.out.restored
+        assert INTENT_PROPERTY in catalogue.tables["iceberg.db.t"]  # left for the taker
+    else:
+        assert INTENT_PROPERTY not in catalogue.tables["iceberg.db.t"]
 
 
 # -- leases taken over: who drops them

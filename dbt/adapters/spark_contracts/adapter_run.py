@@ -215,7 +215,9 @@ class RunPathMethods(metaclass=AdapterMeta):
         """The SELECT the build's table statement creates the table from: a run's rebuild reads
         the run's source; a full refresh, or a build with no run, the model's query (under a
         pydantic_contract coerced into the declared columns, adapter_contracts); None: the
-        run's load writes, with no table statement."""
+        run's load writes, or the run is blocked or a dry run: no table statement."""
+        if run is not None and (run.blocked or run.dry_run):
+            return None  # refused or only planned: no table statement is made (nor read)
         if run is not None and run.rebuilds:
             return f"select * from {run.source}"
         if run is not None and not run.full_refresh:

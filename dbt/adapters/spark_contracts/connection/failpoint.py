@@ -47,5 +47,5 @@ def after_statement(sql: str) -> None:
         if log:
             with open(log, "a", encoding="utf-8") as out:
                 out.write(f"{n}\t{' '.join(sql.split())}\n")
-        if kill_after and n == int(kill_after):
+        if kill_after and kill_after.strip().isdigit() and n == int(kill_after):
             os.kill(os.getpid(), signal.SIGKILL)

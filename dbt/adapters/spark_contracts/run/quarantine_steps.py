@@ -161,7 +161,13 @@ class Quarantine:
             self.stop_lease()  # renewed until the pending table is gone: no one else moves it
         except Exception as exc:
             beat = self.book.state.lease
-            found = confirm(self.spark, beat) if beat is not None else None
+            try:
+                found = confirm(self.spark, beat) if beat is not None else None
+            except Exception as confirm_exc:  # e.g. the connection is gone: the rows stay pending
+                logger.debug(
+                    f"{run.unique_id}: could not confirm the lease of {pending}: {confirm_exc}"
+                )
+                found = None
             if found is not None and not found.held:  # the run that took it over moves them
                 self.stop_lease()
                 self.book.state.pending = None
