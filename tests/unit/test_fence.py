@@ -145,6 +145,17 @@ def take_over(catalogue: Catalogue, table: str, by: str = "inv3") -> None:
     catalogue.tables[table][BEAT_PROPERTY] = "0"
 
 
+def stall_and_take_over_at(catalogue: Catalogue, pattern: str, leases: Leases, table: str) -> None:
+    """When a statement matching `pattern` is sent, its holder stalls past its lease and another
+    run takes `table` (the lease) over."""
+
+    def stalled() -> None:
+        stall(leases)
+        take_over(catalogue, table)
+
+    catalogue.when(pattern, stalled)
+
+
 def after(catalogue: Catalogue, pattern: str) -> List[str]:
     """The statements sent after the first one matching `pattern`."""
     index = next(i for i, s in enumerate(catalogue.sent) if re.search(pattern, s))
@@ -350,12 +361,9 @@ def test_a_repair_that_loses_the_lease_while_it_restores_restores_nothing_more(
     catalogue = repair_catalogue(intent)
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
     if lost:
-
-        def stalled() -> None:
-            stall(runner.leases)
-            take_over(catalogue, LEASE)
-
-        catalogue.when(r"^drop table if exists db\.t__dbt_stage", stalled)
+        stall_and_take_over_at(
+            catalogue, r"^drop table if exists db\.t__dbt_stage", runner.leases, LEASE
+        )
         with pytest.raises(LeaseLost) as caught:
             runner.repair(intent, key())
         assert caught.value.taken_by == "inv3"
@@ -376,12 +384,7 @@ def test_an_iceberg_repair_stops_between_its_own_statements(tmp_path: Path, lost
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
     lease = lease_name("iceberg.db.t", "inv2")
     if lost:
-
-        def stalled() -> None:
-            stall(runner.leases)
-            take_over(catalogue, lease)
-
-        catalogue.when(" drop columns ", stalled)
+        stall_and_take_over_at(catalogue, " drop columns ", runner.leases, lease)
         with pytest.raises(LeaseLost):
             runner.repair(intent, key(table_format="iceberg"))
         assert not [s for s in catalogue.sent if "rollback_to_snapshot" in s], catalogue.sent
@@ -406,12 +409,7 @@ def test_a_runs_own_undo_stops_between_its_restores_statements(tmp_path: Path, l
     runner.events.add(Executed("ALTER TABLE iceberg.db.t ADD COLUMNS (`note` STRING)"))
     lease = lease_name("iceberg.db.t", "inv2")
     if lost:
-
-        def stalled() -> None:
-            stall(runner.leases)
-            take_over(catalogue, lease)
-
-        catalogue.when(" drop columns ", stalled)
+        stall_and_take_over_at(catalogue, " drop columns ", runner.leases, lease)
 
     def failing() -> None:
         raise RuntimeError("the load failed")
@@ -530,12 +528,9 @@ def test_a_settler_that_loses_its_lease_moves_nothing_more(tmp_path: Path, lost:
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
     settle = lease_name("db.t", "inv2", SETTLE_SUFFIX)
     if lost:
-
-        def stalled() -> None:
-            stall(runner.leases)
-            take_over(catalogue, settle)
-
-        catalogue.when(rf"^alter table {pending} set tblproperties", stalled)
+        stall_and_take_over_at(
+            catalogue, rf"^alter table {pending} set tblproperties", runner.leases, settle
+        )
         with pytest.raises(LeaseLost):
             runner.settle_pending(key(), "db.t__quarantine", [pending])
         later = after(catalogue, rf"^alter table {pending} set tblproperties")

@@ -16,7 +16,7 @@ from dbt.adapters.spark_contracts.core.materialization.load import render_load
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.build import PlannedBuild
 from dbt.adapters.spark_contracts.run.model_run import ContractsAdapterResponse, ModelRun
-from dbt.adapters.spark_contracts.run.outcome_events import RunEvents, RunOutcome
+from dbt.adapters.spark_contracts.run.outcome_events import RunOutcome
 
 logger = AdapterLogger("SparkContracts")
 
@@ -128,6 +128,6 @@ class PlanExecutor:
     def record(self, run: ModelRun) -> RunOutcome:
         """A run that carried out no load (dry run, blocked, full refresh) in the report."""
         runner = self.adapter._runner(self.adapter._spark(), run.invocation_id)
-        runner.events = RunEvents(run.repairs)
+        runner.book.begin(run.repairs)
         runner.record(run)
         return runner.out

@@ -72,10 +72,6 @@ class Runner:
     def events(self) -> RunEvents:
         return self.book.events
 
-    @events.setter
-    def events(self, events: RunEvents) -> None:
-        self.book.events = events
-
     @property
     def state(self) -> RunState:
         return self.book.state

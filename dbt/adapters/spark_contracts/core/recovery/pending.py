@@ -274,21 +274,21 @@ def decide_pending(
         return Decision(Action.DROP, "its load was taken back (a RESTORE to before it)")
     if loaded is Loaded.YES:
         return Decision(Action.MOVE, f"the table's log holds its load (tag {pending.tag})")
+    # positive evidence in the table's own log that the run's load is not there (yet)
     made_at = pending.created_version
     if made_at is not None and any(str(e.version) == made_at for e in record.log):
-        if not gone:
-            return Decision(
-                Action.KEEP,
-                "the table's log holds no load of that run yet, but the Spark application that "
-                "ran its statements may still be running one (it is not provably gone)",
-            )
-        return Decision(
-            Action.DROP,
+        no_load = (
             f"the table's log still holds version {made_at}, from before the run's load, and "
-            "no load of that run after it, and the Spark application that ran its statements "
-            "is gone",
+            "no load of that run after it"
         )
-    if pending.before_any_version and record.log and record.log[0].first:
+    elif pending.before_any_version and record.log and record.log[0].first:
+        no_load = (
+            "the run made it before the table had any version, the table's log from its first "
+            "commit on holds no load of that run"
+        )
+    else:
+        no_load = ""
+    if no_load:
         if not gone:
             return Decision(
                 Action.KEEP,
@@ -296,10 +296,7 @@ def decide_pending(
                 "ran its statements may still be running one (it is not provably gone)",
             )
         return Decision(
-            Action.DROP,
-            "the run made it before the table had any version, the table's log from its first "
-            "commit on holds no load of that run, and the Spark application that ran its "
-            "statements is gone",
+            Action.DROP, f"{no_load}, and the Spark application that ran its statements is gone"
         )
     return Decision(Action.KEEP, "the table's log no longer reaches back to that run")
 
