@@ -174,6 +174,95 @@ def test_quarantined_rows_go_to_the_runs_pending_table_never_the_driver(fmt, obs
 TAG = "dbt-spark-contracts:inv:b1:model.p.t"
 
 
+def _quarantining(
+    fmt,
+    strategy,
+    observable=True,
+    discarded_last=False,
+    mode="discard_row",
+    deployed="struct<id:bigint,n:bigint>",
+    dry_run=False,
+):
+    from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+
+    return plan_run(
+        RunInputs(
+            "db.t",
+            "t__tmp",
+            "inv",
+            fmt,
+            strategy,
+            parse_type(deployed),
+            {},
+            parse_type("struct<id:bigint,n:string,note:string>"),
+            EvolutionSettings(Policy(), "ignore", True, dry_run),
+            contract=SchemaContract(
+                data_type=ContractMode(mode),
+                columns=ContractMode.DISCARD_ROW,
+                quarantine=True,
+            ),
+            observable=observable,
+            batch_tag=TAG if strategy == "microbatch" else "",
+            discarded_last=discarded_last,
+        )
+    )
+
+
+@given(
+    fmt=st.sampled_from(["delta", "iceberg", "parquet"]),
+    strategy=st.sampled_from(["append", "merge", "insert_overwrite", "table", "microbatch"]),
+    observable=st.booleans(),
+    discarded_last=st.booleans(),
+    mode=st.sampled_from(["discard_row", "discard_value", "freeze"]),
+    dry_run=st.booleans(),
+)
+def test_a_quarantining_run_tries_its_first_pass_only_where_failing_it_changes_nothing(
+    fmt, strategy, observable, discarded_last, mode, dry_run
+):
+    """The first pass (run_plan.first_pass) is planned for a quarantining run whose load is one
+    atomic statement with nothing before it, whose last run discarded nothing, and that needs
+    no second read of the output (a freeze sample, value counts a method cannot observe); its
+    SELECT reads the model's output as it is and fails at the first discarded row, keeping the
+    same rows as the pending path."""
+    decided = _quarantining(fmt, strategy, observable, discarded_last, mode, dry_run=dry_run)
+    first = decided.first_pass
+    if not decided.quarantine_pending:
+        assert first is None
+        return
+    atomic = not (
+        strategy in ("table", "microbatch")
+        or (fmt, strategy) in (("iceberg", "merge"), ("parquet", "insert_overwrite"))
+    )
+    needs_second_read = mode == "freeze" or (mode == "discard_value" and not observable)
+    expected = atomic and not discarded_last and not dry_run and not needs_second_read
+    assert (first is not None) is expected, (fmt, strategy, mode, first)
+    if first is None:
+        return
+    assert "raise_error(" in first.select and "NOT (" not in first.select
+    assert decided.stage is not None and decided.stage not in first.select  # no pending read
+    # the guard discards exactly what the pending path quarantines, over the coerced view
+    assert f"WHERE CASE WHEN {first.quarantine_where} THEN raise_error(" in first.select
+    assert first.source == (decided.observed or first.coerced_view("t__tmp"))
+
+
+def test_a_first_pass_that_met_a_discarded_row_is_remembered_on_the_quarantine():
+    """The quarantine's memory: set where a run's discarding changed, read back as a flag."""
+    from dbt.adapters.spark_contracts.core.contracts.quarantine import (
+        DISCARDED_PROPERTY,
+        discarded_last,
+        remember_sql,
+    )
+
+    assert discarded_last({DISCARDED_PROPERTY: "true"})
+    assert not discarded_last({DISCARDED_PROPERTY: "false"})
+    assert not discarded_last({})  # a quarantine of an earlier version, or none
+    assert remember_sql("db.t__quarantine", True).endswith(f"('{DISCARDED_PROPERTY}' = 'true')")
+
+
 def test_a_quarantining_batch_needs_its_tag():
     """Without its commit tag a batch's pending table and rows could not be told from its
     invocation's other batches': planning it is refused."""

@@ -25,7 +25,11 @@ from dbt.adapters.spark_contracts.core.contracts.constraints import (
     TableConstraints,
     declared_not_null,
 )
-from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.contracts.quarantine import (
+    DISCARDED_PROPERTY,
+    QUARANTINE_SUFFIX,
+    discarded_last,
+)
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.materialization.load import LoadOptions
 from dbt.adapters.spark_contracts.core.materialization.microbatch import (
@@ -286,8 +290,18 @@ class RunPathMethods(metaclass=AdapterMeta):
             ),
             table_options=table_options,
             observable=spark.can_observe(),
+            discarded_last=self._discarded_last(spark, relation, contract),
         )
         return inputs, microbatch
+
+    def _discarded_last(self, spark: Any, relation: BaseRelation, contract: Any) -> bool:
+        """The quarantine's memory of the model's last quarantining run (`DISCARDED_PROPERTY`),
+        read where the contract quarantines and dbt's cache holds the quarantine."""
+        quarantine = self._sibling(relation, QUARANTINE_SUFFIX)
+        if quarantine is None or not getattr(contract, "quarantine", False):
+            return False
+        rows = spark.fetch(f"show tblproperties {quarantine} ('{DISCARDED_PROPERTY}')")
+        return discarded_last({str(r.get("key")): str(r.get("value")) for r in rows})
 
     def _model_run(
         self,

@@ -44,7 +44,7 @@ from dbt.adapters.spark_contracts.core.report.outcome import (
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct, as_nullable
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
-from dbt.adapters.spark_contracts.run.outcome_events import RunOutcome
+from dbt.adapters.spark_contracts.run.outcome_events import FIRST_PASS, RunOutcome
 
 logger = AdapterLogger("SparkContracts")
 
@@ -118,6 +118,10 @@ class ModelRun:
     # the table (core/evolution/fit.py); the runner defines it first
     fits: Optional[str] = None
     load: Optional[Load] = None  # the one write, when the run loads (core/materialization/load.py)
+    # a quarantining run's first pass (run_plan.first_pass), and its quarantine's memory that
+    # the model's last quarantining run discarded rows
+    first_pass: Optional[LoadSql] = None
+    discarded_last: bool = False
 
     @classmethod
     def planned(
@@ -154,6 +158,8 @@ class ModelRun:
             load_sql=decided.load,
             quarantine_pending=decided.quarantine_pending,
             fits=decided.fits,
+            first_pass=decided.first_pass,
+            discarded_last=inputs.discarded_last,
             **facts,
         )
         rebuilds = run.full_refresh or run.strategy == REBUILD
@@ -308,8 +314,13 @@ class ModelRun:
             "write_path": self.write.path.name.lower(),
             # staged: the output written to a table first (a quarantining run's: its pending
             # table, core/recovery/pending.py)
-            "staged": self.stage is not None,
-            "pending_table": self.pending_table if self.quarantine_pending else None,
+            "staged": self.stage is not None and out.quarantine_path != FIRST_PASS,
+            "pending_table": (
+                self.pending_table
+                if self.quarantine_pending and out.quarantine_path != FIRST_PASS
+                else None
+            ),
+            "quarantine_path": out.quarantine_path,
             "diff": [
                 {"change": type(c).__name__, "path": c.dotted, "description": c.describe()}
                 for c in self.diff.changes

@@ -54,7 +54,23 @@ class Restored:
     text: str
 
 
-Event = Union[Repaired, Executed, Counted, Quarantined, Loaded, Restored]
+@dataclass(frozen=True)
+class PathTaken:
+    """How a quarantining run read the model's output (`QUARANTINE_PATHS`)."""
+
+    path: str
+
+
+# a quarantining run's paths: its first pass loaded (nothing discarded); its pending table,
+# after the first pass met a discarded row; its pending table at once (the last run
+# discarded, or the first pass is not possible for this run: run_plan.first_pass)
+FIRST_PASS, PENDING_AFTER_FIRST_PASS, PENDING = (
+    "first pass",
+    "pending table after the first pass met a discarded row",
+    "pending table",
+)
+
+Event = Union[Repaired, Executed, Counted, Quarantined, Loaded, Restored, PathTaken]
 
 
 @dataclass(frozen=True)
@@ -68,10 +84,11 @@ class RunOutcome:
     quarantined: Optional[int] = None
     loaded: bool = False
     repairs: Tuple[str, ...] = ()
+    quarantine_path: Optional[str] = None  # a quarantining run's (`PathTaken`)
 
     @classmethod
     def of(cls, events: Sequence[Event]) -> RunOutcome:
-        rows = values = quarantined = restored = None
+        rows = values = quarantined = restored = path = None
         for event in events:
             if isinstance(event, Counted):
                 rows, values = event.rows, event.values
@@ -79,6 +96,8 @@ class RunOutcome:
                 quarantined = event.rows
             elif isinstance(event, Restored):
                 restored = event.text
+            elif isinstance(event, PathTaken):
+                path = event.path
         return cls(
             executed=tuple(e.statement for e in events if isinstance(e, Executed)),
             restored=restored,
@@ -87,6 +106,7 @@ class RunOutcome:
             quarantined=quarantined,
             loaded=any(isinstance(e, Loaded) for e in events),
             repairs=tuple(e.text for e in events if isinstance(e, Repaired)),
+            quarantine_path=path,
         )
 
     @classmethod

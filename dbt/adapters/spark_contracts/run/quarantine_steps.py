@@ -17,6 +17,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
 from dbt.adapters.spark_contracts.core.contracts.quarantine import (
     evolve_quarantine,
     plan_quarantine,
+    remember_sql,
 )
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
@@ -178,6 +179,21 @@ class Quarantine:
             ) from exc
         self.book.state.pending = None
         self.book.events.add(Quarantined(self.book.out.rows_discarded))
+
+    def remember(self, run: ModelRun) -> None:
+        """The quarantine's memory that this run discarded rows or not (`DISCARDED_PROPERTY`),
+        set where it changed, so that the model's next run takes its first pass, or its pending
+        table at once. A hint: a failure to set it is logged, and costs the next run time only."""
+        discarded = bool(self.book.out.rows_discarded)
+        if discarded == run.discarded_last:
+            return
+        try:
+            self.spark.run(remember_sql(run.quarantine_table, discarded))
+        except Exception as exc:
+            logger.warning(
+                f"{run.unique_id}: could not note on {run.quarantine_table} "
+                f"whether this run discarded rows: {exc}"
+            )
 
     def move(
         self,

@@ -212,3 +212,15 @@ class SwapFailed(DbtRuntimeError):
             f"{relation}: {cause}; putting the old relation back failed ({undo_error}). Run "
             f"these by hand, in order:\n{statements}"
         )
+
+
+class FirstPassFailed(Exception):
+    """A quarantining run's first pass (core/materialization/run_plan.first_pass) failed: its one
+    statement committed nothing. Never reaches dbt: the run takes its pending table instead."""
+
+    def __init__(self, cause: BaseException) -> None:
+        first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        super().__init__(
+            "the first pass wrote nothing (a row the contract discards, or another failure: "
+            f"{first[:200]}); the run reads the model's output into its pending table"
+        )

@@ -1,10 +1,12 @@
 """Carrying a `ModelRun` out on one connection: stage, check, count, quarantine, the multi-step
 changes under a durable intent, the one load; every failure after a change restores."""
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
@@ -25,9 +27,13 @@ from dbt.adapters.spark_contracts.run.model_run import (
     stage_format,
 )
 from dbt.adapters.spark_contracts.run.outcome_events import (
+    FIRST_PASS,
+    PENDING,
+    PENDING_AFTER_FIRST_PASS,
     Counted,
     Executed,
     Loaded,
+    PathTaken,
     Restored,
     RunBook,
     RunEvents,
@@ -38,6 +44,7 @@ from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
+    FirstPassFailed,
     ForeignCommits,
     LeaseLost,
     RestoreFailed,
@@ -99,8 +106,21 @@ class Runner:
         count, quarantine, the multi-step changes under the intent, `before_load` (a rebuild
         at a location_root drops the table here, once every check has passed), the load and
         `after_load` (a rebuild built beside the table is swapped in), clearing the intent.
-        Any failure after a change puts the table back."""
-        self.book.begin(run.repairs)
+        Any failure after a change puts the table back. A quarantining run with a first pass
+        (run_plan.first_pass) tries it first; where it fails, it wrote nothing, and the run
+        goes on as one without it (its pending table)."""
+        if run.first_pass is not None and before_load is None and after_load is None:
+            try:
+                return self._first_pass(run, load_sql)
+            except FirstPassFailed as failed:
+                logger.info(f"{run.unique_id}: {failed}")
+                run = replace(run, first_pass=None)
+                self.book.begin(run.repairs)
+                self.events.add(PathTaken(PENDING_AFTER_FIRST_PASS))
+        else:
+            self.book.begin(run.repairs)
+            if run.quarantine_pending:
+                self.events.add(PathTaken(PENDING))
         try:
             self._prepare(run)
             if before_load is not None:
@@ -113,6 +133,26 @@ class Runner:
         return self._load(run, load_sql, after_load)  # cleans up after itself, whatever happens
 
     # -- steps
+    def _first_pass(self, run: ModelRun, load_sql: str) -> ContractsAdapterResponse:
+        """The load over the model's output as it is, its SELECT failing the load's own job at
+        the first row the contract discards (`FirstPassFailed`: the one statement committed
+        nothing). No stage, no pending table, no lease: one statement, one commit."""
+        first = run.first_pass
+        assert first is not None
+        self.book.begin(run.repairs)
+        self.events.add(PathTaken(FIRST_PASS))
+        base = first.coerced_view(run.view)
+        coerced = first.coerced_select(run.view)
+        if coerced:
+            self.spark.run(f"create or replace temporary view {base} as {coerced}")
+        if run.observed is not None and first.discard_metrics:
+            metrics = first.discard_metrics
+            self.state.observation = self.spark.observe(run.observed, base, metrics)
+        else:  # planned only where no value is discarded then: a load discards nothing
+            self.events.add(Counted(0, 0))
+        self.spark.run(f"create or replace temporary view {run.source} as {first.select}")
+        return self._load(run, load_sql)
+
     def _prepare(self, run: ModelRun) -> str:
         state = self.state
         if run.fits:  # the output as it fits the table, where the model ignores a change
@@ -241,7 +281,7 @@ class Runner:
         try:
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
             return action()
-        except LeaseLost:
+        except (LeaseLost, FirstPassFailed):  # a failed first pass changed nothing
             raise
         except Exception as exc:  # the step, or confirming the lease before it, failed
             self.undo(run, exc, step)
@@ -281,7 +321,7 @@ class Runner:
             if conf:
                 self.spark.set_conf(conf, "true")
             try:
-                response = self._step(run, "the load", lambda: self.spark.run(sql))
+                response = self._step(run, "the load", lambda: self._run_load(run, sql))
                 if after is not None:
                     self._step(run, "the swap", after)
             finally:
@@ -300,6 +340,7 @@ class Runner:
             if self.state.pending is not None:  # the load is in: the rows follow it
                 self.fence(run)
                 self.quarantine.finish(run)
+                self.quarantine.remember(run)
         finally:
             self.drop_stage(run)
         self.record(run)
@@ -313,6 +354,18 @@ class Runner:
             code=getattr(response, "code", None),
             rows_affected=getattr(response, "rows_affected", None),
         )
+
+    def _run_load(self, run: ModelRun, sql: str) -> Any:
+        """The load statement. In a first pass, a statement the engine failed (its guard met a
+        discarded row, or anything else: one statement, so nothing committed) is
+        `FirstPassFailed`; a lost connection or a timeout is no engine's answer and stays as
+        it is."""
+        if run.first_pass is None:
+            return self.spark.run(sql)
+        try:
+            return self.spark.run(sql)
+        except DbtDatabaseError as exc:
+            raise FirstPassFailed(exc) from exc
 
     def drop_stage(self, run: ModelRun) -> None:
         if self.state.staged:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from typing import Iterable
 
 from dbt.adapters.spark_contracts.core.contracts.checked_cast import (
     checked_coerce,
@@ -122,6 +123,11 @@ class LoadSql:
         if self.batch_tag:
             run_id += f", {sql_string(self.batch_tag)} AS {quote_identifier(BATCH_COLUMN)}"
         return f"SELECT {self.quarantine_row}, {run_id} FROM {view}"
+
+    @property
+    def discards_values(self) -> bool:
+        """Some value is set to NULL rather than its row discarded (`discard_value`)."""
+        return any(name == "values_discarded" and e != "0" for name, e in self.discard_metrics)
 
     @property
     def quarantine_select(self) -> str | None:
@@ -280,6 +286,7 @@ def render_load_select(
     hoist: bool = True,
     kept: str | None = None,
     batch_tag: str = "",
+    guard: bool = False,
 ) -> LoadSql:
     """The one SELECT that loads `source` (a rendered relation or view) under the decision.
 
@@ -289,6 +296,9 @@ def render_load_select(
     `source` knows its kept rows already (a pending table: `PENDING_KEPT`), the load and the
     count pick them by it instead of evaluating every discard predicate again. `batch_tag`: a
     microbatch batch's commit tag, which its pending rows carry (`LoadSql.pending_from`).
+    `guard`: a quarantining run's first pass (`first_pass_select`): instead of leaving a
+    discarded row out, the SELECT fails its own job at the first one, so the write it feeds
+    commits nothing and the run takes the pending path.
     """
     if decision.table_action not in (CREATE, LOAD) or decision.target is None:
         raise ValueError(f"nothing to load: the contract decided {decision.table_action!r}")
@@ -304,7 +314,9 @@ def render_load_select(
             predicate = f"{quote_identifier(field.name)} IS NOT NULL"
             _discard(load, "columns", decision.contract.columns, what, predicate)
     select = f"SELECT {', '.join(load.items)} FROM {source}"
-    if load.row_filters:
+    if load.row_filters and guard:
+        select += " WHERE " + first_pass_guard(p for _, p in load.row_filters)
+    elif load.row_filters:
         select += " WHERE " + (kept or " AND ".join(f"NOT ({p})" for _, p in load.row_filters))
     return LoadSql(
         select,
@@ -320,6 +332,20 @@ def render_load_select(
         and load.items == [quote_identifier(f.name) for f in compiled.fields],
         batch_tag,
     )
+
+
+# what the first pass's guard raises (its text is only shown: the run never reads it back)
+FIRST_PASS_MESSAGE = (
+    "dbt-spark-contracts: a row this run's contract discards; the first pass writes nothing "
+    "and the run takes the quarantine's pending path"
+)
+
+
+def first_pass_guard(predicates: Iterable[str]) -> str:
+    """A row filter that keeps every row no predicate discards, as the pending path keeps it (a
+    NULL predicate discards nothing), and fails the query at the first row one discards."""
+    discards = " OR ".join(f"({p})" for p in predicates)
+    return f"CASE WHEN {discards} THEN raise_error({sql_string(FIRST_PASS_MESSAGE)}) ELSE TRUE END"
 
 
 def _violation_samples(load: _Load, source: str) -> str | None:

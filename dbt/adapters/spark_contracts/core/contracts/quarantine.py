@@ -5,6 +5,7 @@ Pure: no execution."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dbt.adapters.spark_contracts.core.evolution.capabilities import capabilities_for
@@ -27,6 +28,21 @@ from dbt.adapters.spark_contracts.core.schema.diff import (
 from dbt.adapters.spark_contracts.core.schema.types import Primitive, SparkType, Struct, type_kind
 
 QUARANTINE_SUFFIX = "__quarantine"  # <relation>__quarantine holds the model's discarded rows
+# the quarantine's memory of whether the model's last quarantining run discarded rows: the next
+# run takes its first pass where it did not (core/materialization/run_plan.first_pass), and its
+# pending table at once where it did. Set where it changes; a hint, never a record of rows.
+DISCARDED_PROPERTY = "dbt_spark_contracts.last_run_discarded"
+
+
+def discarded_last(properties: Mapping[str, str]) -> bool:
+    """The quarantine's memory (`DISCARDED_PROPERTY`) in its table properties."""
+    return str(properties.get(DISCARDED_PROPERTY, "")).strip().lower() == "true"
+
+
+def remember_sql(quarantine: str, discarded: bool) -> str:
+    value = "true" if discarded else "false"
+    return f"ALTER TABLE {quarantine} SET TBLPROPERTIES ('{DISCARDED_PROPERTY}' = '{value}')"
+
 
 _NUMERIC = {"tinyint", "smallint", "int", "bigint", "float", "double", "decimal"}
 _DATETIME = {"date", "timestamp", "timestamp_ntz"}

@@ -43,6 +43,7 @@ from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBA
 # from its facts and, when it evolves, its run (`plan_model`)
 from dbt.adapters.spark_contracts.core.materialization.write_path import (
     REBUILD,
+    SOURCE_READ_TWICE,
     WriteDecision,
     WritePath,
     decide_write_path,
@@ -101,6 +102,9 @@ class RunInputs:
     # a microbatch batch's commit tag (unique per batch): its pending table and its discarded
     # rows carry it (core/recovery/pending.py); required for a batch that quarantines
     batch_tag: str = ""
+    # the model's last quarantining run discarded rows (its quarantine's memory,
+    # `DISCARDED_PROPERTY`): this run goes to the pending table straight away
+    discarded_last: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,9 @@ class RunDecision:
     # `on_*_change: ignore`: the SELECT (over the model's view) of what fits the table, read
     # by the run instead of the view (RunInputs.view of the second pass names it; core/evolution/fit.py)
     fits: str | None = None
+    # a quarantining run's first pass (`first_pass`): the load over the model's output as it
+    # is, failing at the first row the contract discards; `load` is then the pending path's
+    first_pass: LoadSql | None = None
 
 
 def plan_run(inputs: RunInputs) -> RunDecision:
@@ -223,6 +230,16 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         load = render_load_select(
             decision, observed or model_source, i.deployed, i.compiled, i.invocation_id
         )
+    first = None
+    if decision is not None and pending and first_pass(i, write, bool(statements)):
+        # over the model's output as it is (its coerced columns in a view of their own)
+        args = (i.deployed, i.compiled, i.invocation_id)
+        first = render_load_select(decision, i.view, *args, guard=True)
+        first = render_load_select(
+            decision, observed or first.coerced_view(i.view), *args, guard=True
+        )
+        if first.violation_sample_sql or (first.discards_values and not i.observable):
+            first = None  # a freeze check, or value counts, would read the output again
     return RunDecision(
         diff,
         plan,
@@ -234,6 +251,33 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         decision,
         load,
         quarantine_pending=pending,
+        first_pass=first,
+    )
+
+
+# (format, strategy) whose load can fail part way and leave a change behind: a Parquet
+# insert_overwrite (a static overwrite deletes the table's files before its job writes)
+_NOT_ATOMIC_LOADS: frozenset[tuple[str, str]] = frozenset({("parquet", "insert_overwrite")})
+
+
+def first_pass(i: RunInputs, write: WriteDecision, steps: bool) -> bool:
+    """A quarantining run tries its load over the model's output first, failing the load's own
+    job at the first row its contract discards (`render_load_select(guard=True)`): on a clean day
+    that one statement is the whole run, at the cost of the same model without a contract.
+    Only where that failure commits nothing (one statement, one atomic commit: no changes before
+    the load, no staged output, an atomic load); not for a microbatch batch (the batches of one
+    invocation would each try it: the quarantine's memory is read from dbt's cache, which holds
+    the quarantine only from the model's next invocation on); and not when the model's last quarantining run
+    discarded rows (that run's memory): then it goes to the pending table at once, so a day that
+    discards evaluates the model once."""
+    return not (
+        i.discarded_last
+        or steps
+        or i.settings.dry_run
+        or write.multi_step
+        or i.strategy in (REBUILD, MICROBATCH)
+        or (i.table_format, i.strategy) in SOURCE_READ_TWICE
+        or (i.table_format, i.strategy) in _NOT_ATOMIC_LOADS
     )
 
 
