@@ -498,16 +498,17 @@ def test_a_retry_at_once_after_a_kill_repairs_and_loads(tmp_path, kill_target, f
     after = project.state("control")
     project.dbt("--select", "dead", "--vars", "{v: 2}", kill_at=1, table="dead")
     assert project.state("dead")[1], "the kill at the first commit left no intent"
-    started = time.monotonic()
     assert project.dbt("--select", "dead", "--vars", "{v: 2}") == 0, project.results()
-    took = time.monotonic() - started
+    # what the retry said: it took the lease over on the evidence that the dead run's process
+    # has ended, and never waited (it says so on the console as soon as it waits; a time
+    # bound failed on a loaded machine, where a retry that repairs is slow without waiting)
+    said = (project.root / f"dbt-{project.runs}.log").read_text()
+    assert "(its process on this host has ended)" in said, said
+    assert "waiting up to" not in said, said
     assert project.results()["dead"]["adapter_response"].get("repairs")
     assert project.state("dead") == after
     rows = project.rows(["control", "dead"])
     assert rows["dead"] == rows["control"], rows
-    baseline = time.monotonic()
-    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0  # a run with no repair
-    assert took < (time.monotonic() - baseline) + 20, (took, "the retry waited for the lease")
 
 
 def _stop_at(project: Project, table: str, argv_vars: str, commits: int) -> subprocess.Popen:
