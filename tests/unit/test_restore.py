@@ -206,12 +206,17 @@ def test_an_iceberg_undo_drops_only_the_columns_its_own_add_columns_added(added,
     """Two runs of one model add `note`: the one whose ADD COLUMNS failed (the other's came
     first) must not drop the other's column when it puts the table back; a dead run's repair
     (nothing known of what it ran) drops what the intent names."""
-    from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 
-    add = "ALTER TABLE ice.s.t ADD COLUMNS (`note` STRING)"
-    intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 7, TAG, (("note",),), (add,))
+    from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, NewColumn
+    from dbt.adapters.spark_contracts.core.evolution.render import render_operation
+    from dbt.adapters.spark_contracts.core.recovery.intent import Intent
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+    note = NewColumn(("note",), parse_type("string"))
+    add = render_operation(AddColumns((note,)), "ice.s.t", "iceberg")
+    intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 7, TAG, (("note",),), tuple(add))
     table = IcebergTable(["id", "note"])
-    restorer(table).restore(intent, [add] if added else [])
+    restorer(table).restore(intent, add if added else [])
     assert ("note" in table.columns) is not added
     dead = IcebergTable(["id", "note"])
     restorer(dead).restore(intent)
