@@ -355,6 +355,7 @@ class TestDeployedTableRead:
         `token`, ...): the intent of a model or column so named is stored hex-encoded and reads
         back whole by either read."""
         from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
+        from dbt.adapters.spark_contracts.core.evolution.steps import DropAdded, Step
         from dbt.adapters.spark_contracts.core.recovery.intent import (
             INTENT_PROPERTY,
             Intent,
@@ -370,7 +371,8 @@ class TestDeployedTableRead:
         unique_id = "model.test.page_urls"
         intent = Intent(
             "inv", unique_id, relation, fmt, None, commit_tag("inv", unique_id),
-            (("api_token",),), ("ALTER TABLE t ADD COLUMNS (api_token STRING)",),
+            (("api_token",),),
+            (Step("ALTER TABLE t ADD COLUMNS (api_token STRING)", DropAdded("t", (("api_token",),))),),
         )  # fmt: skip
         # run_sql formats its text with str.format: the JSON's braces doubled
         plain = intent.to_json().replace("'", "\\'").replace("{", "{{").replace("}", "}}")

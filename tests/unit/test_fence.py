@@ -18,6 +18,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, NewColumn
+from dbt.adapters.spark_contracts.core.evolution.render import render_operation
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
 from dbt.adapters.spark_contracts.core.recovery.lease import (
     CLIENT_PROPERTY,
@@ -29,6 +31,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     RUN_PROPERTY,
     lease_name,
 )
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.run import Runner, RunReport
 from dbt.adapters.spark_contracts.run import heartbeat as heartbeat_module
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat, this_client
@@ -69,8 +72,6 @@ class Catalogue:
         return REPAIR_TAG  # the session's commit tag: a RESTORE it makes carries it
 
     def relation_schema(self, relation: str, describable: bool) -> Any:
-        from dbt.adapters.spark_contracts.core.schema.parse import parse_type
-
         return parse_type(f"struct<{','.join(c + ':string' for c in self.columns)}>")
 
     def run(self, sql: str) -> None:
@@ -406,7 +407,8 @@ def test_a_runs_own_undo_stops_between_its_restores_statements(tmp_path: Path, l
     run = model_run("iceberg.db.t", "iceberg")
     runner.leases.take(run)  # type: ignore[arg-type]
     runner.state.intent = intent
-    runner.events.add(Executed("ALTER TABLE iceberg.db.t ADD COLUMNS (`note` STRING)"))
+    add = AddColumns((NewColumn(("note",), parse_type("string")),))
+    runner.events.add(Executed(*render_operation(add, "iceberg.db.t", "iceberg")))
     lease = lease_name("iceberg.db.t", "inv2")
     if lost:
         stall_and_take_over_at(catalogue, " drop columns ", runner.leases, lease)

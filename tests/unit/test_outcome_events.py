@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.run.outcome_events import (
     Counted,
     Executed,
@@ -19,7 +20,7 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
 EVENTS = st.lists(
     st.one_of(
         st.builds(Repaired, st.text(max_size=5)),
-        st.builds(Executed, st.text(max_size=5)),
+        st.builds(Executed, st.builds(Step, st.text(max_size=5))),
         st.builds(Counted, st.integers(0, 9), st.integers(0, 9)),
         st.builds(Quarantined, st.none() | st.integers(0, 9)),
         st.just(Loaded()),
@@ -31,12 +32,12 @@ EVENTS = st.lists(
 
 def test_a_run_that_counted_quarantined_and_loaded():
     events = RunEvents(["repaired a dead run"])
-    events.add(Executed("ALTER TABLE t ADD COLUMNS (c INT)"))
+    events.add(Executed(Step("ALTER TABLE t ADD COLUMNS (c INT)")))
     events.add(Counted(3, 1))
     events.add(Quarantined(3))
     events.add(Loaded())
     assert events.outcome == RunOutcome(
-        executed=("ALTER TABLE t ADD COLUMNS (c INT)",),
+        executed=(Step("ALTER TABLE t ADD COLUMNS (c INT)"),),
         rows_discarded=3,
         values_discarded=1,
         quarantined=3,
@@ -59,7 +60,7 @@ def test_rows_taken_out_of_the_quarantine_again_are_not_reported_quarantined():
 @given(EVENTS)
 def test_the_outcome_is_the_fold_of_the_events_in_order(events):
     outcome = RunOutcome.of(events)
-    assert outcome.executed == tuple(e.statement for e in events if isinstance(e, Executed))
+    assert outcome.executed == tuple(e.step for e in events if isinstance(e, Executed))
     assert outcome.repairs == tuple(e.text for e in events if isinstance(e, Repaired))
     assert outcome.loaded == any(isinstance(e, Loaded) for e in events)
     counted = [e for e in events if isinstance(e, Counted)]

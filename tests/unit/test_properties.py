@@ -172,7 +172,7 @@ def test_every_plan_is_consistent_and_renders(deployed, compiled, fmt, refresh, 
     if p.operations and p.full_refresh is None:
         assert statements
     if p.full_refresh is not None:
-        assert p.operations == (p.full_refresh,) and statements == []
+        assert p.operations == (p.full_refresh,) and statements == ()
     assert isinstance(p.summary(), str) and p.to_dict()["table_format"] == fmt
     if refresh and removal:
         assert p.executable

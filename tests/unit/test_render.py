@@ -27,8 +27,8 @@ from dbt.adapters.spark_contracts.core.evolution.render import (
     render_operation,
     render_plan,
     suffixed,
-    undo_swap,
 )
+from dbt.adapters.spark_contracts.core.evolution.steps import DropAdded, DropTable, Rename, undo
 from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.core.schema.types import Struct
@@ -45,7 +45,7 @@ def S(columns: str) -> Struct:
 def rendered(deployed: str, compiled: str, fmt: str, props=None, **policy) -> list[str]:
     d, c = S(deployed), S(compiled)
     p = plan_schema_change(diff_schemas(d, c), fmt, props or {}, Policy(**policy), d, c)
-    return render_plan(p, T, fmt)
+    return [step.sql for step in render_plan(p, T, fmt)]
 
 
 OPERATIONS = [
@@ -92,11 +92,47 @@ OPERATIONS = [
 
 @pytest.mark.parametrize(("op", "sql"), OPERATIONS)
 def test_render_operation(op, sql):
-    assert render_operation(op, T, "delta") == [sql]
+    assert [step.sql for step in render_operation(op, T, "delta")] == [sql]
 
 
 def test_full_refresh_renders_nothing():
-    assert render_plan(Plan("delta", (FullRefresh("x"),)), T, "delta") == []
+    assert render_plan(Plan("delta", (FullRefresh("x"),)), T, "delta") == ()
+
+
+@pytest.mark.parametrize(("fmt", "drops"), [("delta", True), ("iceberg", True), ("parquet", False)])
+def test_an_add_columns_step_carries_the_drop_of_what_it_adds_where_the_format_drops(fmt, drops):
+    add = AddColumns(
+        (NewColumn(("s", "c"), parse_type("int")), NewColumn(("d",), parse_type("string")))
+    )
+    (step,) = render_operation(add, T, fmt)
+    assert step.inverse == (DropAdded(T, (("s", "c"), ("d",))) if drops else None)
+    assert not step.stands
+
+
+def test_only_a_parquet_rewrite_has_inverses_and_a_step_that_stands():
+    steps = render_plan(
+        plan_schema_change(
+            diff_schemas(S("a int, b int"), S("a bigint")),
+            "parquet",
+            {},
+            Policy(allow_full_refresh=True, allow_column_removal=True),
+            S("a int, b int"),
+            S("a bigint"),
+        ),
+        T,
+        "parquet",
+    )
+    beside, backup = "`db`.`t__dbt_rewrite`", "`db`.`t__dbt_backup`"
+    assert [s.inverse for s in steps] == [
+        None,
+        DropTable(beside),
+        DropTable(beside),
+        None,
+        Rename(backup, T),
+        None,
+        None,
+    ]
+    assert [s.stands for s in steps] == [False] * 5 + [True, False]
 
 
 def test_delta_add_default_not_null_column():
@@ -158,7 +194,7 @@ def test_delta_rewrite_is_one_atomic_replace():
 def test_iceberg_rewrite_with_table_options():
     d, c = S("a int"), S("a double")
     p = plan_schema_change(diff_schemas(d, c), "iceberg", {}, Policy(), d, c)
-    assert render_plan(p, "cat.db.t", "iceberg", "PARTITIONED BY (a)") == [
+    assert [s.sql for s in render_plan(p, "cat.db.t", "iceberg", "PARTITIONED BY (a)")] == [
         (
             "CREATE OR REPLACE TABLE cat.db.t USING iceberg PARTITIONED BY (a) "
             "AS SELECT CAST(`a` AS DOUBLE) AS `a` FROM cat.db.t"
@@ -239,15 +275,17 @@ def _apply(tables: dict, statement: str) -> None:
 
 @pytest.mark.parametrize("completed", range(8))
 def test_a_rewrite_stopped_anywhere_leaves_the_old_table_or_the_new_one(completed):
-    statements = rendered(
-        "a int, b int", "a bigint", "parquet", allow_full_refresh=True, allow_column_removal=True
+    d, c = S("a int, b int"), S("a bigint")
+    policy = Policy(allow_full_refresh=True, allow_column_removal=True)
+    steps = render_plan(
+        plan_schema_change(diff_schemas(d, c), "parquet", {}, policy, d, c), T, "parquet"
     )
-    assert len(statements) == 7
+    assert len(steps) == 7
     tables = {"`db`.`t`": "old", "`db`.`t__dbt_backup`": "stale"}
-    for statement in statements[:completed]:
-        _apply(tables, statement)
-    for statement in undo_swap("`db`.`t`", statements[:completed]):
-        _apply(tables, statement)
+    for step in steps[:completed]:
+        _apply(tables, step.sql)
+    for inverse in undo(steps[:completed]):
+        _apply(tables, inverse.sql)
     swapped = completed >= 6
     assert tables.get("`db`.`t`") == ("new" if swapped else "old"), (completed, tables)
     if not swapped and completed:

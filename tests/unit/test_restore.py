@@ -206,13 +206,67 @@ def test_an_iceberg_undo_drops_only_the_columns_its_own_add_columns_added(added,
     """Two runs of one model add `note`: the one whose ADD COLUMNS failed (the other's came
     first) must not drop the other's column when it puts the table back; a dead run's repair
     (nothing known of what it ran) drops what the intent names."""
-    from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 
-    add = "ALTER TABLE ice.s.t ADD COLUMNS (`note` STRING)"
-    intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 7, TAG, (("note",),), (add,))
+    from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, NewColumn
+    from dbt.adapters.spark_contracts.core.evolution.render import render_operation
+    from dbt.adapters.spark_contracts.core.recovery.intent import Intent
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+    note = NewColumn(("note",), parse_type("string"))
+    add = render_operation(AddColumns((note,)), "ice.s.t", "iceberg")
+    intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 7, TAG, (("note",),), tuple(add))
     table = IcebergTable(["id", "note"])
-    restorer(table).restore(intent, [add] if added else [])
+    restorer(table).restore(intent, add if added else [])
     assert ("note" in table.columns) is not added
     dead = IcebergTable(["id", "note"])
     restorer(dead).restore(intent)
     assert dead.columns == ["id"]
+
+
+class Names:
+    """A catalog of table names (Parquet: no log), enough to follow a rewrite's statements."""
+
+    def __init__(self, tables):
+        self.tables, self.statements = dict(tables), []
+
+    def run(self, sql):
+        self.statements.append(sql)
+        words = sql.split()
+        if sql.startswith("DROP TABLE"):
+            self.tables.pop(words[-1], None)
+        elif sql.startswith("CREATE TABLE"):
+            self.tables[words[2]] = "empty"
+        elif sql.startswith("INSERT INTO"):
+            self.tables[words[2]] = "new"
+        elif " RENAME TO " in sql:
+            assert words[-1] not in self.tables, sql
+            self.tables[words[-1]] = self.tables.pop(words[2])
+        else:
+            assert "unset tblproperties" in sql, sql  # the intent cleared
+
+
+@pytest.mark.parametrize("completed", range(8))
+def test_a_parquet_rewrite_stopped_anywhere_is_put_back_from_the_steps_that_ran(completed):
+    """The Restorer takes a Parquet table (no log) back by the inverses of the rewrite's steps
+    that completed: the old table under its name and nothing half-built left, or, once the new
+    table holds the name, the rewrite stands."""
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+    from dbt.adapters.spark_contracts.core.evolution.render import render_plan
+    from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+    d, c = parse_type("struct<a:int,b:int>"), parse_type("struct<a:bigint>")
+    policy = Policy(allow_full_refresh=True, allow_column_removal=True)
+    steps = render_plan(
+        plan_schema_change(diff_schemas(d, c), "parquet", {}, policy, d, c), "`db`.`t`", "parquet"
+    )
+    table = Names({"`db`.`t`": "old", "`db`.`t__dbt_backup`": "stale"})
+    for step in steps[:completed]:
+        table.run(step.sql)
+    intent = Intent("inv", "model.p.m", "`db`.`t`", "parquet", None, TAG, (), steps)
+    done = restorer(table).restore(intent, steps[:completed])
+    stands = completed >= 6
+    assert table.tables.get("`db`.`t`") == ("new" if stands else "old"), (completed, table.tables)
+    if not stands and completed:
+        assert set(table.tables) == {"`db`.`t`"}, table.tables
+    assert ("took the unfinished rewrite back" in done) is (1 < completed < 6)

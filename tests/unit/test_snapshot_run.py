@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.run import snapshot_run
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed, RunUndone
@@ -14,6 +15,7 @@ from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun
 
 INTENT = Intent("inv", "snapshot.x", "db.s", "delta", 7, "tag")
 STATEMENTS = ("ALTER TABLE db.s ADD COLUMNS (a INT)", "ALTER TABLE db.s ADD COLUMNS (b INT)")
+STEPS = tuple(Step(sql) for sql in STATEMENTS)
 
 
 class Restorer:
@@ -23,7 +25,7 @@ class Restorer:
     def restore(self, intent, executed):
         if self.fails is not None:
             raise self.fails
-        self.restored.append((intent.restore_version, tuple(executed)))
+        self.restored.append((intent.restore_version, tuple(s.sql for s in executed)))
         return "restored to Delta version 7"
 
     def manual_repair(self, intent):
@@ -48,7 +50,7 @@ def test_a_failure_anywhere_takes_back_exactly_what_ran(fail_on):
     undo = Restorer()
     run = SnapshotRun("snapshot.x", ("`a`",), INTENT)
     try:
-        changed = snapshot_run.changed(run, STATEMENTS, execute, undo)
+        changed = snapshot_run.changed(run, STEPS, execute, undo)
         assert snapshot_run.merged(changed, "MERGE", execute, undo) == "OK"
     except RunUndone as exc:
         assert "boom" in str(exc) and "restored to Delta version 7" in str(exc)
@@ -69,7 +71,7 @@ def test_no_change_no_restore_the_merges_own_error():
 
 def test_a_failed_restore_names_both_failures_and_the_repair():
     execute, _ = executor("MERGE")
-    run = SnapshotRun("snapshot.x", (), INTENT, STATEMENTS)
+    run = SnapshotRun("snapshot.x", (), INTENT, STEPS)
     with pytest.raises(RestoreFailed) as raised:
         snapshot_run.merged(run, "MERGE", execute, Restorer(RuntimeError("restore broke")))
     message = str(raised.value)
@@ -78,7 +80,7 @@ def test_a_failed_restore_names_both_failures_and_the_repair():
 
 def test_another_writers_commit_is_never_undone():
     execute, _ = executor("MERGE")
-    run = SnapshotRun("snapshot.x", (), INTENT, STATEMENTS)
+    run = SnapshotRun("snapshot.x", (), INTENT, STEPS)
     foreign = ForeignCommits("db.s", 7, (), "The run's own changes were left in place.")
     with pytest.raises(ForeignCommits):
         snapshot_run.merged(run, "MERGE", execute, Restorer(foreign))

@@ -6,11 +6,22 @@ TABLE on a view) fails as Spark's does."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
+from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.evolution.render import render_plan
+from dbt.adapters.spark_contracts.core.evolution.steps import (
+    DropTable,
+    Rename,
+    Step,
+    UnsetProperty,
+    undo,
+)
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent, find_intent
 from dbt.adapters.spark_contracts.core.recovery.swap import (
     SWAP_PROPERTY,
     Recovery,
@@ -18,10 +29,13 @@ from dbt.adapters.spark_contracts.core.recovery.swap import (
     put_back,
     recovery,
 )
+from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
+from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.run_errors import SwapFailed, SwapUndone
 
 REL = "`db`.`t`"
+BACKUP = "`db`.`t__dbt_backup`"
 
 
 class Catalog:
@@ -116,13 +130,15 @@ def test_a_failing_undo_names_both_failures_and_the_steps_left_in_order(old_is_v
         swaps.swap_in(catalog, swap, "inv")
     error = raised.value
     assert "the swap failed" in str(error) and "undo step failed" in str(error)
-    assert error.remaining == swap.undo(swap.statements("inv")[:3])[undo_fail:]
+    undo = swap.undo(swap.steps("inv")[:3])
+    assert [type(u) for u in undo] == [Rename, UnsetProperty, DropTable]
+    assert error.remaining == tuple(u.sql for u in undo)[undo_fail:]
 
 
 @pytest.mark.parametrize("old_is_view", [False, True])
 def test_statements_name_the_kind_of_each_relation(old_is_view):
     kind = "VIEW" if old_is_view else "TABLE"
-    statements = Swap(REL, old_is_view).statements("inv")
+    statements = tuple(step.sql for step in Swap(REL, old_is_view).steps("inv"))
     assert statements == (
         f"ALTER {kind} `db`.`t` SET TBLPROPERTIES ('{SWAP_PROPERTY}' = 'inv')",
         "DROP TABLE IF EXISTS `db`.`t__dbt_backup`",
@@ -133,9 +149,17 @@ def test_statements_name_the_kind_of_each_relation(old_is_view):
 
 
 def rewrite_intent(renames: bool) -> dict:
-    statements = (f"ALTER TABLE {REL} RENAME TO `db`.`t__dbt_backup`",) if renames else ()
-    intent = Intent("dead", "model.x", REL, "parquet", None, "tag", (), statements)
+    rename = Step(f"ALTER TABLE {REL} RENAME TO `db`.`t__dbt_backup`", Rename(BACKUP, REL))
+    steps = (rename,) if renames else ()
+    intent = Intent("dead", "model.x", REL, "parquet", None, "tag", (), steps)
     return {INTENT_PROPERTY: intent.to_property()}
+
+
+def legacy_rewrite_intent(statements: tuple[str, ...]) -> dict:
+    """An intent as runs wrote it before steps were values: its statements as text."""
+    intent = json.loads(Intent("dead", "model.x", REL, "parquet", None, "tag").to_json())
+    del intent["steps"]
+    return {INTENT_PROPERTY: json.dumps(intent | {"statements": list(statements)})}
 
 
 def test_only_the_backups_own_evidence_is_a_recovery():
@@ -146,6 +170,25 @@ def test_only_the_backups_own_evidence_is_a_recovery():
     assert recovery({"other": "x"}, beside_exists=True) is None
     assert recovery(rewrite_intent(True), beside_exists=False) is Recovery.REWRITE
     assert recovery(rewrite_intent(False), beside_exists=True) is None
+    # another rename's inverse (a relation that is not the intent's) is no evidence
+    other = Step("ALTER TABLE `db`.`u` RENAME TO `db`.`t__dbt_backup`", Rename(BACKUP, "`db`.`u`"))
+    foreign = Intent("dead", "model.x", REL, "parquet", None, "tag", (), (other,))
+    assert recovery({INTENT_PROPERTY: foreign.to_property()}, beside_exists=True) is None
+
+
+@pytest.mark.parametrize("completed", range(8))
+def test_an_intent_written_as_text_is_read_with_the_rewrites_inverses(completed):
+    """An intent a run of the previous version left (its statements as text) is read back into
+    the steps the renderer makes now: the same evidence for the recovery, the same undo."""
+    d, c = parse_type("struct<a:int,b:int>"), parse_type("struct<a:bigint>")
+    policy = Policy(allow_full_refresh=True, allow_column_removal=True)
+    plan = plan_schema_change(diff_schemas(d, c), "parquet", {}, policy, d, c)
+    steps = render_plan(plan, REL, "parquet")
+    legacy = find_intent(legacy_rewrite_intent(tuple(s.sql for s in steps)))
+    assert legacy is not None and [s.sql for s in legacy.steps] == [s.sql for s in steps]
+    assert undo(legacy.steps[:completed]) == undo(steps[:completed])
+    assert recovery(legacy_rewrite_intent(tuple(s.sql for s in steps)), False) is Recovery.REWRITE
+    assert recovery(legacy_rewrite_intent(("ALTER TABLE x ADD COLUMNS (c INT)",)), True) is None
 
 
 @pytest.mark.parametrize("backup_is_view", [False, True])
@@ -164,8 +207,9 @@ def test_recovery_renames_back_before_it_drops_the_new_table(backup_is_view, fou
     assert catalog.relations[REL]["label"] == "old"
     assert (SWAP_PROPERTY in catalog.relations[REL]) == (found is Recovery.REWRITE)
     steps = put_back(REL, backup_is_view, found)
-    assert steps[0].startswith(f"ALTER {kind} `db`.`t__dbt_backup` RENAME TO")
-    assert steps[-1] == f"DROP TABLE IF EXISTS {swap.beside}"
+    assert steps[0] == Rename(swap.backup, REL, backup_is_view)
+    assert steps[0].sql.startswith(f"ALTER {kind} `db`.`t__dbt_backup` RENAME TO")
+    assert steps[-1] == DropTable(swap.beside)
 
 
 def test_a_failed_recovery_keeps_the_new_table_and_names_what_is_left():
@@ -178,7 +222,7 @@ def test_a_failed_recovery_keeps_the_new_table_and_names_what_is_left():
     with pytest.raises(SwapFailed) as raised:
         swaps._recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
     assert swap.beside in catalog.relations and swap.backup in catalog.relations
-    assert raised.value.remaining == put_back(REL, False, Recovery.SWAP)
+    assert raised.value.remaining == tuple(u.sql for u in put_back(REL, False, Recovery.SWAP))
 
 
 def test_a_swap_whose_run_holds_its_lease_is_left_alone(monkeypatch):

@@ -14,6 +14,13 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
     LoadSql,
 )
 from dbt.adapters.spark_contracts.core.evolution.plan import Policy, plan_schema_change
+from dbt.adapters.spark_contracts.core.evolution.steps import (
+    DropAdded,
+    DropTable,
+    Rename,
+    Step,
+    UnsetProperty,
+)
 from dbt.adapters.spark_contracts.core.materialization.write_path import (
     WriteDecision,
     WritePath,
@@ -138,7 +145,13 @@ def test_intent_round_trip_and_lookup():
         3,
         commit_tag("inv", "model.p.m"),
         (("a", "b"),),
-        ("ALTER",),
+        (
+            Step("ALTER", DropAdded("s.t", (("a", "b"),))),
+            Step("RENAME", Rename("s.t__b", "s.t", True)),
+            Step("SWAP", stands=True),
+            Step("MARK", UnsetProperty("s.t", "k")),
+            Step("CREATE", DropTable("s.t__x")),
+        ),
     )
     assert Intent.from_json(intent.to_json()) == intent
     assert find_intent({"DBT_SPARK_CONTRACTS.INTENT": intent.to_json()}) == intent
@@ -166,7 +179,10 @@ def test_intent_property_is_never_redacted_and_round_trips(unique_id, columns):
         None,
         commit_tag("inv", unique_id),
         tuple((c,) for c in columns),
-        tuple(f"ALTER TABLE t ADD COLUMNS ({c} STRING)" for c in columns),
+        tuple(
+            Step(f"ALTER TABLE t ADD COLUMNS ({c} STRING)", DropAdded("t", ((c,),)))
+            for c in columns
+        ),
     )
     assert SPARK_REDACTION.search(intent.to_json())  # the plain JSON would be redacted
     value = intent.to_property()

@@ -129,9 +129,9 @@ class ContractMethods(metaclass=AdapterMeta):
             raise CompilationError(
                 runs.blocked_message(unique_id, str(target), table_format, planned.plan)
             )
-        statements = tuple(render_plan(planned.plan, str(target), table_format, ""))
+        steps = render_plan(planned.plan, str(target), table_format, "")
         run = SnapshotRun(unique_id, tuple(planned.insert_columns))
-        if statements:
+        if steps:
             restorer = self._restorer(spark)  # type: ignore[attr-defined]
             tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
             self._tags.set(spark, tag)  # cleared when dbt ends the node (post_model_hook)
@@ -145,9 +145,7 @@ class ContractMethods(metaclass=AdapterMeta):
             intent = Intent(
                 invocation_id, unique_id, str(target), table_format, version, tag, added
             )
-            run = snapshot_run.changed(
-                replace(run, restore=intent), statements, spark.run, restorer
-            )
+            run = snapshot_run.changed(replace(run, restore=intent), steps, spark.run, restorer)
             logger.info(f"{unique_id} ({target}): {planned.plan.summary()}")
         for warning in planned.plan.warnings:  # `warn`: applied, each change named
             logger.warning(f"{unique_id} ({target}): {warning}")

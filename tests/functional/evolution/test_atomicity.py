@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.spark_contracts.core.evolution.steps import Rename, Step
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 
@@ -202,14 +203,20 @@ class TestParquetRewriteKilledBetweenRenames:
     def models(self):
         return {"pq_swap.sql": PARQUET_REWRITE}
 
+    def intent_json(self, table: str) -> str:
+        """The dead run's intent: its steps up to the rename to the backup (`kill -9` there)."""
+        rename = f"ALTER TABLE {table} RENAME TO {table}__dbt_backup"
+        swap = (Step(rename, Rename(f"{table}__dbt_backup", table)),)
+        intent = Intent("dead-run", "model.test.pq_swap", table, "parquet", None, "tag", (), swap)
+        return intent.to_json()
+
     def test_next_run_puts_the_old_table_back_then_runs(self, project):
         run_dbt(["run"])
         schema = project.test_schema
         table = f"{schema}.pq_swap"
         # the state `kill -9` leaves after `ALTER TABLE t RENAME TO t__dbt_backup`
-        swap = (f"ALTER TABLE {table} RENAME TO {table}__dbt_backup",)
-        intent = Intent("dead-run", "model.test.pq_swap", table, "parquet", None, "tag", (), swap)
-        value = intent.to_json().replace("'", "\\'").replace("{", "{{").replace("}", "}}")
+        plain = self.intent_json(table)
+        value = plain.replace("'", "\\'").replace("{", "{{").replace("}", "}}")
         project.run_sql(f"alter table {table} set tblproperties ('{INTENT_PROPERTY}' = '{value}')")
         project.run_sql(f"alter table {table} rename to {table}__dbt_backup")
         project.run_sql(f"create table {table}__dbt_rewrite (id int, n bigint) using parquet")
@@ -227,3 +234,19 @@ class TestParquetRewriteKilledBetweenRenames:
         events = [r[0] for r in history]
         assert "repair" in events and "change" in events, history  # the repair is on record
         assert any("dead-run" in r[1] for r in history if r[0] == "repair"), history
+
+
+class TestParquetRewriteKilledBetweenRenamesByAnEarlierVersion(
+    TestParquetRewriteKilledBetweenRenames
+):
+    """The same, the intent left by a run of the version that recorded its statements as text:
+    read back with the rewrite's inverses, and put back the same way."""
+
+    def intent_json(self, table: str) -> str:
+        intent = json.loads(
+            Intent("dead-run", "model.test.pq_swap", table, "parquet", None, "tag").to_json()
+        )
+        del intent["steps"]
+        return json.dumps(
+            intent | {"statements": [f"ALTER TABLE {table} RENAME TO {table}__dbt_backup"]}
+        )

@@ -19,6 +19,7 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import logged, row
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, Plan
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.materialization.load import (
     Load,
     LoadOptions,
@@ -97,7 +98,7 @@ class ModelRun:
     compiled: Struct
     diff: SchemaDiff
     plan: Plan
-    statements: Tuple[str, ...]
+    statements: Tuple[Step, ...]
     dry_run: bool
     mode: str
     write: WriteDecision
@@ -302,7 +303,7 @@ class ModelRun:
         if self.write.reason:
             head += f" ({self.write.reason})"
         body = self.plan.summary()
-        ddl = "\n".join(f"    {sql.strip()};" for sql in self.statements)
+        ddl = "\n".join(f"    {step.sql.strip()};" for step in self.statements)
         return f"{head}\n{body}" + (f"\n  DDL:\n{ddl}" if ddl else "")
 
     def report(self, out: RunOutcome) -> Dict[str, Any]:
@@ -326,8 +327,8 @@ class ModelRun:
                 for c in self.diff.changes
             ],
             "plan": self.plan.to_dict(),
-            "statements": list(self.statements),
-            "executed": list(out.executed),
+            "statements": [step.sql for step in self.statements],
+            "executed": [step.sql for step in out.executed],
             "restored": out.restored,
             "repairs": list(out.repairs),
             "contract": self.contract.to_dict() if self.contract is not None else None,

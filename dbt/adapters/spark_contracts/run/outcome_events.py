@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 
 
@@ -22,9 +23,9 @@ class Repaired:
 
 @dataclass(frozen=True)
 class Executed:
-    """One of the plan's multi-step statements ran."""
+    """One of the plan's multi-step steps ran."""
 
-    statement: str
+    step: Step
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ Event = Union[Repaired, Executed, Counted, Quarantined, Loaded, Restored, PathTa
 class RunOutcome:
     """What one run did, computed from its events."""
 
-    executed: Tuple[str, ...] = ()
+    executed: Tuple[Step, ...] = ()
     restored: Optional[str] = None
     rows_discarded: Optional[int] = None
     values_discarded: Optional[int] = None
@@ -99,7 +100,7 @@ class RunOutcome:
             elif isinstance(event, PathTaken):
                 path = event.path
         return cls(
-            executed=tuple(e.statement for e in events if isinstance(e, Executed)),
+            executed=tuple(e.step for e in events if isinstance(e, Executed)),
             restored=restored,
             rows_discarded=rows,
             values_discarded=values,

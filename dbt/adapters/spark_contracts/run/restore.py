@@ -11,6 +11,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import RUN_ID_COLUM
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
     Intent,
@@ -48,14 +49,15 @@ class Restorer:
     def restore(
         self,
         intent: Intent,
-        executed: Optional[Sequence[str]] = None,
+        executed: Optional[Sequence[Step]] = None,
         fence: Optional[Callable[[], None]] = None,
     ) -> str:
         """Put the table back to the intent's restore point, unless another writer committed
-        after it (then `ForeignCommits`, and nothing is undone). `executed`: the statements this
-        process saw complete (a parquet rewrite stopped midway is taken back from them; on
-        Iceberg only the columns its own ADD COLUMNS added are dropped: another run of the model
-        may have added the same ones); None for a dead run's (not known). `fence`: checked
+        after it (then `ForeignCommits`, and nothing is undone). `executed`: the steps this
+        process saw complete, whose inverses the table's log takes back beside its own restore
+        (a parquet rewrite stopped midway; on Iceberg only the columns its own ADD COLUMNS
+        added: another run of the model may have added the same ones); None for a dead run's
+        (not known). `fence`: checked
         before each statement the restore sends (`Leases.check`): a run that loses its lease
         while it restores sends nothing more (`LeaseLost`)."""
         spark = self.spark if fence is None else Fenced(self.spark, fence)

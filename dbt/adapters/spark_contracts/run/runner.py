@@ -227,9 +227,9 @@ class Runner:
             f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
         )
         state.intent = intent
-        for statement in run.statements:
-            self._step(run, statement, lambda s=statement: self.spark.run(s))
-            self.events.add(Executed(statement))
+        for step in run.statements:
+            self._step(run, step.sql, lambda s=step.sql: self.spark.run(s))
+            self.events.add(Executed(step))
 
     def _check_unchanged(self, run: ModelRun) -> None:
         """Once the run holds its lease, before its first change: the table's schema is still

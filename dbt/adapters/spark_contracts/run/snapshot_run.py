@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed, RunUndone
@@ -21,22 +22,20 @@ class SnapshotRun:
     unique_id: str
     insert_columns: Tuple[str, ...]  # the quoted staging columns the merge inserts
     restore: Optional[Intent] = None  # where a failure goes back to, once the table changed
-    executed: Tuple[str, ...] = ()
+    executed: Tuple[Step, ...] = ()  # the steps that completed
 
 
 def changed(
-    run: SnapshotRun, statements: Tuple[str, ...], execute: Callable[[str], Any], undo: Restorer
+    run: SnapshotRun, steps: Tuple[Step, ...], execute: Callable[[str], Any], undo: Restorer
 ) -> SnapshotRun:
     """The schema changes run in order; a failure takes back the ones that ran."""
     done: list = []
-    for statement in statements:
+    for step in steps:
         try:
-            execute(statement)
+            execute(step.sql)
         except Exception as exc:
-            take_back(
-                SnapshotRun(run.unique_id, (), run.restore, tuple(done)), undo, exc, statement
-            )
-        done.append(statement)
+            take_back(SnapshotRun(run.unique_id, (), run.restore, tuple(done)), undo, exc, step.sql)
+        done.append(step)
     return SnapshotRun(run.unique_id, run.insert_columns, run.restore, tuple(done))
 
 

@@ -5,12 +5,13 @@ run's recovery of a swap (or a Parquet rewrite) a dead run left between its rena
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, List, Optional, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.evolution.steps import Inverse, Step
 from dbt.adapters.spark_contracts.core.recovery.intent import find_intent
 from dbt.adapters.spark_contracts.core.recovery.swap import Recovery, Swap, marker_of, put_back
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, table_listed
@@ -73,10 +74,10 @@ def swap_in(spark: Spark, swap: Swap, marker: str) -> None:
     puts the old relation back and raises `SwapUndone` (`SwapFailed` when putting it back fails
     too, with the statements left); a failed last drop only warns (the backup is a finished
     swap's leftover, which the next swap drops)."""
-    executed: List[str] = []
-    for sql in swap.statements(marker):
+    executed: List[Step] = []
+    for step in swap.steps(marker):
         try:
-            spark.run(sql)
+            spark.run(step.sql)
         except Exception as exc:
             undo = swap.undo(executed)
             if not undo:  # the new table holds the name: only the backup's drop failed
@@ -84,16 +85,18 @@ def swap_in(spark: Spark, swap: Swap, marker: str) -> None:
                 return
             run_in_order(spark, swap.relation, undo, f"the swap failed ({exc})")
             raise SwapUndone(swap.relation, "the swap", exc) from exc
-        executed.append(sql)
+        executed.append(step)
 
 
-def run_in_order(spark: Spark, relation: str, steps: tuple, cause: str) -> None:
-    """Undo `steps` in order; on a failure, `SwapFailed` names it and the steps left."""
-    for i, step in enumerate(steps):
+def run_in_order(spark: Spark, relation: str, undo: Sequence[Inverse], cause: str) -> None:
+    """Run the inverses `undo` in order; on a failure, `SwapFailed` names it and the
+    statements left."""
+    for i, inverse in enumerate(undo):
         try:
-            spark.run(step)
+            spark.run(inverse.sql)
         except Exception as undo_exc:
-            raise SwapFailed(relation, cause, undo_exc, tuple(steps[i:])) from undo_exc
+            left = tuple(u.sql for u in undo[i:])
+            raise SwapFailed(relation, cause, undo_exc, left) from undo_exc
 
 
 def recover(

@@ -2,7 +2,10 @@
 it and who made them, putting a table back, the statement that does it by hand, and the log a
 pending table is settled from (core/recovery/pending.py). Delta through `DESCRIBE HISTORY` and `RESTORE`,
 Iceberg through its metadata tables and procedures; a file-source table (Parquet) keeps no log.
-Every per-format choice of the restore path lives here (`table_log`)."""
+Every per-format choice of the restore path lives here (`table_log`). What a run's own steps take
+back beside the log is their typed inverses (core/evolution/steps.py): Delta's RESTORE needs none,
+Iceberg's rollback keeps the schema (the added columns are dropped by theirs), Parquet has only
+them."""
 
 import re
 from dataclasses import replace
@@ -11,7 +14,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.evolution.render import undo_swap
+from dbt.adapters.spark_contracts.core.evolution.steps import DropAdded, Step, undo
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
     Commit,
@@ -20,7 +23,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     foreign_commits,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry
-from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier
+from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_TAG_KEY
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed
 
@@ -48,14 +51,14 @@ class TableLog:
         return ()
 
     def put_back(
-        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[str]]
+        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[Step]]
     ) -> List[str]:
-        """No history to go back to: a rewrite stopped midway is taken back from the statements
-        this process saw complete."""
-        undo = undo_swap(intent.relation, executed or ())
-        for statement in undo:
-            self.spark.run(statement)
-        return ["took the unfinished rewrite back (the old table is in place)"] if undo else []
+        """No history to go back to: the inverses of the steps this process saw complete (a
+        rewrite stopped midway: the old table renamed back, the half-built one dropped)."""
+        inverses = undo(executed or ())
+        for inverse in inverses:
+            self.spark.run(inverse.sql)
+        return ["took the unfinished rewrite back (the old table is in place)"] if inverses else []
 
     def manual_repair(self, intent: Intent) -> str:
         return f"ALTER TABLE {intent.relation} UNSET TBLPROPERTIES ('{INTENT_PROPERTY}')"
@@ -129,8 +132,9 @@ class DeltaLog(TableLog):
         )
 
     def put_back(
-        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[str]]
+        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[Step]]
     ) -> List[str]:
+        """RESTORE takes the schema back too: no step's inverse is needed."""
         return [self._restore(intent, after)]
 
     def _restore(self, intent: Intent, checked: Tuple[Commit, ...]) -> str:
@@ -234,21 +238,22 @@ class IcebergLog(TableLog):
         )
 
     def put_back(
-        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[str]]
+        self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[Step]]
     ) -> List[str]:
-        """Only the columns the run's own ADD COLUMNS added are dropped (another run of the
-        model may have added the same ones), then the table is rolled back to its snapshot."""
+        """A rollback keeps the schema: the columns the run's own ADD COLUMNS added are dropped
+        first, by their steps' inverses (another run of the model may have added the same
+        ones); a dead run's (`executed` None: not known) are those its intent names. Then the
+        table is rolled back to its snapshot."""
         relation, done = intent.relation, []
-        if intent.added_columns:
+        if executed is None:
+            added = intent.added_columns
+        else:
+            added = tuple(p for i in undo(executed) if isinstance(i, DropAdded) for p in i.paths)
+        if added:
             schema = self.spark.relation_schema(relation, False)
-            present = [
-                p
-                for p in intent.added_columns
-                if _has_path(schema, p) and (executed is None or _added_by(p, executed))
-            ]
+            present = tuple(p for p in added if _has_path(schema, p))
             if present:
-                paths = ", ".join(".".join(quote_identifier(s) for s in p) for p in present)
-                self.spark.run(f"alter table {relation} drop columns ({paths})")
+                self.spark.run(DropAdded(relation, present).sql)
                 done.append("dropped the columns the run added")
         if (
             intent.restore_version is not None
@@ -299,12 +304,6 @@ _DRIVERS = {"delta": DeltaLog, "iceberg": IcebergLog}
 def table_log(spark: Spark, table_format: str) -> TableLog:
     """The log driver of a table in `table_format`."""
     return _DRIVERS.get(table_format, TableLog)(spark)
-
-
-def _added_by(path: Tuple[str, ...], executed: Sequence[str]) -> bool:
-    """One of `executed` is an ADD COLUMNS that added `path` (quoted as the renderer quotes)."""
-    quoted = ".".join(quote_identifier(s) for s in path)
-    return any(" ADD COLUMNS " in e.upper() and quoted in e for e in executed)
 
 
 def _has_path(schema: Struct, path: Tuple[str, ...]) -> bool:

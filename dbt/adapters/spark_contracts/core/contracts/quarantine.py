@@ -109,7 +109,7 @@ def evolve_quarantine(
 ) -> list[str]:
     """The statements of `evolution` on the quarantine table `relation`."""
     return [
-        statement
+        step.sql
         for op in evolution.operations
-        for statement in render_operation(op, relation, table_format)
+        for step in render_operation(op, relation, table_format)
     ]

@@ -1,4 +1,5 @@
-"""Render a `Plan` as Spark SQL statements for one relation; column identifiers are quoted here.
+"""Render a `Plan` as the steps (core/evolution/steps.py) that change one relation: each a Spark
+SQL statement with its typed inverse where one exists; column identifiers are quoted here.
 
 Thin and table-driven: one small function per operation type. `FullRefresh` renders nothing: the
 materialization rebuilds the model itself (dbt's --full-refresh path).
@@ -6,7 +7,7 @@ materialization rebuilds the model itself (dbt's --full-refresh path).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from dbt.adapters.spark_contracts.core.evolution.operations import (
     Rewrite,
     SetColumnDefault,
 )
+from dbt.adapters.spark_contracts.core.evolution.steps import DropAdded, DropTable, Rename, Step
 from dbt.adapters.spark_contracts.core.schema.coerce import coerce, plain_cast
 from dbt.adapters.spark_contracts.core.schema.diff import same_type
 from dbt.adapters.spark_contracts.core.schema.types import SparkType, quote_identifier, sql_string
@@ -39,6 +41,7 @@ class _Target:
     relation: str
     table_format: str
     table_options: str
+    drops_columns: bool  # the format can drop a column: an ADD COLUMNS has an inverse
 
 
 def column_ref(path: tuple[str, ...]) -> str:
@@ -90,80 +93,70 @@ def _new_column(column: NewColumn) -> str:
     return text
 
 
-def _add_columns(op: AddColumns, t: _Target) -> list[str]:
+def _add_columns(op: AddColumns, t: _Target) -> list[Step]:
     columns = ", ".join(_new_column(c) for c in op.columns)
-    return [f"ALTER TABLE {t.relation} ADD COLUMNS ({columns})"]
+    added = tuple(c.path for c in op.columns)
+    inverse = DropAdded(t.relation, added) if t.drops_columns else None
+    return [Step(f"ALTER TABLE {t.relation} ADD COLUMNS ({columns})", inverse)]
 
 
-def _set_default(op: SetColumnDefault, t: _Target) -> list[str]:
+def _set_default(op: SetColumnDefault, t: _Target) -> list[Step]:
     column = quote_identifier(op.column)
-    return [f"ALTER TABLE {t.relation} ALTER COLUMN {column} SET DEFAULT {op.expr}"]
+    return [Step(f"ALTER TABLE {t.relation} ALTER COLUMN {column} SET DEFAULT {op.expr}")]
 
 
-def _backfill(op: Backfill, t: _Target) -> list[str]:
-    return [f"UPDATE {t.relation} SET {quote_identifier(op.column)} = {op.expr}"]
+def _backfill(op: Backfill, t: _Target) -> list[Step]:
+    return [Step(f"UPDATE {t.relation} SET {quote_identifier(op.column)} = {op.expr}")]
 
 
-def _not_null_check(op: AddNotNullCheck, t: _Target) -> list[str]:
+def _not_null_check(op: AddNotNullCheck, t: _Target) -> list[Step]:
     name, column = quote_identifier(op.constraint), quote_identifier(op.column)
-    return [f"ALTER TABLE {t.relation} ADD CONSTRAINT {name} CHECK ({column} IS NOT NULL)"]
+    return [Step(f"ALTER TABLE {t.relation} ADD CONSTRAINT {name} CHECK ({column} IS NOT NULL)")]
 
 
-def _alter_type(op: AlterColumnType, t: _Target) -> list[str]:
+def _alter_type(op: AlterColumnType, t: _Target) -> list[Step]:
     path, new_type = column_ref(op.path), op.new_type.to_sql()
-    return [f"ALTER TABLE {t.relation} ALTER COLUMN {path} TYPE {new_type}"]
+    return [Step(f"ALTER TABLE {t.relation} ALTER COLUMN {path} TYPE {new_type}")]
 
 
-def _drop_not_null(op: DropNotNull, t: _Target) -> list[str]:
-    return [f"ALTER TABLE {t.relation} ALTER COLUMN {column_ref(op.path)} DROP NOT NULL"]
+def _drop_not_null(op: DropNotNull, t: _Target) -> list[Step]:
+    return [Step(f"ALTER TABLE {t.relation} ALTER COLUMN {column_ref(op.path)} DROP NOT NULL")]
 
 
-def _enable_feature(op: EnableTableFeature, t: _Target) -> list[str]:
+def _enable_feature(op: EnableTableFeature, t: _Target) -> list[Step]:
     properties = tblproperties_clause(((op.property, op.value),))
-    return [f"ALTER TABLE {t.relation} SET{properties}"]
+    return [Step(f"ALTER TABLE {t.relation} SET{properties}")]
 
 
-def _drop_columns(op: DropColumns, t: _Target) -> list[str]:
+def _drop_columns(op: DropColumns, t: _Target) -> list[Step]:
     columns = ", ".join(column_ref(path) for path in op.paths)
-    return [f"ALTER TABLE {t.relation} DROP COLUMNS ({columns})"]
+    return [Step(f"ALTER TABLE {t.relation} DROP COLUMNS ({columns})")]
 
 
-def _rewrite(op: Rewrite, t: _Target) -> list[str]:
+def _rewrite(op: Rewrite, t: _Target) -> list[Step]:
     select = f"SELECT {', '.join(select_list(op))} FROM {t.relation}"
     options = f" {t.table_options}" if t.table_options else ""
     properties = tblproperties_clause(op.table_properties)
     if op.in_place:
         using = f"USING {t.table_format}{options}{properties}"
-        return [f"CREATE OR REPLACE TABLE {t.relation} {using} AS {select}"]
+        return [Step(f"CREATE OR REPLACE TABLE {t.relation} {using} AS {select}")]
     beside, backup = (
         suffixed(t.relation, REWRITE_SUFFIX),
         suffixed(t.relation, BACKUP_SUFFIX),
     )
     columns = ", ".join(_column_definition(c.name, c.target, c.default) for c in op.casts)
+    built = DropTable(beside)  # from its first drop on, whatever stands at `beside` is the run's
     return [
-        f"DROP TABLE IF EXISTS {backup}",  # left by a run killed after its swap: stale
-        f"DROP TABLE IF EXISTS {beside}",
-        f"CREATE TABLE {beside} ({columns}) USING {t.table_format}{options}{properties}",
-        f"INSERT INTO {beside} {select}",
-        f"ALTER TABLE {t.relation} RENAME TO {backup}",
-        f"ALTER TABLE {beside} RENAME TO {t.relation}",
-        f"DROP TABLE {backup}",
+        Step(f"DROP TABLE IF EXISTS {backup}"),  # left by a run killed after its swap: stale
+        Step(f"DROP TABLE IF EXISTS {beside}", built),
+        Step(
+            f"CREATE TABLE {beside} ({columns}) USING {t.table_format}{options}{properties}", built
+        ),
+        Step(f"INSERT INTO {beside} {select}"),
+        Step(f"ALTER TABLE {t.relation} RENAME TO {backup}", Rename(backup, t.relation)),
+        Step(f"ALTER TABLE {beside} RENAME TO {t.relation}", stands=True),
+        Step(f"DROP TABLE {backup}"),
     ]
-
-
-def undo_swap(relation: str, executed: Sequence[str]) -> list[str]:
-    """The statements that take back a parquet rewrite stopped midway, given the statements
-    that completed: the old table back under its name, the half-built one dropped. Empty when
-    no rewrite began, or when the new table is already in place (the run then stands forward)."""
-    beside, backup = suffixed(relation, REWRITE_SUFFIX), suffixed(relation, BACKUP_SUFFIX)
-    if f"ALTER TABLE {beside} RENAME TO {relation}" in executed:
-        return []
-    undo = []
-    if f"ALTER TABLE {relation} RENAME TO {backup}" in executed:
-        undo.append(f"ALTER TABLE {backup} RENAME TO {relation}")
-    if f"DROP TABLE IF EXISTS {beside}" in executed:
-        undo.append(f"DROP TABLE IF EXISTS {beside}")
-    return undo
 
 
 def _column_definition(name: str, column_type: SparkType, default: str | None) -> str:
@@ -171,11 +164,11 @@ def _column_definition(name: str, column_type: SparkType, default: str | None) -
     return f"{text} DEFAULT {default}" if default is not None else text
 
 
-def _full_refresh(op: FullRefresh, t: _Target) -> list[str]:
+def _full_refresh(op: FullRefresh, t: _Target) -> list[Step]:
     return []
 
 
-_RENDERERS: dict[type, Callable[[Any, _Target], list[str]]] = {
+_RENDERERS: dict[type, Callable[[Any, _Target], list[Step]]] = {
     AddColumns: _add_columns,
     SetColumnDefault: _set_default,
     Backfill: _backfill,
@@ -191,20 +184,23 @@ _RENDERERS: dict[type, Callable[[Any, _Target], list[str]]] = {
 
 def render_operation(
     op: Operation, relation: str, table_format: str, table_options: str = ""
-) -> list[str]:
-    """The statements of one operation (a parquet rewrite is several)."""
-    target = _Target(relation, capabilities_for(table_format).name, table_options)
+) -> list[Step]:
+    """The steps of one operation (a parquet rewrite is several)."""
+    row = capabilities_for(table_format)
+    target = _Target(relation, row.name, table_options, row.drop_column)
     return _RENDERERS[type(op)](op, target)
 
 
-def render_plan(plan: Plan, relation: str, table_format: str, table_options: str = "") -> list[str]:
-    """All statements of an executable plan, in order; a blocked plan renders nothing.
+def render_plan(
+    plan: Plan, relation: str, table_format: str, table_options: str = ""
+) -> tuple[Step, ...]:
+    """All steps of an executable plan, in order; a blocked plan renders nothing.
 
     `relation` is already rendered by dbt; `table_options` (PARTITIONED BY, LOCATION, ...) is
     placed after USING when a rewrite recreates the table.
     """
-    return [
-        statement
+    return tuple(
+        step
         for op in plan.operations
-        for statement in render_operation(op, relation, table_format, table_options)
-    ]
+        for step in render_operation(op, relation, table_format, table_options)
+    )

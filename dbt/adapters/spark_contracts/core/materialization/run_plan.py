@@ -37,6 +37,7 @@ from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SU
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view, fitted_schema, fitted_select
 from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.render import render_plan, suffixed
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 
 # the build's decision (core/materialization/build_plan.py), named here too: a build is planned
@@ -116,7 +117,7 @@ class RunDecision:
     plan: Plan
     mode: str
     write: WriteDecision
-    statements: tuple[str, ...] = ()
+    statements: tuple[Step, ...] = ()  # the multi-step run's steps (core/evolution/steps.py)
     stage: str | None = None  # the run stages the model's output here first
     observed: str | None = None  # the view whose first reader counts the discards
     contract: ContractDecision | None = None
@@ -189,13 +190,13 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     write = decide_write_path(plan, i.table_format, i.strategy, i.deployed, written, i.column_lists)
     dry_run = i.settings.dry_run
     # a dry run shows the DDL the plan amounts to, also when the write would carry it
-    statements: tuple[str, ...] = ()
+    statements: tuple[Step, ...] = ()
     if not (
         plan.is_blocked
         or write.path is WritePath.REPLACE
         or (write.evolves_in_write and not dry_run)
     ):
-        statements = tuple(render_plan(plan, i.relation, i.table_format, i.table_options.strip()))
+        statements = render_plan(plan, i.relation, i.table_format, i.table_options.strip())
     stage = stage_name(i.relation, i.invocation_id)
     load = None
     if decision is not None and not dry_run:

@@ -14,6 +14,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dbt.adapters.spark_contracts.core.evolution.render import (
+    BACKUP_SUFFIX,
+    REWRITE_SUFFIX,
+    suffixed,
+)
+from dbt.adapters.spark_contracts.core.evolution.steps import DropTable, Inverse, Rename, Step
+
 INTENT_PROPERTY = "dbt_spark_contracts.intent"
 TAG_PREFIX = "dbt-spark-contracts"
 # The intent's JSON is stored hex-encoded: SHOW TBLPROPERTIES redacts a property whose value
@@ -53,13 +60,15 @@ class Intent:
     restore_version: int | None  # Delta version / Iceberg snapshot id before the run
     commit_tag: str
     added_columns: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
-    statements: tuple[str, ...] = field(default_factory=tuple)
+    steps: tuple[Step, ...] = field(default_factory=tuple)  # the steps the run is to take
     # the quarantine the run writes after its load: a repair that takes the load back takes
     # the run's quarantined rows (`_dbt_run_id`) back too
     quarantine: str = ""
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        data = asdict(self)
+        data["steps"] = [step.to_dict() for step in self.steps]
+        return json.dumps(data, sort_keys=True)
 
     def to_property(self) -> str:
         """The table property's value: the JSON hex-encoded (never redacted, never quoted)."""
@@ -80,8 +89,29 @@ class Intent:
         data = json.loads(text)
         data.pop("writer", None)  # written by 0.x runs (Iceberg tagged by Spark application id)
         data["added_columns"] = tuple(tuple(p) for p in data.get("added_columns", ()))
-        data["statements"] = tuple(data.get("statements", ()))
+        if "statements" in data:  # written before steps were values: their text
+            data["steps"] = _steps_of_text(data["relation"], data.pop("statements"))
+        else:
+            data["steps"] = tuple(Step.from_dict(s) for s in data.get("steps", ()))
         return cls(**data)
+
+
+def _steps_of_text(relation: str, statements: Iterable[str]) -> tuple[Step, ...]:
+    """The steps of an intent written as text (by 0.x runs before steps were values), with the
+    inverses that renderer's Parquet rewrite had: its statements are recognised by the exact
+    text it wrote (core/evolution/render.py of that version), nothing else has an inverse
+    there (a dead run's added Iceberg columns are in `added_columns`)."""
+    beside, backup = suffixed(relation, REWRITE_SUFFIX), suffixed(relation, BACKUP_SUFFIX)
+    inverses: dict[str, Inverse] = {
+        f"DROP TABLE IF EXISTS {beside}": DropTable(beside),
+        f"ALTER TABLE {relation} RENAME TO {backup}": Rename(backup, relation),
+    }
+    return tuple(
+        Step(sql, stands=True)
+        if sql == f"ALTER TABLE {beside} RENAME TO {relation}"
+        else Step(sql, inverses.get(sql))
+        for sql in map(str, statements)
+    )
 
 
 def find_intent(properties: Mapping[str, str]) -> Intent | None:

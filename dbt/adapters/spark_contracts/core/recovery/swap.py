@@ -21,7 +21,7 @@ runs of one model never swap at once (the second fails naming the first).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -30,7 +30,16 @@ from dbt.adapters.spark_contracts.core.evolution.render import (
     REWRITE_SUFFIX,
     suffixed,
 )
-from dbt.adapters.spark_contracts.core.recovery.intent import find_intent
+from dbt.adapters.spark_contracts.core.evolution.steps import (
+    DropTable,
+    Inverse,
+    Rename,
+    Step,
+    UnsetProperty,
+    kind,
+    undo,
+)
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent, find_intent
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
@@ -48,10 +57,6 @@ def refused(existing_format: str, file_format: str | None = None) -> ConfigError
         "to create a table over them; nothing was changed. Keep its format if that is Delta or "
         "Iceberg (replaced in one statement), or drop the table and its folder by hand first"
     )
-
-
-def _kind(is_view: bool) -> str:
-    return "VIEW" if is_view else "TABLE"
 
 
 @dataclass(frozen=True)
@@ -72,43 +77,36 @@ class Swap:
     def backup(self) -> str:
         return suffixed(self.relation, BACKUP_SUFFIX)
 
-    def statements(self, marker: str) -> tuple[str, ...]:
+    def steps(self, marker: str) -> tuple[Step, ...]:
         """Steps 2 and 3, once the table beside is complete. `marker`: who swaps (the run's
         invocation id), kept on the old relation while it waits under the backup name."""
-        kind = _kind(self.old_is_view)
+        old = kind(self.old_is_view)
         return (
             # first: fails, before anything is dropped, if the relation is gone (a run stopped
             # between its renames left it under the backup name: the next run recovers it)
-            f"ALTER {kind} {self.relation} SET TBLPROPERTIES "
-            f"({sql_string(SWAP_PROPERTY)} = {sql_string(marker)})",
+            Step(
+                f"ALTER {old} {self.relation} SET TBLPROPERTIES "
+                f"({sql_string(SWAP_PROPERTY)} = {sql_string(marker)})",
+                UnsetProperty(self.relation, SWAP_PROPERTY, self.old_is_view),
+            ),
             # the relation is there, so a backup is a finished swap's leftover
-            f"DROP {_kind(self.stale_backup_is_view)} IF EXISTS {self.backup}",
-            f"ALTER {kind} {self.relation} RENAME TO {self.backup}",
-            f"ALTER TABLE {self.beside} RENAME TO {self.relation}",
-            f"DROP {kind} {self.backup}",
+            Step(f"DROP {kind(self.stale_backup_is_view)} IF EXISTS {self.backup}"),
+            Step(
+                f"ALTER {old} {self.relation} RENAME TO {self.backup}",
+                Rename(self.backup, self.relation, self.old_is_view),
+            ),
+            Step(f"ALTER TABLE {self.beside} RENAME TO {self.relation}", stands=True),
+            Step(f"DROP {old} {self.backup}"),
         )
 
-    def undo(self, executed: Sequence[str]) -> tuple[str, ...]:
-        """What puts the old relation back after the swap stopped, given the statements that
-        completed. Empty once the new table holds the name (the swap then stands: a failed last
-        drop leaves a backup the next swap drops)."""
-        kind = _kind(self.old_is_view)
-        if f"ALTER TABLE {self.beside} RENAME TO {self.relation}" in executed:
+    def undo(self, done: Iterable[Step]) -> tuple[Inverse, ...]:
+        """What puts the old relation back after the swap stopped, given the steps that
+        completed, and drops the table built beside. Empty once the new table holds the name
+        (the swap then stands: a failed last drop leaves a backup the next swap drops)."""
+        steps = list(done)
+        if any(s.stands for s in steps):
             return ()
-        undo: list[str] = []
-        if f"ALTER {kind} {self.relation} RENAME TO {self.backup}" in executed:
-            undo.append(f"ALTER {kind} {self.backup} RENAME TO {self.relation}")
-        if any(s.startswith(f"ALTER {kind} {self.relation} SET TBLPROPERTIES") for s in executed):
-            undo.append(unmark(self.relation, self.old_is_view))
-        undo.append(f"DROP TABLE IF EXISTS {self.beside}")
-        return tuple(undo)
-
-
-def unmark(relation: str, is_view: bool = False) -> str:
-    return (
-        f"ALTER {_kind(is_view)} {relation} UNSET TBLPROPERTIES IF EXISTS "
-        f"({sql_string(SWAP_PROPERTY)})"
-    )
+        return (*undo(steps), DropTable(self.beside))
 
 
 class Recovery(Enum):
@@ -127,10 +125,16 @@ def recovery(backup_properties: Mapping[str, str], beside_exists: bool) -> Recov
     if marker_of(backup_properties) is not None and beside_exists:
         return Recovery.SWAP
     intent = find_intent(backup_properties)
-    renames = [s for s in (intent.statements if intent else ()) if "RENAME TO" in s]
-    if any(BACKUP_SUFFIX in s for s in renames):
+    if intent is not None and renames_to_backup(intent):
         return Recovery.REWRITE
     return None
+
+
+def renames_to_backup(intent: Intent) -> bool:
+    """The intent's run renames its table to the backup name (a Parquet rewrite's swap): a
+    step whose inverse renames the backup back."""
+    back = Rename(suffixed(intent.relation, BACKUP_SUFFIX), intent.relation)
+    return any(step.inverse == back for step in intent.steps)
 
 
 def marker_of(properties: Mapping[str, str]) -> str | None:
@@ -141,13 +145,12 @@ def marker_of(properties: Mapping[str, str]) -> str | None:
     return None
 
 
-def put_back(relation: str, backup_is_view: bool, recovered: Recovery) -> tuple[str, ...]:
-    """The statements that put a relation back from its backup, in the order that keeps the
+def put_back(relation: str, backup_is_view: bool, recovered: Recovery) -> tuple[Inverse, ...]:
+    """The inverses that put a relation back from its backup, in the order that keeps the
     evidence until the relation holds its name again: the rename back, the marker off (a swap),
     then the new table beside dropped."""
-    kind = _kind(backup_is_view)
-    steps = [f"ALTER {kind} {suffixed(relation, BACKUP_SUFFIX)} RENAME TO {relation}"]
+    steps: list[Inverse] = [Rename(suffixed(relation, BACKUP_SUFFIX), relation, backup_is_view)]
     if recovered is Recovery.SWAP:
-        steps.append(unmark(relation, backup_is_view))
-    steps.append(f"DROP TABLE IF EXISTS {suffixed(relation, REWRITE_SUFFIX)}")
+        steps.append(UnsetProperty(relation, SWAP_PROPERTY, backup_is_view))
+    steps.append(DropTable(suffixed(relation, REWRITE_SUFFIX)))
     return tuple(steps)
