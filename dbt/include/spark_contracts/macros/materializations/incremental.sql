@@ -35,5 +35,5 @@
   {{ run_hooks(post_hooks) }}
   {#-- dbt caches the relation returned here: it carries its table format, which the next batch
        of a microbatch model (same invocation) reads from the cache --#}
-  {{ return({'relations': [target_relation.incorporate(is_delta=plan.is_delta, is_iceberg=plan.is_iceberg)]}) }}
+  {{ return({'relations': [target_relation.incorporate(is_delta=plan.build.is_delta, is_iceberg=plan.build.is_iceberg)]}) }}
 {%- endmaterialization %}
