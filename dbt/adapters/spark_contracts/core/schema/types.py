@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import ClassVar
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 _INTEGRAL_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
@@ -67,8 +68,18 @@ def _simple_name(name: str) -> str:
     return name if plain else quote_identifier(name)
 
 
+class _Atomic:
+    """A type that holds no other type: its DDL is its catalog string in capitals."""
+
+    def simple_string(self) -> str:
+        raise NotImplementedError
+
+    def to_sql(self) -> str:
+        return self.simple_string().upper()
+
+
 @dataclass(frozen=True)
-class Primitive:
+class Primitive(_Atomic):
     """A type without parameters, by canonical catalog name (`int`, `interval day to second`)."""
 
     name: str
@@ -77,46 +88,37 @@ class Primitive:
         if self.name not in PRIMITIVE_NAMES:
             raise ValueError(f"unknown Spark primitive type {self.name!r}")
 
-    def to_sql(self) -> str:
-        return self.name.upper()
-
     def simple_string(self) -> str:
         return self.name
 
 
 @dataclass(frozen=True)
-class Char:
-    length: int
+class _Sized(_Atomic):
+    """A string type of `length` characters (`char`: exactly, `varchar`: at most)."""
 
-    def to_sql(self) -> str:
-        return f"CHAR({self.length})"
+    length: int
+    keyword: ClassVar[str]
 
     def simple_string(self) -> str:
-        return f"char({self.length})"
+        return f"{self.keyword}({self.length})"
+
+
+class Char(_Sized):
+    keyword = "char"
+
+
+class Varchar(_Sized):
+    keyword = "varchar"
 
 
 @dataclass(frozen=True)
-class Varchar:
-    length: int
-
-    def to_sql(self) -> str:
-        return f"VARCHAR({self.length})"
-
-    def simple_string(self) -> str:
-        return f"varchar({self.length})"
-
-
-@dataclass(frozen=True)
-class Decimal:
+class Decimal(_Atomic):
     precision: int = 10
     scale: int = 0
 
     def __post_init__(self) -> None:
         if not (1 <= self.precision <= 38 and 0 <= self.scale <= self.precision):
             raise ValueError(f"invalid decimal({self.precision},{self.scale})")
-
-    def to_sql(self) -> str:
-        return f"DECIMAL({self.precision},{self.scale})"
 
     def simple_string(self) -> str:
         return f"decimal({self.precision},{self.scale})"
