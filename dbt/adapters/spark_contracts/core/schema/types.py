@@ -124,29 +124,41 @@ class Decimal(_Atomic):
         return f"decimal({self.precision},{self.scale})"
 
 
-@dataclass(frozen=True)
-class Array:
-    element: SparkType
-    contains_null: bool = True
+class _Nested:
+    """A type of other types: its DDL and its catalog string name it and list its parts (an
+    element, a key and a value, fields), each part rendered the same way."""
+
+    keyword: ClassVar[str]
+
+    def parts(self) -> Sequence[SparkType | Field]:
+        raise NotImplementedError
 
     def to_sql(self) -> str:
-        return f"ARRAY<{self.element.to_sql()}>"
+        return f"{self.keyword.upper()}<{', '.join(p.to_sql() for p in self.parts())}>"
 
     def simple_string(self) -> str:
-        return f"array<{self.element.simple_string()}>"
+        return f"{self.keyword}<{','.join(p.simple_string() for p in self.parts())}>"
 
 
 @dataclass(frozen=True)
-class Map:
+class Array(_Nested):
+    element: SparkType
+    contains_null: bool = True
+    keyword: ClassVar[str] = "array"
+
+    def parts(self) -> Sequence[SparkType]:
+        return (self.element,)
+
+
+@dataclass(frozen=True)
+class Map(_Nested):
     key: SparkType
     value: SparkType
     value_contains_null: bool = True
+    keyword: ClassVar[str] = "map"
 
-    def to_sql(self) -> str:
-        return f"MAP<{self.key.to_sql()}, {self.value.to_sql()}>"
-
-    def simple_string(self) -> str:
-        return f"map<{self.key.simple_string()},{self.value.simple_string()}>"
+    def parts(self) -> Sequence[SparkType]:
+        return (self.key, self.value)
 
 
 @dataclass(frozen=True)
@@ -164,19 +176,19 @@ class Field:
             text += f" COMMENT {sql_string(self.comment)}"
         return text
 
+    def simple_string(self) -> str:
+        return f"{_simple_name(self.name)}:{self.type.simple_string()}"
+
 
 @dataclass(frozen=True)
-class Struct:
+class Struct(_Nested):
     """A struct type; also the type of a whole table (its fields are the columns)."""
 
     fields: tuple[Field, ...] = ()
+    keyword: ClassVar[str] = "struct"
 
-    def to_sql(self) -> str:
-        return f"STRUCT<{', '.join(f.to_sql() for f in self.fields)}>"
-
-    def simple_string(self) -> str:
-        inner = ",".join(f"{_simple_name(f.name)}:{f.type.simple_string()}" for f in self.fields)
-        return f"struct<{inner}>"
+    def parts(self) -> Sequence[Field]:
+        return self.fields
 
     @property
     def names(self) -> tuple[str, ...]:
