@@ -37,15 +37,15 @@ def facts(
 def test_delta_table_is_shallow_cloned() -> None:
     plan = plan_clone(facts())
     assert plan.action is CloneAction.SHALLOW_CLONE
-    assert plan.shallow_clone and not plan.drop_target
+    assert plan.action is CloneAction.SHALLOW_CLONE and not plan.drop_target
 
 
 def test_full_refresh_drops_the_existing_clone_first() -> None:
     # Delta refuses to clone over a non-empty table (DELTA_UNSUPPORTED_NON_EMPTY_CLONE)
     plan = plan_clone(facts(target_type="table", full_refresh=True))
-    assert plan.shallow_clone and plan.drop_target
+    assert plan.action is CloneAction.SHALLOW_CLONE and plan.drop_target
     plan = plan_clone(facts(target_type="view", full_refresh=True))
-    assert plan.shallow_clone and plan.drop_target
+    assert plan.action is CloneAction.SHALLOW_CLONE and plan.drop_target
 
 
 def test_existing_target_without_full_refresh_is_a_no_op() -> None:
@@ -93,7 +93,7 @@ def test_plan_properties(
     # an existing target changes only under --full-refresh
     assert plan.no_op == (target_type is not None and not full_refresh)
     # only a Delta table is cloned as a table, only into spark_catalog, only if allowed
-    if plan.shallow_clone:
+    if plan.action is CloneAction.SHALLOW_CLONE:
         assert (source_type, source_format, in_session_catalog, can_clone) == (
             "table",
             "delta",
@@ -103,4 +103,9 @@ def test_plan_properties(
         assert not same
     # only an existing target other than the source is dropped, and only to clone it again
     if plan.drop_target:
-        assert plan.shallow_clone and target_type is not None and full_refresh and not same
+        assert (
+            plan.action is CloneAction.SHALLOW_CLONE
+            and target_type is not None
+            and full_refresh
+            and not same
+        )

@@ -69,3 +69,12 @@ def test_a_failed_clear_leaves_the_thread_tagged_for_the_next_try():
     assert tags.tagged()  # the next node's end tries again
     tags.clear(lambda: spark)  # type: ignore[arg-type,return-value]
     assert not tags.tagged() and spark.conf[DELTA_USER_METADATA] is None
+
+
+def test_start_sets_a_new_tag_per_run_of_the_node():
+    tags, spark = CommitTags(), Conf()
+    first = tags.start(spark, "inv", "model.p.m")  # type: ignore[arg-type]
+    assert first.startswith("dbt-spark-contracts:inv:") and first.endswith(":model.p.m")
+    assert spark.conf[DELTA_USER_METADATA] == spark.conf[ICEBERG_SNAPSHOT_TAG] == first
+    second = tags.start(spark, "inv", "model.p.m")  # type: ignore[arg-type]
+    assert second != first and spark.conf[DELTA_USER_METADATA] == second

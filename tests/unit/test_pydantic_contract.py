@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from dbt.adapters.spark_contracts.core.contracts.checks import (
+    ELEMENT,
+    VALUE,
     Compare,
-    EachElement,
-    EachValue,
+    Each,
     InField,
     Length,
     Matches,
@@ -164,11 +165,11 @@ def test_class_to_columns_rules_and_required() -> None:
     assert rules["tags"] == (
         Required(),
         Length("<=", 3, "collection", "max_length=3"),
-        EachElement((Required(), Length("<=", 8, "text", "max_length=8"))),
+        Each(ELEMENT, (Required(), Length("<=", 8, "text", "max_length=8"))),
     )
     assert rules["scores"] == (
         Required(),
-        EachValue((Required(), Compare(">", "0", "gt=0"))),
+        Each(VALUE, (Required(), Compare(">", "0", "gt=0"))),
     )
     assert rules["Renamed"] == (Length(">=", 2, "text", "min_length=2"),)
     assert c.rules_of("ADDRESS") is not None
@@ -323,12 +324,22 @@ def test_predicates_render_as_expected() -> None:
     assert violated("`v`", rules) == (
         "coalesce((`v` IS NOT NULL AND NOT ((`v` >= 0) AND (char_length(`v`) <= 5))), false)"
     )
-    nested = (InField("zip", (Matches("'^[0-9]+$'", ""),)), EachElement((Required(),)))
+    nested = (InField("zip", (Matches("'^[0-9]+$'", ""),)), Each(ELEMENT, (Required(),)))
     assert violated("`a`", nested) == (
         "coalesce((`a` IS NOT NULL AND ((`a`.`zip` IS NOT NULL AND NOT "
         "((regexp_like(`a`.`zip`, '^[0-9]+$')))))), false) OR "
         "coalesce((`a` IS NOT NULL AND exists(`a`, c0 -> coalesce(c0 IS NULL, false))), false)"
     )
+
+
+def test_each_checks_the_elements_keys_or_values_of_a_collection():
+    keys = Each("key", (Length("<=", 2, "text", "max_length=2"),))
+    assert violated("`m`", (keys,)) == (
+        "coalesce((`m` IS NOT NULL AND exists(map_keys(`m`), c0 -> coalesce((c0 IS NOT NULL "
+        "AND NOT ((char_length(c0) <= 2))), false))), false)"
+    )
+    with pytest.raises(ValueError, match="unknown collection part"):
+        Each("field", ())
 
 
 leaf_rules = st.one_of(
@@ -350,8 +361,7 @@ rules = st.recursive(
         st.one_of(
             leaf_rules,
             st.builds(InField, st.sampled_from(("a", "b`c")), inner),
-            st.builds(EachElement, inner),
-            st.builds(EachValue, inner),
+            st.builds(Each, st.sampled_from((ELEMENT, "key", VALUE)), inner),
         ),
         max_size=3,
     ).map(tuple),

@@ -64,10 +64,11 @@ def test_every_build_is_one_of_five_actions(
         assert build.action is replacement(existing, fmt, external)
         # a relation that cannot be replaced in one statement is dropped first only at a
         # location_root (the new table's path is the old one's) or in Iceberg's own catalog
-        assert build.drop_first == (not atomic and (external or fmt == "iceberg"))
-        assert build.swaps == (not atomic and not external and fmt != "iceberg")
+        drop_first = build.action is Build.DROP_AND_CREATE
+        assert drop_first == (not atomic and (external or fmt == "iceberg"))
+        assert (build.action is Build.SWAP) == (not atomic and not external and fmt != "iceberg")
     else:
-        assert build.action is Build.EVOLVE and not build.drop_first and not build.swaps
+        assert build.action is Build.EVOLVE
     # the built relation keeps its own format only when the run evolves it in place
     if build.evolves and materialization == "incremental":
         assert build.result_format == existing.table_format

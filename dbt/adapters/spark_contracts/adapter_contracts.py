@@ -3,7 +3,6 @@ snapshots, dbt's enforced model contract and the constraints built with a table.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,7 +45,7 @@ from dbt.adapters.spark_contracts.core.materialization.snapshot import (
     plan_snapshot,
 )
 from dbt.adapters.spark_contracts.core.materialization.write_path import REBUILD
-from dbt.adapters.spark_contracts.core.recovery.intent import Intent, commit_tag
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
@@ -133,8 +132,7 @@ class ContractMethods(metaclass=AdapterMeta):
         run = SnapshotRun(unique_id, tuple(planned.insert_columns))
         if steps:
             restorer = self._restorer(spark)  # type: ignore[attr-defined]
-            tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
-            self._tags.set(spark, tag)  # cleared when dbt ends the node (post_model_hook)
+            tag = self._tags.start(spark, invocation_id, unique_id)  # type: ignore[attr-defined]
             version = restorer.current_version(str(target), table_format)
             added = tuple(
                 c.path
@@ -243,21 +241,12 @@ class ContractMethods(metaclass=AdapterMeta):
         if decided is None:
             return None
         spark.run(f"create or replace temporary view {view} as {compiled_sql}")
-        unique_id = gate.unique_id
-        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
-        self._tags.set(spark, tag)  # cleared when dbt ends the node (post_model_hook)
-        quarantine_format = self._quarantine_format(relation, decided.load)  # type: ignore[attr-defined]
-        with config_errors_as_compilation_errors():
-            run = runs.ModelRun.planned(
-                inputs,
-                decided,
-                unique_id,
-                tag,
-                LoadOptions.from_config(config),
-                replace_by=build.action,
-                quarantine_format=quarantine_format,
-            )
-        return run  # recorded when it is carried out (execute_plan), not while planned
+        tag = self._tags.start(spark, invocation_id, gate.unique_id)  # type: ignore[attr-defined]
+        options = LoadOptions.from_config(config)
+        # recorded when it is carried out (execute_plan), not while planned
+        return self._planned_run(  # type: ignore[attr-defined, no-any-return]
+            relation, inputs, decided, gate.unique_id, tag, options, replace_by=build.action
+        )
 
     def _contract_gate(
         self, relation: BaseRelation, model: Dict[str, Any], run_vars: Dict[str, Any]

@@ -3,7 +3,6 @@ repair, decide once), its execution in one call, and the run's responses."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
 from functools import partial
 from typing import Any, Dict, Optional, Tuple
@@ -20,9 +19,8 @@ from dbt.adapters.spark_contracts.connection.errors import (
     refused_before_any_change,
 )
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
-from dbt.adapters.spark_contracts.constraints import model_table_constraints
+from dbt.adapters.spark_contracts.constraints import build_constraints
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
-    TableConstraints,
     declared_not_null,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import (
@@ -48,7 +46,6 @@ from dbt.adapters.spark_contracts.core.materialization.run_plan import (
     plan_model,
     replacement,
 )
-from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
 from dbt.adapters.spark_contracts.core.settings.config import fixed_path, read_run_vars
 from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run.execute import PlanExecutor
@@ -105,9 +102,8 @@ class RunPathMethods(metaclass=AdapterMeta):
             return repairs_.Repaired(relation)
         spark = self._spark()
         unique_id = model.get("unique_id", str(relation))
-        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
-        self._tags.set(spark, tag)  # every commit of this node carries it, until its end
-        # cleared when dbt ends the node (post_model_hook), whatever happens in between
+        # every commit of this node carries it, until dbt ends the node (post_model_hook)
+        tag = self._tags.start(spark, invocation_id, unique_id)
         runner = self._runner(spark, invocation_id)
         key = ModelKey(str(relation), invocation_id, self.table_format_of(relation), unique_id)
         quarantines = contract is not None and bool(getattr(contract, "quarantine", False))
@@ -163,7 +159,7 @@ class RunPathMethods(metaclass=AdapterMeta):
                 build, target, compiled_code, model, run_vars, invocation_id
             )
             select = self._create_select(run, target, compiled_code, model, run_vars)
-            return planned_as(build, run, select, self._constraints(model, file_format, select))
+            return planned_as(build, run, select, build_constraints(model, file_format, select))
         assert existing is not None
         if not repaired.tag:
             raise DbtRuntimeError(
@@ -206,7 +202,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         )
         logger.debug(f"{unique_id}: planned with {len(spark.sent)} statement(s), all reads")
         select = self._create_select(run, target, compiled_code, model, run_vars)
-        return planned_as(planned.build, run, select, self._constraints(model, file_format, select))
+        return planned_as(planned.build, run, select, build_constraints(model, file_format, select))
 
     def _create_select(
         self,
@@ -228,16 +224,6 @@ class RunPathMethods(metaclass=AdapterMeta):
             return None
         query = (run.fits if run is not None else None) or compiled_code
         return self._contract_create_sql(target, query, model, run_vars)  # type: ignore[attr-defined]
-
-    def _constraints(
-        self, model: Dict[str, Any], file_format: str, select: Optional[str]
-    ) -> Optional[TableConstraints]:
-        """The constraints an enforced contract creates with the table, where the build has a
-        table statement (dbt warns here about those `file_format` does not enforce)."""
-        enforced = ((model.get("config") or {}).get("contract") or {}).get("enforced")
-        if select is None or not enforced:
-            return None
-        return model_table_constraints(model, file_format)
 
     def _existing(self, relation: Optional[BaseRelation]) -> Optional[Existing]:
         if relation is None:
@@ -333,18 +319,17 @@ class RunPathMethods(metaclass=AdapterMeta):
         if decided.stage and load is not None and load.discard_metrics and not spark.can_observe():
             method = str(self.config.credentials.method)
             logger.info(runs.counts_not_observed_note(unique_id, method))
-        with config_errors_as_compilation_errors():
-            run = runs.ModelRun.planned(
-                inputs,
-                decided,
-                unique_id,
-                tag,
-                options,
-                microbatch=microbatch,
-                replace_by=replace_by,
-                repairs=repairs,
-                quarantine_format=self._quarantine_format(relation, load),
-            )
+        run = self._planned_run(
+            relation,
+            inputs,
+            decided,
+            unique_id,
+            tag,
+            options,
+            microbatch=microbatch,
+            replace_by=replace_by,
+            repairs=repairs,
+        )
         if (
             run.has_changes or run.blocked or run.plan.notes or run.plan.ignored or repairs
         ) and not run.dry_run:
@@ -359,16 +344,27 @@ class RunPathMethods(metaclass=AdapterMeta):
         view = relation.incorporate(path={"identifier": relation.identifier + "__dbt_tmp"})
         return view.include(database=False, schema=False)
 
-    def _quarantine_format(self, relation: BaseRelation, load: Any) -> Optional[str]:
-        """The format of the model's quarantine where a quarantining load writes one and dbt's
+    def _planned_run(
+        self,
+        relation: BaseRelation,
+        inputs: RunInputs,
+        decided: RunDecision,
+        unique_id: str,
+        tag: str,
+        options: LoadOptions,
+        **facts: Any,
+    ) -> runs.ModelRun:
+        """`decided` as a run, its load typed (one the config cannot load: a compilation error),
+        with the format of the model's quarantine where a quarantining load writes one and dbt's
         cache holds it (None: the run makes it, or writes none)."""
-        if load is None or load.quarantine_row is None:
-            return None
-        return self._sibling_format(relation, QUARANTINE_SUFFIX)
-
-    def _sibling_format(self, relation: BaseRelation, suffix: str) -> Optional[str]:
-        cached = self._sibling(relation, suffix)
-        return self.table_format_of(cached) if cached is not None else None
+        load, cached = decided.load, None
+        if load is not None and load.quarantine_row is not None:
+            cached = self._sibling(relation, QUARANTINE_SUFFIX)
+        quarantine = self.table_format_of(cached) if cached is not None else None
+        with config_errors_as_compilation_errors():
+            return runs.ModelRun.planned(
+                inputs, decided, unique_id, tag, options, quarantine_format=quarantine, **facts
+            )
 
     def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
         describable = is_describable(self.table_format_of(relation))

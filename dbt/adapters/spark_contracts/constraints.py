@@ -9,7 +9,7 @@ warning a model gets names what its own format does."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Tuple, Type
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 from dbt.adapters.base.impl import ConstraintSupport
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -120,6 +120,17 @@ def model_table_constraints(model: Mapping[str, Any], table_format: str) -> Tabl
     return table_constraints(table_format, declared_constraints(model, table_format))
 
 
+def build_constraints(
+    model: Mapping[str, Any], file_format: str, select: Optional[str]
+) -> Optional[TableConstraints]:
+    """The constraints an enforced contract creates with the table, where the build has a
+    table statement (`select`; dbt warns here about those `file_format` does not enforce)."""
+    enforced = ((model.get("config") or {}).get("contract") or {}).get("enforced")
+    if select is None or not enforced:
+        return None
+    return model_table_constraints(model, file_format)
+
+
 def run_explicit_build(run: Any, build: ExplicitBuild, restore: Any) -> AdapterResponse:
     """Carry out an `ExplicitBuild` with `run(sql)`; undo what a failing step left.
 
@@ -139,20 +150,10 @@ def run_explicit_build(run: Any, build: ExplicitBuild, restore: Any) -> AdapterR
         run(build.refresh)
         return AdapterResponse(_message="OK")
     if build.stage is None:
-        run(build.create)
-        try:
-            run(build.load)
-        except BaseException:
-            run(build.drop_relation)
-            raise
+        _create_and_load(run, build, build.drop_relation)
         return AdapterResponse(_message="OK")
     run(build.drop_stage)  # a leftover of a run that died
-    run(build.create)
-    try:
-        run(build.load)
-    except BaseException:
-        run(build.drop_stage)
-        raise
+    _create_and_load(run, build, build.drop_stage)
     try:
         assert build.replace is not None and build.fill is not None
         run(build.replace)
@@ -163,6 +164,16 @@ def run_explicit_build(run: Any, build: ExplicitBuild, restore: Any) -> AdapterR
     finally:
         run(build.drop_stage)
     return AdapterResponse(_message="OK")
+
+
+def _create_and_load(run: Any, build: ExplicitBuild, drop: str) -> None:
+    """The table (or stage) created, then filled; a failing fill `drop`s what was created."""
+    run(build.create)
+    try:
+        run(build.load)
+    except BaseException:
+        run(drop)
+        raise
 
 
 def build_not_null(

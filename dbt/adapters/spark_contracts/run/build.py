@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from dbt.adapters.spark_contracts.core.contracts.constraints import TableConstraints
 from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, suffixed
+from dbt.adapters.spark_contracts.core.materialization.flags import Is
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build, BuildPlan
 from dbt.adapters.spark_contracts.run.model_run import ModelRun
 
@@ -35,30 +36,13 @@ class PlannedBuild:
     invocation_id: str = ""
 
     @property
-    def evolves(self) -> bool:
-        return self.build.evolves
-
-    @property
-    def is_delta(self) -> bool:
-        return self.build.is_delta
-
-    @property
-    def is_iceberg(self) -> bool:
-        return self.build.is_iceberg
-
-    @property
     def replace_by(self) -> Build:
         """How the table statement replaces the relation: the run's own (a rebuild or full
         refresh planned against the deployed table) or the build's."""
         return self.run.replace_by if self.run is not None else self.build.action
 
-    @property
-    def swaps(self) -> bool:
-        return self.replace_by is Build.SWAP
-
-    @property
-    def drop_first(self) -> bool:
-        return self.replace_by is Build.DROP_AND_CREATE
+    swaps = Is("replace_by", Build.SWAP)
+    drop_first = Is("replace_by", Build.DROP_AND_CREATE)
 
     @property
     def explicit_build(self) -> bool:

@@ -7,9 +7,11 @@ that thread commits under it. State per adapter instance (one per invocation), b
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Callable, Set
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_SNAPSHOT_TAG
 
 
@@ -27,6 +29,13 @@ class CommitTags:
             self._tagged.add(threading.get_ident())
         spark.set_conf(DELTA_USER_METADATA, tag)
         spark.set_conf(ICEBERG_SNAPSHOT_TAG, tag)
+
+    def start(self, spark: Spark, invocation_id: str, unique_id: str) -> str:
+        """A new tag for this run of the node (`commit_tag`, told apart from the node's other
+        runs in the invocation), `set` on this thread's session; returned for its intent."""
+        tag = commit_tag(invocation_id, unique_id, uuid.uuid4().hex[:8])
+        self.set(spark, tag)
+        return tag
 
     def clear(self, spark: Callable[[], Spark]) -> None:
         """The tag out of this thread's session, if it carries one (no statement otherwise).

@@ -221,24 +221,16 @@ class ModelRun:
         return isinstance(self.load, Rebuild)
 
     @property
-    def drop_first(self) -> bool:
-        """A rebuild drops the table first (a location_root, a format's own catalog)."""
-        return self.replace_by is Build.DROP_AND_CREATE
-
-    @property
-    def swaps(self) -> bool:
-        """A rebuild is built beside the table and swapped in (core/recovery/swap.py)."""
-        return self.replace_by is Build.SWAP
-
-    @property
     def drops_before_load(self) -> bool:
-        """A table model's rebuild (the `table` strategy) that drops the table first."""
-        return self.strategy == REBUILD and self.drop_first
+        """A table model's rebuild (the `table` strategy) that drops the table first (a
+        location_root, a format's own catalog)."""
+        return self.strategy == REBUILD and self.replace_by is Build.DROP_AND_CREATE
 
     @property
     def swaps_after_load(self) -> bool:
-        """A table model's rebuild built beside the table, swapped in after its load."""
-        return self.strategy == REBUILD and self.swaps
+        """A table model's rebuild built beside the table, swapped in after its load
+        (core/recovery/swap.py)."""
+        return self.strategy == REBUILD and self.replace_by is Build.SWAP
 
     @property
     def evolves_in_write(self) -> bool:

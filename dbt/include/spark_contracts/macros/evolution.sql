@@ -5,6 +5,20 @@
   {{ return(adapter.run_vars(var)) }}
 {%- endmacro %}
 
+{#-- Steps 2 and 3 of a table or incremental build, after its pre-hooks: the model's query (a
+     Python model's view); where the relation does not exist yet, `tables` of a schema contract
+     (none returned: not created); then the one question (core/materialization/run_plan.plan_model)
+     and the plan carried out. Returns the plan. --#}
+{% macro spark_contracts_build(materialization, file_format, repaired, target_relation, existing_relation, strategy, language, compiled_code) %}
+  {%- set compiled_code = spark_contracts_model_sql(language, compiled_code) -%}
+  {%- if existing_relation is none and not spark_contracts_may_create(target_relation, compiled_code) -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set plan = adapter.plan_model(materialization, file_format, repaired, target_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
+  {% do spark_contracts_execute(plan, target_relation, existing_relation, compiled_code) %}
+  {{ return(plan) }}
+{% endmacro %}
+
 {#-- Step 3 of a table or incremental build: the plan (adapter.plan_model) carried out in one
      adapter call (adapter.execute_plan), which decides nothing here. Jinja renders only the
      table statement, with dbt-spark's DDL macros: the CTAS of the relation `plan.builds_at`

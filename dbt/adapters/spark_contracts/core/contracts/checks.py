@@ -15,6 +15,9 @@ from dataclasses import dataclass
 COMPARISONS = ("<", "<=", ">", ">=")
 # Spark's size() of a NULL collection is -1 (legacy) or NULL; lengths are only checked on values.
 TEXT, COLLECTION = "text", "collection"
+# the part of a collection an `Each` rule checks, and the SQL array of those parts
+ELEMENT, KEY, VALUE = "element", "key", "value"
+_PARTS = {ELEMENT: "{}", KEY: "map_keys({})", VALUE: "map_values({})"}
 
 
 @dataclass(frozen=True)
@@ -98,24 +101,23 @@ class InField:
 
 
 @dataclass(frozen=True)
-class EachElement:
-    """Rules every array element obeys."""
+class Each:
+    """Rules every `part` of a collection obeys: an array's elements, a map's keys or values."""
 
+    part: str
     rules: tuple[Rule, ...]
 
+    def __post_init__(self) -> None:
+        if self.part not in _PARTS:
+            raise ValueError(f"unknown collection part {self.part!r}; expected one of {_PARTS}")
 
-@dataclass(frozen=True)
-class EachKey:
-    rules: tuple[Rule, ...]
-
-
-@dataclass(frozen=True)
-class EachValue:
-    rules: tuple[Rule, ...]
+    def parts(self, expr: str) -> str:
+        """The array of those parts of the collection `expr`."""
+        return _PARTS[self.part].format(expr)
 
 
 Leaf = Compare | Length | Matches | OneOf | MultipleOf
-Rule = Leaf | Required | InField | EachElement | EachKey | EachValue
+Rule = Leaf | Required | InField | Each
 
 
 def _quote(name: str) -> str:
@@ -136,16 +138,12 @@ def _violated(expr: str, rules: tuple[Rule, ...], depth: int) -> list[str]:
             inner = _violated(f"{expr}.{_quote(rule.name)}", rule.rules, depth)
             if inner:
                 out.append(f"({expr} IS NOT NULL AND ({' OR '.join(inner)}))")
-        elif isinstance(rule, (EachElement, EachKey, EachValue)):
+        elif isinstance(rule, Each):
             var = f"c{depth}"
             inner = _violated(var, rule.rules, depth + 1)
             if not inner:
                 continue
-            collection = {
-                EachElement: expr,
-                EachKey: f"map_keys({expr})",
-                EachValue: f"map_values({expr})",
-            }[type(rule)]
+            collection = rule.parts(expr)
             lambda_body = " OR ".join(f"coalesce({p}, false)" for p in inner)
             out.append(f"({expr} IS NOT NULL AND exists({collection}, {var} -> {lambda_body}))")
     return out
@@ -165,12 +163,8 @@ def describe(rules: tuple[Rule, ...], prefix: str = "") -> list[str]:
     for rule in rules:
         if isinstance(rule, InField):
             out += describe(rule.rules, f"{prefix}{rule.name}.")
-        elif isinstance(rule, EachElement):
-            out += describe(rule.rules, f"{prefix}element.")
-        elif isinstance(rule, EachKey):
-            out += describe(rule.rules, f"{prefix}key.")
-        elif isinstance(rule, EachValue):
-            out += describe(rule.rules, f"{prefix}value.")
+        elif isinstance(rule, Each):
+            out += describe(rule.rules, f"{prefix}{rule.part}.")
         else:
             out.append(f"{prefix.rstrip('.')}{': ' if prefix else ''}{rule.label}")
     return out

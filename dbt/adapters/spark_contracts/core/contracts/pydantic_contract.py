@@ -33,11 +33,12 @@ from typing import Any, Literal, Union
 
 from dbt.adapters.spark_contracts.core.contracts.checks import (
     COLLECTION,
+    ELEMENT,
+    KEY,
     TEXT,
+    VALUE,
     ColumnRules,
-    EachElement,
-    EachKey,
-    EachValue,
+    Each,
     InField,
     Matches,
     Required,
@@ -263,7 +264,7 @@ def _typed(
         element, element_rules = _nested(args[0], f"{path}.element", seen)
         rules = field_constraints(metadata, path, COLLECTION)
         if element_rules:
-            rules = (*rules, EachElement(element_rules))
+            rules = (*rules, Each(ELEMENT, element_rules))
         return Array(element), rules
     if origin is dict or annotation is dict:
         if len(args) != 2:
@@ -272,8 +273,8 @@ def _typed(
         value, value_rules = _nested(args[1], f"{path}.value", seen)
         key_rules = tuple(r for r in key_rules if not isinstance(r, Required))  # never NULL
         rules = field_constraints(metadata, path, COLLECTION)
-        rules += (EachKey(key_rules),) if key_rules else ()
-        rules += (EachValue(value_rules),) if value_rules else ()
+        rules += (Each(KEY, key_rules),) if key_rules else ()
+        rules += (Each(VALUE, value_rules),) if value_rules else ()
         return Map(key, value), rules
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         fields, field_rules, _ = _model_fields(annotation, f"{path}.", seen)

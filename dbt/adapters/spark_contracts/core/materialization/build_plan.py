@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from dbt.adapters.spark_contracts.core.evolution.capabilities import CAPABILITIES, row_of
+from dbt.adapters.spark_contracts.core.materialization.flags import Is
 from dbt.adapters.spark_contracts.core.recovery.swap import refused
 
 TABLE = "table"
@@ -43,21 +44,7 @@ class BuildPlan:
     load_strategy: str  # the strategy the load runs (EVOLVE)
     result_format: str  # the table format of the relation once built
 
-    @property
-    def creates(self) -> bool:
-        return self.action is not Build.EVOLVE
-
-    @property
-    def drop_first(self) -> bool:
-        return self.action is Build.DROP_AND_CREATE
-
-    @property
-    def swaps(self) -> bool:
-        return self.action is Build.SWAP
-
-    @property
-    def evolves(self) -> bool:
-        return self.action is Build.EVOLVE
+    evolves = Is("action", Build.EVOLVE)
 
     @property
     def is_delta(self) -> bool:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Optional
 
+from dbt.adapters.spark_contracts.core.materialization.flags import Is
+
 
 class CloneAction(Enum):
     NO_OP = "no-op"  # the target exists and this is no --full-refresh
@@ -42,21 +44,9 @@ class ClonePlan:
     drop_target: bool
     reason: str
 
-    @property
-    def no_op(self) -> bool:
-        return self.action is CloneAction.NO_OP
-
-    @property
-    def as_view(self) -> bool:
-        return self.action is CloneAction.VIEW
-
-    @property
-    def shallow_clone(self) -> bool:
-        return self.action is CloneAction.SHALLOW_CLONE
-
-    @property
-    def same_relation(self) -> bool:
-        return self.action is CloneAction.SAME_RELATION
+    no_op = Is("action", CloneAction.NO_OP)
+    same_relation = Is("action", CloneAction.SAME_RELATION)
+    as_view = Is("action", CloneAction.VIEW)
 
 
 def plan_clone(facts: CloneFacts) -> ClonePlan:

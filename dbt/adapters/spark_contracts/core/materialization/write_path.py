@@ -27,6 +27,7 @@ from dbt.adapters.spark_contracts.core.evolution.plan import (
     plan_on_schema_change,
     plan_schema_change,
 )
+from dbt.adapters.spark_contracts.core.materialization.flags import Is
 from dbt.adapters.spark_contracts.core.schema.diff import FieldsReordered, SchemaDiff, diff_schemas
 from dbt.adapters.spark_contracts.core.schema.merge import MergeRules, Order, merge_structs
 from dbt.adapters.spark_contracts.core.schema.types import SparkType, Struct, type_kind
@@ -58,13 +59,8 @@ class WriteDecision:
     path: WritePath
     reason: str = ""
 
-    @property
-    def evolves_in_write(self) -> bool:
-        return self.path is WritePath.IN_WRITE
-
-    @property
-    def multi_step(self) -> bool:
-        return self.path is WritePath.MULTI_STEP
+    evolves_in_write = Is("path", WritePath.IN_WRITE)
+    multi_step = Is("path", WritePath.MULTI_STEP)
 
 
 def _in_write_leaf(path: tuple[str, ...], old: SparkType, new: SparkType) -> SparkType:

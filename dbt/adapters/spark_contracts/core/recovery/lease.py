@@ -31,6 +31,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     BEAT_PROPERTY,
     RUN_PROPERTY,
     Application,
+    host_pid,
 )
 
 CLIENT_PROPERTY = "dbt_spark_contracts.client"  # "<host>/<pid>" of the run's dbt process
@@ -61,8 +62,8 @@ class Client:
 
     @classmethod
     def from_property(cls, value: str | None) -> Client | None:
-        host, _, pid = (value or "").strip().rpartition("/")
-        return cls(host, int(pid)) if host and pid.isdigit() else None
+        found = host_pid((value or "").strip())
+        return cls(*found) if found is not None else None
 
 
 @dataclass(frozen=True)

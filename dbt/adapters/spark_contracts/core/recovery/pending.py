@@ -133,6 +133,12 @@ def is_pending_of(identifier: str, quarantine_identifier: str) -> bool:
     return identifier.lower().startswith((quarantine_identifier + PENDING_SUFFIX).lower())
 
 
+def host_pid(text: str) -> tuple[str, int] | None:
+    """(host, pid) written `<host>/<pid>` (an embedded session's endpoint, a lease's client)."""
+    host, _, pid = text.rpartition("/")
+    return (host, int(pid)) if host and pid.isdigit() else None
+
+
 @dataclass(frozen=True)
 class Application:
     """Where a connection's statements run: its endpoint (`session://<host>/<pid>` for the
@@ -154,8 +160,7 @@ class Application:
         """(host, pid) of an embedded session's process; None for a server."""
         if not self.endpoint.startswith(SESSION_ENDPOINT):
             return None
-        host, _, pid = self.endpoint[len(SESSION_ENDPOINT) :].rpartition("/")
-        return (host, int(pid)) if host and pid.isdigit() else None
+        return host_pid(self.endpoint[len(SESSION_ENDPOINT) :])
 
 
 def application_gone(

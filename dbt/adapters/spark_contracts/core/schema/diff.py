@@ -41,13 +41,17 @@ class _Change:
 
 
 @dataclass(frozen=True)
-class ColumnAdded(_Change):
+class _Added(_Change):
     field: Field
-    kind: ClassVar[str] = "column added"
 
     def describe(self) -> str:
         null = "" if self.field.nullable else " NOT NULL"
-        return f"column added `{self.dotted}` {self.field.type.to_sql()}{null}"
+        return f"{self.kind} `{self.dotted}` {self.field.type.to_sql()}{null}"
+
+
+@dataclass(frozen=True)
+class ColumnAdded(_Added):
+    kind: ClassVar[str] = "column added"
 
 
 @dataclass(frozen=True)
@@ -57,16 +61,11 @@ class ColumnRemoved(_Change):
 
 
 @dataclass(frozen=True)
-class FieldAdded(_Change):
+class FieldAdded(_Added):
     """A nested struct field; `after` is its compiled predecessor (None: first position)."""
 
-    field: Field
     after: str | None = None
     kind: ClassVar[str] = "field added"
-
-    def describe(self) -> str:
-        null = "" if self.field.nullable else " NOT NULL"
-        return f"field added `{self.dotted}` {self.field.type.to_sql()}{null}"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import ClassVar
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 _INTEGRAL_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
@@ -67,8 +68,18 @@ def _simple_name(name: str) -> str:
     return name if plain else quote_identifier(name)
 
 
+class _Atomic:
+    """A type that holds no other type: its DDL is its catalog string in capitals."""
+
+    def simple_string(self) -> str:
+        raise NotImplementedError
+
+    def to_sql(self) -> str:
+        return self.simple_string().upper()
+
+
 @dataclass(frozen=True)
-class Primitive:
+class Primitive(_Atomic):
     """A type without parameters, by canonical catalog name (`int`, `interval day to second`)."""
 
     name: str
@@ -77,37 +88,31 @@ class Primitive:
         if self.name not in PRIMITIVE_NAMES:
             raise ValueError(f"unknown Spark primitive type {self.name!r}")
 
-    def to_sql(self) -> str:
-        return self.name.upper()
-
     def simple_string(self) -> str:
         return self.name
 
 
 @dataclass(frozen=True)
-class Char:
-    length: int
+class _Sized(_Atomic):
+    """A string type of `length` characters (`char`: exactly, `varchar`: at most)."""
 
-    def to_sql(self) -> str:
-        return f"CHAR({self.length})"
+    length: int
+    keyword: ClassVar[str]
 
     def simple_string(self) -> str:
-        return f"char({self.length})"
+        return f"{self.keyword}({self.length})"
+
+
+class Char(_Sized):
+    keyword = "char"
+
+
+class Varchar(_Sized):
+    keyword = "varchar"
 
 
 @dataclass(frozen=True)
-class Varchar:
-    length: int
-
-    def to_sql(self) -> str:
-        return f"VARCHAR({self.length})"
-
-    def simple_string(self) -> str:
-        return f"varchar({self.length})"
-
-
-@dataclass(frozen=True)
-class Decimal:
+class Decimal(_Atomic):
     precision: int = 10
     scale: int = 0
 
@@ -115,36 +120,45 @@ class Decimal:
         if not (1 <= self.precision <= 38 and 0 <= self.scale <= self.precision):
             raise ValueError(f"invalid decimal({self.precision},{self.scale})")
 
-    def to_sql(self) -> str:
-        return f"DECIMAL({self.precision},{self.scale})"
-
     def simple_string(self) -> str:
         return f"decimal({self.precision},{self.scale})"
 
 
-@dataclass(frozen=True)
-class Array:
-    element: SparkType
-    contains_null: bool = True
+class _Nested:
+    """A type of other types: its DDL and its catalog string name it and list its parts (an
+    element, a key and a value, fields), each part rendered the same way."""
+
+    keyword: ClassVar[str]
+
+    def parts(self) -> Sequence[SparkType | Field]:
+        raise NotImplementedError
 
     def to_sql(self) -> str:
-        return f"ARRAY<{self.element.to_sql()}>"
+        return f"{self.keyword.upper()}<{', '.join(p.to_sql() for p in self.parts())}>"
 
     def simple_string(self) -> str:
-        return f"array<{self.element.simple_string()}>"
+        return f"{self.keyword}<{','.join(p.simple_string() for p in self.parts())}>"
 
 
 @dataclass(frozen=True)
-class Map:
+class Array(_Nested):
+    element: SparkType
+    contains_null: bool = True
+    keyword: ClassVar[str] = "array"
+
+    def parts(self) -> Sequence[SparkType]:
+        return (self.element,)
+
+
+@dataclass(frozen=True)
+class Map(_Nested):
     key: SparkType
     value: SparkType
     value_contains_null: bool = True
+    keyword: ClassVar[str] = "map"
 
-    def to_sql(self) -> str:
-        return f"MAP<{self.key.to_sql()}, {self.value.to_sql()}>"
-
-    def simple_string(self) -> str:
-        return f"map<{self.key.simple_string()},{self.value.simple_string()}>"
+    def parts(self) -> Sequence[SparkType]:
+        return (self.key, self.value)
 
 
 @dataclass(frozen=True)
@@ -162,19 +176,19 @@ class Field:
             text += f" COMMENT {sql_string(self.comment)}"
         return text
 
+    def simple_string(self) -> str:
+        return f"{_simple_name(self.name)}:{self.type.simple_string()}"
+
 
 @dataclass(frozen=True)
-class Struct:
+class Struct(_Nested):
     """A struct type; also the type of a whole table (its fields are the columns)."""
 
     fields: tuple[Field, ...] = ()
+    keyword: ClassVar[str] = "struct"
 
-    def to_sql(self) -> str:
-        return f"STRUCT<{', '.join(f.to_sql() for f in self.fields)}>"
-
-    def simple_string(self) -> str:
-        inner = ",".join(f"{_simple_name(f.name)}:{f.type.simple_string()}" for f in self.fields)
-        return f"struct<{inner}>"
+    def parts(self) -> Sequence[Field]:
+        return self.fields
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -17,17 +17,12 @@
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
-  {%- set compiled_code = spark_contracts_model_sql(language, compiled_code) -%}
-  {%- set language = 'sql' -%}
-
-  {%- if existing_relation is none and not spark_contracts_may_create(target_relation, compiled_code) -%}
+  {#-- create, replace atomically, build beside and swap, drop then create, or evolve: the run
+       planned against the deployed table, carried out --#}
+  {%- set plan = spark_contracts_build('incremental', file_format, repaired, target_relation, existing_relation, strategy, language, compiled_code) -%}
+  {%- if plan is none -%}
     {{ return({'relations': []}) }}
   {%- endif -%}
-
-  {#-- one question (core/materialization/run_plan.plan_model): create, replace atomically, build beside and swap,
-       drop then create, or evolve: the run planned against the deployed table, which this carries out --#}
-  {%- set plan = adapter.plan_model('incremental', file_format, repaired, target_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
-  {% do spark_contracts_execute(plan, target_relation, existing_relation, compiled_code) %}
 
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
@@ -35,5 +30,5 @@
   {{ run_hooks(post_hooks) }}
   {#-- dbt caches the relation returned here: it carries its table format, which the next batch
        of a microbatch model (same invocation) reads from the cache --#}
-  {{ return({'relations': [target_relation.incorporate(is_delta=plan.is_delta, is_iceberg=plan.is_iceberg)]}) }}
+  {{ return({'relations': [target_relation.incorporate(is_delta=plan.build.is_delta, is_iceberg=plan.build.is_iceberg)]}) }}
 {%- endmaterialization %}
