@@ -42,7 +42,9 @@ does not count the P3 tables with `dbt show` after the runs.
       quarantine: true as well (A', `P3q-few`: 5 discarded, the model's previous run discarded
       too; target <= 1.45); with quarantine: true and every value numeric (A'c, `P3q-clean`:
       nothing discarded, the previous run discarded nothing either; B is the same plain run,
-      whose 5 non-numeric values cast to NULL; target <= 1.05). Order A, B, A', A'c per round.
+      whose 5 non-numeric values cast to NULL; target <= 1.05); as A' but its previous run
+      discarded nothing (A'f, `P3q-first`: its first pass fails at a discarded row, then its
+      pending table; reported, target <= 2.0). Order A, B, A', A'c, A'f per round.
   P3-heavy  the same workload with one `n` in five non-numeric (20% of the rows: 1M of 5M),
       under {data_type: discard_row, quarantine: true}: every discarded row goes to the
       quarantine table (A'') / the same query without a contract, casting `n` in the model
@@ -125,6 +127,9 @@ P3Q_FEW_TARGET = 1.45  # quarantine on, 5 discarded, the previous run discarded 
 # P3-heavy: the same workload with one non-numeric `n` in five rows (20%: 1M of 5M discarded)
 P3_HEAVY_BAD_EVERY = 5
 P3_HEAVY_TARGET = 1.45  # issue 41
+# quarantine on, 5 discarded, the model's previous run discarded nothing: its first pass fails,
+# then its pending table (issue 41: reported, <= 2.0)
+P3Q_FIRST_TARGET = 2.0
 # P5
 P5_SMALL_ROWS = 10_000
 P5_BATCH = 10_000
@@ -363,7 +368,7 @@ with base as (
         id,
         sha2(concat('key-', cast(id as string), '-', cast(id * 7 as string)), 256) as h,
         id % 1000 as grp,
-        case when id % {bad_every} = {bad_at} then concat('n/a-', cast(id as string))
+        case when id % {bad_every} = {bad_at}{setup_clean} then concat('n/a-', cast(id as string))
              else cast(id % 100000 as string) end as n_str
     from range(0, {{{{ var('rows') }}}})
 ),
@@ -398,15 +403,29 @@ def p3_variants(bad_every: int) -> Dict[str, Tuple[Tuple[str, str], Tuple[int, i
         "p3_quarantine": (P3_QUARANTINE, (bad_every, 7)),
         # P3q-clean: quarantine on, every `n` numeric: nothing discarded
         "p3_quarantine_clean": (P3_QUARANTINE, NO_BAD_ROW),
+        # P3q-first: as P3q-few, but its setup run discarded nothing (`FIRST_DISCARDING`)
+        "p3_quarantine_first": (P3_QUARANTINE, (bad_every, 7)),
         # P3-heavy: one row in five does not coerce
         "p3_heavy_plain": (P3_PLAIN, (P3_HEAVY_BAD_EVERY, 2)),
         "p3_heavy_quarantine": (P3_QUARANTINE, (P3_HEAVY_BAD_EVERY, 2)),
     }
 
 
+# models whose setup run (var `setup`) discards nothing, so that each measured run, from the
+# restored warehouse, is the first discarding run after a clean one
+FIRST_DISCARDING = frozenset({"p3_quarantine_first"})
+SETUP_CLEAN = " and '{{ var(\"setup\", \"no\") }}' != 'yes'"
+
+
 def p3_models(bad_every: int) -> Dict[str, str]:
     return {
-        name: P3_SQL.format(contract=contract, n_v2=n_v2, bad_every=every, bad_at=at)
+        name: P3_SQL.format(
+            contract=contract,
+            n_v2=n_v2,
+            bad_every=every,
+            bad_at=at,
+            setup_clean=SETUP_CLEAN if name in FIRST_DISCARDING else "",
+        )
         for name, ((contract, n_v2), (every, at)) in p3_variants(bad_every).items()
     }
 
@@ -418,6 +437,7 @@ P3_FIGURES = (
     ("P3q-few", "p3_quarantine", "p3_plain", P3Q_FEW_TARGET),
     ("P3q-clean", "p3_quarantine_clean", "p3_plain", P3Q_CLEAN_TARGET),
     ("P3-heavy", "p3_heavy_quarantine", "p3_heavy_plain", P3_HEAVY_TARGET),
+    ("P3q-first", "p3_quarantine_first", "p3_plain", P3Q_FIRST_TARGET),
 )
 
 
@@ -1086,7 +1106,13 @@ class P3:
     its own run without a contract (B'')."""
 
     # A, B, A', A'c, A, B, ...
-    light = ("p3_discard_row", "p3_plain", "p3_quarantine", "p3_quarantine_clean")
+    light = (
+        "p3_discard_row",
+        "p3_plain",
+        "p3_quarantine",
+        "p3_quarantine_clean",
+        "p3_quarantine_first",
+    )
     heavy = ("p3_heavy_quarantine", "p3_heavy_plain")  # A'', B'', after the light ones
 
     def __init__(
@@ -1114,7 +1140,8 @@ class P3:
             # the quarantining models have quarantined before (their quarantine tables exist):
             # the measured runs are a model's later runs, not the one that creates that table
             quarantining = [m for m in self.order if "_quarantine" in m]
-            first = self.target.run(quarantining, {"phase": "v2", "rows": P3_DEPLOYED_ROWS})
+            setup = {"phase": "v2", "rows": P3_DEPLOYED_ROWS, "setup": "yes"}
+            first = self.target.run(quarantining, setup)
             self.target.take_snapshot()
             firsts = ", ".join(f"{m} {first.models[m]:.1f} s" for m in quarantining)
             return (
@@ -1129,7 +1156,9 @@ class P3:
     def check_tables(self, name: str, runs: int) -> None:
         """Untimed, right after the last measured run of a quarantining model: its table and its
         quarantine hold what `runs` measured runs on the setup's tables leave there."""
-        setup_bad = p3_bad_rows(self.variants, name, P3_DEPLOYED_ROWS)
+        setup_bad = (
+            0 if name in FIRST_DISCARDING else p3_bad_rows(self.variants, name, P3_DEPLOYED_ROWS)
+        )
         bad = p3_bad_rows(self.variants, name, self.rows)
         table = 2 * P3_DEPLOYED_ROWS - setup_bad + runs * (self.rows - bad)
         expected = {"loaded": table}
