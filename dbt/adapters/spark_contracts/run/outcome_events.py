@@ -57,7 +57,7 @@ class Restored:
 
 @dataclass(frozen=True)
 class PathTaken:
-    """How a quarantining run read the model's output (`QUARANTINE_PATHS`)."""
+    """How a quarantining run read the model's output (`FIRST_PASS`, `PENDING`, ...)."""
 
     path: str
 
