@@ -236,7 +236,8 @@ def test_a_quarantining_run_tries_its_first_pass_only_where_failing_it_changes_n
         return
     atomic = not (
         strategy in ("table", "microbatch")
-        or (fmt, strategy) in (("iceberg", "merge"), ("parquet", "insert_overwrite"))
+        or fmt == "parquet"
+        or (fmt, strategy) == ("iceberg", "merge")
     )
     needs_second_read = mode == "freeze" or (mode == "discard_value" and not observable)
     expected = atomic and not discarded_last and not dry_run and not needs_second_read
@@ -369,3 +370,89 @@ def test_plan_model_plans_the_run_with_the_builds_load_strategy(
     assert plan.run == plan_run(replace(run, strategy=expected))
     # the run facts' own strategy would have decided another write (here: in steps)
     assert plan.run != plan_run(replace(run, strategy="insert_overwrite"))
+
+
+class _FailingLoad:
+    """A session whose load statement fails, and whose Delta log is `history`."""
+
+    def __init__(self, history):
+        self.history, self.sent = history, []
+
+    def run(self, sql):
+        from dbt_common.exceptions import DbtDatabaseError
+
+        self.sent.append(sql)
+        if sql.startswith("insert into db.t "):
+            raise DbtDatabaseError("the load failed")
+
+    def fetch(self, sql):
+        self.sent.append(sql)
+        assert sql == "describe history db.t", sql
+        if self.history is None:
+            raise RuntimeError("the log cannot be read")
+        return self.history
+
+
+@pytest.mark.parametrize(
+    "history, falls_back",
+    [
+        ([{"version": 0, "operation": "WRITE", "userMetadata": None}], True),
+        ([{"version": 0, "operation": "WRITE", "userMetadata": "other"}], True),
+        # the load committed and the error came after: the run fails, its load not repeated
+        ([{"version": 1, "operation": "WRITE", "userMetadata": "TAG"}], False),
+        (None, False),  # a log that cannot be read proves nothing: no second load
+    ],
+)
+def test_a_failed_first_pass_falls_back_only_when_the_tables_log_holds_no_commit_of_the_run(
+    tmp_path, history, falls_back
+):
+    from dbt_common.exceptions import DbtDatabaseError
+
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs
+    from dbt.adapters.spark_contracts.run.model_run import ModelRun
+    from dbt.adapters.spark_contracts.run.report import RunReport
+    from dbt.adapters.spark_contracts.run.run_errors import FirstPassFailed
+    from dbt.adapters.spark_contracts.run.runner import Runner
+
+    decided = _quarantining("delta", "append")
+    assert decided.first_pass is not None
+    inputs = RunInputs(
+        "db.t",
+        "t__tmp",
+        "inv",
+        "delta",
+        "append",
+        decided.diff and _deployed(),
+        {},
+        _compiled(),
+        _settings(),
+    )
+    run = ModelRun.planned(inputs, decided, "model.p.t", "TAG")
+    spark = _FailingLoad(history)
+    runner = Runner(spark, RunReport(), tmp_path)
+    expected = FirstPassFailed if falls_back else DbtDatabaseError
+    with pytest.raises(expected):
+        runner._run_load(run, "insert into db.t select * from t__tmp__contract")
+    # no statement but the load and the log's read
+    assert spark.sent[0].startswith("insert into db.t ") and spark.sent[1:] == [
+        "describe history db.t"
+    ]
+
+
+def _deployed():
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+    return parse_type("struct<id:bigint,n:bigint>")
+
+
+def _compiled():
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+    return parse_type("struct<id:bigint,n:string,note:string>")
+
+
+def _settings():
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+
+    return EvolutionSettings(Policy(), "ignore", True, False)

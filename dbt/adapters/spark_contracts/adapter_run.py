@@ -276,17 +276,26 @@ class RunPathMethods(metaclass=AdapterMeta):
             ),
             table_options=table_options,
             observable=spark.can_observe(),
-            discarded_last=self._discarded_last(spark, relation, contract),
+            discarded_last=self._discarded_last(spark, relation, contract, settings),
         )
         return inputs, microbatch
 
-    def _discarded_last(self, spark: Any, relation: BaseRelation, contract: Any) -> bool:
+    def _discarded_last(
+        self, spark: Any, relation: BaseRelation, contract: Any, settings: Any
+    ) -> bool:
         """The quarantine's memory of the model's last quarantining run (`DISCARDED_PROPERTY`),
-        read where the contract quarantines and dbt's cache holds the quarantine."""
+        read where the contract quarantines, the run is no dry run and dbt's cache holds the
+        quarantine. A hint: a read that fails is logged, and the run tries its first pass."""
         quarantine = self._sibling(relation, QUARANTINE_SUFFIX)
-        if quarantine is None or not getattr(contract, "quarantine", False):
+        if quarantine is None or not getattr(contract, "quarantine", False) or settings.dry_run:
             return False
-        rows = spark.fetch(f"show tblproperties {quarantine} ('{DISCARDED_PROPERTY}')")
+        try:
+            rows = spark.fetch(f"show tblproperties {quarantine} ('{DISCARDED_PROPERTY}')")
+        except DbtRuntimeError as exc:
+            logger.warning(
+                f"{relation}: could not read {DISCARDED_PROPERTY} of {quarantine}: {exc}"
+            )
+            return False
         return discarded_last({str(r.get("key")): str(r.get("value")) for r in rows})
 
     def _model_run(

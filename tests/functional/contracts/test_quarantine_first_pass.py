@@ -6,7 +6,9 @@
 - a run after a discarding one goes to its pending table at once (the quarantine's memory,
   `dbt_spark_contracts.last_run_discarded`), and reads the model's output once;
 - a clean run after a discarding one sets the memory back, and the next run takes its first
-  pass again.
+  pass again;
+- Parquet, whose failed append can leave files behind and which keeps no log to tell, takes
+  its pending table every day.
 
 Every run's outcome is checked where it lands (the table, the quarantine, the report), on each
 format. The evaluations of the model's query are counted on the session method (probes)."""
@@ -107,7 +109,8 @@ def check_outcomes(project: Any, fmt: str, name: str, seen: List[Dict[str, Any]]
     table = relation(project, fmt, name)
     quarantine = f"{table}__quarantine"
     loaded, quarantined = 1, 0  # the first build's row
-    for (day, path), got in zip(DAYS, seen, strict=True):
+    for (day, planned), got in zip(DAYS, seen, strict=True):
+        path = PENDING if fmt == "parquet" else planned
         entry = got["report"][f"model.test.{name}"]
         assert got["statuses"][name] == "success", (day, got["statuses"])
         assert entry["quarantine_path"] == path, (day, entry)
@@ -129,7 +132,7 @@ def check_outcomes(project: Any, fmt: str, name: str, seen: List[Dict[str, Any]]
         fetch="all",
     )
     assert not left, left
-    # the memory after the last (clean) day
+    # the memory after the last (clean) day (Parquet's too: its runs keep it, unused)
     rows = project.run_sql(f"show tblproperties {quarantine} ('{DISCARDED_PROPERTY}')", fetch="all")
     assert [r[1] for r in rows] == ["false"], rows
 

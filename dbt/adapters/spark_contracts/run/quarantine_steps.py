@@ -21,6 +21,7 @@ from dbt.adapters.spark_contracts.core.contracts.quarantine import (
 )
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
+from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     CREATED_VERSION_PROPERTY,
@@ -185,8 +186,8 @@ class Quarantine:
         set where it changed, so that the model's next run takes its first pass, or its pending
         table at once. A hint: a failure to set it is logged, and costs the next run time only."""
         discarded = bool(self.book.out.rows_discarded)
-        if discarded == run.discarded_last:
-            return
+        if discarded == run.discarded_last or run.strategy == MICROBATCH:
+            return  # a batch never takes a first pass: nothing to tell
         try:
             self.spark.run(remember_sql(run.quarantine_table, discarded))
         except Exception as exc:

@@ -109,7 +109,9 @@ class Runner:
         Any failure after a change puts the table back. A quarantining run with a first pass
         (run_plan.first_pass) tries it first; where it fails, it wrote nothing, and the run
         goes on as one without it (its pending table)."""
-        if run.first_pass is not None and before_load is None and after_load is None:
+        if run.first_pass is not None and (before_load is not None or after_load is not None):
+            run = replace(run, first_pass=None)  # a build beside the table: never planned so
+        if run.first_pass is not None:
             try:
                 return self._first_pass(run, load_sql)
             except FirstPassFailed as failed:
@@ -357,14 +359,26 @@ class Runner:
 
     def _run_load(self, run: ModelRun, sql: str) -> Any:
         """The load statement. In a first pass, a statement the engine failed (its guard met a
-        discarded row, or anything else: one statement, so nothing committed) is
-        `FirstPassFailed`; a lost connection or a timeout is no engine's answer and stays as
-        it is."""
+        discarded row, or anything else) is `FirstPassFailed` when the table's own log holds
+        no commit of this run (its commit tag): then it wrote nothing, and the run takes its
+        pending table. A commit of its in the log (an error reported after the commit), or a log
+        that cannot be read, leaves the error as it is: the run fails, its load not repeated. A
+        lost connection or a timeout is no engine's answer and stays as it is too."""
         if run.first_pass is None:
             return self.spark.run(sql)
         try:
             return self.spark.run(sql)
         except DbtDatabaseError as exc:
+            try:
+                entries = self.log(run.table_format).entries(run.relation)
+            except Exception as log_exc:
+                logger.warning(
+                    f"{run.unique_id}: could not read the log of {run.relation} "
+                    f"after the first pass failed: {log_exc}"
+                )
+                raise exc from None
+            if entries is None or any(e.tag == run.commit_tag for e in entries):
+                raise
             raise FirstPassFailed(exc) from exc
 
     def drop_stage(self, run: ModelRun) -> None:

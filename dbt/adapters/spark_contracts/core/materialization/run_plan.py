@@ -34,6 +34,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
     render_load_select,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.evolution.capabilities import logged
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view, fitted_schema, fitted_select
 from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.render import render_plan, suffixed
@@ -256,17 +257,13 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     )
 
 
-# (format, strategy) whose load can fail part way and leave a change behind: a Parquet
-# insert_overwrite (a static overwrite deletes the table's files before its job writes)
-_NOT_ATOMIC_LOADS: frozenset[tuple[str, str]] = frozenset({("parquet", "insert_overwrite")})
-
-
 def first_pass(i: RunInputs, write: WriteDecision, steps: bool) -> bool:
     """A quarantining run tries its load over the model's output first, failing the load's own
     job at the first row its contract discards (`render_load_select(guard=True)`): on a clean day
     that one statement is the whole run, at the cost of the same model without a contract.
-    Only where that failure commits nothing (one statement, one atomic commit: no changes before
-    the load, no staged output, an atomic load); not for a microbatch batch (the batches of one
+    Only where that failure commits nothing and the table's own log can show it (one statement,
+    one atomic commit, on a format with a log: no changes before the load, no staged output; not
+    Parquet, whose append commits task by task and whose overwrite deletes first); not for a microbatch batch (the batches of one
     invocation would each try it: the quarantine's memory is read from dbt's cache, which holds
     the quarantine only from the model's next invocation on); and not when the model's last quarantining run
     discarded rows (that run's memory): then it goes to the pending table at once, so a day that
@@ -278,7 +275,7 @@ def first_pass(i: RunInputs, write: WriteDecision, steps: bool) -> bool:
         or write.multi_step
         or i.strategy in (REBUILD, MICROBATCH)
         or (i.table_format, i.strategy) in SOURCE_READ_TWICE
-        or (i.table_format, i.strategy) in _NOT_ATOMIC_LOADS
+        or not logged(i.table_format)
     )
 
 
