@@ -30,7 +30,7 @@ from dbt.adapters.spark_contracts.core.contracts.model_contract import (
     compare_model_contract,
     mismatch_table,
 )
-from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT, row_of
+from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns
 from dbt.adapters.spark_contracts.core.evolution.render import render_plan
 from dbt.adapters.spark_contracts.core.materialization.create_run import plan_create
@@ -181,7 +181,9 @@ class ContractMethods(metaclass=AdapterMeta):
     ) -> str:
         """The SELECT a run that creates the table writes: the model's query itself, or, under a
         `pydantic_contract`, that query coerced into the declared columns with the declared rules
-        applied (freeze fails the CREATE itself; no counts, no quarantine on this run)."""
+        applied (freeze fails the CREATE itself). Only where nothing can be discarded: a
+        build that can discard is a creating run (`_plan_create_run`), which counts and
+        quarantines."""
         gate = self._contract_gate(relation, model, run_vars)
         contract, declared = gate.contract, gate.declared
         if contract is None or declared is None:
@@ -209,7 +211,8 @@ class ContractMethods(metaclass=AdapterMeta):
         under a `pydantic_contract` whose rules can discard: planned as a run of the table
         strategy over no table (core/materialization/create_run.py), which `execute_plan` carries out like
         any run (its discards counted, quarantined through the run's pending table, all or
-        nothing). None: the build writes `_contract_create_sql` itself (nothing to discard)."""
+        nothing; Iceberg's NOT NULL build is its load). None: the build writes
+        `_contract_create_sql` itself (nothing to discard)."""
         gate = self._contract_gate(relation, model, run_vars)
         contract, settings, declared = gate.contract, gate.settings, gate.declared
         if contract is None or declared is None or settings.dry_run:
@@ -217,9 +220,6 @@ class ContractMethods(metaclass=AdapterMeta):
         config = model.get("config") or {}
         table_format = build.result_format
         not_null = declared_not_null(model)
-        if (config.get("contract") or {}).get("enforced") and not_null:
-            if row_of(table_format).not_null_needs_create:
-                return None  # Iceberg's NOT NULL build declares its columns: no CTAS to plan
         spark = self._spark()
         compiled = runs.compiled_schema(spark.schema(compiled_sql), not_null)
         view = self._model_view(relation)  # type: ignore[attr-defined]

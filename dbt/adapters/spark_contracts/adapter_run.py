@@ -29,6 +29,7 @@ from dbt.adapters.spark_contracts.core.contracts.quarantine import (
     discarded_last,
 )
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
+from dbt.adapters.spark_contracts.core.materialization.create_run import plan_refresh
 from dbt.adapters.spark_contracts.core.materialization.load import LoadOptions
 from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     MICROBATCH,
@@ -186,12 +187,13 @@ class RunPathMethods(metaclass=AdapterMeta):
             inputs = replace(inputs, batch_tag=repaired.tag)
         with config_errors_as_compilation_errors():
             planned = plan_model(facts, inputs)
-        assert planned.run is not None
+            assert planned.run is not None  # a full refresh it decided may be a creating run
+            inputs, decided = plan_refresh(inputs, planned.run)
         run = self._model_run(
             spark,
             runner,
             inputs,
-            planned.run,
+            decided,
             unique_id,
             repaired.tag,
             microbatch,

@@ -47,11 +47,12 @@ class PlannedBuild:
     @property
     def explicit_build(self) -> bool:
         """The table is created with declared columns (Iceberg's NOT NULL build,
-        constraints.build_not_null), not by a CTAS: a build that creates or replaces it, or a
-        full refresh (a run's rebuild or a swap has no such build: its CTAS refuses NOT NULL)."""
+        constraints.build_not_null), not by a CTAS: a build that creates or replaces it, a
+        full refresh, or a run that creates the table (its load; a table model's rebuild of an
+        existing table or a swap has no such build: its CTAS refuses NOT NULL)."""
         if self.constraints is None or not self.constraints.explicit_schema or self.swaps:
             return False
-        return self.run is None or self.run.full_refresh
+        return self.run is None or self.run.full_refresh or self.run.creates
 
     def builds_at(self, relation: Any) -> Any:
         """The relation the table statement creates: `relation`, or the table beside it that a

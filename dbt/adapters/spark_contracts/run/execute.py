@@ -6,7 +6,7 @@ plan did not."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
@@ -57,7 +57,7 @@ class PlanExecutor:
         if run.full_refresh:
             response = self._build(plan, target, existing, create_sql, clauses)
             return run.response(str(response), self.record(run))
-        return self._execute_run(run, existing, create_sql)
+        return self._execute_run(plan, target, existing, create_sql, clauses)
 
     def _build(
         self,
@@ -80,40 +80,54 @@ class PlanExecutor:
         if plan.drop_first and existing is not None:
             self.adapter.drop_relation(existing)
         if plan.explicit_build:
-            assert plan.constraints is not None
-            exists = existing is not None and not plan.drop_first
-            spark = self.adapter._spark()
-            return build_not_null(
-                spark,
-                str(target),
-                create_sql,
-                plan.constraints,
-                clauses,
-                exists,
-                self.adapter._restorer(spark),
-            )
+            return self._explicit_build(plan, target, existing, create_sql, clauses)
         response, _ = self.adapter.execute(create_sql)
         return response
 
+    def _explicit_build(
+        self, plan: PlannedBuild, target: Any, existing: Optional[Any], select: str, clauses: str
+    ) -> Any:
+        """Iceberg's NOT NULL build of the table from `select` (constraints.build_not_null)."""
+        assert plan.constraints is not None
+        exists = existing is not None and not plan.drop_first
+        spark = self.adapter._spark()
+        restorer = self.adapter._restorer(spark)
+        return build_not_null(
+            spark, str(target), select, plan.constraints, clauses, exists, restorer
+        )
+
     def _execute_run(
-        self, run: ModelRun, existing: Any, rebuild_sql: Optional[str]
+        self,
+        plan: PlannedBuild,
+        target: Any,
+        existing: Any,
+        rebuild_sql: Optional[str],
+        clauses: str,
     ) -> ContractsAdapterResponse:
         """Every side effect of the planned run (runner.Runner.execute): stage, check, count,
         quarantine, multi-step changes, the one write (the run's typed load, rendered by
-        core/materialization/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL);
-        undone on failure. A rebuild whose format cannot replace atomically is built beside the
-        table and swapped in after its load (core/recovery/swap.py), or, at a location_root,
-        drops the table once every check passed."""
+        core/materialization/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL;
+        a creating run's under an enforced contract with NOT NULL columns on Iceberg: the NOT
+        NULL build from `rebuild_sql`, its SELECT); undone on failure. A rebuild whose format
+        cannot replace atomically is built beside the table and swapped in after its load
+        (core/recovery/swap.py), or, at a location_root, drops the table once every check
+        passed."""
+        run = plan.run
+        assert run is not None
         if run.load is None:
             raise DbtRuntimeError(f"{run.unique_id}: the run has no load (blocked or dry run)")
         load_sql = rebuild_sql if run.rebuilds else render_load(run.load)
         if load_sql is None:
             raise DbtRuntimeError(f"{run.unique_id}: a table rebuild needs its create statement")
+        load: Union[str, Callable[[], Any]] = load_sql
+        if plan.explicit_build:  # a creating run's (PlannedBuild.explicit_build)
+            select = load_sql
+            load = lambda: self._explicit_build(plan, target, existing, select, clauses)  # noqa: E731
         spark = self.adapter._spark()
         runner = self.adapter._runner(spark, run.invocation_id)
         if not run.swaps_after_load:
             drop = (lambda: self.adapter.drop_relation(existing)) if run.drops_before_load else None
-            return runner.execute(run, load_sql, drop)
+            return runner.execute(run, load, drop)
         # `rebuild_sql` builds the table beside the old one (PlannedBuild.builds_at); swapped
         # in after the load, under the model's lease (run/swap.py)
         swap = self.adapter._swap(existing)

@@ -123,6 +123,7 @@ class ModelRun:
     # the model's last quarantining run discarded rows
     first_pass: Optional[LoadSql] = None
     discarded_last: bool = False
+    creates: bool = False  # the run creates the table (core/materialization/create_run.py)
 
     @classmethod
     def planned(
@@ -161,6 +162,7 @@ class ModelRun:
             fits=decided.fits,
             first_pass=decided.first_pass,
             discarded_last=inputs.discarded_last,
+            creates=decided.creates,
             **facts,
         )
         rebuilds = run.full_refresh or run.strategy == REBUILD
@@ -213,7 +215,8 @@ class ModelRun:
 
     @property
     def full_refresh(self) -> bool:
-        return self.plan.full_refresh is not None
+        """The plan's full refresh, made by the build's table statement, not a creating run."""
+        return self.plan.full_refresh is not None and not self.creates
 
     @property
     def rebuilds(self) -> bool:

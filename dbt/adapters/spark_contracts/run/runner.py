@@ -98,7 +98,7 @@ class Runner:
     def execute(
         self,
         run: ModelRun,
-        load_sql: str,
+        load_sql: str | Callable[[], Any],
         before_load: Optional[Callable[[], Any]] = None,
         after_load: Optional[Callable[[], Any]] = None,
     ) -> ContractsAdapterResponse:
@@ -106,9 +106,10 @@ class Runner:
         count, quarantine, the multi-step changes under the intent, `before_load` (a rebuild
         at a location_root drops the table here, once every check has passed), the load and
         `after_load` (a rebuild built beside the table is swapped in), clearing the intent.
-        Any failure after a change puts the table back. A quarantining run with a first pass
-        (run_plan.first_pass) tries it first; where it fails, it wrote nothing, and the run
-        goes on as one without it (its pending table)."""
+        Any failure after a change puts the table back. `load_sql`: the load's statement, or
+        what carries it out (Iceberg's NOT NULL build of a run that creates the table). A
+        quarantining run with a first pass (run_plan.first_pass) tries it first; where it
+        fails, it wrote nothing, and the run goes on as one without it (its pending table)."""
         if run.first_pass is not None and (before_load is not None or after_load is not None):
             run = replace(run, first_pass=None)  # a build beside the table: never planned so
         if run.first_pass is not None:
@@ -310,7 +311,10 @@ class Runner:
             raise
 
     def _load(
-        self, run: ModelRun, sql: str, after: Optional[Callable[[], Any]] = None
+        self,
+        run: ModelRun,
+        sql: str | Callable[[], Any],
+        after: Optional[Callable[[], Any]] = None,
     ) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
         # an evolving append or batch on a format that evolves it by a session conf (Delta's
@@ -323,7 +327,8 @@ class Runner:
             if conf:
                 self.spark.set_conf(conf, "true")
             try:
-                response = self._step(run, "the load", lambda: self._run_load(run, sql))
+                write = sql if callable(sql) else lambda: self._run_load(run, sql)
+                response = self._step(run, "the load", write)
                 if after is not None:
                     self._step(run, "the swap", after)
             finally:

@@ -10,6 +10,10 @@ run's pending table, every row with its reasons (core/recovery/pending.py); the 
 rows from it and the discarded rows follow into the quarantine after it. A failure leaves no
 table (or the old one) and no quarantine rows of the run.
 
+A full refresh that a run's own plan decides (`allow_full_refresh`, `schema_evolution.strategy:
+full_refresh`) creates the table too: `plan_refresh` plans it as the same creating run, its
+report keeping the plan that decided it.
+
 Where nothing can be discarded (no declared class, `freeze`, no rules), `plan_create` plans no
 run: the CREATE writes the checked query itself (`freeze` fails it).
 """
@@ -28,6 +32,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import (
     RunDecision,
     RunInputs,
@@ -41,6 +46,7 @@ from dbt.adapters.spark_contracts.core.materialization.write_path import (
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import pending_name
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
+from dbt.adapters.spark_contracts.core.schema.types import Struct
 
 
 def plan_create(inputs: RunInputs) -> RunDecision | None:
@@ -84,4 +90,30 @@ def plan_create(inputs: RunInputs) -> RunDecision | None:
         decision,
         load,
         quarantine_pending=pending,
+        creates=True,
     )
+
+
+def creating_inputs(inputs: RunInputs) -> RunInputs:
+    """The facts of the run that creates the table: no deployed table (nothing to evolve); its
+    load is the table's CREATE (`REBUILD`)."""
+    return replace(inputs, strategy=REBUILD, deployed=Struct(()), properties={})
+
+
+def plan_refresh(inputs: RunInputs, decided: RunDecision) -> tuple[RunInputs, RunDecision]:
+    """The run `decided` (planned from `inputs`) as it is carried out. A full refresh its own
+    plan decided, under a `pydantic_contract` whose load discards, is the run that creates the
+    table (`plan_create` over `creating_inputs(inputs)`: its discards counted and quarantined),
+    which keeps the diff, the plan and the mode that decided it, for the report; any other run
+    (no full refresh, a dry run, nothing to discard, a microbatch batch) is
+    `(inputs, decided)` unchanged."""
+    if decided.plan.full_refresh is None:  # a blocked plan has none
+        return inputs, decided
+    if inputs.strategy == MICROBATCH:  # a batch refuses it (microbatch.check_batch_plan)
+        return inputs, decided
+    creating = creating_inputs(inputs)
+    created = plan_create(creating)
+    if created is None:
+        return inputs, decided
+    mode = f"{decided.mode} (a full refresh: the run creates the table)"
+    return creating, replace(created, diff=decided.diff, plan=decided.plan, mode=mode)

@@ -134,6 +134,9 @@ class RunDecision:
     # a quarantining run's first pass (`first_pass`): the load over the model's output as it
     # is, failing at the first row the contract discards; `load` is then the pending path's
     first_pass: LoadSql | None = None
+    # the run creates the table, over no deployed table (core/materialization/create_run.py),
+    # also where its plan is a full refresh: its load is the table's CREATE
+    creates: bool = False
 
 
 def plan_run(inputs: RunInputs) -> RunDecision:
