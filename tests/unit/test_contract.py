@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from dbt.adapters.spark_contracts.core.contracts.contract import (
     ENTITIES,
     MODES,
+    SHORTHAND_ENTITIES,
     ContractMode,
     SchemaContract,
     for_new_table,
@@ -66,19 +67,22 @@ def test_to_dict_is_the_expanded_mapping():
         "tables": "evolve",
         "columns": "freeze",
         "data_type": "evolve",
+        "data_tests": "evolve",
         "quarantine": True,
     }
 
 
 def test_mode_accessor_and_unknown_entity():
     contract = C(F, R, V)
-    assert [contract.mode(e) for e in ENTITIES] == [F, R, V]
+    assert [contract.mode(e) for e in ENTITIES] == [F, R, V, E]
     with pytest.raises(KeyError):
         contract.mode("rows")
 
 
 def test_new_table_rule_evolves_columns_and_data_type_only():
     assert for_new_table(C(F, F, F, True)) == C(F, E, E, True)
+    gated = SchemaContract(data_tests=R)
+    assert for_new_table(gated).data_tests is R  # data tests bind on the creating run too
     assert for_new_table(C(R, V, R)) == C(R, E, E)
 
 
@@ -114,7 +118,7 @@ ALLOWED = "allowed: evolve, freeze, discard_row, discard_value"
             [
                 "model.p.m",
                 "`schema_contract` has unknown key(s) colums, rows",
-                "allowed: tables, columns, data_type, quarantine",
+                "allowed: tables, columns, data_type, data_tests, quarantine",
             ],
         ),
         (
@@ -123,7 +127,8 @@ ALLOWED = "allowed: evolve, freeze, discard_row, discard_value"
             [
                 "model.p.m",
                 "`schema_contract` must be a mode string (evolve, freeze, discard_row, "
-                "discard_value) or a mapping with keys tables, columns, data_type, quarantine",
+                "discard_value) or a mapping with keys tables, columns, data_type, data_tests, "
+                "quarantine",
                 "got list ['freeze']",
             ],
         ),
@@ -138,6 +143,12 @@ ALLOWED = "allowed: evolve, freeze, discard_row, discard_value"
             None,
             ["`schema_contract.quarantine` must be true or false", "got int 1"],
         ),
+        (
+            {"data_tests": "drop"},
+            None,
+            ["model.p.m", "`schema_contract.data_tests` is 'drop'", ALLOWED],
+        ),
+        (None, {"data_tests": 2}, ["`--vars schema_contract.data_tests` is 2", ALLOWED]),
         (None, "strict", ["model.p.m", "`--vars schema_contract` is 'strict'", ALLOWED]),
         (
             "freeze",
@@ -173,10 +184,21 @@ configs = st.one_of(
 
 
 @given(modes)
-def test_shorthand_equals_full_mapping(mode):
-    full = {entity: mode for entity in ENTITIES}
+def test_shorthand_equals_full_mapping_without_data_tests(mode):
+    full = {entity: mode for entity in SHORTHAND_ENTITIES}
     assert resolve_contract("m", mode, None) == resolve_contract("m", full, None)
     assert resolve_contract("m", None, mode) == resolve_contract("m", full, None)
+
+
+@given(modes, modes)
+def test_shorthand_never_sets_data_tests(data_tests, mode):
+    """A project keeps dbt's after-the-load tests until it names `data_tests` (issue 42)."""
+    assert resolve_contract("m", mode, None).data_tests is E
+    named = resolve_contract("m", {"data_tests": data_tests}, mode)
+    assert named.data_tests is ContractMode(data_tests)  # a string override keeps it too
+    assert resolve_contract("m", mode, {"data_tests": data_tests}).data_tests is ContractMode(
+        data_tests
+    )
 
 
 @given(configs, partial_mappings)
@@ -193,8 +215,10 @@ def test_override_mapping_changes_only_named_entities(config, override):
 @given(configs, modes)
 def test_override_string_replaces_every_entity(config, mode):
     result = resolve_contract("m", config, mode)
-    assert result is not None
-    assert {result.mode(e) for e in ENTITIES} == {ContractMode(mode)}
+    base = resolve_contract("m", config, None)
+    assert result is not None and base is not None
+    assert {result.mode(e) for e in SHORTHAND_ENTITIES} == {ContractMode(mode)}
+    assert result.data_tests is base.data_tests
 
 
 @given(partial_mappings)

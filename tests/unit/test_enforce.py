@@ -602,6 +602,7 @@ def test_summary_and_to_dict():
             "tables": "evolve",
             "columns": "freeze",
             "data_type": "discard_row",
+            "data_tests": "evolve",
             "quarantine": False,
         },
         "table_action": "fail",
@@ -630,8 +631,8 @@ def test_summary_and_to_dict():
         "warnings": [],
     }
     assert decision.summary() == (
-        "schema_contract {tables: evolve, columns: freeze, data_type: discard_row, quarantine: "
-        "False} (delta): fail\n"
+        "schema_contract {tables: evolve, columns: freeze, data_type: discard_row, data_tests: "
+        "evolve, quarantine: False} (delta): fail\n"
         "  violation: columns freeze column `c` (deployed (absent), compiled INT): the model "
         "outputs a new column `c` the deployed table lacks\n"
         "  data_type n (STRING into INT): discard_row"

@@ -117,6 +117,8 @@ def test_snapshot_contract_freeze():
         SchemaContract(columns=ContractMode.DISCARD_VALUE),
         SchemaContract(data_type=ContractMode.DISCARD_ROW),
         SchemaContract(data_type=ContractMode.DISCARD_VALUE),
+        SchemaContract(data_tests=ContractMode.DISCARD_ROW),
+        SchemaContract(data_tests=ContractMode.FREEZE),  # a snapshot's merge has no gate
     ],
 )
 def test_snapshot_refuses_row_and_value_discards(contract):
@@ -163,6 +165,10 @@ def test_parse_refuses_what_a_materialization_would_ignore():
             "not supported on snapshots",
         ),
         (node({"pydantic_contract": "x:Y"}, "model", "view"), "not supported on views"),
+        (
+            node({"schema_contract": {"data_tests": "discard_row"}}, "snapshot", "snapshot"),
+            "data_tests: discard_row is not supported on snapshots",
+        ),
     ]
     for config, fragment in cases:
         with pytest.raises(ConfigError, match=fragment):

@@ -101,6 +101,7 @@ class TestRunStory:
             "tables": "evolve",
             "columns": "evolve",
             "data_type": "discard_row",
+            "data_tests": "evolve",
             "quarantine": True,
         }, contract
         evolution = catalog["model.test.story_evolving"]["stats"]

@@ -14,7 +14,11 @@ from typing import Any
 
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
-ENTITIES = ("tables", "columns", "data_type")
+# the entities a mode string (`schema_contract: freeze`) sets; `data_tests` is set only by name,
+# so a project keeps dbt's after-the-load tests until it opts in (core/contracts/data_tests.py)
+SHORTHAND_ENTITIES = ("tables", "columns", "data_type")
+DATA_TESTS = "data_tests"
+ENTITIES = (*SHORTHAND_ENTITIES, DATA_TESTS)
 QUARANTINE = "quarantine"
 VARIANT_COLUMNS = "variant_columns"
 CONTRACT_KEYS = (*ENTITIES, QUARANTINE, VARIANT_COLUMNS)
@@ -52,13 +56,14 @@ class SchemaContract:
     data_type: ContractMode = ContractMode.EVOLVE
     quarantine: bool = False
     variant_columns: str = TYPED
+    data_tests: ContractMode = ContractMode.EVOLVE
 
     @property
     def native_variants(self) -> bool:
         return self.variant_columns == NATIVE
 
     def mode(self, entity: str) -> ContractMode:
-        """The mode of `tables`, `columns` or `data_type`."""
+        """The mode of `tables`, `columns`, `data_type` or `data_tests`."""
         if entity not in ENTITIES:
             raise KeyError(f"unknown schema entity {entity!r}; expected one of {ENTITIES}")
         mode: ContractMode = getattr(self, entity)
@@ -70,6 +75,7 @@ class SchemaContract:
             "tables": self.tables.value,
             "columns": self.columns.value,
             "data_type": self.data_type.value,
+            DATA_TESTS: self.data_tests.value,
             "quarantine": self.quarantine,
             **({VARIANT_COLUMNS: self.variant_columns} if self.native_variants else {}),
         }
@@ -125,10 +131,11 @@ def _parse_variant_columns(model: str, key: str, value: Any) -> str:
 
 
 def _parse(model: str, key: str, value: Any) -> _Partial:
-    """A string is shorthand for every entity; a mapping names some entities and quarantine."""
+    """A string is shorthand for every entity but `data_tests`; a mapping names some entities
+    and quarantine."""
     if isinstance(value, str):
         mode = _parse_mode(model, key, value)
-        return _Partial({entity: mode for entity in ENTITIES}, None)
+        return _Partial({entity: mode for entity in SHORTHAND_ENTITIES}, None)
     if not isinstance(value, Mapping):
         raise _shape_error(model, key, value)
     unknown = sorted(str(k) for k in value if k not in CONTRACT_KEYS)
@@ -157,7 +164,7 @@ def resolve_contract(
     """The model's contract for this run, or None when neither config nor run vars set one.
 
     `config_value` is the model's resolved `schema_contract` config; `run_override` the run-level
-    var: a string replaces every entity, a mapping only the entities (and quarantine) it names.
+    var: a string replaces every entity but `data_tests`, a mapping only the entities (and quarantine) it names.
     Entities set nowhere are `evolve` (dlt's default), or `base`'s modes when given (the modes a
     `pydantic_contract` class implies, which `schema_contract` then overrides entity by entity).
     """

@@ -128,6 +128,8 @@ def unsupported_on_snapshots(contract: SchemaContract) -> list[str]:
         for entity, mode in (("columns", contract.columns), ("data_type", contract.data_type))
         if mode not in SNAPSHOT_MODES
     ]
+    if contract.data_tests is not ContractMode.EVOLVE:  # a snapshot's merge has no gate
+        refused.append(f"data_tests: {contract.data_tests.value}")
     return refused
 
 
@@ -142,5 +144,6 @@ def snapshot_refusal(unique_id: str, refused: list[str]) -> str:
         f"{unique_id}: schema_contract {', '.join(refused)} is not supported on snapshots (a "
         "snapshot merges its source rows into their history by key: dropping rows, values or "
         "columns would record false changes). Allowed on snapshots: columns and data_type "
-        "evolve or freeze (tables: any mode)."
+        "evolve or freeze, data_tests evolve (its tests run after the snapshot, as in dbt; "
+        "tables: any mode)."
     )
