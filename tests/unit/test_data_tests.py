@@ -1,0 +1,371 @@
+"""A model's data tests as gates on its load (core/contracts/data_tests.py, issue 42).
+
+SQLite is the oracle (no Spark): the SQL dbt's own test macros run is evaluated beside the
+gate's predicate over random rows, and the rows the predicate turns away are exactly the rows
+the test returns; after the gate, the test returns none.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
+from dbt.adapters.spark_contracts.core.contracts.data_tests import (
+    AttachedTests,
+    DataTest,
+    GateAction,
+    Gates,
+    attached_tests,
+    plan_gates,
+)
+from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
+
+E, F, R, V = (
+    ContractMode.EVOLVE,
+    ContractMode.FREEZE,
+    ContractMode.DISCARD_ROW,
+    ContractMode.DISCARD_VALUE,
+)
+STRING, INT = Primitive("string"), Primitive("int")
+OUTPUT = Struct(
+    (Field("id", INT), Field("name", STRING), Field("status", STRING), Field("amount", INT))
+)
+MODEL = "model.p.m"
+
+
+def test_(name: str, column: str | None = None, namespace: str | None = None, **kwargs: Any):
+    """A test as `attached_tests` reads it (`test_` so pytest does not collect it)."""
+    args = dict(kwargs)
+    where = args.pop("where", None)
+    gate = args.pop("gate", True)
+    if column is not None:
+        args["column_name"] = column
+    uid = f"test.p.{name}_{column or 'm'}_{abs(hash(repr(sorted(kwargs.items())))) % 997}"
+    return DataTest(uid, name, namespace, tuple(sorted(args.items())), where, gate)
+
+
+test_.__test__ = False  # type: ignore[attr-defined]
+
+
+def gates(*tests: DataTest, mode: ContractMode = R, target: Struct | None = OUTPUT) -> Gates:
+    return plan_gates(AttachedTests(MODEL, tests), mode, OUTPUT, target)
+
+
+# -- dbt's own test SQL (its macros, rendered as dbt renders them), the oracle
+
+
+def dbt_test_sql(test: DataTest, table: str) -> str:
+    model = f"(select * from {table} where {test.where}) s" if test.where else table
+    column = test.column
+    if test.name == "not_null":
+        return f"select id from {model} where {column} is null"
+    if test.name == "accepted_values":
+        quote = test.arg("quote", True)
+        values = ", ".join(f"'{v}'" if quote else str(v) for v in test.arg("values"))
+        return f"select id from {model} where {column} not in ({values})"  # group by aside: rows
+    if test.name == "not_empty_string":
+        value = f"trim({column})" if test.arg("trim_whitespace", True) else column
+        return f"select id from {model} where {value} = ''"
+    if test.name == "accepted_range":
+        eq = "=" if test.arg("inclusive", True) else ""
+        parts = ["1 = 2"]
+        if test.arg("min_value") is not None:
+            parts.append(f"not {column} >{eq} {test.arg('min_value')}")
+        if test.arg("max_value") is not None:
+            parts.append(f"not {column} <{eq} {test.arg('max_value')}")
+        return f"select id from {model} where {' or '.join(parts)}"
+    if test.name == "expression_is_true":
+        expression = test.arg("expression")
+        body = f"{column} {expression}" if column else expression
+        return f"select id from {model} where not({body})"
+    raise AssertionError(test.name)
+
+
+def load(rows: list[tuple[Any, ...]]) -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:")
+    db.execute("create table t (id int, name text, status text, amount int)")
+    db.executemany("insert into t values (?, ?, ?, ?)", rows)
+    return db
+
+
+def ids(db: sqlite3.Connection, sql: str) -> set[int]:
+    return {row[0] for row in db.execute(sql)}
+
+
+statuses = st.sampled_from(["a", "b", "c", "", " ", None])
+names = st.sampled_from(["x", "", "  ", None])
+amounts = st.one_of(st.none(), st.integers(-5, 15))
+rows = st.lists(st.tuples(names, statuses, amounts), max_size=25).map(
+    lambda rs: [(i, *r) for i, r in enumerate(rs)]
+)
+wheres = st.sampled_from([None, "amount > 3", "status = 'a'", "name is not null"])
+tests = st.one_of(
+    st.builds(
+        lambda c, w: test_("not_null", c, where=w), st.sampled_from(["name", "status"]), wheres
+    ),
+    st.builds(
+        lambda vs, w: test_("accepted_values", "status", values=vs, where=w),
+        st.lists(st.sampled_from(["a", "b", "c", " "]), min_size=1, max_size=3, unique=True),
+        wheres,
+    ),
+    st.builds(
+        lambda vs, w: test_("accepted_values", "amount", values=vs, quote=False, where=w),
+        st.lists(st.integers(0, 6), min_size=1, max_size=3, unique=True),
+        wheres,
+    ),
+    st.builds(
+        lambda lo, hi, inc, w: test_(
+            "accepted_range",
+            "amount",
+            "dbt_utils",
+            min_value=lo,
+            max_value=hi,
+            inclusive=inc,
+            where=w,
+        ),
+        st.integers(0, 5),  # neither bound: no row check (test below)
+        st.one_of(st.none(), st.integers(5, 10)),
+        st.booleans(),
+        wheres,
+    ),
+    st.builds(
+        lambda trim, w: test_(
+            "not_empty_string", "name", "dbt_utils", trim_whitespace=trim, where=w
+        ),
+        st.booleans(),
+        wheres,
+    ),
+    st.builds(
+        lambda e, w: test_("expression_is_true", None, "dbt_utils", expression=e, where=w),
+        st.sampled_from(["amount < 10", "status <> 'c' or amount is null", "length(name) > 0"]),
+        wheres,
+    ),
+    st.builds(
+        lambda e, w: test_("expression_is_true", "amount", "dbt_utils", expression=e, where=w),
+        st.sampled_from(["> 2", "between 0 and 9"]),
+        wheres,
+    ),
+)
+
+
+def spark_to_sqlite(predicate: str) -> str:
+    return predicate  # backticks, coalesce, trim, NOT IN, false: both dialects
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows, tests)
+def test_a_gate_turns_away_exactly_the_rows_the_test_returns(data, test):
+    db = load(data)
+    (gate,) = gates(test).gates
+    gated = ids(db, f"select id from t where {spark_to_sqlite(gate.predicate)}")
+    assert gated == ids(db, dbt_test_sql(test, "t"))
+    # the predicate is NULL-safe: its negation keeps every other row
+    kept = ids(db, f"select id from t where not ({gate.predicate})")
+    assert kept | gated == {r[0] for r in data} and not kept & gated
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows, st.lists(tests, min_size=1, max_size=4))
+def test_after_discard_row_every_gated_test_passes(data, chosen):
+    db = load(data)
+    planned = gates(*chosen)
+    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters)
+    db.execute(f"create table kept as select * from t where {keep}")
+    for test in chosen:
+        assert ids(db, dbt_test_sql(test, "kept")) == set(), test
+    dropped = len(data) - db.execute("select count(*) from kept").fetchone()[0]
+    assert dropped == len(
+        ids(db, "select id from t where " + " OR ".join(f"({p})" for _, p in planned.row_filters))
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows, st.lists(tests, min_size=1, max_size=4))
+def test_after_discard_value_every_gated_test_passes(data, chosen):
+    """Failing values set to NULL where a NULL passes, the other failing rows dropped."""
+    db = load(data)
+    planned = gates(*chosen, mode=V)
+    columns = []
+    for column in ("id", "name", "status", "amount"):
+        nulls = planned.value_nulls(column)
+        when = " OR ".join(f"({p})" for p in nulls)
+        columns.append(
+            f"CASE WHEN {when} THEN NULL ELSE {column} END AS {column}" if nulls else column
+        )
+    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters) or "1 = 1"
+    db.execute(f"create table kept as select {', '.join(columns)} from t where {keep}")
+    for test in chosen:
+        assert ids(db, dbt_test_sql(test, "kept")) == set(), test
+
+
+def test_modes_map_to_actions():
+    accepted = test_("accepted_values", "status", values=["a"])
+    not_null = test_("not_null", "name")
+    assert gates(accepted, mode=E) == Gates(E)
+    assert [g.action for g in gates(accepted, not_null, mode=F).gates] == [GateAction.FREEZE] * 2
+    assert [g.action for g in gates(accepted, not_null, mode=R).gates] == [GateAction.ROW] * 2
+    by_reason = {g.reason: g.action for g in gates(accepted, not_null, mode=V).gates}
+    # a NULL fails not_null: its row goes; a NULL passes accepted_values: its value goes
+    assert by_reason == {
+        "accepted_values(status)": GateAction.VALUE,
+        "not_null(name)": GateAction.ROW,
+    }
+
+
+def test_discard_value_drops_the_row_where_null_is_forbidden():
+    accepted = test_("accepted_values", "status", values=["a"])
+    # another test forbids NULL in the column (even one that does not gate)
+    also = test_("not_null", "status", gate=False)
+    assert gates(accepted, also, mode=V).gates[0].action is GateAction.ROW
+    # the table's column is NOT NULL
+    required = Struct(tuple(Field(f.name, f.type, f.name != "status") for f in OUTPUT.fields))
+    assert gates(accepted, mode=V, target=required).gates[0].action is GateAction.ROW
+    # an expression may fail on NULL: its row goes
+    expr = test_("expression_is_true", "amount", "dbt_utils", expression="> 0")
+    assert gates(expr, mode=V).gates[0].action is GateAction.ROW
+
+
+def test_reasons_name_the_test_and_column():
+    planned = gates(
+        test_("not_null", "name"),
+        test_("accepted_values", "status", values=["a"]),
+        test_("accepted_range", "amount", "dbt_utils", min_value=0),
+        test_("expression_is_true", None, "dbt_utils", expression="amount < 10"),
+    )
+    assert [g.reason for g in planned.gates] == [
+        "not_null(name)",
+        "accepted_values(status)",
+        "dbt_utils.accepted_range(amount)",
+        "dbt_utils.expression_is_true(amount < 10)",
+    ]
+    assert [g.column for g in planned.gates] == ["name", "status", "amount", None]
+
+
+def test_quote_false_renders_values_as_sql():
+    (gate,) = gates(test_("accepted_values", "amount", values=[1, 2], quote=False)).gates
+    assert "`amount` NOT IN (1, 2)" in gate.predicate
+    (gate,) = gates(test_("accepted_values", "status", values=["it's"])).gates
+    assert "NOT IN ('it\\'s')" in gate.predicate
+
+
+@pytest.mark.parametrize(
+    ("test", "why"),
+    [
+        (DataTest("test.p.singular"), "a singular test"),
+        (test_("unique", "id"), "a set test"),
+        (test_("relationships", "id", to="ref('x')", field="id"), "a set test"),
+        (test_("my_test", "id"), "a generic test the adapter does not gate"),
+        (test_("not_empty_string", "name"), "a generic test the adapter does not gate"),
+        (test_("expression_is_true", None, "other_pkg", expression="1=1"), "does not gate"),
+        (test_("not_null", "name", gate=False), "opted out"),
+        (test_("not_null", "missing"), "not a column of the model's output"),
+        (test_("not_null", "lower(name)"), "not a column of the model's output"),
+        (test_("accepted_values", "status", values=[]), "make no row check"),
+        (test_("accepted_range", "amount", "dbt_utils"), "make no row check"),
+        (test_("accepted_values", "status", values=["{{ var('v') }}"]), "hold Jinja"),
+        (test_("not_null", "name", where="day = '{{ var(\"d\") }}'"), "hold Jinja"),
+    ],
+)
+def test_tests_that_do_not_gate_are_listed_after_the_load(test, why):
+    planned = gates(test)
+    assert planned.gates == ()
+    (after,) = planned.after_load
+    assert after.test == test.unique_id and why in after.why
+    assert "checked after the load" in "\n".join(planned.summary_lines())
+
+
+def test_a_quoted_or_differently_cased_column_is_the_output_column():
+    (gate,) = gates(test_("not_null", "`NAME`")).gates
+    assert gate.column == "name" and "`name` IS NULL" in gate.predicate
+
+
+def test_freeze_gates_list_column_predicate_and_reason():
+    planned = gates(
+        test_("not_null", "name"),
+        test_("expression_is_true", None, "dbt_utils", expression="amount < 10"),
+        mode=F,
+    )
+    assert [(c, r) for c, _, r in planned.frozen] == [
+        ("name", "not_null(name)"),
+        ("", "dbt_utils.expression_is_true(amount < 10)"),
+    ]
+    assert planned.row_filters == () and planned.value_nulls("name") == ()
+    assert planned.by_reason("not_null(name)") is planned.gates[0]
+    assert planned.to_dict()["gates"][0] == {
+        "test": planned.gates[0].test,
+        "reason": "not_null(name)",
+        "column": "name",
+        "action": "freeze",
+    }
+
+
+def node(uid: str, **extra: Any) -> dict[str, Any]:
+    return {"unique_id": uid, "resource_type": "test", **extra}
+
+
+def test_attached_tests_reads_the_manifest():
+    nodes = {
+        "model.p.m": {"unique_id": "model.p.m", "resource_type": "model"},
+        "test.p.not_null_m_name": node(
+            "test.p.not_null_m_name",
+            attached_node=MODEL,
+            test_metadata={
+                "name": "not_null",
+                "namespace": None,
+                "kwargs": {"column_name": "name", "model": "{{ get_where_subquery(ref('m')) }}"},
+            },
+            config={"where": "id > 0", "meta": {}},
+            depends_on={"nodes": [MODEL]},
+        ),
+        "test.p.range": node(
+            "test.p.range",
+            attached_node=MODEL,
+            test_metadata={
+                "name": "accepted_range",
+                "namespace": "dbt_utils",
+                "kwargs": {"column_name": "amount", "min_value": 0},
+            },
+            config={"meta": {"gate": False}},
+        ),
+        # a singular test that reads the model
+        "test.p.singular": node("test.p.singular", depends_on={"nodes": [MODEL, "model.p.o"]}),
+        # another model's relationships test that points here: not this model's
+        "test.p.rel": node(
+            "test.p.rel",
+            attached_node="model.p.o",
+            test_metadata={"name": "relationships", "kwargs": {"to": "ref('m')"}},
+            depends_on={"nodes": [MODEL, "model.p.o"]},
+        ),
+        "test.p.other": node("test.p.other", attached_node="model.p.o"),
+    }
+    found = attached_tests(MODEL, nodes)
+    assert [t.unique_id for t in found.tests] == [
+        "test.p.not_null_m_name",
+        "test.p.range",
+        "test.p.singular",
+    ]
+    not_null, ranged, singular = found.tests
+    assert (not_null.name, not_null.column, not_null.where, not_null.gate) == (
+        "not_null",
+        "name",
+        "id > 0",
+        True,
+    )
+    assert "model" not in dict(not_null.kwargs)
+    assert (ranged.namespace, ranged.gate, ranged.arg("min_value")) == ("dbt_utils", False, 0)
+    assert singular.name == "" and singular.label == "test.p.singular"
+    planned = plan_gates(found, R, OUTPUT, OUTPUT)
+    assert [g.reason for g in planned.gates] == ["not_null(name)"]
+    assert [a.test for a in planned.after_load] == ["test.p.range", "test.p.singular"]
+
+
+def test_no_tests_or_evolve_plans_nothing():
+    assert plan_gates(None, R, OUTPUT, OUTPUT) == Gates(R)
+    assert plan_gates(AttachedTests(MODEL, (test_("not_null", "name"),)), E, OUTPUT, None) == Gates(
+        E
+    )
