@@ -277,6 +277,9 @@ def test_tests_that_do_not_gate_are_listed_after_the_load(test, why):
     (after,) = planned.after_load
     assert after.test == test.unique_id and why in after.why
     assert "checked after the load" in "\n".join(planned.summary_lines())
+    assert planned.log_lines() == [
+        f"data test {test.unique_id} is checked after the load ({after.why})"
+    ]
 
 
 def test_a_quoted_or_differently_cased_column_is_the_output_column():
@@ -362,6 +365,17 @@ def test_attached_tests_reads_the_manifest():
     planned = plan_gates(found, R, OUTPUT, OUTPUT)
     assert [g.reason for g in planned.gates] == ["not_null(name)"]
     assert [a.test for a in planned.after_load] == ["test.p.range", "test.p.singular"]
+
+
+def test_log_lines_name_each_gate_and_its_action():
+    planned = gates(
+        test_("not_null", "name"), test_("accepted_values", "status", values=["a"]), mode=V
+    )
+    assert planned.log_lines() == [
+        "data_tests discard_value gates the load: not_null(name) (discard_row), "
+        "accepted_values(status) (discard_value)"
+    ]
+    assert gates(test_("not_null", "name"), mode=E).log_lines() == []
 
 
 def test_no_tests_or_evolve_plans_nothing():

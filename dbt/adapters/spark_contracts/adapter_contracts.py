@@ -23,6 +23,7 @@ from dbt.adapters.spark_contracts.core.contracts.constraints import (
     declared_not_null,
 )
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests, attached_tests
 from dbt.adapters.spark_contracts.core.contracts.decision import ContractViolation, Declared
 from dbt.adapters.spark_contracts.core.contracts.enforce import decide, view_violations
 from dbt.adapters.spark_contracts.core.contracts.load_select import render_load_select
@@ -97,6 +98,11 @@ class ContractMethods(metaclass=AdapterMeta):
             logger.warning(f"{gate.unique_id}: {decision.warnings[0]} ({relation})")
             return "skip"
         return "create"
+
+    @available
+    def data_tests_of(self, model: Dict[str, Any], graph: Dict[str, Any]) -> AttachedTests:
+        """The model's data tests, from dbt's graph, for `plan_model` (issue 42)."""
+        return attached_tests(str(model.get("unique_id")), graph.get("nodes") or {})
 
     @available
     def evolve_snapshot(
@@ -206,16 +212,21 @@ class ContractMethods(metaclass=AdapterMeta):
         model: Dict[str, Any],
         run_vars: Any,
         invocation_id: str,
+        data_tests: Optional[AttachedTests] = None,
     ) -> Optional[runs.ModelRun]:
         """A build that creates the table (`build`: create, replace, swap or drop then create)
-        under a `pydantic_contract` whose rules can discard: planned as a run of the table
+        under a `pydantic_contract` whose rules can discard, or data tests that gate the load
+        (`data_tests`): planned as a run of the table
         strategy over no table (core/materialization/create_run.py), which `execute_plan` carries out like
         any run (its discards counted, quarantined through the run's pending table, all or
         nothing; Iceberg's NOT NULL build is its load). None: the build writes
         `_contract_create_sql` itself (nothing to discard)."""
         gate = self._contract_gate(relation, model, run_vars)
         contract, settings, declared = gate.contract, gate.settings, gate.declared
-        if contract is None or declared is None or settings.dry_run:
+        if contract is None or settings.dry_run:
+            return None
+        gated = data_tests is not None and contract.data_tests is not ContractMode.EVOLVE
+        if declared is None and not gated:
             return None
         config = model.get("config") or {}
         table_format = build.result_format
@@ -235,11 +246,14 @@ class ContractMethods(metaclass=AdapterMeta):
             settings=settings,
             contract=contract,
             declared=declared,
+            data_tests=data_tests,
         )
         with config_errors_as_compilation_errors():
             decided = plan_create(inputs)
         if decided is None:
             return None
+        for line in decided.contract.gates.log_lines() if decided.contract else ():
+            logger.info(f"{gate.unique_id}: {line}")  # the model's tests, gating or after the load
         spark.run(f"create or replace temporary view {view} as {compiled_sql}")
         tag = self._tags.start(spark, invocation_id, gate.unique_id)  # type: ignore[attr-defined]
         options = LoadOptions.from_config(config)

@@ -23,6 +23,7 @@ from dbt.adapters.spark_contracts.constraints import build_constraints
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
     declared_not_null,
 )
+from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests
 from dbt.adapters.spark_contracts.core.contracts.quarantine import (
     DISCARDED_PROPERTY,
     QUARANTINE_SUFFIX,
@@ -133,12 +134,13 @@ class RunPathMethods(metaclass=AdapterMeta):
         compiled_code: str,
         table_options: str,
         invocation_id: str,
+        data_tests: Optional[AttachedTests] = None,
     ) -> runs.PlannedBuild:
         """Step 2, the one question a table or incremental build asks (core/materialization/run_plan.plan_model):
         what to do with the relation and, when the build evolves, the run planned against the
         deployed table as `repair_model` left it (the model's query as a temporary view, its
         schema read, then decided once). It only reads: its statements go through a guard that
-        refuses anything else (run/repair.ReadOnly)."""
+        refuses anything else (run/repair.ReadOnly). `data_tests`: `data_tests_of`'s."""
         existing = repaired.relation
         options = LoadOptions.from_config(model.get("config") or {})
         contract, settings, declared = self._resolve_run_settings(model, run_vars)
@@ -157,7 +159,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         if not facts.evolves:
             build = plan_model(facts).build
             run = self._plan_create_run(
-                build, target, compiled_code, model, run_vars, invocation_id
+                build, target, compiled_code, model, run_vars, invocation_id, data_tests
             )
             select = self._create_select(run, target, compiled_code, model, run_vars)
             return planned_as(build, run, select, build_constraints(model, file_format, select))
@@ -183,6 +185,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             table_options,
             repaired.deployed,
         )
+        inputs = replace(inputs, data_tests=data_tests)
         if facts.load_strategy == MICROBATCH:  # its pending table and quarantined rows carry it
             inputs = replace(inputs, batch_tag=repaired.tag)
         with config_errors_as_compilation_errors():
@@ -317,6 +320,8 @@ class RunPathMethods(metaclass=AdapterMeta):
         """The decided run as Jinja carries it out: refused on a contract violation, the
         files a rewrite rewrites counted, the batch checked, its plan logged and recorded."""
         table_format = inputs.table_format
+        for line in decided.contract.gates.log_lines() if decided.contract else ():
+            logger.info(f"{unique_id}: {line}")  # the model's tests, gating or after the load
         if decided.violation is not None:
             runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
         if decided.plan.rewrites_files:  # the plan file names the files a rewrite rewrites

@@ -17,6 +17,23 @@ def value_violation(
     assert decision is not None
     column = str(samples[0]["column_name"])
     reason = str(samples[0].get("reason") or COERCE_REASON)
+    values = [
+        row["value"]
+        for row in samples
+        if str(row["column_name"]) == column and str(row.get("reason") or COERCE_REASON) == reason
+    ]
+    gate = decision.gates.by_reason(reason)
+    if gate is not None:  # one of the model's data tests (issue 42)
+        violation = {
+            "schema_entity": "data_tests",
+            "contract_mode": "freeze",
+            "column": gate.column,
+            "deployed_type": None,
+            "compiled_type": None,
+            "reason": f"rows fail the data test {gate.reason} ({gate.test})",
+            "data_test": gate.test,
+        }
+        return violation, values
     check = next((c for c in decision.value_checks if c.dotted.lower() == column.lower()), None)
     if reason != COERCE_REASON:  # a declared rule (pydantic_contract), not a coercion
         check = None
@@ -28,9 +45,4 @@ def value_violation(
         "compiled_type": check.compiled_type.to_sql() if check else None,
         "reason": reason,
     }
-    values = [
-        row["value"]
-        for row in samples
-        if str(row["column_name"]) == column and str(row.get("reason") or COERCE_REASON) == reason
-    ]
     return violation, values

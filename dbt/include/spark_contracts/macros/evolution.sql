@@ -14,7 +14,7 @@
   {%- if existing_relation is none and not spark_contracts_may_create(target_relation, compiled_code) -%}
     {{ return(none) }}
   {%- endif -%}
-  {%- set plan = adapter.plan_model(materialization, file_format, repaired, target_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id) -%}
+  {%- set plan = adapter.plan_model(materialization, file_format, repaired, target_relation, model, spark_contracts_run_vars(), should_full_refresh(), strategy, compiled_code, partition_cols(label="partitioned by"), invocation_id, adapter.data_tests_of(model, graph)) -%}
   {% do spark_contracts_execute(plan, target_relation, existing_relation, compiled_code) %}
   {{ return(plan) }}
 {% endmacro %}

@@ -188,6 +188,20 @@ class Gates:
         ]
         return lines
 
+    def log_lines(self) -> list[str]:
+        """What the run's log says of the model's tests: the gates, and each test checked
+        after the load (the plan file lists both too)."""
+        if self.mode is ContractMode.EVOLVE:
+            return []
+        lines = []
+        if self.gates:
+            named = ", ".join(f"{g.reason} ({g.action.value})" for g in self.gates)
+            lines.append(f"data_tests {self.mode.value} gates the load: {named}")
+        lines += [
+            f"data test {a.test} is checked after the load ({a.why})" for a in self.after_load
+        ]
+        return lines
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode.value,

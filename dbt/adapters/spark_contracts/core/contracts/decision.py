@@ -3,11 +3,16 @@ it adds, the per-value checks, a declared contract's columns, the decision itsel
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbt.adapters.spark_contracts.core.contracts.checks import ColumnRules
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+from dbt.adapters.spark_contracts.core.contracts.data_tests import (
+    AttachedTests,
+    Gates,
+    plan_gates,
+)
 from dbt.adapters.spark_contracts.core.schema.diff import (
     Path,
     SchemaDiff,
@@ -132,6 +137,12 @@ class ContractDecision:
     evolve_diff: SchemaDiff = SchemaDiff()
     warnings: tuple[str, ...] = ()
     rule_checks: tuple[ColumnRules, ...] = ()  # checked under contract.data_type
+    gates: Gates = Gates()  # the model's data tests, under contract.data_tests
+
+    def with_gates(self, tests: AttachedTests | None, compiled: Struct) -> ContractDecision:
+        """The decision with the model's data tests as gates on its load (issue 42)."""
+        gates = plan_gates(tests, self.contract.data_tests, compiled, self.target)
+        return replace(self, gates=gates)
 
     def rules_of(self, column: str) -> ColumnRules | None:
         return next((r for r in self.rule_checks if r.column.lower() == column.lower()), None)
@@ -153,6 +164,7 @@ class ContractDecision:
         lines += [f"  evolve: {change.describe()}" for change in self.evolve_diff]
         mode = self.contract.data_type.value
         lines += [f"  rules {r.column} ({r.describe()}): {mode}" for r in self.rule_checks]
+        lines += self.gates.summary_lines()
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -177,4 +189,9 @@ class ContractDecision:
             "evolve": [change.describe() for change in self.evolve_diff],
             "warnings": list(self.warnings),
             **({"rule_checks": rules} if rules else {}),
+            **(
+                {"data_tests": self.gates.to_dict()}
+                if self.gates.mode is not ContractMode.EVOLVE
+                else {}
+            ),
         }

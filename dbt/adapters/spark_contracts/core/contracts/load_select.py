@@ -236,6 +236,7 @@ def _render_column(
         built = load.hoist(built, try_cast_sql(ref, source.type, field.type))
     value, columns_mode = built.value, decision.contract.columns
     value = _apply_rules(load, decision, field, ref, built.value, value)
+    value = _null_failing_values(load, decision, field.name, value)
     if built.new:
         what = f"new struct field in `{field.name}`"
         _discard(load, "columns", columns_mode, what, " OR ".join(built.new))
@@ -268,6 +269,15 @@ def _value_check(decision: ContractDecision, column: str) -> ValueCheck:
         for c in decision.value_checks
         if _key(c.path)[0] == column.lower() and c.handling != WIDEN
     )
+
+
+def _null_failing_values(load: _Load, decision: ContractDecision, column: str, value: str) -> str:
+    """`data_tests: discard_value`: the value a gating test fails loaded as NULL."""
+    nulls = decision.gates.value_nulls(column)
+    if not nulls:
+        return value
+    load.value_drops.extend(nulls)
+    return f"CASE WHEN {' OR '.join(nulls)} THEN NULL ELSE {value} END"
 
 
 def _discard(load: _Load, entity: str, mode: ContractMode, what: str, predicate: str) -> None:
@@ -313,6 +323,8 @@ def render_load_select(
             what = f"new column `{field.name}`"
             predicate = f"{quote_identifier(field.name)} IS NOT NULL"
             _discard(load, "columns", decision.contract.columns, what, predicate)
+    load.row_filters.extend(decision.gates.row_filters)  # the model's data tests (issue 42)
+    load.frozen.extend(decision.gates.frozen)
     select = f"SELECT {', '.join(load.items)} FROM {source}"
     if load.row_filters and guard:
         select += " WHERE " + first_pass_guard(p for _, p in load.row_filters)
@@ -349,10 +361,12 @@ def first_pass_guard(predicates: Iterable[str]) -> str:
 
 
 def _violation_samples(load: _Load, source: str) -> str | None:
+    # a check of no one column (a data test's expression) samples its failing rows whole
     parts = [
         f"SELECT {sql_string(column)} AS column_name, value, {sql_string(reason)} AS reason "
-        f"FROM (SELECT DISTINCT CAST({quote_identifier(column)} AS STRING) AS value "
-        f"FROM {source} WHERE {predicate} LIMIT 5) AS s{i}"
+        f"FROM (SELECT DISTINCT "
+        f"{f'CAST({quote_identifier(column)} AS STRING)' if column else 'to_json(struct(*))'}"
+        f" AS value FROM {source} WHERE {predicate} LIMIT 5) AS s{i}"
         for i, (column, predicate, reason) in enumerate(load.frozen)
     ]
     return " UNION ALL ".join(parts) or None

@@ -51,21 +51,23 @@ from dbt.adapters.spark_contracts.core.schema.types import Struct
 
 def plan_create(inputs: RunInputs) -> RunDecision | None:
     """The creating run of a model under a `pydantic_contract` (`inputs.declared`) whose load
-    discards rows or values; None where the CREATE writes the checked query itself (no declared
+    discards rows or values, or whose data tests gate the load (`inputs.data_tests`); None where the CREATE writes the checked query itself (no declared
     class, nothing to discard, a violation the CREATE's own check raises, a dry run).
     `inputs.deployed` is empty (there is no table to evolve) and `inputs.strategy` is ignored:
     the load is the table's CREATE (`REBUILD`)."""
     i = replace(inputs, strategy=REBUILD)
-    if i.contract is None or i.declared is None or i.settings.dry_run:
+    if i.contract is None or i.settings.dry_run:
         return None
     # `tables` was decided before the build (a skipped model never gets here)
     creating = replace(i.contract, tables=ContractMode.EVOLVE)
     decision = decide(creating, None, i.compiled, SchemaDiff(), i.table_format, i.declared)
     if decision.violations or decision.target is None:
         return None
+    decision = decision.with_gates(i.data_tests, i.compiled)  # they bind on this run too
     stage = stage_name(i.relation, i.invocation_id)
     load = render_load_select(decision, stage, None, i.compiled, i.invocation_id)
-    if not load.discard_metrics:
+    # a data test's freeze is checked on the stage, before the CREATE
+    if not (load.discard_metrics or decision.gates.frozen):
         return None
     if decision.contract.quarantine:
         check_quarantine_columns(i.relation, i.compiled)

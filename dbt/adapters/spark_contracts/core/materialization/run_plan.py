@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dbt.adapters.spark_contracts.core.contracts.contract import SchemaContract
+from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests
 from dbt.adapters.spark_contracts.core.contracts.decision import (
     ContractDecision,
     ContractViolation,
@@ -107,6 +108,7 @@ class RunInputs:
     # the model's last quarantining run discarded rows (its quarantine's memory,
     # `DISCARDED_PROPERTY`): this run goes to the pending table straight away
     discarded_last: bool = False
+    data_tests: AttachedTests | None = None  # the model's data tests (gates under a contract)
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         if i.contract.quarantine:
             check_quarantine_columns(i.relation, i.compiled, i.strategy == MICROBATCH)
         decision = decide(i.contract, i.deployed, i.compiled, diff, i.table_format, i.declared)
+        decision = decision.with_gates(i.data_tests, i.compiled)
         if decision.violations:
             empty = Plan(i.table_format)
             write = WriteDecision(WritePath.NO_CHANGE)
