@@ -1,0 +1,328 @@
+"""dbt's own data tests as gates on the load (`schema_contract: {data_tests: <mode>}`, issue 42).
+
+Each model has `not_null(name)` and `accepted_values(status)` in its properties. v1 builds the
+table (the creating run: the gates bind there too); v2 brings one good row and three failing
+ones: id 3 (name NULL), id 4 (status 'z'), id 5 (both).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+from dbt.exceptions import ParsingError
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from tests.functional.contracts.test_contract_matrix import exists, rel
+from tests.functional.evolution.test_evolution_matrix import rows_of
+from tests.functional.probes import ROWS, evaluation_probes, versioned_model
+
+COLUMNS = "as t(id, name, status)"
+V1 = f"select * from values (1, 'x', 'a'), (0, cast(null as string), 'a') {COLUMNS}"
+V1_GOOD = f"select * from values (1, 'x', 'a') {COLUMNS}"
+V2 = (
+    "select * from values (2, 'x', 'a'), (3, cast(null as string), 'a'), (4, 'y', 'z'), "
+    f"(5, cast(null as string), 'z') {COLUMNS}"
+)
+
+
+def model(contract: str, fmt: str = "delta", v1: str = V1, kind: str = "incremental") -> str:
+    extra = ", incremental_strategy='append'" if kind == "incremental" else ""
+    setting = f", schema_contract={contract}" if contract else ""
+    return versioned_model(f"materialized='{kind}', file_format='{fmt}'{extra}{setting}", v1, V2)
+
+
+NOT_NULL = "- not_null"
+ACCEPTED = "- accepted_values:\n              values: ['a', 'b']"
+
+
+def properties(name: str, name_tests: str = NOT_NULL, status_tests: str = ACCEPTED) -> str:
+    return (
+        f"  - name: {name}\n"
+        "    columns:\n"
+        "      - name: name\n"
+        "        data_tests:\n"
+        f"          {name_tests}\n"
+        "      - name: status\n"
+        "        data_tests:\n"
+        f"          {status_tests}\n"
+    )
+
+
+ROW_Q = "{'data_tests': 'discard_row', 'quarantine': true}"
+MODELS = {
+    "gate_row_delta": (model(ROW_Q), properties("gate_row_delta")),
+    "gate_row_iceberg": (model(ROW_Q, "iceberg"), properties("gate_row_iceberg")),
+    "gate_table_delta": (model(ROW_Q, kind="table"), properties("gate_table_delta")),
+    "gate_value_delta": (
+        model("{'data_tests': 'discard_value'}"),
+        properties("gate_value_delta"),
+    ),
+    "gate_value_iceberg": (
+        model("{'data_tests': 'discard_value'}", "iceberg"),
+        properties("gate_value_iceberg"),
+    ),
+    # freeze binds on the creating run too: v1's NULL name creates nothing
+    "gate_freeze_create_delta": (
+        model("{'data_tests': 'freeze'}"),
+        properties("gate_freeze_create_delta"),
+    ),
+    "gate_freeze_delta": (
+        model("{'data_tests': 'freeze'}", v1=V1_GOOD),
+        properties("gate_freeze_delta", name_tests="- unique"),
+    ),
+    "gate_where_delta": (
+        model("{'data_tests': 'discard_row'}"),
+        properties(
+            "gate_where_delta",
+            '- not_null:\n              config:\n                where: "id > 3"',
+            "- unique",
+        ),
+    ),
+    "gate_opt_out_delta": (
+        model("{'data_tests': 'discard_row'}"),
+        properties(
+            "gate_opt_out_delta",
+            "- not_null:\n              config:\n                meta: {gate: false}",
+        ),
+    ),
+    # the shorthand sets every entity but data_tests: dbt's tests run after the load
+    "shorthand_delta": (model("'freeze'"), properties("shorthand_delta")),
+}
+GATED_BUILD = ("gate_row_delta", "gate_value_delta", "gate_table_delta")
+
+
+def reasons(project: Any, name: str) -> Dict[int, set[str]]:
+    rows = project.run_sql(
+        f"select id, _contract_reason from {rel(project, name)}__quarantine", fetch="all"
+    )
+    return {int(r[0]): set(str(r[1]).split("; ")) for r in rows}
+
+
+class TestDataTestsGateTheLoad:
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {f"{name}.sql": sql for name, (sql, _) in MODELS.items()}
+        props = "".join(p for _, p in MODELS.values())
+        files["properties.yml"] = "version: 2\nmodels:\n" + props
+        return files
+
+    @pytest.fixture(scope="class")
+    def outcome(self, project):
+        # a mapping naming only `tables` lets the shorthand `freeze` model be created
+        first, log1 = run_dbt_and_capture(
+            ["run", "--vars", "{schema_contract: {tables: evolve}}"],
+            expect_pass=None,  # type: ignore[arg-type]
+        )
+        failed = {r.node.name: r.message for r in first if str(r.status) != "success"}
+        assert set(failed) == {"gate_freeze_create_delta"}, failed
+        second, log2 = run_dbt_and_capture(["run", "--vars", "{v: 2}"], expect_pass=False)
+        report = Path(project.project_root) / "target" / "schema_changes.json"
+        (Path(project.project_root) / "models" / "gate_freeze_create_delta.sql").unlink()
+        return {
+            "first": {r.node.name: r for r in first},
+            "second": {r.node.name: r for r in second},
+            "log": log1 + log2,
+            "report": json.loads(report.read_text())["models"],
+        }
+
+    @pytest.mark.parametrize("name", ["gate_row_delta", "gate_row_iceberg", "gate_table_delta"])
+    def test_discard_row_quarantines_with_the_test_name(self, project, outcome, name):
+        assert outcome["first"][name].adapter_response["rows_discarded"] == 1  # creating run
+        second = outcome["second"][name]
+        assert str(second.status) == "success", second.message
+        assert second.adapter_response["rows_discarded"] == 3
+        kept = [1, 2] if name != "gate_table_delta" else [2]  # a table keeps only this run's
+        assert [r[0] for r in rows_of(project, rel(project, name), "id")] == kept
+        assert reasons(project, name) == {
+            0: {"not_null(name)"},
+            3: {"not_null(name)"},
+            4: {"accepted_values(status)"},
+            5: {"not_null(name)", "accepted_values(status)"},
+        }
+
+    @pytest.mark.parametrize("name", ["gate_value_delta", "gate_value_iceberg"])
+    def test_discard_value_nulls_the_value_a_null_passes(self, project, outcome, name):
+        second = outcome["second"][name]
+        assert str(second.status) == "success", second.message
+        assert second.adapter_response["rows_discarded"] == 2  # ids 3, 5: NULL fails not_null
+        assert second.adapter_response["values_discarded"] == 1  # id 4's status
+        assert rows_of(project, rel(project, name)) == [
+            (1, "x", "a"),
+            (2, "x", "a"),
+            (4, "y", None),
+        ]
+
+    def test_freeze_fails_before_any_row_naming_test_column_values(self, project, outcome):
+        result = outcome["second"]["gate_freeze_delta"]
+        assert str(result.status) == "error"
+        message = result.message
+        assert "schema_entity: data_tests" in message and "contract_mode: freeze" in message
+        assert "column: status" in message
+        assert "accepted_values(status)" in message and "'z'" in message
+        assert rows_of(project, rel(project, "gate_freeze_delta")) == [(1, "x", "a")]
+        violation = outcome["report"]["model.test.gate_freeze_delta"]["violation"]
+        assert violation["schema_entity"] == "data_tests"
+        assert violation["offending_values"] == ["z"]
+
+    def test_freeze_on_the_creating_run_creates_nothing(self, project, outcome):
+        result = outcome["first"]["gate_freeze_create_delta"]
+        assert str(result.status) == "error"
+        assert "schema_entity: data_tests" in result.message
+        assert "not_null(name)" in result.message and "column: name" in result.message
+        assert not exists(project, "gate_freeze_create_delta")
+
+    def test_where_narrows_the_gate(self, project, outcome):
+        # not_null(name) where id > 3: ids 0 and 3 (name NULL, id <= 3) are kept
+        assert [r[0] for r in rows_of(project, rel(project, "gate_where_delta"), "id")] == [
+            0,
+            1,
+            2,
+            3,
+            4,
+        ]
+        assert outcome["second"]["gate_where_delta"].adapter_response["rows_discarded"] == 1
+
+    def test_opt_out_is_checked_after_the_load(self, project, outcome):
+        # accepted_values gates (ids 4, 5); not_null opted out (id 0, 3 loaded)
+        ids = [r[0] for r in rows_of(project, rel(project, "gate_opt_out_delta"), "id")]
+        assert ids == [0, 1, 2, 3]
+        assert "is checked after the load (opted out: meta gate false)" in outcome["log"]
+        results = run_dbt(["test", "--select", "gate_opt_out_delta"], expect_pass=False)
+        failed = {r.node.name for r in results if str(r.status) == "fail"}
+        assert failed == {"not_null_gate_opt_out_delta_name"}
+
+    def test_shorthand_keeps_dbts_tests_after_the_load(self, project, outcome):
+        assert [r[0] for r in rows_of(project, rel(project, "shorthand_delta"), "id")] == [
+            0,
+            1,
+            2,
+            3,
+            4,
+            5,
+        ]
+        assert not outcome["second"]["shorthand_delta"].adapter_response.get("rows_discarded")
+        results = run_dbt(["test", "--select", "shorthand_delta"], expect_pass=False)
+        assert {str(r.status) for r in results} == {"fail"}
+
+    def test_plan_file_lists_the_gates_and_the_tests_after_the_load(self, project, outcome):
+        contract = outcome["report"]["model.test.gate_where_delta"]["contract"]
+        gates = contract["data_tests"]
+        assert gates["mode"] == "discard_row"
+        assert [g["reason"] for g in gates["gates"]] == ["not_null(name)"]
+        (after,) = gates["checked_after_the_load"]
+        assert after["test"].startswith("test.test.unique_gate_where_delta_status")
+        assert "a set test" in after["why"]
+        assert (
+            "gate_where_delta: data_tests discard_row gates the load: not_null(name)"
+            in (outcome["log"])
+        )
+
+    def test_a_gated_build_passes_its_tests(self, project, outcome):
+        """`dbt build`: each gated model loads v2 again, then its tests run on the table."""
+        selected = " ".join(GATED_BUILD)
+        results = run_dbt(["build", "--select", selected, "--vars", "{v: 2}"])
+        tests = [r for r in results if r.node.resource_type == "test"]
+        assert len(tests) == 6 and {str(r.status) for r in tests} == {"pass"}
+
+
+class TestDataTestsConfigSurface:
+    """Folder inheritance, the run-level override, the dry-run plan file, a bad mode at parse."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"models": {"test": {"gated": {"+schema_contract": {"data_tests": "discard_row"}}}}}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        props = properties("inherits") + properties("plain")
+        return {
+            "gated": {"inherits.sql": model("")},
+            "plain.sql": model(""),
+            "properties.yml": "version: 2\nmodels:\n" + props,
+        }
+
+    def test_inheritance_override_and_parse_error(self, project):
+        run_dbt(["run"])
+        # the folder's data_tests gate `inherits`; `plain` sets no contract
+        assert [r[0] for r in rows_of(project, rel(project, "inherits"), "id")] == [1]
+        assert [r[0] for r in rows_of(project, rel(project, "plain"), "id")] == [0, 1]
+        # the run level: a mapping that names data_tests overrides it for every model
+        results = {
+            r.node.name: r
+            for r in run_dbt(
+                ["run", "--vars", "{v: 2, schema_contract: {data_tests: discard_value}}"]
+            )
+        }
+        assert results["plain"].adapter_response["values_discarded"] == 1
+        assert results["inherits"].adapter_response["rows_discarded"] == 2
+        assert rows_of(project, rel(project, "plain"), "id, status") == [
+            (0, "a"),
+            (1, "a"),
+            (2, "a"),
+            (4, None),
+        ]
+        # a dry run lists the gates in the plan file and changes nothing
+        run_dbt(["run", "--vars", "{v: 2, schema_evolution_dry_run: true}"])
+        report = json.loads(
+            (Path(project.project_root) / "target" / "schema_changes.json").read_text()
+        )["models"]
+        planned = report["model.test.inherits"]["contract"]["data_tests"]
+        assert [g["reason"] for g in planned["gates"]] == [
+            "accepted_values(status)",
+            "not_null(name)",
+        ]
+        assert report["model.test.inherits"]["dry_run"] is True
+        assert [r[0] for r in rows_of(project, rel(project, "inherits"), "id")] == [1, 2, 4]
+
+        # a bad mode fails the parse, naming the key and the allowed values
+        bad = Path(project.project_root) / "models" / "bad_mode.sql"
+        bad.write_text(
+            "{{ config(materialized='incremental', schema_contract={'data_tests': 'drop'}) }}\n"
+            "select 1 as id"
+        )
+        with pytest.raises(ParsingError) as info:
+            run_dbt(["parse"])
+        message = str(info.value)
+        assert "`schema_contract.data_tests` is 'drop'" in message
+        assert "allowed: evolve, freeze, discard_row, discard_value" in message
+        bad.unlink()
+        assert not exists(project, "bad_mode")
+
+
+PROBED = (
+    "select cast(probe_named(id, 'gated_probe') as bigint) as id, "
+    "if(id % 10 = 0, cast(null as string), 'x') as name, "
+    "if(id % 10 = 1, 'z', 'a') as status from range({rows})"
+)
+
+
+@pytest.mark.profile("session")  # counts in this process's SparkContext
+class TestGatedModelRunsItsQueryOnce:
+    @pytest.fixture(scope="class")
+    def models(self):
+        contract = "{'data_tests': 'discard_row', 'quarantine': true}"
+        sql = versioned_model(
+            f"materialized='incremental', file_format='delta', schema_contract={contract}",
+            PROBED.format(rows=10),
+            PROBED.format(rows=ROWS),
+        )
+        return {
+            "gated_probe.sql": sql,
+            "properties.yml": "version: 2\nmodels:\n" + properties("gated_probe"),
+        }
+
+    def test_one_evaluation(self, project):
+        with evaluation_probes(["gated_probe"]) as count:
+            run_dbt(["run"])
+            before = count("gated_probe")
+            (result,) = run_dbt(["run", "--vars", "{v: 2}"])
+            evaluations = count("gated_probe") - before
+        assert evaluations == ROWS
+        assert result.adapter_response["rows_discarded"] == 2 * ROWS // 10
+        quarantined = project.run_sql(
+            f"select count(*) from {rel(project, 'gated_probe')}__quarantine", fetch="one"
+        )[0]
+        assert quarantined == 2 * ROWS // 10 + 2  # and the creating run's two
