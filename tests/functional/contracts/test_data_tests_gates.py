@@ -326,3 +326,36 @@ class TestGatedModelRunsItsQueryOnce:
             f"select count(*) from {rel(project, 'gated_probe')}__quarantine", fetch="one"
         )[0]
         assert quarantined == 2 * ROWS // 10 + 2  # and the creating run's two
+
+
+def docs_example() -> str:
+    """The properties snippet of docs/contracts.md's data tests section, as written there."""
+    page = (Path(__file__).resolve().parents[3] / "docs" / "contracts.md").read_text()
+    section = page[page.index("### dbt's data tests as gates") :]
+    return section[section.index("```yaml\n") + len("```yaml\n") : section.index("```\n", 10)]
+
+
+class TestDocsExampleRuns:
+    """docs/contracts.md's example, run as written."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        rows = (
+            "(1, 'a', 'placed', 'eu', cast(null as string)), (2, cast(null as string), 'placed', "
+            "'eu', 'n'), (3, 'b', 'lost', 'eu', 'n'), (4, 'c', 'lost', 'us', 'n')"
+        )
+        return {
+            "orders.sql": "{{ config(materialized='incremental', incremental_strategy='append') }}"
+            f"\nselect * from values {rows} as t(id, customer, status, region, note)",
+            "properties.yml": "version: 2\n" + docs_example(),
+        }
+
+    def test_the_example(self, project):
+        (result,) = run_dbt(["run"])
+        assert result.adapter_response["rows_discarded"] == 2
+        # id 1's NULL note: opted out; id 4's status: outside the gate's `where`
+        assert [r[0] for r in rows_of(project, rel(project, "orders"), "id")] == [1, 4]
+        assert reasons(project, "orders") == {
+            2: {"not_null(customer)"},
+            3: {"accepted_values(status)"},
+        }
