@@ -25,11 +25,7 @@ import pytest
 
 from dbt.adapters.spark_contracts.core.evolution.plan import ColumnEvolution, Policy
 from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
-from dbt.adapters.spark_contracts.core.recovery.intent import (
-    INTENT_PROPERTY,
-    commit_tag,
-    find_intent,
-)
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, commit_tag
 from dbt.adapters.spark_contracts.core.recovery.pending import Application
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
@@ -43,6 +39,7 @@ from dbt.adapters.spark_contracts.run import (
 )
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
 from dbt.adapters.spark_contracts.run.lease import ModelKey
+from dbt.adapters.spark_contracts.run.repair import repair
 
 TABLE = "db.t"
 MODEL = "model.p.t"
@@ -236,12 +233,13 @@ def planned_run(inputs: RunInputs, unique_id: str) -> ModelRun:
 
 
 def a_run(table: FakeDelta, invocation: str, tmp_path: Path) -> None:
-    """One dbt run of the model: repair a dead run's intent first, then plan and execute."""
+    """One dbt run of the model: the repair step first (run/repair.py: a dead run's record),
+    then plan and execute."""
     runner = Runner(table, RunReport(), tmp_path)
     CommitTags().set(table, commit_tag(invocation, MODEL))  # before the repair, as adapter_run does
-    dead = find_intent(dict(table.current.properties))
-    if dead is not None and dead.invocation_id != invocation:
-        runner.repair(dead, ModelKey(TABLE, invocation, "delta", MODEL))
+    key = ModelKey(TABLE, invocation, "delta", MODEL)
+    deployed = table.deployed(TABLE, True)
+    repair(table, runner, key, deployed, False, lambda: table.deployed(TABLE, True))
     run = model_run(table, invocation)
     runner.execute(run, f"merge into {TABLE} using {run.source} on false")
 
@@ -256,6 +254,11 @@ def control(tmp_path: Path) -> Tuple[Any, ...]:
     return table.current.state()
 
 
+def has_intent(table: FakeDelta) -> bool:
+    """A run's record that carries its intent is there (core/recovery/record.py)."""
+    return any(INTENT_PROPERTY in props for props in table.leases.values())
+
+
 def statements_of_a_run(tmp_path: Path) -> int:
     table = new_table()
     a_run(table, "inv-count", tmp_path)
@@ -263,7 +266,7 @@ def statements_of_a_run(tmp_path: Path) -> int:
 
 
 BEFORE = new_table().current.state()
-KILL_POINTS = range(1, 15)  # every statement of the run (checked below)
+KILL_POINTS = range(1, 26)  # every statement of the run (checked below)
 
 
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
@@ -272,7 +275,8 @@ def test_a_run_killed_at_any_statement_is_repaired_by_the_next(kill_at: int, tmp
     table.kill_at = kill_at
     with pytest.raises(Killed):
         a_run(table, "inv-dead", tmp_path)
-    intent = INTENT_PROPERTY in dict(table.current.properties)
+    intent = has_intent(table)
+    assert INTENT_PROPERTY not in dict(table.current.properties)  # the table carries none
     after = control(tmp_path)
     assert table.current.state() in (BEFORE, after) or intent, (kill_at, table.versions)
     if table.current.state() == after:
@@ -285,20 +289,21 @@ def test_a_run_killed_at_any_statement_is_repaired_by_the_next(kill_at: int, tmp
 
 
 def test_the_matrix_covers_every_statement(tmp_path: Path):
-    """Stage (drop, create), lease, other runs' leases read, intent, feature, ADD COLUMNS, SET DEFAULT, two UPDATEs,
-    MERGE, intent cleared, lease dropped, stage dropped: a kill point per statement (no history read: a restore finds
-    the version before the run's first tagged commit when it needs it; the fence reads nothing while the lease is
-    fresh)."""
+    """The repair step's listing of the model's run records; stage (drop, create); the run's record (its lease) made,
+    other runs' records read, the table's version read, the intent written into the record; then each step (feature,
+    ADD COLUMNS, SET DEFAULT, two UPDATEs), the version it produced read and the record told; MERGE; the record
+    dropped; the stage dropped: a kill point per statement (the fence reads nothing while the lease is fresh)."""
     assert statements_of_a_run(tmp_path) == max(KILL_POINTS)
 
 
-@pytest.mark.parametrize("kill_at", [6, 9, 12])  # the feature, the first UPDATE, clearing
+# after the feature committed, before the second UPDATE, before the record is dropped
+@pytest.mark.parametrize("kill_at", [11, 20, 24])
 def test_another_writers_commit_after_the_kill_is_never_undone(kill_at: int, tmp_path: Path):
     table = new_table()
     table.kill_at = kill_at
     with pytest.raises(Killed):
         a_run(table, "inv-dead", tmp_path)
-    assert INTENT_PROPERTY in dict(table.current.properties), table.versions
+    assert has_intent(table), table.versions
     table.dead, table.kill_at = False, 0
     table.conf[DELTA_USER_METADATA] = "streaming-job"
     table.run("insert into db.t values (99)")  # the other writer
@@ -313,10 +318,10 @@ def test_a_run_that_repaired_first_and_then_fails_keeps_the_repair(tmp_path: Pat
     goes back to the version before its own intent (the repaired table), not before the
     repair (the dead run's half-done table)."""
     table = new_table()
-    table.kill_at = 8  # the dead run: intent, feature, ADD COLUMNS on the table
+    table.kill_at = 14  # the dead run: its record, feature, ADD COLUMNS on the table
     with pytest.raises(Killed):
         a_run(table, "inv-dead", tmp_path)
-    assert INTENT_PROPERTY in dict(table.current.properties)
+    assert has_intent(table)
     table.dead, table.kill_at = False, 0
     original = table.run
 

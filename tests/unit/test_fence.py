@@ -21,15 +21,15 @@ import pytest
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, NewColumn
 from dbt.adapters.spark_contracts.core.evolution.render import render_operation
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
-from dbt.adapters.spark_contracts.core.recovery.lease import (
-    CLIENT_PROPERTY,
-    TAKEN_PROPERTY,
-)
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
     RUN_PROPERTY,
     lease_name,
+)
+from dbt.adapters.spark_contracts.core.recovery.record import (
+    CLIENT_PROPERTY,
+    TAKEN_PROPERTY,
 )
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.run import Runner, RunReport
@@ -112,7 +112,7 @@ class Catalogue:
         if listed:
             schema, prefix = listed.groups()
             return [
-                {"tableName": t.split(".", 1)[1]}
+                {"tableName": t.rsplit(".", 1)[1]}
                 for t in self.tables
                 if t.startswith(f"{schema}.{prefix}".lower())
             ]
@@ -345,9 +345,20 @@ def dead_intent(table_format: str = "delta") -> Intent:
     return Intent("inv", "model.p.m", relation, table_format, 1, TAG, added)
 
 
+def record_of(intent: Intent) -> str:
+    return lease_name(intent.relation, intent.invocation_id)
+
+
 def repair_catalogue(intent: Intent) -> Catalogue:
-    catalogue = Catalogue({INTENT_PROPERTY: intent.to_property()})
+    """The model's table and the record of the run that wrote `intent`: released (its run let
+    go of it), so no run waits for it."""
+    catalogue = Catalogue()
     catalogue.tables[intent.relation] = catalogue.tables.pop("db.t")
+    catalogue.tables[record_of(intent)] = {
+        RUN_PROPERTY: intent.invocation_id,
+        BEAT_PROPERTY: "0",
+        INTENT_PROPERTY: intent.to_property(),
+    }
     return catalogue
 
 
@@ -366,14 +377,16 @@ def test_a_repair_that_loses_the_lease_while_it_restores_restores_nothing_more(
             catalogue, r"^drop table if exists db\.t__dbt_stage", runner.leases, LEASE
         )
         with pytest.raises(LeaseLost) as caught:
-            runner.repair(intent, key())
+            runner.repair(key(), False)
         assert caught.value.taken_by == "inv3"
         later = after(catalogue, r"^drop table if exists db\.t__dbt_stage")
         assert not [s for s in later if s.startswith("restore") or "pending" in s], later
         assert LEASE not in catalogue.tables
+        assert INTENT_PROPERTY in catalogue.tables[record_of(intent)]  # for the third run
     else:
-        assert "restored to Delta version 1" in (runner.repair(intent, key()) or "")
+        assert "restored to Delta version 1" in (runner.repair(key(), False) or "")
         assert "restore table db.t to version as of 1" in catalogue.sent
+        assert record_of(intent) not in catalogue.tables  # repaired: the record goes
 
 
 @pytest.mark.parametrize("lost", [False, True])
@@ -387,13 +400,13 @@ def test_an_iceberg_repair_stops_between_its_own_statements(tmp_path: Path, lost
     if lost:
         stall_and_take_over_at(catalogue, " drop columns ", runner.leases, lease)
         with pytest.raises(LeaseLost):
-            runner.repair(intent, key(table_format="iceberg"))
+            runner.repair(key(table_format="iceberg"), False)
         assert not [s for s in catalogue.sent if "rollback_to_snapshot" in s], catalogue.sent
-        assert INTENT_PROPERTY in catalogue.tables["iceberg.db.t"]  # left for the third run
+        assert INTENT_PROPERTY in catalogue.tables[record_of(intent)]  # left for the third run
     else:
-        done = runner.repair(intent, key(table_format="iceberg")) or ""
+        done = runner.repair(key(table_format="iceberg"), False) or ""
         assert "rolled back to Iceberg snapshot 1" in done, done
-        assert INTENT_PROPERTY not in catalogue.tables["iceberg.db.t"]
+        assert record_of(intent) not in catalogue.tables
 
 
 @pytest.mark.parametrize("lost", [False, True])
@@ -402,10 +415,12 @@ def test_a_runs_own_undo_stops_between_its_restores_statements(tmp_path: Path, l
     back; a run that loses its lease after the first sends not the second (`LeaseLost`, the
     intent left for the run that took over). The control (`lost=False`) rolls back."""
     intent = replace(dead_intent("iceberg"), invocation_id="inv2")
-    catalogue = repair_catalogue(intent)
+    catalogue = Catalogue()
+    catalogue.tables["iceberg.db.t"] = catalogue.tables.pop("db.t")
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
     run = model_run("iceberg.db.t", "iceberg")
     runner.leases.take(run)  # type: ignore[arg-type]
+    runner.leases.write(run, {INTENT_PROPERTY: intent.to_property()})  # type: ignore[arg-type]
     runner.state.intent = intent
     add = AddColumns((NewColumn(("note",), parse_type("string")),))
     runner.events.add(Executed(*render_operation(add, "iceberg.db.t", "iceberg")))
@@ -422,9 +437,9 @@ def test_a_runs_own_undo_stops_between_its_restores_statements(tmp_path: Path, l
     assert bool(rolled_back) is not lost, catalogue.sent
     if lost:
         assert runner.out.restored.startswith("NOT RESTORED"), runner.out.restored
-        assert INTENT_PROPERTY in catalogue.tables["iceberg.db.t"]  # left for the taker
+        assert INTENT_PROPERTY in catalogue.tables[record_of(intent)]  # left for the taker
     else:
-        assert INTENT_PROPERTY not in catalogue.tables["iceberg.db.t"]
+        assert record_of(intent) not in catalogue.tables
 
 
 # -- leases taken over: who drops them

@@ -8,11 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dbt.adapters.spark_contracts.core.recovery.lease import (
-    CLIENT_PROPERTY,
-    EPOCH_PROPERTY,
-    TAKEN_PROPERTY,
-    Client,
-    LeaseRecord,
     Seen,
     State,
     Watch,
@@ -28,6 +23,13 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     RUN_PROPERTY,
     Application,
 )
+from dbt.adapters.spark_contracts.core.recovery.record import (
+    CLIENT_PROPERTY,
+    EPOCH_PROPERTY,
+    TAKEN_PROPERTY,
+    Client,
+    RunRecord,
+)
 
 HOST = "ci-7"
 running = {100, 200}.__contains__
@@ -39,7 +41,7 @@ def lease(pid: int = 300, host: str = HOST, app: str | None = "session", beat: s
         application = Application(f"session://{host}/{pid}", "local-1")
     elif app == "thrift":
         application = Application("thrift://spark:10000", "app-1")
-    return LeaseRecord("db.t__dbt_lease_x", "run-x", beat, Client(host, pid), application)
+    return RunRecord("db.t__dbt_lease_x", "run-x", beat, Client(host, pid), application)
 
 
 def test_dead_only_on_positive_evidence():
@@ -49,13 +51,13 @@ def test_dead_only_on_positive_evidence():
     # a server may still run a statement the dead client sent: watched, not dead
     assert judge(lease(300, app="thrift"), HOST, running) is State.WATCH
     assert judge(lease(300, app=None), HOST, running) is State.WATCH
-    no_client = LeaseRecord("t", "run-x", "5.0")
+    no_client = RunRecord("t", "run-x", "5.0")
     assert judge(no_client, HOST, running) is State.WATCH
 
 
 def test_released_or_taken_over_binds_no_one():
     assert judge(lease(200, beat="0"), HOST, running) is State.FREE
-    taken = LeaseRecord("t", "run-x", "5.0", Client(HOST, 200), None, 1, "run-y")
+    taken = RunRecord("t", "run-x", "5.0", Client(HOST, 200), None, 1, "run-y")
     assert judge(taken, HOST, running) is State.FREE
 
 
@@ -78,7 +80,7 @@ def test_an_unchanged_heartbeat_expires_after_a_leases_length_on_the_watchers_cl
 
 
 def test_read_back_from_properties_and_the_epoch_grows():
-    read = LeaseRecord.from_properties(
+    read = RunRecord.from_properties(
         "db.t__dbt_lease_x",
         {
             RUN_PROPERTY: "run-x",
@@ -90,15 +92,15 @@ def test_read_back_from_properties_and_the_epoch_grows():
     )
     assert read.client == Client("ci-7", 4242) and read.epoch == 3 and not read.released
     assert read.application == Application("session://ci-7/4242", "local-1")
-    assert next_epoch([read, LeaseRecord("t", None, "0", epoch=1)]) == 4
+    assert next_epoch([read, RunRecord("t", None, "0", epoch=1)]) == 4
     assert next_epoch([]) == 1
     assert Client.from_property("garbled") is None
-    assert LeaseRecord.from_properties("t", {EPOCH_PROPERTY: "x"}).epoch == 0
+    assert RunRecord.from_properties("t", {EPOCH_PROPERTY: "x"}).epoch == 0
 
 
 def test_the_fence():
     assert fence(lease()).held
-    lost = fence(LeaseRecord.from_properties("t", {TAKEN_PROPERTY: "run-y", BEAT_PROPERTY: "0"}))
+    lost = fence(RunRecord.from_properties("t", {TAKEN_PROPERTY: "run-y", BEAT_PROPERTY: "0"}))
     assert not lost.held and lost.taken_by == "run-y"
     gone = fence(None)
     assert not gone.held and gone.taken_by is None
@@ -123,4 +125,4 @@ def test_a_taken_over_lease_is_dropped_only_once_its_holder_is_gone_from_this_ho
     assert gone == (host == HOST and not running(pid))
     if gone and app == "thrift":  # judged by the client alone, unlike `judge`
         assert judge(record, HOST, running) is State.WATCH
-    assert not holder_gone(LeaseRecord("t", "run-x", "0"), HOST, running)  # no client named
+    assert not holder_gone(RunRecord("t", "run-x", "0"), HOST, running)  # no client named

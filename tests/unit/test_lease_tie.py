@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY
 from dbt.adapters.spark_contracts.run import Runner, RunReport
 from dbt.adapters.spark_contracts.run import lease as lease_module
 from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
@@ -143,6 +144,11 @@ class Deployed(Connection):
     def deployed(self, table: str, describable: bool) -> tuple:
         return self.schema, {}
 
+    def fetch(self, sql: str) -> list[dict]:
+        if sql == "describe history db.t limit 1":  # the version before the run's change
+            return [{"version": 3}]
+        return super().fetch(sql)
+
 
 @pytest.mark.parametrize("changed", [False, True])
 def test_a_plan_made_before_another_runs_change_is_not_carried_out(
@@ -177,13 +183,49 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
         spark.run = intents.append  # type: ignore[method-assign]
         runner._begin_steps(run)  # type: ignore[arg-type]
         runner.leases.held.stop()
-        assert any("set tblproperties" in s for s in intents), intents  # the intent went on
+        # the intent went into the run's record, with the version it puts the table back to
+        (written,) = [s for s in intents if "__dbt_lease_cccc3333 set tblproperties" in s]
+        assert INTENT_PROPERTY in written and runner.state.intent.restore_version == 3
         return
     with pytest.raises(TableChangedMeanwhile) as caught:
         runner._begin_steps(run)  # type: ignore[arg-type]
     message = str(caught.value)
     assert "note" in message and "left the table as it was" in message, message
     assert runner.state.intent is None and catalogue.tables == {}  # no intent; lease let go
+
+
+def test_a_dead_runs_record_found_when_taking_the_lease_stops_the_run(tmp_path: Path) -> None:
+    """A run that died half way after this run's repair step looked (its record carries its
+    intent) leaves the table half changed: this run, planned against it, changes nothing
+    (`RepairFirst`), lets go of its lease, and leaves the record for the next run's repair."""
+    from dbt.adapters.spark_contracts.core.recovery.intent import Intent
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.run.run_errors import RepairFirst
+
+    catalogue = Catalogue(1)
+    dead = Intent("dead1111", "model.p.t", "db.t", "delta", 2, "tag-dead")
+    catalogue.tables["db.t__dbt_lease_dead1111"] = {
+        "dbt_spark_contracts.pending_run": "dead1111",
+        "dbt_spark_contracts.heartbeat": "0",  # let go of: it binds no one
+        INTENT_PROPERTY: dead.to_property(),
+    }
+    schema = parse_type("struct<id:bigint>")
+    run = SimpleNamespace(
+        relation="db.t",
+        invocation_id="cccc3333",
+        table_format="delta",
+        unique_id="model.p.t",
+        deployed=schema,
+        statements=[],
+        commit_tag="tag",
+        plan=SimpleNamespace(operations=()),
+    )
+    runner = Runner(Deployed(catalogue, schema), RunReport(), tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(RepairFirst) as caught:
+        runner._begin_steps(run)  # type: ignore[arg-type]
+    assert caught.value.invocation_id == "dead1111"
+    assert list(catalogue.tables) == ["db.t__dbt_lease_dead1111"]  # its own lease let go
+    assert runner.state.intent is None
 
 
 def test_a_failure_while_looking_for_other_runs_lets_go_of_the_lease(tmp_path: Path) -> None:

@@ -139,8 +139,8 @@ def test_an_intent_whose_run_renews_its_lease_is_not_repaired(tmp_path: Path, mo
     import socket
 
     from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY
-    from dbt.adapters.spark_contracts.core.recovery.lease import CLIENT_PROPERTY
     from dbt.adapters.spark_contracts.core.recovery.pending import APP_PROPERTY, RUN_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.record import CLIENT_PROPERTY
     from dbt.adapters.spark_contracts.run import RunInProgress
     from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
 
@@ -150,28 +150,30 @@ def test_an_intent_whose_run_renews_its_lease_is_not_repaired(tmp_path: Path, mo
 
     class Leased(History):
         def fetch(self, sql):
-            if sql == "show tblproperties db.t__dbt_lease_inv":
+            if sql == "show tblproperties db.t__dbt_lease_inv":  # its run record
                 return [
                     {"key": "dbt_spark_contracts.heartbeat", "value": str(next(beats))},
                     {"key": RUN_PROPERTY, "value": "inv"},
                     {"key": CLIENT_PROPERTY, "value": f"{host}/{pid['value']}"},
                     {"key": APP_PROPERTY, "value": f"session://{host}/{pid['value']} local-1"},
+                    {"key": INTENT_PROPERTY, "value": intent().to_property()},
                 ]
-            if sql == "show tblproperties db.t":
-                return [{"key": INTENT_PROPERTY, "value": intent().to_property()}]
             return super().fetch(sql)
 
     spark = Leased(BEFORE, BEFORE + [(3, "RESTORE", TAG)])
     spark.lease("1")
     key = ModelKey("db.t", "next", "delta", "model.p.m")
     with pytest.raises(RunInProgress) as raised:
-        Runner(spark, RunReport(), tmp_path).repair(intent(), key)
+        Runner(spark, RunReport(), tmp_path).repair(key, on_table=False)
     assert "run inv is changing db.t" in str(raised.value)
     assert not any("restore" in s or "__dbt_lease_inv" in s for s in spark.statements)
     pid["value"] = 4_194_999  # its process has ended: positive evidence, no waiting
-    assert "restored" in Runner(spark, RunReport(), tmp_path).repair(intent(), key)
+    assert "restored" in (Runner(spark, RunReport(), tmp_path).repair(key, False) or "")
     taken = [s for s in spark.statements if "t__dbt_lease_inv set tblproperties" in s]
     assert taken and "'next'" in taken[0], spark.statements
+    # repaired, the dead run's record goes (after the restore)
+    dropped = spark.statements.index("drop table if exists db.t__dbt_lease_inv")
+    assert dropped > spark.statements.index("restore table db.t to version as of 1")
 
 
 class IcebergTable:

@@ -232,8 +232,8 @@ def test_a_swap_whose_run_holds_its_lease_is_left_alone(monkeypatch):
     import os
     import socket
 
-    from dbt.adapters.spark_contracts.core.recovery.lease import CLIENT_PROPERTY
     from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY, RUN_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.record import CLIENT_PROPERTY
     from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
     from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
 

@@ -10,12 +10,9 @@ from typing import Optional
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.recovery.lease import (
-    LEASE_SECONDS,
-    Client,
-    beat_interval,
-)
+from dbt.adapters.spark_contracts.core.recovery.lease import LEASE_SECONDS, beat_interval
 from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY
+from dbt.adapters.spark_contracts.core.recovery.record import Client
 
 logger = AdapterLogger("SparkContracts")
 
@@ -112,6 +109,13 @@ class Heartbeat:
                     continue
                 self.last = max(self.last, sent)
                 return
+
+    def write(self, spark: Spark, sql: str) -> None:
+        """`sql`, a change of the lease table's own properties (what the run record says),
+        sent on `spark` and waited for while no beat is in flight: a metastore that rewrites a
+        table's properties whole never loses one of two statements sent at once."""
+        with self._beating:
+            spark.run(sql)
 
     def _beat(self) -> None:
         if self._stop.wait(self.interval):

@@ -23,11 +23,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.recovery.lease import (
-    CLIENT_PROPERTY,
-    EPOCH_PROPERTY,
-    TAKEN_PROPERTY,
     Fence,
-    LeaseRecord,
     Seen,
     State,
     Watch,
@@ -43,6 +39,12 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     LEASE_SUFFIX,
     RUN_PROPERTY,
     lease_name,
+)
+from dbt.adapters.spark_contracts.core.recovery.record import (
+    CLIENT_PROPERTY,
+    EPOCH_PROPERTY,
+    TAKEN_PROPERTY,
+    RunRecord,
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named from here too)
@@ -93,8 +95,11 @@ def confirm(spark: Spark, beat: Heartbeat) -> Fence:
         beat.renew(spark)
     except Exception as exc:  # gone, or unreachable: read it to tell
         logger.debug(f"could not renew {beat.table} before a step: {exc}")
-    found = fence(read_lease(spark, beat.table))
-    return found if not found.held or beat.fresh() else Fence(False, None)
+    record = read_lease(spark, beat.table)
+    found = fence(record)
+    if found.held and not beat.fresh():  # not taken over, but not renewed either: not confirmed
+        return Fence(False, None, record is not None and record.holds_work)
+    return found
 
 
 # rounds of two runs taking their leases at one moment before this one gives up (Leases.alone)
@@ -124,11 +129,11 @@ def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
     )
 
 
-def read_lease(spark: Spark, table: str) -> Optional[LeaseRecord]:
+def read_lease(spark: Spark, table: str) -> Optional[RunRecord]:
     """A lease table as it is now; None once it is gone (read, then listed, fails closed: a
     table that is listed but cannot be read raises)."""
     try:
-        return LeaseRecord.from_properties(table, table_properties(spark, table))
+        return RunRecord.from_properties(table, table_properties(spark, table))
     except Exception:
         if table_listed(spark, table):
             raise
@@ -178,7 +183,7 @@ class Leases:
         )
         self.held = Heartbeat(self.spark, lease, since=since).start()
 
-    def alone(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
+    def alone(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> List[RunRecord]:
         """Take the run's lease and hold it only if no other run of the model holds one.
 
         Another run's lease that is dead (its process on this host is gone) or expired (its
@@ -188,7 +193,9 @@ class Leases:
         Two runs that take their leases at one moment each see the other's: both let go, wait a
         random while (longer on each round) and look again, so of two runs at once one goes on,
         never neither (but for `LEASE_ROUNDS` ties in a row). A failure while it holds its lease
-        lets go of it (no heartbeat outlives the call)."""
+        lets go of it (no heartbeat outlives the call). Returns the other runs' records that
+        still say their run was changing a table (`RunRecord.holds_work`): none binds any more,
+        and only a run that repairs what they say drops them (run/restore.py, run/swap.py)."""
         watch = Watch(lease_seconds())
         for round_ in range(1, LEASE_ROUNDS + 1):
             self.take(owner, suffix)
@@ -197,7 +204,7 @@ class Leases:
                 binding = self._binding(owner, others, watch)
                 if not binding:
                     self._take_over(owner, others, watch)
-                    return
+                    return [r for r in others if r.holds_work]
             except BaseException:
                 self.let_go(owner)
                 raise
@@ -207,12 +214,12 @@ class Leases:
             time.sleep(random.uniform(0.5, 2.0) * round_)
             self._wait_for(owner, suffix, watch)
 
-    def _state(self, record: LeaseRecord) -> State:
+    def _state(self, record: RunRecord) -> State:
         return judge(record, this_client().host, process_running)
 
     def _binding(
-        self, owner: LeaseOwner, others: Sequence[LeaseRecord], watch: Watch
-    ) -> List[LeaseRecord]:
+        self, owner: LeaseOwner, others: Sequence[RunRecord], watch: Watch
+    ) -> List[RunRecord]:
         """The leases among `others` that may still be held; one seen renewed is a live run's
         (`RunInProgress`)."""
         binding, now = [], time.monotonic()
@@ -245,16 +252,21 @@ class Leases:
                 told = True
             time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
 
-    def _take_over(self, owner: LeaseOwner, others: Sequence[LeaseRecord], watch: Watch) -> None:
+    def _take_over(self, owner: LeaseOwner, others: Sequence[RunRecord], watch: Watch) -> None:
         """Other runs' leases that are dead or expired marked taken over by this run, which
         holds the next epoch. A lease taken over (now, or by an earlier run) whose holder's
         process on this host is gone is dropped: only that process's fence ever read the mark
         (`holder_gone`). One whose holder may be alive (its process still runs: stalled; or it
         ran on another host) stays marked, for its run to find (the fence), which then drops
-        it itself (`check`)."""
+        it itself (`check`). A record that says its run was changing a table is never dropped
+        here: the run that repairs it does."""
         host = this_client().host
         taken = [r for r in others if not r.released and not r.taken_by]
-        stale = [r for r in others if r.taken_by and holder_gone(r, host, process_running)]
+        stale = [
+            r
+            for r in others
+            if r.taken_by and not r.holds_work and holder_gone(r, host, process_running)
+        ]
         for record in taken:
             dead = self._state(record) is State.DEAD
             self.spark.run(take_over_sql(record.table, owner.invocation_id))
@@ -267,13 +279,10 @@ class Leases:
                 f"{owner.unique_id}: took over the lease of run {record.holder} on "
                 f"{owner.relation} ({why}); that run can commit nothing more"
             )
-            if holder_gone(record, host, process_running):
+            if not record.holds_work and holder_gone(record, host, process_running):
                 stale.append(record)
         if taken and self.held is not None:
-            self.spark.run(
-                f"alter table {self.held.table} set tblproperties "
-                f"('{EPOCH_PROPERTY}' = '{next_epoch(taken)}')"
-            )
+            self.write(owner, {EPOCH_PROPERTY: str(next_epoch(taken))})
         for record in stale:  # no one can read them any more: their holders are gone
             self._drop(record.table, owner)
 
@@ -286,7 +295,9 @@ class Leases:
     def check(self, owner: LeaseOwner) -> None:
         """The fence, before an irreversible step: the run's own lease is still its own, or
         `LeaseLost`, naming the run that took it over. Its heartbeat stops, and it drops the
-        lease table: it commits nothing more, and the mark was there for it alone to read."""
+        lease table: it commits nothing more, and the mark was there for it alone to read;
+        unless the record still says what the run was changing (the run that took over reads
+        it there to repair it, and drops it)."""
         beat = self.held
         if beat is None:
             return
@@ -294,8 +305,29 @@ class Leases:
         if not found.held:
             beat.stop()
             self.held = None
-            self._drop(beat.table, owner)
+            if not found.work:
+                self._drop(beat.table, owner)
             raise LeaseLost(owner.unique_id, owner.relation, found.taken_by)
+
+    def write(self, owner: LeaseOwner, properties: Dict[str, str]) -> None:
+        """The held record says `properties` from here on (its intent, the steps done, a swap
+        under way), written between two beats. A failure raises: what the record does not say,
+        no repair can read."""
+        beat = self.held
+        if beat is None:
+            raise RuntimeError(f"{owner.unique_id}: no run record is held to write to")
+        pairs = ", ".join(f"'{k}' = {sql_string(v)}" for k, v in properties.items())
+        beat.write(self.spark, f"alter table {beat.table} set tblproperties ({pairs})")
+
+    def end(self, owner: LeaseOwner) -> None:
+        """The held record dropped, once what it says stands (the run's change is done): a
+        failure raises, since the record would have the next run repair a change that is
+        done."""
+        beat, self.held = self.held, None
+        if beat is None:
+            return
+        beat.stop()
+        self.spark.run(drop_sql(beat.table, owner.table_format))
 
     def let_go(self, owner: LeaseOwner) -> None:
         """The held lease dropped."""
@@ -318,7 +350,7 @@ class Leases:
 
     def others(
         self, relation: str, invocation_id: str, suffix: str = LEASE_SUFFIX
-    ) -> List[LeaseRecord]:
+    ) -> List[RunRecord]:
         """Other runs' leases on `relation`, as they are now. Fails closed: a listing that
         fails raises, and a lease whose properties cannot be read while it is still listed
         raises (it may be a live run's)."""
@@ -326,10 +358,10 @@ class Leases:
         own = lease_name(relation, invocation_id, suffix).rsplit(".", 1)[1].lower()
         rows = self.spark.fetch(f"show tables in {schema} like '{name}{suffix}*'")
         tables = (str(row.get("tableName") or "") for row in rows)
-        found: List[LeaseRecord] = []
+        found: List[RunRecord] = []
         for table in tables:
-            if not table or table.lower() == own:
-                continue
+            if not table or table.lower() == own or table.lower().startswith(own + "_"):
+                continue  # its own (a microbatch batch's is its invocation's, `_<batch>`)
             record = read_lease(self.spark, f"{schema}.{table}")
             if record is not None:
                 found.append(record)

@@ -1,6 +1,6 @@
 """The step before planning: a table or incremental build that evolves first repairs what dead
-runs of the model left, under the model's lease (core/recovery/lease.py), and settles their pending
-discarded rows; planning then only reads. `Repaired` is what the step hands to the plan."""
+runs of the model left (their run records, core/recovery/record.py), under the model's lease
+(core/recovery/lease.py), and settles their pending discarded rows; planning then only reads. `Repaired` is what the step hands to the plan."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SU
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.recovery.intent import find_intent
 from dbt.adapters.spark_contracts.core.recovery.pending import (
+    LEASE_SUFFIX,
     PENDING_SUFFIX,
     is_invocations_pending,
     is_pending_of,
+    lease_name,
 )
-from dbt.adapters.spark_contracts.run.lease import ModelKey
+from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+from dbt.adapters.spark_contracts.run.lease import ModelKey, read_lease
 
 READ_ONLY = ("create or replace temporary view", "refresh table", "describe", "show", "select")
 
@@ -40,38 +43,61 @@ def repair(
     quarantines: bool,
     read_again: Any,
 ) -> Tuple[Tuple[str, ...], Tuple[Any, Dict[str, str]]]:
-    """A dead run's intent put back (under the model's lease), then other runs' pending tables
-    of the model's quarantine settled (under the settling lease): (what was done, the deployed
-    table as it is after it). `read_again()` reads the deployed table again."""
+    """What dead runs left half done put back (their run records' intents, under the model's
+    lease: run/restore.Restorer.repair), then other runs' pending tables of the model's
+    quarantine settled (under the settling lease): (what was done, the deployed table as it is
+    after it). The records and the pending tables are found by one listing. `read_again()`
+    reads the deployed table again."""
     repairs: Tuple[str, ...] = ()
-    dead = find_intent(deployed[1])
-    if dead is not None and dead.invocation_id != key.invocation_id:
-        done = runner.repair(dead, key)
+    older = find_intent(deployed[1])  # written into the table's properties before 0.20
+    on_table = older is not None and older.invocation_id != key.invocation_id
+    records, pendings = recovery_tables(spark, key, quarantines)
+    dead = [r for r in records if r.intent is not None]
+    if on_table or dead:
+        done = runner.repair(key, on_table)
         if done:
             repairs += (done,)
         deployed = read_again()
-    pendings = pending_tables(spark, key.relation, key.invocation_id) if quarantines else []
     if pendings:  # other runs' discarded rows, not yet in the quarantine (core/recovery/pending.py)
         quarantine = suffixed(key.relation, QUARANTINE_SUFFIX)
         repairs += tuple(runner.settle_pending(key, quarantine, pendings))
     return repairs, deployed
 
 
-def pending_tables(spark: Any, relation: str, invocation_id: str) -> List[str]:
-    """Other invocations' pending tables of `relation`'s quarantine, listed now (not from
-    dbt's relation cache, which another run's table may have joined or left since it was read).
-    This invocation's own are left out, its microbatch batches' too: a batch settles its own
-    pending table when it fails (run/quarantine_steps.py), else the model's next invocation
-    does."""
-    schema, identifier = relation.rsplit(".", 1)
+def recovery_tables(
+    spark: Any, key: ModelKey, quarantines: bool
+) -> Tuple[List[RunRecord], List[str]]:
+    """Other runs' records of the model (core/recovery/record.py) and, for a quarantining
+    model, other invocations' pending tables of its quarantine, listed now in one statement
+    (not from dbt's relation cache, which another run's table may have joined or left since it
+    was read). This invocation's own are left out, its microbatch batches' too: a batch settles
+    its own pending table when it fails (run/quarantine_steps.py), else the model's next
+    invocation does."""
+    schema, identifier = key.relation.rsplit(".", 1)
     quarantine = suffixed(identifier, QUARANTINE_SUFFIX)
-    rows = spark.fetch(f"show tables in {schema} like '{quarantine}{PENDING_SUFFIX}*'")
-    names = (str(r.get("tableName") or "") for r in rows)
-    return sorted(
+    patterns = [identifier + LEASE_SUFFIX + "*"]
+    if quarantines:
+        patterns.append(quarantine + PENDING_SUFFIX + "*")
+    rows = spark.fetch(f"show tables in {schema} like '{'|'.join(patterns)}'")
+    names = [str(r.get("tableName") or "") for r in rows]
+    own = lease_name(identifier, key.invocation_id).lower()
+    records = []
+    for name in names:
+        low = name.lower()
+        if low.startswith((identifier + LEASE_SUFFIX).lower()) and not (
+            low == own or low.startswith(own + "_")
+        ):
+            record = read_lease(spark, f"{schema}.{name}")
+            if record is not None:
+                records.append(record)
+    pendings = sorted(
         f"{schema}.{n}"
         for n in names
-        if is_pending_of(n, quarantine) and not is_invocations_pending(n, quarantine, invocation_id)
+        if quarantines
+        and is_pending_of(n, quarantine)
+        and not is_invocations_pending(n, quarantine, key.invocation_id)
     )
+    return records, pendings
 
 
 class PlanWrote(RuntimeError):

@@ -21,6 +21,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     pending_name,
 )
+from dbt.adapters.spark_contracts.core.recovery.record import Done
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, table_properties
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -64,6 +65,14 @@ class Restorer:
         log = table_log(spark, intent.table_format)
         intent = log.restore_point(intent)
         after = log.commits_after(intent)
+        if (
+            log.logs_every_change
+            and intent.restore_version is not None
+            and all(c.tag != intent.commit_tag for c in after)
+        ):  # positive evidence in the table's own log: the run changed nothing
+            return (
+                f"nothing to put back (no commit of the run after version {intent.restore_version})"
+            )
         foreign = foreign_commits(after, intent.commit_tag)
         if foreign:
             raise ForeignCommits(
@@ -81,42 +90,56 @@ class Restorer:
             )
             done.append(f"took the run's rows out of {intent.quarantine}")
         done += log.put_back(intent, after, executed)
-        if not log.restores_properties:
-            spark.run(clear_intent_sql(intent.relation))
-            done.append("cleared the run's intent")
         return "; ".join(done)
 
     def manual_repair(self, intent: Intent) -> str:
         return self.log(intent.table_format).manual_repair(intent)
 
-    def clear_intent(self, relation: str) -> None:
-        self.spark.run(clear_intent_sql(relation))
-
-    def repair(self, intent: Intent, key: ModelKey) -> Optional[str]:
-        """A dead run's intent found on the table: put it back before anything else, under the
-        model's lease (`key`: this run), and drop the dead run's stage table (its name holds that
-        run's invocation id: no live run's). The lease is taken over from the dead run (its
-        process is gone, or its lease ran out while this run watched it; a run that renews it is
+    def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
+        """What dead runs of the model left half done, put back before anything else, under the
+        model's lease (`key`: this run): each other run's record that carries an intent
+        (core/recovery/record.py), then dropped; `on_table`: an intent on the table's own
+        properties, as versions before 0.20 wrote it, read again and cleared. The lease is
+        taken over from the dead run (its process is gone, or its lease ran out while this run
+        watched it, or it let go after a failure it could not undo; a run that renews it is
         alive: `RunInProgress`), so a run that was only stalled can commit nothing after this
         (the fence). The repair is behind the fence too: a repairing run that loses the lease
         while it works (it stalled past it, and a third run took it over) sends nothing more
-        (`LeaseLost`). None: another run repaired it meanwhile."""
-        self.leases.alone(key)
+        (`LeaseLost`). None: nothing was left to repair (another run repaired it meanwhile)."""
+        records = self.leases.alone(key)
+        fence = lambda: self.leases.check(key)  # noqa: E731
         try:
-            found = find_intent(table_properties(self.spark, intent.relation))
-            if found is None or found.invocation_id == key.invocation_id:
-                return None  # repaired meanwhile, by the run that held the lease before us
-            return self._repair(found, key.unique_id, lambda: self.leases.check(key))
+            done: List[str] = []
+            if on_table:
+                found = find_intent(table_properties(self.spark, key.relation))
+                if found is not None and found.invocation_id != key.invocation_id:
+                    done.append(self._repair(found, key.unique_id, fence, on_table=True))
+            for record in sorted(records, key=lambda r: -r.epoch):
+                if record.intent is None or record.intent.invocation_id == key.invocation_id:
+                    continue
+                done.append(self._repair(record.intent, key.unique_id, fence, record.done))
+                Fenced(self.spark, fence).run(drop_sql(record.table, key.table_format))
+            return "; ".join(done) or None
         finally:
             self.leases.let_go(key)
 
     def _repair(
-        self, intent: Intent, unique_id: str, fence: Optional[Callable[[], None]] = None
+        self,
+        intent: Intent,
+        unique_id: str,
+        fence: Optional[Callable[[], None]] = None,
+        done_steps: Sequence[Done] = (),
+        on_table: bool = False,
     ) -> str:
-        """`fence`: checked before each statement (`restore`)."""
+        """`fence`: checked before each statement (`restore`). `done_steps`: what the dead
+        run's record says it completed; `on_table`: the intent is on the table's properties
+        (an older version's), cleared once repaired."""
+        where = "the table's properties" if on_table else "its run's record"
         logger.warning(
-            f"{unique_id}: {intent.relation} carries the intent of run {intent.invocation_id} "
-            f"({intent.unique_id}), which did not finish; repairing the table first"
+            f"{unique_id}: {where} carry the intent of run {intent.invocation_id} "
+            f"({intent.unique_id}) on {intent.relation}, which did not finish "
+            f"({len(done_steps)} of its {len(intent.steps)} steps recorded done); repairing "
+            "the table first"
         )
         spark = self.spark if fence is None else Fenced(self.spark, fence)
         dead_stage = stage_name(intent.relation, intent.invocation_id)
@@ -127,14 +150,17 @@ class Restorer:
         except Exception as exc:  # a leftover stage harms nothing; say so
             logger.warning(f"{unique_id}: could not drop {dead_stage}, the dead run's stage: {exc}")
         if not logged(intent.table_format):
-            spark.run(clear_intent_sql(intent.relation))
+            if on_table:
+                spark.run(clear_intent_sql(intent.relation))
             return (
                 f"repaired forward after run {intent.invocation_id}: {intent.table_format} keeps "
                 "no history, its completed steps stay (a rewrite stopped between its renames "
-                "was put back first); intent cleared"
+                "was put back first)"
             )
         try:
             done = self.restore(intent, fence=fence)
+            if on_table and not table_log(spark, intent.table_format).restores_properties:
+                spark.run(clear_intent_sql(intent.relation))
         except (ForeignCommits, LeaseLost):
             raise
         except Exception as exc:
@@ -169,4 +195,5 @@ class Restorer:
 
 
 def clear_intent_sql(relation: str) -> str:
+    """An older version's intent taken off the table's properties."""
     return f"alter table {relation} unset tblproperties if exists ('{INTENT_PROPERTY}')"

@@ -117,6 +117,21 @@ class TableChangedMeanwhile(DbtRuntimeError):
         )
 
 
+class RepairFirst(DbtRuntimeError):
+    """When this run took the model's lease it found another run's record saying that run died
+    half way through a change of the table, left after this run's repair step looked: the table
+    this run planned against is half changed, so it changes nothing (its next run repairs the
+    table first, then plans)."""
+
+    def __init__(self, unique_id: str, relation: str, invocation_id: str):
+        self.unique_id, self.relation, self.invocation_id = unique_id, relation, invocation_id
+        super().__init__(
+            f"{unique_id}: run {invocation_id} of the model died half way through a change of "
+            f"{relation} after this run looked for one; this run changed nothing. Run it again: "
+            "it repairs the table first."
+        )
+
+
 class QuarantinePending(DbtRuntimeError):
     """The load committed, and moving the run's discarded rows from its pending table into the
     quarantine failed: the load stays, the rows wait in the pending table (nothing is lost),

@@ -14,12 +14,12 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, r
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
-    Intent,
 )
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     SETTLE_SUFFIX,
 )
+from dbt.adapters.spark_contracts.core.recovery.record import DONE_PROPERTY, Done, done_property
 from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
@@ -47,6 +47,7 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     FirstPassFailed,
     ForeignCommits,
     LeaseLost,
+    RepairFirst,
     RestoreFailed,
     RunInProgress,
     RunUndone,
@@ -91,9 +92,9 @@ class Runner:
     def log(self, table_format: str) -> TableLog:
         return self.restorer.log(table_format)
 
-    def repair(self, intent: Intent, key: ModelKey) -> Optional[str]:
-        """A dead run's intent repaired under the model's lease (Restorer.repair)."""
-        return self.restorer.repair(intent, key)
+    def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
+        """Dead runs' intents repaired under the model's lease (Restorer.repair)."""
+        return self.restorer.repair(key, on_table)
 
     def execute(
         self,
@@ -216,23 +217,32 @@ class Runner:
         self.events.add(Counted(int(rows or 0), int(values or 0)))
 
     def _begin_steps(self, run: ModelRun) -> None:
+        """The multi-step change under the run's record (core/recovery/record.py): the model's
+        lease taken alone, the table's version read, the intent written into the record, then
+        each step, the record told which step is done and the version it produced."""
         state = self.state
-        self.leases.alone(run)  # before the intent: a live run's intent is never repaired
+        # before the intent: a live run's is never repaired; a dead run's left since this run's
+        # repair step looked means the table planned against is half changed
+        dead = [r for r in self.leases.alone(run) if r.intent is not None]
+        if dead:
+            self.leases.let_go(run)
+            raise RepairFirst(run.unique_id, run.relation, dead[0].holder)
         # another run may have changed the table since this one read it (and let go of its
         # lease before this one took its own): the plan holds only for the schema it read
         self._check_unchanged(run)
         # read once the lease is held: a run that finished while this one waited for it
         # committed before this point, so the restore never takes that run's commits back
-        state.restore_version = self.restorer.log(run.table_format).start_point(run.relation)
-        intent = run.intent(self.state.restore_version)
-        value = intent.to_property()  # hex digits: nothing to quote
-        self.spark.run(
-            f"alter table {run.relation} set tblproperties ('{INTENT_PROPERTY}' = '{value}')"
-        )
+        log = self.restorer.log(run.table_format)
+        state.restore_version = log.current_version(run.relation)
+        intent = run.intent(state.restore_version)
+        self.leases.write(run, {INTENT_PROPERTY: intent.to_property()})
         state.intent = intent
-        for step in run.statements:
+        done: List[Done] = []
+        for index, step in enumerate(run.statements):
             self._step(run, step.sql, lambda s=step.sql: self.spark.run(s))
             self.events.add(Executed(step))
+            done.append(Done(index, log.current_version(run.relation)))
+            self.leases.write(run, {DONE_PROPERTY: done_property(tuple(done))})
 
     def _check_unchanged(self, run: ModelRun) -> None:
         """Once the run holds its lease, before its first change: the table's schema is still
@@ -339,11 +349,9 @@ class Runner:
                 self._take_counts(run)
             except Exception as exc:  # the load has committed: counts are a report
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
-            if self.state.intent is not None:
-                self._step(
-                    run, "clearing the intent", lambda: self.restorer.clear_intent(run.relation)
-                )
-                self.leases.let_go(run)
+            if self.state.intent is not None:  # done: the record goes, the change stands
+                self._step(run, "ending the run's record", lambda: self.leases.end(run))
+                self.state.intent = None
             if self.state.pending is not None:  # the load is in: the rows follow it
                 self.fence(run)
                 self.quarantine.finish(run)

@@ -13,7 +13,7 @@ from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
-from dbt.adapters.spark_contracts.core.recovery.lease import LeaseRecord, Seen, State, Watch, judge
+from dbt.adapters.spark_contracts.core.recovery.lease import Seen, State, Watch, judge
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     Action,
     Application,
@@ -23,6 +23,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     decide_pending,
     manual_move,
 )
+from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
 from dbt.adapters.spark_contracts.run.lease import read_lease, table_properties, take_over_sql
 from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
@@ -52,9 +53,9 @@ def watch_pending_leases(
     watched together until each is renewed or has run out (a lease's length at most)."""
     host = this_client().host
     watched = {
-        name: LeaseRecord.from_properties(name, props)
+        name: RunRecord.from_properties(name, props)
         for name, props in found.items()
-        if judge(LeaseRecord.from_properties(name, props), host, process_running) is State.WATCH
+        if judge(RunRecord.from_properties(name, props), host, process_running) is State.WATCH
     }
     watch, live, told = Watch(lease_seconds()), set(), False
     while watched:

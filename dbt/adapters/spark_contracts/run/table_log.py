@@ -22,7 +22,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     describe_commits,
     foreign_commits,
 )
-from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry
+from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry, lease_name
 from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_TAG_KEY
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed
@@ -31,18 +31,16 @@ from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreF
 class TableLog:
     """A table that keeps no log (a file source: Parquet). The base of the drivers."""
 
-    # a restore that brings the table's properties back takes the intent away with it
+    # a restore brings the table's properties back (an older version's intent on them too)
     restores_properties = False
+    # every change is a commit in the log (Iceberg's schema changes are not snapshots)
+    logs_every_change = False
 
     def __init__(self, spark: Spark) -> None:
         self.spark = spark
 
     def current_version(self, relation: str) -> Optional[int]:
         return None
-
-    def start_point(self, relation: str) -> Optional[int]:
-        """The version a multi-step run records in its intent before its first change."""
-        return self.current_version(relation)
 
     def restore_point(self, intent: Intent) -> Intent:
         return intent
@@ -61,7 +59,7 @@ class TableLog:
         return ["took the unfinished rewrite back (the old table is in place)"] if inverses else []
 
     def manual_repair(self, intent: Intent) -> str:
-        return f"ALTER TABLE {intent.relation} UNSET TBLPROPERTIES ('{INTENT_PROPERTY}')"
+        return f"check {intent.relation} by hand, then {forget(intent)}"
 
     def entries(self, table: str) -> Optional[List[LogEntry]]:
         """The table's commits, oldest first; None: it keeps no log."""
@@ -82,21 +80,18 @@ class TableLog:
 
 class DeltaLog(TableLog):
     restores_properties = True
+    logs_every_change = True
 
     def current_version(self, relation: str) -> Optional[int]:
         rows = self.spark.fetch(f"describe history {relation} limit 1")
         return int(rows[0]["version"]) if rows else None
 
-    def start_point(self, relation: str) -> Optional[int]:
-        """None: a restore finds it when it needs it (`restore_point`), so the run path reads
-        no history (~2 s)."""
-        return None
-
     def restore_point(self, intent: Intent) -> Intent:
-        """A run records none (no history read on its path): it is the version before the commit
-        that wrote the intent, the run's first SET TBLPROPERTIES carrying its tag (a repair the
-        run made before it is a RESTORE and stays). Without that commit in the history no
-        version is safe: it fails."""
+        """An intent that versions before 0.20 wrote into the table's properties records none:
+        it is the version before the commit that wrote it, the run's first SET TBLPROPERTIES
+        carrying its tag (a repair the run made before it is a RESTORE and stays). Without that
+        commit in the history no version is safe: it fails. A run record's intent always
+        records its version (the table's before the run's first change)."""
         if intent.restore_version is not None:
             return intent
         rows = self.spark.fetch(f"describe history {intent.relation}")
@@ -194,7 +189,7 @@ class DeltaLog(TableLog):
         return (
             f"dbt run-operation restore_table --args '{{relation: {intent.relation}, "
             f"version: {intent.restore_version}}}' (or RESTORE TABLE {intent.relation} TO "
-            f"VERSION AS OF {intent.restore_version})"
+            f"VERSION AS OF {intent.restore_version}), then {forget(intent)}"
         )
 
     def entries(self, table: str) -> Optional[List[LogEntry]]:
@@ -270,7 +265,7 @@ class IcebergLog(TableLog):
         catalog, ident = intent.relation.split(".", 1)
         return (
             f"CALL {catalog}.system.rollback_to_snapshot('{ident}', {intent.restore_version}), "
-            f"then ALTER TABLE {intent.relation} UNSET TBLPROPERTIES ('{INTENT_PROPERTY}')"
+            f"then {forget(intent)}"
         )
 
     def entries(self, table: str) -> Optional[List[LogEntry]]:
@@ -299,6 +294,17 @@ class IcebergLog(TableLog):
 
 
 _DRIVERS = {"delta": DeltaLog, "iceberg": IcebergLog}
+
+
+def forget(intent: Intent) -> str:
+    """The statement that drops what records the intent once the table is put back by hand:
+    its run's record, or (an older version's intent) the table's property."""
+    record = lease_name(intent.relation, intent.invocation_id)
+    return (
+        f"DROP TABLE IF EXISTS {record} (its run's record; or, where an older version wrote "
+        f"the intent on the table, ALTER TABLE {intent.relation} UNSET TBLPROPERTIES "
+        f"('{INTENT_PROPERTY}'))"
+    )
 
 
 def table_log(spark: Spark, table_format: str) -> TableLog:

@@ -1,9 +1,9 @@
 """A model's lease, decided without Spark. Pure.
 
 A run that changes a table in several steps, or holds discarded rows in a pending table, holds a
-lease: a table of its own (`<model>__dbt_lease_<run>`, or its pending table) whose properties
-say which run holds it, where that run's client process lives (`client`: host and pid), where
-its statements run (the Spark application), its epoch, and a heartbeat its holder renews.
+lease: its run record (core/recovery/record.py; a pending table is one too) says which run holds
+it, where that run's client process lives (`client`: host and pid), where its statements run (the
+Spark application), its epoch, and a heartbeat its holder renews.
 
 Whether another run's lease still binds is decided from positive evidence and from what this run
 sees itself, never by comparing one machine's clock with another's:
@@ -23,20 +23,10 @@ lease before each irreversible step (the fence) and fails, naming the run that t
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dbt.adapters.spark_contracts.core.recovery.pending import (
-    APP_PROPERTY,
-    BEAT_PROPERTY,
-    RUN_PROPERTY,
-    Application,
-    host_pid,
-)
-
-CLIENT_PROPERTY = "dbt_spark_contracts.client"  # "<host>/<pid>" of the run's dbt process
-EPOCH_PROPERTY = "dbt_spark_contracts.epoch"  # grows by one on each takeover
-TAKEN_PROPERTY = "dbt_spark_contracts.taken_by"  # the run that took the lease over
+from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 
 # A lease binds this long after its holder's last heartbeat was seen to change (timed by the
 # watcher's own clock); the holder renews it every BEAT_SECONDS. Short, because a stalled run
@@ -50,67 +40,13 @@ def beat_interval(lease_seconds: float) -> float:
     return min(BEAT_SECONDS, lease_seconds / 3)
 
 
-@dataclass(frozen=True)
-class Client:
-    """The dbt process that holds a lease."""
-
-    host: str
-    pid: int
-
-    def to_property(self) -> str:
-        return f"{self.host}/{self.pid}"
-
-    @classmethod
-    def from_property(cls, value: str | None) -> Client | None:
-        found = host_pid((value or "").strip())
-        return cls(*found) if found is not None else None
-
-
-@dataclass(frozen=True)
-class LeaseRecord:
-    """A lease table as its properties describe it."""
-
-    table: str
-    run: str | None
-    beat: str | None  # the heartbeat as written ("0": released)
-    client: Client | None = None
-    application: Application | None = None
-    epoch: int = 0
-    taken_by: str | None = None
-
-    @classmethod
-    def from_properties(cls, table: str, properties: Mapping[str, str]) -> LeaseRecord:
-        lowered = {k.lower(): v for k, v in properties.items()}
-        try:
-            epoch = int(lowered.get(EPOCH_PROPERTY, "0") or 0)
-        except ValueError:
-            epoch = 0
-        return cls(
-            table,
-            lowered.get(RUN_PROPERTY),
-            lowered.get(BEAT_PROPERTY),
-            Client.from_property(lowered.get(CLIENT_PROPERTY)),
-            Application.from_property(lowered.get(APP_PROPERTY)),
-            epoch,
-            lowered.get(TAKEN_PROPERTY) or None,
-        )
-
-    @property
-    def released(self) -> bool:
-        return (self.beat or "").strip() in ("0", "0.0")
-
-    @property
-    def holder(self) -> str:
-        return self.run or self.table
-
-
 class State(enum.Enum):
     FREE = "free"  # released, or taken over already: it binds no one
     DEAD = "dead"  # positive evidence: its holder can run no statement any more
     WATCH = "watch"  # it may be alive: watch its heartbeat
 
 
-def judge(record: LeaseRecord, host: str, process_running: Callable[[int], bool]) -> State:
+def judge(record: RunRecord, host: str, process_running: Callable[[int], bool]) -> State:
     """What a lease found on the table says, before any watching (see the module's text):
     `host` is this machine's name, `process_running` tells whether a pid runs here."""
     if record.released or record.taken_by:
@@ -125,7 +61,7 @@ def judge(record: LeaseRecord, host: str, process_running: Callable[[int], bool]
     return State.WATCH  # a server may still run a statement the dead client sent
 
 
-def holder_gone(record: LeaseRecord, host: str, process_running: Callable[[int], bool]) -> bool:
+def holder_gone(record: RunRecord, host: str, process_running: Callable[[int], bool]) -> bool:
     """Positive evidence that a lease's holder can never read it again: its dbt process ran on
     this host (`host`) and is gone. A lease taken over is read only by its holder's fence, in
     that process (a statement a server may still run for the holder reads no lease), so such a
@@ -149,7 +85,7 @@ class Watch:
     lease_seconds: float
     first: dict[str, tuple[str | None, float]] = field(default_factory=dict)
 
-    def see(self, record: LeaseRecord, now: float) -> Seen:
+    def see(self, record: RunRecord, now: float) -> Seen:
         seen = self.first.setdefault(record.table.lower(), (record.beat, now))
         if seen[0] != record.beat:
             return Seen.LIVE
@@ -157,7 +93,7 @@ class Watch:
             return Seen.EXPIRED
         return Seen.WAITING
 
-    def left(self, record: LeaseRecord, now: float) -> float:
+    def left(self, record: RunRecord, now: float) -> float:
         """Seconds until `record` expires, if its heartbeat does not change."""
         seen = self.first.get(record.table.lower())
         return (
@@ -165,24 +101,27 @@ class Watch:
         )
 
 
-def next_epoch(records: tuple[LeaseRecord, ...] | list[LeaseRecord]) -> int:
+def next_epoch(records: tuple[RunRecord, ...] | list[RunRecord]) -> int:
     """The epoch of a lease that takes these over."""
     return max((r.epoch for r in records), default=0) + 1
 
 
 @dataclass(frozen=True)
 class Fence:
-    """What a holder's check of its own lease found: held, or lost (and to whom)."""
+    """What a holder's check of its own lease found: held, or lost (and to whom). `work`: the
+    lost record still says its run was changing a table (run/repair.py reads it there): its
+    holder leaves it to the run that took over."""
 
     held: bool
     taken_by: str | None = None
+    work: bool = False
 
 
-def fence(record: LeaseRecord | None) -> Fence:
+def fence(record: RunRecord | None) -> Fence:
     """The holder's own lease as it reads it before an irreversible step: gone or marked taken
     over is lost."""
     if record is None:
         return Fence(False, None)
     if record.taken_by:
-        return Fence(False, record.taken_by)
+        return Fence(False, record.taken_by, record.holds_work)
     return Fence(True)

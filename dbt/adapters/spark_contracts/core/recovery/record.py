@@ -1,0 +1,148 @@
+"""One recovery record per model run. Pure.
+
+A run that may leave something for a later run to repair keeps one record from before its first
+change until its work stands or is undone: the table `<model>__dbt_lease_<run>` (an empty table;
+the record is its properties). The record is also the run's lease (core/recovery/lease.py): it
+names its run, the dbt process that holds it (`client`), where its statements run
+(`application`), its epoch and a heartbeat its holder renews. What the run is doing:
+
+- `intent`: a multi-step change (core/recovery/intent.Intent): the table's version before the
+  run's first change (Delta version, Iceberg snapshot id; none for Parquet), the steps, the
+  columns its ADD COLUMNS add and the quarantine it writes to;
+- `done`: as each step completes, its index and the version it produced;
+- `swap`: a rebuild swapped in by two renames (core/recovery/swap.py) is under way on the
+  relation it names.
+
+The states a later run finds, and what it does (run/repair.py, run/swap.py):
+
+- no record: nothing to repair;
+- a record whose lease binds (its run may be alive): left to it (`RunInProgress` for a run that
+  needs the model alone);
+- a record whose lease is free (its run let go of it after a failure it could not undo), dead
+  (its process on this host is gone) or expired (not renewed for a lease's length while watched)
+  and that carries an intent: the run that takes the lease over puts the table back to the
+  intent's version, after checking in the table's own log that every commit after it carries
+  the dead run's tag, then drops the record;
+- a record that carries a swap, its relation missing, the backup and the table built beside it
+  there: the backup is renamed back (the relation, the backup, the new table and the record
+  together are the evidence);
+- a record that carries neither (a lease let go of or taken over): no one needs it once its
+  holder is gone.
+
+The model table carries nothing of this: no bookkeeping commit lands in its log. An intent that a
+version before 0.20 wrote into the model table's properties is still read and repaired
+(run/restore.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    APP_PROPERTY,
+    BEAT_PROPERTY,
+    RUN_PROPERTY,
+    Application,
+    host_pid,
+)
+
+CLIENT_PROPERTY = "dbt_spark_contracts.client"  # "<host>/<pid>" of the run's dbt process
+EPOCH_PROPERTY = "dbt_spark_contracts.epoch"  # grows by one on each takeover
+TAKEN_PROPERTY = "dbt_spark_contracts.taken_by"  # the run that took the lease over
+DONE_PROPERTY = "dbt_spark_contracts.done"  # "<step>@<version>,...": the steps done
+SWAP_PROPERTY = "dbt_spark_contracts.swap"  # the relation a swap under way renames
+
+
+@dataclass(frozen=True)
+class Client:
+    """The dbt process that holds a record's lease."""
+
+    host: str
+    pid: int
+
+    def to_property(self) -> str:
+        return f"{self.host}/{self.pid}"
+
+    @classmethod
+    def from_property(cls, value: str | None) -> Client | None:
+        found = host_pid((value or "").strip())
+        return cls(*found) if found is not None else None
+
+
+@dataclass(frozen=True)
+class Done:
+    """A step of the intent that completed: its index in the intent's steps and the table's
+    version after it (None where the format keeps no log)."""
+
+    step: int
+    version: int | None
+
+
+def done_property(done: tuple[Done, ...]) -> str:
+    return ",".join(f"{d.step}@{'' if d.version is None else d.version}" for d in done)
+
+
+def parse_done(value: str | None) -> tuple[Done, ...]:
+    """The steps done, as `done_property` wrote them; anything unreadable is left out (the
+    table's own log, not this list, decides what a repair puts back)."""
+    found = []
+    for item in (value or "").split(","):
+        step, at, version = item.strip().partition("@")
+        if step.isdigit() and at:
+            found.append(Done(int(step), int(version) if version.lstrip("-").isdigit() else None))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run's record as its table's properties describe it."""
+
+    table: str
+    run: str | None
+    beat: str | None  # the heartbeat as written ("0": released)
+    client: Client | None = None
+    application: Application | None = None
+    epoch: int = 0
+    taken_by: str | None = None
+    intent: Intent | None = None
+    done: tuple[Done, ...] = ()
+    swap: str | None = None
+
+    @classmethod
+    def from_properties(cls, table: str, properties: Mapping[str, str]) -> RunRecord:
+        """Keys are compared case-insensitively. An intent that cannot be read raises
+        `IntentUnreadable` (a repair never goes on without it)."""
+        lowered = {k.lower(): v for k, v in properties.items()}
+        try:
+            epoch = int(lowered.get(EPOCH_PROPERTY, "0") or 0)
+        except ValueError:
+            epoch = 0
+        intent = lowered.get(INTENT_PROPERTY)
+        return cls(
+            table,
+            lowered.get(RUN_PROPERTY),
+            lowered.get(BEAT_PROPERTY),
+            Client.from_property(lowered.get(CLIENT_PROPERTY)),
+            Application.from_property(lowered.get(APP_PROPERTY)),
+            epoch,
+            lowered.get(TAKEN_PROPERTY) or None,
+            Intent.from_property(intent) if intent else None,
+            parse_done(lowered.get(DONE_PROPERTY)),
+            lowered.get(SWAP_PROPERTY) or None,
+        )
+
+    @property
+    def released(self) -> bool:
+        return (self.beat or "").strip() in ("0", "0.0")
+
+    @property
+    def holder(self) -> str:
+        return self.run or self.table
+
+    @property
+    def holds_work(self) -> bool:
+        """It says its run was changing a table (an intent, or a swap): only a run that has
+        repaired that, or its own run, drops it."""
+        return self.intent is not None or self.swap is not None
