@@ -7,6 +7,7 @@ TABLE on a view) fails as Spark's does."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -22,8 +23,8 @@ from dbt.adapters.spark_contracts.core.evolution.steps import (
     undo,
 )
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent, find_intent
+from dbt.adapters.spark_contracts.core.recovery.record import SWAP_PROPERTY, RunRecord
 from dbt.adapters.spark_contracts.core.recovery.swap import (
-    SWAP_PROPERTY,
     Recovery,
     Swap,
     put_back,
@@ -45,12 +46,21 @@ class Catalog:
     def __init__(self, relations, fail_at=None):
         self.relations = {k: dict(v) for k, v in relations.items()}
         self.fail_at, self.count = fail_at, 0
+        self.recorded = False
+
+    def under_way(self) -> None:
+        """What `building` yields: the run's record told (here a statement of its own, that
+        can fail as any other)."""
+        self.run("RECORD swap under way")
 
     def run(self, sql: str) -> None:
         self.count += 1
         if self.count - 1 == self.fail_at:
             raise RuntimeError(f"failed: {sql}")
         words = sql.split()
+        if words[0] == "RECORD":  # the run's record told the swap is under way
+            self.recorded = True
+            return
         kind = words[1]
         if words[0] == "DROP":
             name = words[-1]
@@ -76,7 +86,12 @@ class Catalog:
             raise AssertionError(sql)
 
     def fetch(self, sql: str):
-        return []  # no lease tables: the marking run is gone
+        """`show tables in <schema> like '<name>'`: the relation, if it is there (no lease
+        tables: the run that left a swap is gone)."""
+        listed = re.match(r"show tables in (\S+) like '([^*']+)'$", sql)
+        if listed and f"{listed.group(1)}.`{listed.group(2)}`" in self.relations:
+            return [{"tableName": listed.group(2)}]
+        return []
 
 
 def start(old_is_view: bool, stale_backup: bool | None) -> dict:
@@ -98,20 +113,20 @@ def test_a_swap_failing_anywhere_leaves_the_old_relation_or_the_new_table(
     catalog = Catalog(start(old_is_view, stale_backup), fail_at)
     finished = fail_at >= 4  # the second rename (statement 3) ran: the new table stands
     if finished:
-        swaps.swap_in(catalog, swap, "inv")  # a failed last drop only warns
+        swaps.swap_in(catalog, swap, catalog.under_way)  # a failed last drop only warns
     else:
         with pytest.raises(SwapUndone):
-            swaps.swap_in(catalog, swap, "inv")
+            swaps.swap_in(catalog, swap, catalog.under_way)
     held = catalog.relations[REL]
     assert held["label"] == ("new" if finished else "old")
-    assert SWAP_PROPERTY not in held
+    assert catalog.recorded == (fail_at > 0)  # told before anything is renamed
     if not finished:
         assert swap.beside not in catalog.relations  # the unfinished build is dropped
     if fail_at == 5:
         assert set(catalog.relations) == {REL}
 
 
-@given(st.booleans(), st.integers(min_value=0, max_value=2))
+@given(st.booleans(), st.integers(min_value=0, max_value=1))
 def test_a_failing_undo_names_both_failures_and_the_steps_left_in_order(old_is_view, undo_fail):
     swap = Swap(REL, old_is_view)
     # statement 3 (the second rename) fails, then the undo's `undo_fail`-th step
@@ -127,20 +142,19 @@ def test_a_failing_undo_names_both_failures_and_the_steps_left_in_order(old_is_v
 
     catalog.run = run
     with pytest.raises(SwapFailed) as raised:
-        swaps.swap_in(catalog, swap, "inv")
+        swaps.swap_in(catalog, swap, catalog.under_way)
     error = raised.value
     assert "the swap failed" in str(error) and "undo step failed" in str(error)
-    undo = swap.undo(swap.steps("inv")[:3])
-    assert [type(u) for u in undo] == [Rename, UnsetProperty, DropTable]
+    undo = swap.undo(swap.steps()[:2])
+    assert [type(u) for u in undo] == [Rename, DropTable]
     assert error.remaining == tuple(u.sql for u in undo)[undo_fail:]
 
 
 @pytest.mark.parametrize("old_is_view", [False, True])
 def test_statements_name_the_kind_of_each_relation(old_is_view):
     kind = "VIEW" if old_is_view else "TABLE"
-    statements = tuple(step.sql for step in Swap(REL, old_is_view).steps("inv"))
+    statements = tuple(step.sql for step in Swap(REL, old_is_view).steps())
     assert statements == (
-        f"ALTER {kind} `db`.`t` SET TBLPROPERTIES ('{SWAP_PROPERTY}' = 'inv')",
         "DROP TABLE IF EXISTS `db`.`t__dbt_backup`",
         f"ALTER {kind} `db`.`t` RENAME TO `db`.`t__dbt_backup`",
         "ALTER TABLE `db`.`t__dbt_rewrite` RENAME TO `db`.`t`",
@@ -148,11 +162,15 @@ def test_statements_name_the_kind_of_each_relation(old_is_view):
     )
 
 
-def rewrite_intent(renames: bool) -> dict:
+def rewrite(renames: bool) -> Intent:
     rename = Step(f"ALTER TABLE {REL} RENAME TO `db`.`t__dbt_backup`", Rename(BACKUP, REL))
     steps = (rename,) if renames else ()
-    intent = Intent("dead", "model.x", REL, "parquet", None, "tag", (), steps)
-    return {INTENT_PROPERTY: intent.to_property()}
+    return Intent("dead", "model.x", REL, "parquet", None, "tag", (), steps)
+
+
+def rewrite_intent(renames: bool) -> dict:
+    """An intent on the table's properties, as earlier builds wrote it."""
+    return {INTENT_PROPERTY: rewrite(renames).to_property()}
 
 
 def legacy_rewrite_intent(statements: tuple[str, ...]) -> dict:
@@ -162,18 +180,34 @@ def legacy_rewrite_intent(statements: tuple[str, ...]) -> dict:
     return {INTENT_PROPERTY: json.dumps(intent | {"statements": list(statements)})}
 
 
-def test_only_the_backups_own_evidence_is_a_recovery():
-    marked = {SWAP_PROPERTY.upper(): "inv"}
-    assert recovery(marked, beside_exists=True) is Recovery.SWAP
-    # a finished swap whose last drop did not run: marked, nothing beside
-    assert recovery(marked, beside_exists=False) is None
-    assert recovery({"other": "x"}, beside_exists=True) is None
-    assert recovery(rewrite_intent(True), beside_exists=False) is Recovery.REWRITE
-    assert recovery(rewrite_intent(False), beside_exists=True) is None
+def record(**work) -> RunRecord:
+    """A dead run's record (released: it binds no one) saying what it was changing."""
+    return RunRecord("db.t__dbt_lease_inv", "inv", "0", **work)
+
+
+def test_only_positive_evidence_is_a_recovery():
+    """The run's record saying its swap of the relation was under way, with the new table
+    beside; or its intent renaming the table to the backup (a Parquet rewrite); or, from an
+    earlier build, the backup's own marker or intent. Nothing else is renamed back."""
+    assert recovery(REL, [record(swap=REL)], {}, True) == (Recovery.SWAP, "inv")
+    # a finished swap whose record and last drop were left: nothing beside
+    assert recovery(REL, [record(swap=REL)], {}, False) is None
+    assert recovery(REL, [record(swap="`db`.`u`")], {}, True) is None  # another relation's
+    assert recovery(REL, [], {}, True) is None  # no record: nothing proves a swap was under way
+    assert recovery(REL, [record(intent=rewrite(True))], {}, False) == (Recovery.REWRITE, "inv")
+    assert recovery(REL, [record(intent=rewrite(False))], {}, True) is None
+    # earlier builds: the backup's own marker (with the table beside), or its intent
+    marked = {SWAP_PROPERTY.upper(): "old-run"}
+    assert recovery(REL, [], marked, True) == (Recovery.MARKED, "old-run")
+    assert recovery(REL, [], marked, False) is None
+    assert recovery(REL, [], {"other": "x"}, True) is None
+    assert recovery(REL, [], rewrite_intent(True), False) == (Recovery.REWRITE, "dead")
+    assert recovery(REL, [], rewrite_intent(False), True) is None
     # another rename's inverse (a relation that is not the intent's) is no evidence
     other = Step("ALTER TABLE `db`.`u` RENAME TO `db`.`t__dbt_backup`", Rename(BACKUP, "`db`.`u`"))
     foreign = Intent("dead", "model.x", REL, "parquet", None, "tag", (), (other,))
-    assert recovery({INTENT_PROPERTY: foreign.to_property()}, beside_exists=True) is None
+    assert recovery(REL, [record(intent=foreign)], {}, True) is None
+    assert recovery(REL, [], {INTENT_PROPERTY: foreign.to_property()}, True) is None
 
 
 @pytest.mark.parametrize("completed", range(8))
@@ -187,8 +221,12 @@ def test_an_intent_written_as_text_is_read_with_the_rewrites_inverses(completed)
     legacy = find_intent(legacy_rewrite_intent(tuple(s.sql for s in steps)))
     assert legacy is not None and [s.sql for s in legacy.steps] == [s.sql for s in steps]
     assert undo(legacy.steps[:completed]) == undo(steps[:completed])
-    assert recovery(legacy_rewrite_intent(tuple(s.sql for s in steps)), False) is Recovery.REWRITE
-    assert recovery(legacy_rewrite_intent(("ALTER TABLE x ADD COLUMNS (c INT)",)), True) is None
+    found = recovery(REL, [], legacy_rewrite_intent(tuple(s.sql for s in steps)), False)
+    assert found is not None and found[0] is Recovery.REWRITE
+    assert (
+        recovery(REL, [], legacy_rewrite_intent(("ALTER TABLE x ADD COLUMNS (c INT)",)), True)
+        is None
+    )
 
 
 @pytest.mark.parametrize("backup_is_view", [False, True])
@@ -197,30 +235,32 @@ def test_recovery_renames_back_before_it_drops_the_new_table(backup_is_view, fou
     swap = Swap(REL)
     kind = "VIEW" if backup_is_view else "TABLE"
     relations = {
-        swap.backup: {"kind": kind, "label": "old", SWAP_PROPERTY: "inv"},
+        swap.backup: {"kind": kind, "label": "old"},
         swap.beside: {"kind": "TABLE", "label": "new"},
     }
+    if found is Recovery.MARKED:  # an earlier build marked the old relation itself
+        relations[swap.backup][SWAP_PROPERTY] = "inv"
     catalog = Catalog(relations)
-    properties = {SWAP_PROPERTY: "inv"} if found is Recovery.SWAP else rewrite_intent(True)
-    swaps._recover(catalog, REL, properties, backup_is_view, found, "model.x")
+    swaps._put_back(catalog, REL, backup_is_view, found, "inv")
     assert set(catalog.relations) == {REL}
     assert catalog.relations[REL]["label"] == "old"
-    assert (SWAP_PROPERTY in catalog.relations[REL]) == (found is Recovery.REWRITE)
+    assert SWAP_PROPERTY not in catalog.relations[REL]  # an earlier build's marker goes too
     steps = put_back(REL, backup_is_view, found)
     assert steps[0] == Rename(swap.backup, REL, backup_is_view)
     assert steps[0].sql.startswith(f"ALTER {kind} `db`.`t__dbt_backup` RENAME TO")
     assert steps[-1] == DropTable(swap.beside)
+    assert any(isinstance(s, UnsetProperty) for s in steps) == (found is Recovery.MARKED)
 
 
 def test_a_failed_recovery_keeps_the_new_table_and_names_what_is_left():
     swap = Swap(REL)
     relations = {
-        swap.backup: {"kind": "TABLE", "label": "old", SWAP_PROPERTY: "inv"},
+        swap.backup: {"kind": "TABLE", "label": "old"},
         swap.beside: {"kind": "TABLE", "label": "new"},
     }
     catalog = Catalog(relations, fail_at=0)  # the rename back fails
     with pytest.raises(SwapFailed) as raised:
-        swaps._recover(catalog, REL, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP, "model.x")
+        swaps._put_back(catalog, REL, False, Recovery.SWAP, "inv")
     assert swap.beside in catalog.relations and swap.backup in catalog.relations
     assert raised.value.remaining == tuple(u.sql for u in put_back(REL, False, Recovery.SWAP))
 
@@ -240,7 +280,7 @@ def test_a_swap_whose_run_holds_its_lease_is_left_alone(monkeypatch):
     monkeypatch.setenv(LEASE_ENV, "3")
     swap = Swap(REL)
     relations = {
-        swap.backup: {"kind": "TABLE", "label": "old", SWAP_PROPERTY: "inv"},
+        swap.backup: {"kind": "TABLE", "label": "old"},
         swap.beside: {"kind": "TABLE", "label": "new"},
     }
     catalog = Catalog(relations)
@@ -254,27 +294,28 @@ def test_a_swap_whose_run_holds_its_lease_is_left_alone(monkeypatch):
             {"key": BEAT_PROPERTY, "value": str(next(beats))},
             {"key": RUN_PROPERTY, "value": "inv"},
             {"key": CLIENT_PROPERTY, "value": f"{socket.gethostname()}/{os.getpid()}"},
+            {"key": SWAP_PROPERTY, "value": REL},
         ]
 
     catalog.fetch = fetch
     catalog.run = sent.append  # the recovering run's own lease (taken, let go)
     key = ModelKey(REL, "other", "delta", "model.x")
     with pytest.raises(RunInProgress) as raised:
-        swaps.recover(catalog, key, {SWAP_PROPERTY: "inv"}, False, Recovery.SWAP)
+        swaps.recover(catalog, key, {}, False)
     assert raised.value.invocation_id == "inv"
     assert set(catalog.relations) == {swap.backup, swap.beside}  # nothing touched
     assert not any("RENAME" in s.upper() for s in sent), sent
 
 
 def test_a_swap_whose_relation_is_gone_drops_nothing_but_its_own_build():
-    """A run that read dbt's cache before another run died between its renames: the marked
-    backup (the only copy of the old table) survives; only this run's build is dropped."""
+    """A run that read dbt's cache before another run died between its renames: the backup
+    (the only copy of the old table) survives; only this run's build is dropped."""
     swap = Swap(REL)
     relations = {
-        swap.backup: {"kind": "TABLE", "label": "old", SWAP_PROPERTY: "dead"},
+        swap.backup: {"kind": "TABLE", "label": "old"},
         swap.beside: {"kind": "TABLE", "label": "new"},
     }
     catalog = Catalog(relations)
     with pytest.raises((SwapUndone, KeyError)):
-        swaps.swap_in(catalog, swap, "inv")
+        swaps.swap_in(catalog, swap, catalog.under_way)
     assert catalog.relations[swap.backup]["label"] == "old"

@@ -18,7 +18,7 @@ from dbt.adapters.spark_contracts.core.evolution.render import (
     REWRITE_SUFFIX,
     suffixed,
 )
-from dbt.adapters.spark_contracts.core.recovery.swap import Swap, recovery
+from dbt.adapters.spark_contracts.core.recovery.swap import Swap
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.lease import ModelKey
 
@@ -62,22 +62,20 @@ class SwapMethods(metaclass=AdapterMeta):
     @available
     def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:
         """`relation` is missing: if a swap or a Parquet rewrite stopped between its two renames
-        (core/recovery/swap.recovery: the backup's own evidence), put the old relation back under its
-        name and drop the new table beside it, unless the run that left them may be alive. A
-        rewrite's intent then has the run repair the table as usual. Found through dbt's
-        relation cache, so a missing table costs no Spark call unless there is something to
-        recover."""
+        (core/recovery/swap.recovery: the run's record, the backup and the table beside), put
+        the old relation back under its name and drop the new table beside it, unless the run
+        that left them may be alive. A rewrite's intent then has the run repair the table as
+        usual. Found through dbt's relation cache, so a missing table costs no Spark call unless
+        a backup is there."""
         backup = self._sibling(relation, BACKUP_SUFFIX)
         if backup is None:
             return None
         properties = self._listed_properties(backup)  # type: ignore[attr-defined]
-        beside = self._sibling(relation, REWRITE_SUFFIX)
-        found = recovery(properties, beside is not None)
-        if found is None:
-            return None  # a leftover of a finished swap, not one that stopped midway
         fmt = self.table_format_of(backup)  # type: ignore[attr-defined]
         key = ModelKey(str(relation), get_invocation_id(), fmt, str(relation))
-        swaps.recover(_ConnectionSpark(self), key, properties, bool(backup.is_view), found)
+        if not swaps.recover(_ConnectionSpark(self), key, properties, bool(backup.is_view)):
+            return None  # a leftover of a finished swap, not one that stopped midway
+        beside = self._sibling(relation, REWRITE_SUFFIX)
         if beside is not None:
             self.cache_dropped(beside)  # type: ignore[attr-defined]
         self.cache_renamed(backup, relation.incorporate(type=backup.type))  # type: ignore[attr-defined]

@@ -49,7 +49,7 @@ def repair(
     after it). The records and the pending tables are found by one listing. `read_again()`
     reads the deployed table again."""
     repairs: Tuple[str, ...] = ()
-    older = find_intent(deployed[1])  # written into the table's properties before 0.20
+    older = find_intent(deployed[1])  # written into the table's properties before the run record
     on_table = older is not None and older.invocation_id != key.invocation_id
     records, pendings = recovery_tables(spark, key, quarantines)
     dead = [r for r in records if r.intent is not None]

@@ -99,7 +99,7 @@ class Restorer:
         """What dead runs of the model left half done, put back before anything else, under the
         model's lease (`key`: this run): each other run's record that carries an intent
         (core/recovery/record.py), then dropped; `on_table`: an intent on the table's own
-        properties, as versions before 0.20 wrote it, read again and cleared. The lease is
+        properties, as earlier builds (before the run record) wrote it, read again and cleared. The lease is
         taken over from the dead run (its process is gone, or its lease ran out while this run
         watched it, or it let go after a failure it could not undo; a run that renews it is
         alive: `RunInProgress`), so a run that was only stalled can commit nothing after this

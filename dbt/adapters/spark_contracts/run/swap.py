@@ -5,15 +5,17 @@ run's recovery of a swap (or a Parquet rewrite) a dead run left between its rena
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
+from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, suffixed
 from dbt.adapters.spark_contracts.core.evolution.steps import Inverse, Step
-from dbt.adapters.spark_contracts.core.recovery.intent import find_intent
-from dbt.adapters.spark_contracts.core.recovery.swap import Recovery, Swap, marker_of, put_back
+from dbt.adapters.spark_contracts.core.recovery.record import SWAP_PROPERTY, RunRecord
+from dbt.adapters.spark_contracts.core.recovery.swap import Recovery, Swap, put_back, recovery
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, table_listed
 from dbt.adapters.spark_contracts.run.run_errors import SwapFailed, SwapUndone
 
@@ -21,23 +23,26 @@ logger = AdapterLogger("SparkContracts")
 
 
 @contextmanager
-def alone(spark: Spark, key: ModelKey) -> Iterator[None]:
+def alone(spark: Spark, key: ModelKey) -> Iterator[Tuple[Leases, List[RunRecord]]]:
     """The model's lease held alone for the block (`RunInProgress`, naming the other run, if
-    another run of the model holds one), let go whatever happens."""
+    another run of the model holds one), let go whatever happens. Yields the leases and the
+    other runs' records that still say what their run was changing (`Leases.alone`)."""
     leases = Leases(spark)
-    leases.alone(key)
+    records = leases.alone(key)
     try:
-        yield
+        yield leases, records
     finally:
         leases.let_go(key)
 
 
 @contextmanager
-def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[None]:
+def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[Callable[[], None]]:
     """The block that builds `swap.beside` and swaps it in, under the model's lease: the relation
     checked to be still there first (never a dead run's evidence dropped on a stale cache), then
-    any table a dead build left beside dropped."""
-    with alone(spark, key):
+    any table a dead build left beside dropped, and any dead run's record of a swap of it (the
+    relation holds its name: that swap never renamed it, or finished). Yields what tells the
+    run's record that the swap is under way (`swap_in` calls it before its first rename)."""
+    with alone(spark, key) as (leases, records):
         if not table_listed(spark, swap.relation):
             # gone since dbt's cache was read: a run stopped between its renames left it under
             # the backup name, with its build beside it (the evidence the next run recovers by)
@@ -49,14 +54,17 @@ def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[None]:
                     "renames: run again, and the next run puts it back first"
                 ),
             )
+        for record in records:
+            if record.swap is not None and record.intent is None:
+                spark.run(drop_sql(record.table, key.table_format))
         spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
-        yield
+        yield lambda: leases.write(key, {SWAP_PROPERTY: swap.relation})
 
 
 def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> Any:
     """A rebuild built beside the relation by `create_sql` and swapped in (`building`).
     Returns the create's response."""
-    with building(spark, key, swap):
+    with building(spark, key, swap) as under_way:
         try:
             response = spark.run(create_sql)
         except Exception as exc:
@@ -65,17 +73,25 @@ def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> 
             except Exception as cleanup:
                 logger.warning(f"{swap.relation}: could not drop {swap.beside} ({cleanup})")
             raise SwapUndone(swap.relation, f"building {swap.beside}", exc) from exc
-        swap_in(spark, swap, key.invocation_id)
+        swap_in(spark, swap, under_way)
         return response
 
 
-def swap_in(spark: Spark, swap: Swap, marker: str) -> None:
-    """The table built at `swap.beside` takes `swap.relation`'s name. A failure before it does
-    puts the old relation back and raises `SwapUndone` (`SwapFailed` when putting it back fails
-    too, with the statements left); a failed last drop only warns (the backup is a finished
-    swap's leftover, which the next swap drops)."""
+def swap_in(spark: Spark, swap: Swap, under_way: Callable[[], None]) -> None:
+    """The table built at `swap.beside` takes `swap.relation`'s name, once the relation is seen
+    still there and `under_way()` has told the run's record. A failure before it does puts the old relation back and raises
+    `SwapUndone` (`SwapFailed` when putting it back fails too, with the statements left); a
+    failed last drop only warns (the backup is a finished swap's leftover, which the next swap
+    drops)."""
+    try:
+        if not table_listed(spark, swap.relation):  # never a stale backup dropped in its stead
+            raise DbtRuntimeError(f"{swap.relation} is gone")
+        under_way()
+    except Exception as exc:
+        run_in_order(spark, swap.relation, swap.undo(()), f"the swap failed ({exc})")
+        raise SwapUndone(swap.relation, "the swap", exc) from exc
     executed: List[Step] = []
-    for step in swap.steps(marker):
+    for step in swap.steps():
         try:
             spark.run(step.sql)
         except Exception as exc:
@@ -102,39 +118,41 @@ def run_in_order(spark: Spark, relation: str, undo: Sequence[Inverse], cause: st
 def recover(
     spark: Spark,
     key: ModelKey,
-    backup_properties: dict,
+    backup_properties: Dict[str, str],
     backup_is_view: bool,
-    recovered: Recovery,
-) -> None:
-    """Put `key.relation` back from its backup (the next run, before anything else), under the
-    model's lease (of two runs recovering at once, one does; the other finds it done), taken
-    over from the run that left it (its process gone, or its lease run out while watched; a run
-    that renews its lease is alive: `RunInProgress`, and nothing is renamed)."""
-    with alone(spark, key):
+) -> bool:
+    """`key.relation` is missing and its backup is there: if a swap or a Parquet rewrite
+    stopped between its renames (core/recovery/swap.recovery), put it back from its backup (the
+    next run, before anything else), under the model's lease (of two runs recovering at once,
+    one does; the other finds it done), taken over from the run that left it (its process gone,
+    or its lease run out while watched; a run that renews its lease is alive: `RunInProgress`,
+    and nothing is renamed). A swap's record then goes; a rewrite's stays, for the repair of
+    its intent. False: nothing proves a swap stopped half way (nothing done)."""
+    with alone(spark, key) as (leases, records):
         if table_listed(spark, key.relation):
-            return  # another run put it back meanwhile
-        _recover(spark, key.relation, backup_properties, backup_is_view, recovered, key.unique_id)
+            return True  # another run put it back meanwhile
+        beside = table_listed(spark, suffixed(key.relation, REWRITE_SUFFIX))
+        found = recovery(key.relation, records, backup_properties, beside)
+        if found is None:
+            return False
+        recovered, run = found
+        _put_back(spark, key.relation, backup_is_view, recovered, run)
+        for record in records:
+            if recovered is Recovery.SWAP and record.swap == key.relation:
+                spark.run(drop_sql(record.table, key.table_format))
+        return True
 
 
-def _recover(
-    spark: Spark,
-    relation: str,
-    backup_properties: dict,
-    backup_is_view: bool,
-    recovered: Recovery,
-    unique_id: str,
+def _put_back(
+    spark: Spark, relation: str, backup_is_view: bool, recovered: Recovery, run: Optional[str]
 ) -> None:
-    invocation: Optional[str] = marker_of(backup_properties)
-    if recovered is Recovery.REWRITE:
-        intent = find_intent(backup_properties)
-        invocation = intent.invocation_id if intent else None
     logger.warning(
-        f"{relation} is missing and its backup holds it: a rebuild of run {invocation} stopped "
+        f"{relation} is missing and its backup holds it: a rebuild of run {run} stopped "
         "between its two renames; renaming it back"
     )
     run_in_order(
         spark,
         relation,
         put_back(relation, backup_is_view, recovered),
-        f"run {invocation} stopped between its renames",
+        f"run {run} stopped between its renames",
     )

@@ -87,7 +87,7 @@ class DeltaLog(TableLog):
         return int(rows[0]["version"]) if rows else None
 
     def restore_point(self, intent: Intent) -> Intent:
-        """An intent that versions before 0.20 wrote into the table's properties records none:
+        """An intent that earlier builds (before the run record) wrote into the table's properties records none:
         it is the version before the commit that wrote it, the run's first SET TBLPROPERTIES
         carrying its tag (a repair the run made before it is a RESTORE and stays). Without that
         commit in the history no version is safe: it fails. A run record's intent always

@@ -30,7 +30,7 @@ The states a later run finds, and what it does (run/repair.py, run/swap.py):
   holder is gone.
 
 The model table carries nothing of this: no bookkeeping commit lands in its log. An intent that a
-version before 0.20 wrote into the model table's properties is still read and repaired
+earlier build (before the run record) wrote into the model table's properties is still read and repaired
 (run/restore.py).
 """
 

@@ -7,16 +7,23 @@ created: a query failing at run time, a cancel or a kill between the two left no
 the old relation stays under its name until the new table is complete:
 
 1. `<relation>__dbt_rewrite` is created with the model's output (any stale one dropped first);
-2. the old relation is marked (`SWAP_PROPERTY`), renamed to `<relation>__dbt_backup`;
-3. the new table is renamed to `<relation>`; the backup is dropped.
+2. the run's record (core/recovery/record.py) says the swap is under way (`swap`); the old
+   relation is renamed to `<relation>__dbt_backup`;
+3. the new table is renamed to `<relation>`; the backup is dropped; the record goes.
 
 A failure before step 3's first rename leaves the old relation as it was (the half-built table
-is dropped). A kill between the two renames leaves the marked backup *and* the new table beside:
-that pair, and only that pair, is the positive evidence on which the next run renames the backup
-back (`recovery`), unless the run that marked it still holds its lease. A backup without the
-table beside is a finished swap's leftover (its last drop did not run): never renamed back,
-dropped by the next swap. A run builds and swaps while it holds the model's lease alone, so two
-runs of one model never swap at once (the second fails naming the first).
+is dropped). A kill between the two renames leaves the backup *and* the new table beside, with
+the run's record saying the swap was under way: those together, and only those, are the positive
+evidence on which the next run renames the backup back (`recovery`), once it has taken the
+run's lease over. A backup without the table beside is a finished swap's leftover (its last drop
+did not run): never renamed back, dropped by the next swap. A run builds and swaps while it
+holds the model's lease alone, so two runs of one model never swap at once (the second fails
+naming the first). A Parquet rewrite (a multi-step change of a table that keeps no log) renames
+the same way, its intent in the run's record naming the rename to the backup.
+
+Earlier builds (before the run record) marked the old relation itself (`SWAP_PROPERTY` on the backup) and wrote a
+rewrite's intent into the table's properties: both are still read, so a swap they left half way
+is put back too.
 """
 
 from __future__ import annotations
@@ -40,10 +47,8 @@ from dbt.adapters.spark_contracts.core.evolution.steps import (
     undo,
 )
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent, find_intent
-from dbt.adapters.spark_contracts.core.schema.types import sql_string
+from dbt.adapters.spark_contracts.core.recovery.record import SWAP_PROPERTY, RunRecord
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
-
-SWAP_PROPERTY = "dbt_spark_contracts.swap"
 
 
 def refused(existing_format: str, file_format: str | None = None) -> ConfigError:
@@ -77,19 +82,13 @@ class Swap:
     def backup(self) -> str:
         return suffixed(self.relation, BACKUP_SUFFIX)
 
-    def steps(self, marker: str) -> tuple[Step, ...]:
-        """Steps 2 and 3, once the table beside is complete. `marker`: who swaps (the run's
-        invocation id), kept on the old relation while it waits under the backup name."""
+    def steps(self) -> tuple[Step, ...]:
+        """Steps 2 and 3, once the table beside is complete and the run's record says the swap
+        is under way (`SWAP_PROPERTY`)."""
         old = kind(self.old_is_view)
         return (
-            # first: fails, before anything is dropped, if the relation is gone (a run stopped
-            # between its renames left it under the backup name: the next run recovers it)
-            Step(
-                f"ALTER {old} {self.relation} SET TBLPROPERTIES "
-                f"({sql_string(SWAP_PROPERTY)} = {sql_string(marker)})",
-                UnsetProperty(self.relation, SWAP_PROPERTY, self.old_is_view),
-            ),
-            # the relation is there, so a backup is a finished swap's leftover
+            # the relation is there (checked under the lease), so a backup is a finished swap's
+            # leftover
             Step(f"DROP {kind(self.stale_backup_is_view)} IF EXISTS {self.backup}"),
             Step(
                 f"ALTER {old} {self.relation} RENAME TO {self.backup}",
@@ -112,21 +111,35 @@ class Swap:
 class Recovery(Enum):
     """What the next run finds when the relation is missing and its backup is there."""
 
-    SWAP = "a swap stopped between its renames: the marked backup, the new table beside it"
-    REWRITE = "a Parquet rewrite stopped between its renames: the backup's intent names them"
+    SWAP = "a swap stopped between its renames: its run's record, the backup, the new table"
+    REWRITE = "a Parquet rewrite stopped between its renames: its run's intent names them"
+    MARKED = "a swap an older version stopped between its renames: the marked backup"
 
 
-def recovery(backup_properties: Mapping[str, str], beside_exists: bool) -> Recovery | None:
-    """The relation is missing and `<relation>__dbt_backup` is there (its properties given):
-    did a swap or a rewrite stop between its two renames? Only on the backup's own evidence: a
-    swap's marker with the new table still beside it (after the second rename it no longer is),
-    or a rewrite's intent naming its rename to the backup. Anything else (a backup without the
-    table beside: a finished swap whose last drop did not run) is never renamed back."""
-    if marker_of(backup_properties) is not None and beside_exists:
-        return Recovery.SWAP
+def recovery(
+    relation: str,
+    records: Iterable[RunRecord],
+    backup_properties: Mapping[str, str],
+    beside_exists: bool,
+) -> tuple[Recovery, str | None] | None:
+    """`relation` is missing and `<relation>__dbt_backup` is there: did a swap or a rewrite
+    stop between its two renames? The kind, and the run that left it. Only on positive
+    evidence: a run's record (`records`: the model's) saying its swap of `relation` was under
+    way, with the new table still beside (after the second rename it no longer is); a record
+    whose intent renames the table to the backup; or, from an older version, the backup's own
+    marker (with the table beside) or intent. Anything else (a backup without the table beside:
+    a finished swap whose last drop did not run) is never renamed back."""
+    for record in records:
+        if record.swap == relation and beside_exists:
+            return Recovery.SWAP, record.run
+        if record.intent is not None and renames_to_backup(record.intent):
+            return Recovery.REWRITE, record.run
+    marker = marker_of(backup_properties)
+    if marker is not None and beside_exists:
+        return Recovery.MARKED, marker
     intent = find_intent(backup_properties)
     if intent is not None and renames_to_backup(intent):
-        return Recovery.REWRITE
+        return Recovery.REWRITE, intent.invocation_id
     return None
 
 
@@ -138,7 +151,8 @@ def renames_to_backup(intent: Intent) -> bool:
 
 
 def marker_of(properties: Mapping[str, str]) -> str | None:
-    """The invocation that marked a relation for its swap, if any (keys case-insensitive)."""
+    """The invocation that marked a relation for its swap (earlier builds (before the run record)), if any (keys
+    case-insensitive)."""
     for key, value in properties.items():
         if key.lower() == SWAP_PROPERTY:
             return value
@@ -147,10 +161,10 @@ def marker_of(properties: Mapping[str, str]) -> str | None:
 
 def put_back(relation: str, backup_is_view: bool, recovered: Recovery) -> tuple[Inverse, ...]:
     """The inverses that put a relation back from its backup, in the order that keeps the
-    evidence until the relation holds its name again: the rename back, the marker off (a swap),
-    then the new table beside dropped."""
+    evidence until the relation holds its name again: the rename back, an older version's
+    marker off, then the new table beside dropped."""
     steps: list[Inverse] = [Rename(suffixed(relation, BACKUP_SUFFIX), relation, backup_is_view)]
-    if recovered is Recovery.SWAP:
+    if recovered is Recovery.MARKED:
         steps.append(UnsetProperty(relation, SWAP_PROPERTY, backup_is_view))
     steps.append(DropTable(suffixed(relation, REWRITE_SUFFIX)))
     return tuple(steps)
