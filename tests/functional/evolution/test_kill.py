@@ -33,11 +33,11 @@ from tests.functional.conftest import JVM_PARAMETERS, iceberg_rest
 DBT = str(Path(sys.executable).with_name("dbt"))
 INTENT = "dbt_spark_contracts.intent"
 SETTLE = 8.0  # seconds without a new commit: the server has finished the dead client's statement
-FOREIGN_KILL_POINT = 2  # the intent and the first change are on the table
+FOREIGN_KILL_POINT = 1  # the first change is on the table (the intent in the run's record)
 
 MODELS = {
-    # Delta: a default and a backfill make the change multi-step (intent, feature, ADD COLUMNS,
-    # SET DEFAULT, UPDATE, MERGE, intent cleared): every step is a commit.
+    # Delta: a default and a backfill make the change multi-step (feature, ADD COLUMNS, SET
+    # DEFAULT, UPDATE, MERGE; the intent is in the run's record): every step is a commit.
     "delta": """
 {{ config(materialized='incremental', file_format='delta', unique_key='id',
           schema_evolution=({'columns': {'note': {'default': "'n'"}, 'twice': {'backfill': 'id * 10'}}} if var('v', 1) != 1 else {})) }}
@@ -47,7 +47,7 @@ select id from range(3)
 select id, 'x' as note, id * 10 as twice from range(3, 6)
 {% endif %}
 """,
-    # Iceberg: a new column is multi-step (intent, ADD COLUMNS, MERGE snapshot, intent cleared).
+    # Iceberg: a new column is multi-step (ADD COLUMNS, MERGE snapshot; the intent in the record).
     "iceberg": """
 {{ config(materialized='incremental', file_format='iceberg', unique_key='id', schema_evolution={}) }}
 {% if var('v', 1) == 1 %}
@@ -57,7 +57,7 @@ select id, 'x' as note from range(3, 6)
 {% endif %}
 """,
 }
-KILL_POINTS = {"delta": 7, "iceberg": 4}
+KILL_POINTS = {"delta": 5, "iceberg": 2}
 
 # Another writer's commit, tagged like a streaming job's, through the same connection method.
 FOREIGN_WRITE = f"""
@@ -83,8 +83,8 @@ def _short_leases(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def kill_points(fmt: str) -> list[int]:
     """Every commit (`make faults`), or the middle and the last one (`make faults-ci`, which
-    sets DBT_SPARK_CONTRACTS_KILL_SAMPLE to stay within the CI budget): mid-plan with the
-    intent on the table, and after the load before the intent is cleared."""
+    sets DBT_SPARK_CONTRACTS_KILL_SAMPLE to stay within the CI budget): mid-plan, and after the
+    load before the run's record is dropped (its intent in it)."""
     last = KILL_POINTS[fmt]
     if os.environ.get("DBT_SPARK_CONTRACTS_KILL_SAMPLE"):
         return sorted({(last + 1) // 2, last})
@@ -192,19 +192,28 @@ class Project:
         return out
 
     def state(self, table: str) -> tuple[list, bool]:
-        """(schema fields, intent present) from the table's own files."""
+        """(schema fields, intent present) from the files: the table's schema, and whether a
+        run's record of it (core/recovery/record.py, `<table>__dbt_lease_<run>`) carries an
+        intent, or (an earlier build's) the table's own properties do."""
+        schema, properties = self.meta(self.table_dir(table))
+        records = self.table_dir(table).parent.glob(f"{table}__dbt_lease_*")
+        intent = INTENT in properties or any(INTENT in self.meta(d)[1] for d in records)
+        return schema, intent
+
+    def meta(self, folder: Path) -> tuple[list, dict]:
+        """(schema fields, properties) of the table at `folder`, from its own files."""
         if self.fmt == "delta":
             meta = None
-            for path in self.commits(table):
+            for path in sorted((folder / "_delta_log").glob("[0-9]*.json")):
                 for line in path.read_text().splitlines():
                     action = json.loads(line)
                     if "metaData" in action:
                         meta = action["metaData"]
-            assert meta is not None
+            assert meta is not None, folder
             fields = json.loads(meta["schemaString"])["fields"]
             schema = [(f["name"], json.dumps(f["type"])) for f in fields]
-            return schema, INTENT in meta.get("configuration", {})
-        metadata = self.table_dir(table) / "metadata"
+            return schema, meta.get("configuration", {})
+        metadata = folder / "metadata"
         # the newest vN.metadata.json, as Iceberg's Hadoop catalogue finds it without the hint
         # (version-hint.text is deleted and renamed back on every commit: a reader polling
         # during a run meets the gap)
@@ -212,7 +221,7 @@ class Project:
         meta = json.loads((metadata / f"v{version}.metadata.json").read_text())
         current = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
         schema = [(f["name"], json.dumps(f["type"])) for f in current["fields"]]
-        return schema, INTENT in meta.get("properties", {})
+        return schema, meta.get("properties", {})
 
     def rows(self, tables: list[str]) -> dict:
         """Every row of each table (of any schema: a row travels as its JSON): read by path
@@ -300,7 +309,7 @@ def test_kill_9_at_every_commit_is_repaired(tmp_path, kill_target, fmt):
     project.dbt(
         "--select", "foreign", "--vars", "{v: 2}", kill_at=FOREIGN_KILL_POINT, table="foreign"
     )
-    assert project.state("foreign")[1], "the kill did not leave the intent on the table"
+    assert project.state("foreign")[1], "the kill left no intent in the run's record"
     foreign_args = ["foreign_write", "--args", f"{{table: {project.relation('foreign')}}}"]
     assert project.dbt(*foreign_args, command="run-operation") == 0
 
@@ -330,7 +339,7 @@ SLOW_BACKFILL = MODELS["delta"].replace(
     "(b, y) -> b))'",
 )
 SLOW = "{v: 2, loop: 3000}"
-BEFORE_UPDATE = 4  # intent, column defaults feature, ADD COLUMNS, SET DEFAULT; then the UPDATE
+BEFORE_UPDATE = 3  # column defaults feature, ADD COLUMNS, SET DEFAULT; then the UPDATE
 
 
 @pytest.mark.profile("thrift", "connect")  # an embedded Spark dies with its dbt process
@@ -352,7 +361,7 @@ def test_repair_while_the_dead_runs_statement_still_runs(tmp_path, kill_target):
         table="dead",
         settle=False,
     )
-    assert project.state("dead")[1], "the kill did not leave the intent on the table"
+    assert project.state("dead")[1], "the kill left no intent in the run's record"
     repaired = project.dbt("--select", "dead", "--vars", "{v: 2}")
     project.settle("dead")
     history = project.history("dead")
@@ -442,7 +451,7 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
     if not quarantines:  # a server may finish the dead statement
         project.settle("dead")
     schema, intent = project.state("dead")
-    assert intent, "the kill during the UPDATE left no intent on the table"
+    assert intent, "the kill during the UPDATE left no intent in the run's record"
     if quarantines:  # the embedded Spark dies with its dbt: nothing goes on to settle
         project.dbt(
             *("--select", "q_dead", "--vars", "{v: 2}"),
@@ -581,10 +590,10 @@ def test_a_stalled_run_that_lost_its_lease_commits_nothing(
     assert project.dbt() == 0
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
     after = project.state("control")
-    first = _stop_at(project, "stalled", "{v: 2}", 2)  # the intent and the first change
+    first = _stop_at(project, "stalled", "{v: 2}", 1)  # its first change (its intent recorded)
     try:
         time.sleep(STALL_LEASE)
-        assert project.state("stalled")[1], "the stopped run's intent is not on the table"
+        assert project.state("stalled")[1], "the stopped run's record holds no intent"
         assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
         second = project.results()["stalled"]
         assert second["adapter_response"].get("repairs"), second
@@ -598,7 +607,7 @@ def test_a_stalled_run_that_lost_its_lease_commits_nothing(
     assert project.state("stalled") == after
     rows = project.rows(["control", "stalled"])
     assert rows["stalled"] == rows["control"], rows
-    # the lease taken over: its holder, once it found it lost, dropped it (no one else reads it)
+    # the run record taken over: the run that took it over repaired what it said and dropped it
     assert leftovers(project, "stalled") == []
 
 
