@@ -48,6 +48,7 @@ from dbt.adapters.spark_contracts.run import (
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
 from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
+from dbt.adapters.spark_contracts.run.settle import settle_pending
 from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version
 
 DEPLOYED = parse_type("struct<id:bigint,n:bigint>")
@@ -268,7 +269,7 @@ def a_run(table: FakeTables, invocation: str, tmp_path: Path, batch: str = "") -
         and not is_invocations_pending(n.split(".")[-1], "t__quarantine", invocation)
     ]
     key = ModelKey(TABLE, invocation, "delta", MODEL)
-    runner.settle_pending(key, QUARANTINE, others)
+    settle_pending(runner.spark, runner.leases, runner.book, key, QUARANTINE, others)
     run = model_run(table, invocation, batch)
     return runner.execute(run, f"insert into {TABLE} select * from {run.source}")
 

@@ -38,6 +38,7 @@ from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat, this_client
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.outcome_events import Executed
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunUndone
+from dbt.adapters.spark_contracts.run.settle import settle_pending
 
 TAG = "dbt-spark-contracts:inv:model.p.m"
 REPAIR_TAG = "dbt-spark-contracts:inv2:model.p.m"
@@ -549,12 +550,16 @@ def test_a_settler_that_loses_its_lease_moves_nothing_more(tmp_path: Path, lost:
             catalogue, rf"^alter table {pending} set tblproperties", runner.leases, settle
         )
         with pytest.raises(LeaseLost):
-            runner.settle_pending(key(), "db.t__quarantine", [pending])
+            settle_pending(
+                runner.spark, runner.leases, runner.book, key(), "db.t__quarantine", [pending]
+            )
         later = after(catalogue, rf"^alter table {pending} set tblproperties")
         assert not [s for s in later if "quarantine" in s and "heartbeat" not in s], later
         assert pending in catalogue.tables  # left for the run that took over
     else:
-        done = runner.settle_pending(key(), "db.t__quarantine", [pending])
+        done = settle_pending(
+            runner.spark, runner.leases, runner.book, key(), "db.t__quarantine", [pending]
+        )
         assert done and "moved" in done[0], done
         assert any(s.startswith("merge into db.t__quarantine") for s in catalogue.sent)
 

@@ -52,6 +52,7 @@ from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 from dbt.adapters.spark_contracts.run import snapshot_run
 from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun
+from dbt.adapters.spark_contracts.run.violations import raise_violation
 
 logger = AdapterLogger("SparkContracts")
 
@@ -276,7 +277,13 @@ class ContractMethods(metaclass=AdapterMeta):
         first violation raised, and recorded in this invocation's report; none, nothing."""
         if violations:
             runner = self._runner(spark, get_invocation_id())
-            runner.raise_violation(gate.unique_id, gate.relation, violations[0].to_dict())
+            raise_violation(
+                runner.report,
+                runner.target_dir,
+                gate.unique_id,
+                gate.relation,
+                violations[0].to_dict(),
+            )
 
     def _validate_column_settings(
         self, unique_id: str, settings: Any, compiled: Any, relation: Any

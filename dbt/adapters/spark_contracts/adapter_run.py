@@ -52,6 +52,7 @@ from dbt.adapters.spark_contracts.core.settings.config import fixed_path, read_r
 from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run.execute import PlanExecutor
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.violations import raise_violation
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
 logger = AdapterLogger("SparkContracts")
@@ -323,7 +324,13 @@ class RunPathMethods(metaclass=AdapterMeta):
         for line in decided.contract.gates.log_lines() if decided.contract else ():
             logger.info(f"{unique_id}: {line}")  # the model's tests, gating or after the load
         if decided.violation is not None:
-            runner.raise_violation(unique_id, str(relation), decided.violation.to_dict())
+            raise_violation(
+                runner.report,
+                runner.target_dir,
+                unique_id,
+                str(relation),
+                decided.violation.to_dict(),
+            )
         if decided.plan.rewrites_files:  # the plan file names the files a rewrite rewrites
             files = runner.log(table_format).data_files(str(relation))
             if files is not None:

@@ -197,11 +197,12 @@ class Project:
         intent, or (an earlier build's) the table's own properties do."""
         schema, properties = self.meta(self.table_dir(table))
         records = self.table_dir(table).parent.glob(f"{table}__dbt_lease_*")
-        intent = INTENT in properties or any(INTENT in self.meta(d)[1] for d in records)
+        intent = INTENT in properties or any(INTENT in self.meta(d, True)[1] for d in records)
         return schema, intent
 
-    def meta(self, folder: Path) -> tuple[list, dict]:
-        """(schema fields, properties) of the table at `folder`, from its own files."""
+    def meta(self, folder: Path, being_made: bool = False) -> tuple[list, dict]:
+        """(schema fields, properties) of the table at `folder`, from its own files;
+        `being_made`: it may have no commit yet (a record a run is creating): none then."""
         if self.fmt == "delta":
             meta = None
             for path in sorted((folder / "_delta_log").glob("[0-9]*.json")):
@@ -209,6 +210,8 @@ class Project:
                     action = json.loads(line)
                     if "metaData" in action:
                         meta = action["metaData"]
+            if meta is None and being_made:
+                return [], {}
             assert meta is not None, folder
             fields = json.loads(meta["schemaString"])["fields"]
             schema = [(f["name"], json.dumps(f["type"])) for f in fields]
@@ -217,7 +220,10 @@ class Project:
         # the newest vN.metadata.json, as Iceberg's Hadoop catalogue finds it without the hint
         # (version-hint.text is deleted and renamed back on every commit: a reader polling
         # during a run meets the gap)
-        version = max(int(p.name[1:].split(".")[0]) for p in metadata.glob("v*.metadata.json"))
+        versions = [int(p.name[1:].split(".")[0]) for p in metadata.glob("v*.metadata.json")]
+        if not versions and being_made:
+            return [], {}
+        version = max(versions)
         meta = json.loads((metadata / f"v{version}.metadata.json").read_text())
         current = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
         schema = [(f["name"], json.dumps(f["type"])) for f in current["fields"]]

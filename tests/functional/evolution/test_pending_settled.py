@@ -40,6 +40,7 @@ from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey, beat_sql
 from dbt.adapters.spark_contracts.run.model_run import stage_format
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.runner import Runner
+from dbt.adapters.spark_contracts.run.settle import settle_pending
 from tests.functional.probes import versioned_model
 
 FORMATS = ("delta", "iceberg")
@@ -217,7 +218,9 @@ class TestPendingSettled:
                 runner = Runner(_ConnectionSpark(project.adapter), RunReport(), tmp_path)
                 start.wait()
                 key = ModelKey(table, f"settler{i}", fmt, f"s{i}")
-                return runner.settle_pending(key, quarantine, [pending])
+                return settle_pending(
+                    runner.spark, runner.leases, runner.book, key, quarantine, [pending]
+                )
 
         with ThreadPoolExecutor(2) as pool:
             done = list(pool.map(settle, (1, 2)))

@@ -6,10 +6,17 @@ nothing); a swap stopped between its renames is put back by the next run."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.spark_contracts.core.recovery.swap import SWAP_PROPERTY
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    APP_PROPERTY,
+    BEAT_PROPERTY,
+    RUN_PROPERTY,
+)
+from dbt.adapters.spark_contracts.core.recovery.record import CLIENT_PROPERTY, SWAP_PROPERTY
 from tests.functional.evolution.test_evolution_matrix import rows_of, schema_of
 
 # `fail`: a row fails at run time (range() rows: Spark executes them, nothing folds at planning)
@@ -51,6 +58,9 @@ def tables_in(project) -> set[str]:
 
 def properties(project, rel: str) -> dict[str, str]:
     return {r[0]: r[1] for r in project.run_sql(f"show tblproperties {rel}", fetch="all")}
+
+
+ENDED_PID = 4_194_999  # above Linux's highest pid: no process has it
 
 
 class TestSwappedRebuilds:
@@ -114,8 +124,30 @@ class TestSwappedRebuilds:
     def test_a_swap_stopped_between_its_renames_is_put_back(self, project):
         rel = f"{project.test_schema}.pq_table"
         run_dbt(["run", "--select", "pq_table"])
-        # the state `kill -9` leaves between the swap's two renames: the old table, marked,
-        # under its backup name, the new one complete beside it
+        # the state `kill -9` leaves between the swap's two renames: the dead run's record
+        # (its lease, let go of by nobody: its process is gone) saying the swap is under way,
+        # the old table under its backup name, the new one complete beside it
+        record = f"{rel}__dbt_lease_dead"
+        project.run_sql(
+            f"create table {record} (lease int) using parquet tblproperties ("
+            f"'{RUN_PROPERTY}' = 'dead', '{BEAT_PROPERTY}' = '12.5', "
+            f"'{CLIENT_PROPERTY}' = '{socket.gethostname()}/{ENDED_PID}', "
+            f"'{APP_PROPERTY}' = 'session://{socket.gethostname()}/{ENDED_PID} local-1', "
+            f"'{SWAP_PROPERTY}' = '{rel}')"
+        )
+        project.run_sql(f"alter table {rel} rename to {rel}__dbt_backup")
+        project.run_sql(f"create table {rel}__dbt_rewrite using parquet as select 9 as id")
+        # the next run takes the dead run's lease over, puts the old table back first; its own
+        # rebuild then fails, so what the name holds afterwards is the old table
+        run_dbt(["run", "--select", "pq_table", "--vars", "{fail: true}"], expect_pass=False)
+        assert rows_of(project, rel) == [(0,), (1,), (2,)]
+        assert not {t for t in tables_in(project) if t.startswith("pq_table__")}  # record too
+
+    def test_a_swap_an_earlier_build_stopped_between_its_renames_is_put_back(self, project):
+        rel = f"{project.test_schema}.pq_table"
+        run_dbt(["run", "--select", "pq_table"])
+        # the state `kill -9` left between the swap's two renames in earlier builds: the old
+        # table, marked, under its backup name, the new one complete beside it
         project.run_sql(f"alter table {rel} set tblproperties ('{SWAP_PROPERTY}' = 'dead')")
         project.run_sql(f"alter table {rel} rename to {rel}__dbt_backup")
         project.run_sql(f"create table {rel}__dbt_rewrite using parquet as select 9 as id")

@@ -19,6 +19,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 )
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.lease import ModelKey, read_lease
+from dbt.adapters.spark_contracts.run.settle import settle_pending
 
 READ_ONLY = ("create or replace temporary view", "refresh table", "describe", "show", "select")
 
@@ -60,7 +61,8 @@ def repair(
         deployed = read_again()
     if pendings:  # other runs' discarded rows, not yet in the quarantine (core/recovery/pending.py)
         quarantine = suffixed(key.relation, QUARANTINE_SUFFIX)
-        repairs += tuple(runner.settle_pending(key, quarantine, pendings))
+        settled = settle_pending(spark, runner.leases, runner.book, key, quarantine, pendings)
+        repairs += tuple(settled)
     return repairs, deployed
 
 

@@ -3,7 +3,7 @@ changes under a durable intent, the one load; every failure after a change resto
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, List, Mapping, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
@@ -16,11 +16,8 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
 )
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence
-from dbt.adapters.spark_contracts.core.recovery.pending import (
-    SETTLE_SUFFIX,
-)
 from dbt.adapters.spark_contracts.core.recovery.record import DONE_PROPERTY, Done, done_property
-from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, confirm
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
     ModelRun,
@@ -49,14 +46,11 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     LeaseLost,
     RepairFirst,
     RestoreFailed,
-    RunInProgress,
     RunUndone,
-    SchemaContractViolation,
     TableChangedMeanwhile,
 )
-from dbt.adapters.spark_contracts.run.settle import settle_others
 from dbt.adapters.spark_contracts.run.table_log import TableLog
-from dbt.adapters.spark_contracts.run.violations import value_violation
+from dbt.adapters.spark_contracts.run.violations import raise_violation, value_violation
 
 logger = AdapterLogger("SparkContracts")
 
@@ -185,7 +179,11 @@ class Runner:
                 rows = self.spark.fetch(load.violation_sample_sql)
                 if rows:
                     self.drop_stage(run)
-                    self.raise_value_violation(run, rows)
+                    unique_id, relation = run.unique_id, run.relation
+                    violation, values = value_violation(run, rows)
+                    raise_violation(
+                        self.report, self.target_dir, unique_id, relation, violation, values
+                    )
             if load.discard_count_sql and run.observed is None:
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
             if not load.passes_through:
@@ -227,22 +225,28 @@ class Runner:
         if dead:
             self.leases.let_go(run)
             raise RepairFirst(run.unique_id, run.relation, dead[0].holder)
+        # read once the lease is held: a run that finished while this one waited for it
+        # committed before this point, so the restore never takes that run's commits back (and
+        # Iceberg's catalog is refreshed by it: the check below reads the table as it is)
+        log = self.restorer.log(run.table_format)
+        state.restore_version = log.current_version(run.relation)
         # another run may have changed the table since this one read it (and let go of its
         # lease before this one took its own): the plan holds only for the schema it read
         self._check_unchanged(run)
-        # read once the lease is held: a run that finished while this one waited for it
-        # committed before this point, so the restore never takes that run's commits back
-        log = self.restorer.log(run.table_format)
-        state.restore_version = log.current_version(run.relation)
         intent = run.intent(state.restore_version)
+        self.fence(run)  # the record is this run's still
         self.leases.write(run, {INTENT_PROPERTY: intent.to_property()})
         state.intent = intent
         done: List[Done] = []
         for index, step in enumerate(run.statements):
             self._step(run, step.sql, lambda s=step.sql: self.spark.run(s))
             self.events.add(Executed(step))
-            done.append(Done(index, log.current_version(run.relation)))
-            self.leases.write(run, {DONE_PROPERTY: done_property(tuple(done))})
+
+            def tell(index: int = index) -> None:  # what the step produced, into the record
+                done.append(Done(index, log.current_version(run.relation)))
+                self.leases.write(run, {DONE_PROPERTY: done_property(tuple(done))})
+
+            self._step(run, "telling the run's record", tell)
 
     def _check_unchanged(self, run: ModelRun) -> None:
         """Once the run holds its lease, before its first change: the table's schema is still
@@ -255,40 +259,6 @@ class Runner:
             raise TableChangedMeanwhile(
                 run.unique_id, run.relation, run.deployed.simple_string(), now.simple_string()
             )
-
-    def settle_pending(
-        self, model: ModelKey, quarantine: str, pendings: Sequence[str]
-    ) -> List[str]:
-        """Other runs' pending tables of `model`, settled while this run holds the model's
-        settling lease (`SETTLE_SUFFIX`) alone: two runs never settle one pending table at once,
-        also where the quarantine's format has no conflict check (Parquet). Only settlers look
-        for that lease, so a multi-step run of the model is never held up by it. A run that
-        finds another settler's lease leaves the tables for a later run (they stay pending).
-        Behind the fence: each statement it sends checks that lease first (`LeaseLost`)."""
-        if not pendings:
-            return []
-        try:
-            self.leases.alone(model, SETTLE_SUFFIX)
-        except RunInProgress as exc:
-            logger.info(
-                f"{model.unique_id}: run {exc.invocation_id} of the model holds its lease; "
-                f"{len(pendings)} pending table(s) left for a later run"
-            )
-            return []
-        # each statement behind the settling lease's fence
-        settler = Quarantine(Fenced(self.spark, lambda: self.leases.check(model)), self.book)
-        try:
-            return settle_others(
-                settler,
-                model.relation,
-                model.table_format,
-                quarantine,
-                pendings,
-                model.unique_id,
-                model.invocation_id,
-            )
-        finally:
-            self.leases.let_go(model)
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
         try:
@@ -457,17 +427,6 @@ class Runner:
             logger.debug(f"{run.unique_id}: could not list the leases: {list_exc}")
             others = ()
         raise RunUndone(run.unique_id, step, self.out.restored, exc, others) from exc
-
-    def raise_value_violation(self, run: ModelRun, samples: List[Dict[str, Any]]) -> None:
-        self.raise_violation(run.unique_id, run.relation, *value_violation(run, samples))
-
-    def raise_violation(
-        self, unique_id: str, relation: str, violation: Dict[str, Any], values: Any = ()
-    ) -> None:
-        error = SchemaContractViolation(unique_id, relation, violation, values)
-        entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
-        self.report.record(self.target_dir, unique_id, entry)
-        raise error
 
     def record(self, run: ModelRun) -> None:
         self.report.record(self.target_dir, run.unique_id, run.report(self.out))

@@ -15,6 +15,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.recovery.lease import Seen, State, Watch, judge
 from dbt.adapters.spark_contracts.core.recovery.pending import (
+    SETTLE_SUFFIX,
     Action,
     Application,
     ModelRecord,
@@ -25,8 +26,17 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 )
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
-from dbt.adapters.spark_contracts.run.lease import read_lease, table_properties, take_over_sql
+from dbt.adapters.spark_contracts.run.lease import (
+    Fenced,
+    Leases,
+    ModelKey,
+    read_lease,
+    table_properties,
+    take_over_sql,
+)
+from dbt.adapters.spark_contracts.run.outcome_events import RunBook
 from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
+from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
 
 logger = AdapterLogger("SparkContracts")
 
@@ -141,3 +151,43 @@ def settle_others(
         logger.warning(f"{unique_id}: {message}")
         done.append(message)
     return done
+
+
+def settle_pending(
+    spark: Spark,
+    leases: Leases,
+    book: RunBook,
+    model: ModelKey,
+    quarantine: str,
+    pendings: Sequence[str],
+) -> List[str]:
+    """Other runs' pending tables of `model`, settled while this run holds the model's
+    settling lease (`SETTLE_SUFFIX`) alone: two runs never settle one pending table at once,
+    also where the quarantine's format has no conflict check (Parquet). Only settlers look
+    for that lease, so a multi-step run of the model is never held up by it. A run that
+    finds another settler's lease leaves the tables for a later run (they stay pending).
+    Behind the fence: each statement it sends checks that lease first (`LeaseLost`)."""
+    if not pendings:
+        return []
+    try:
+        leases.alone(model, SETTLE_SUFFIX)
+    except RunInProgress as exc:
+        logger.info(
+            f"{model.unique_id}: run {exc.invocation_id} of the model holds its lease; "
+            f"{len(pendings)} pending table(s) left for a later run"
+        )
+        return []
+    # each statement behind the settling lease's fence
+    settler = Quarantine(Fenced(spark, lambda: leases.check(model)), book)
+    try:
+        return settle_others(
+            settler,
+            model.relation,
+            model.table_format,
+            quarantine,
+            pendings,
+            model.unique_id,
+            model.invocation_id,
+        )
+    finally:
+        leases.let_go(model)

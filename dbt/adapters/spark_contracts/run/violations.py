@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from dbt.adapters.spark_contracts.core.contracts.load_select import COERCE_REASON
 from dbt.adapters.spark_contracts.run.model_run import ModelRun
+from dbt.adapters.spark_contracts.run.report import RunReport
+from dbt.adapters.spark_contracts.run.run_errors import SchemaContractViolation
 
 
 def value_violation(
@@ -46,3 +49,19 @@ def value_violation(
         "reason": reason,
     }
     return violation, values
+
+
+def raise_violation(
+    report: RunReport,
+    target_dir: Path,
+    unique_id: str,
+    relation: str,
+    violation: Dict[str, Any],
+    values: Any = (),
+) -> None:
+    """A `freeze` contract broken: the violation recorded in `target/schema_changes.json`, then
+    `SchemaContractViolation` raised (nothing was written)."""
+    error = SchemaContractViolation(unique_id, relation, violation, values)
+    entry = {"violation": {**violation, "offending_values": [str(v) for v in values]}}
+    report.record(target_dir, unique_id, entry)
+    raise error
