@@ -20,15 +20,9 @@ from dbt.adapters.spark_contracts.connection.errors import (
 )
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
 from dbt.adapters.spark_contracts.constraints import build_constraints
-from dbt.adapters.spark_contracts.core.contracts.constraints import (
-    declared_not_null,
-)
+from dbt.adapters.spark_contracts.core.contracts.constraints import declared_not_null
 from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests
-from dbt.adapters.spark_contracts.core.contracts.quarantine import (
-    DISCARDED_PROPERTY,
-    QUARANTINE_SUFFIX,
-    discarded_last,
-)
+from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.materialization.create_run import plan_refresh
 from dbt.adapters.spark_contracts.core.materialization.load import LoadOptions
@@ -36,7 +30,6 @@ from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     MICROBATCH,
     Microbatch,
     check_batch_plan,
-    plan_microbatch,
 )
 from dbt.adapters.spark_contracts.core.materialization.run_plan import (
     Build,
@@ -50,24 +43,14 @@ from dbt.adapters.spark_contracts.core.materialization.run_plan import (
 )
 from dbt.adapters.spark_contracts.core.settings.config import fixed_path, read_run_vars
 from dbt.adapters.spark_contracts.run import repair as repairs_
+from dbt.adapters.spark_contracts.run.build import plan_batch
 from dbt.adapters.spark_contracts.run.execute import PlanExecutor
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.quarantine_steps import read_discarded_last
 from dbt.adapters.spark_contracts.run.violations import raise_violation
 from dbt.adapters.spark_contracts.validation import settings_at_run
 
 logger = AdapterLogger("SparkContracts")
-
-
-def _plan_batch(
-    unique_id: str, strategy: str, table_format: str, model: Dict[str, Any], compiled: Any
-) -> Optional[Microbatch]:
-    """A microbatch run's window and load (core/materialization/microbatch.py), refused before any write."""
-    if strategy != MICROBATCH:
-        return None
-    with config_errors_as_compilation_errors():
-        return plan_microbatch(
-            unique_id, table_format, model.get("config") or {}, model.get("batch"), compiled
-        )
 
 
 class RunPathMethods(metaclass=AdapterMeta):
@@ -262,9 +245,11 @@ class RunPathMethods(metaclass=AdapterMeta):
         )
         self._validate_column_settings(unique_id, settings, compiled, relation)
         table_format = self.table_format_of(relation)
-        microbatch = _plan_batch(unique_id, facts.load_strategy, table_format, model, compiled)
+        microbatch = plan_batch(unique_id, facts.load_strategy, table_format, model, compiled)
         deployed, properties = deployed_read or self._deployed(spark, relation)
         config = model.get("config") or {}
+        # read only where dbt's cache holds the quarantine: the model's last run quarantined
+        quarantine = self._sibling(relation, QUARANTINE_SUFFIX)
         inputs = RunInputs(
             relation=str(relation),
             view=str(view),
@@ -282,27 +267,12 @@ class RunPathMethods(metaclass=AdapterMeta):
             ),
             table_options=table_options,
             observable=spark.can_observe(),
-            discarded_last=self._discarded_last(spark, relation, contract, settings),
+            discarded_last=bool(
+                quarantine and getattr(contract, "quarantine", False) and not settings.dry_run
+            )
+            and read_discarded_last(spark, str(quarantine)),
         )
         return inputs, microbatch
-
-    def _discarded_last(
-        self, spark: Any, relation: BaseRelation, contract: Any, settings: Any
-    ) -> bool:
-        """The quarantine's memory of the model's last quarantining run (`DISCARDED_PROPERTY`),
-        read where the contract quarantines, the run is no dry run and dbt's cache holds the
-        quarantine. A hint: a read that fails is logged, and the run tries its first pass."""
-        quarantine = self._sibling(relation, QUARANTINE_SUFFIX)
-        if quarantine is None or not getattr(contract, "quarantine", False) or settings.dry_run:
-            return False
-        try:
-            rows = spark.fetch(f"show tblproperties {quarantine} ('{DISCARDED_PROPERTY}')")
-        except DbtRuntimeError as exc:
-            logger.warning(
-                f"{relation}: could not read {DISCARDED_PROPERTY} of {quarantine}: {exc}"
-            )
-            return False
-        return discarded_last({str(r.get("key")): str(r.get("value")) for r in rows})
 
     def _model_run(
         self,
@@ -324,13 +294,8 @@ class RunPathMethods(metaclass=AdapterMeta):
         for line in decided.contract.gates.log_lines() if decided.contract else ():
             logger.info(f"{unique_id}: {line}")  # the model's tests, gating or after the load
         if decided.violation is not None:
-            raise_violation(
-                runner.report,
-                runner.target_dir,
-                unique_id,
-                str(relation),
-                decided.violation.to_dict(),
-            )
+            found = (unique_id, str(relation), decided.violation.to_dict())
+            raise_violation(runner.report, runner.target_dir, *found)
         if decided.plan.rewrites_files:  # the plan file names the files a rewrite rewrites
             files = runner.log(table_format).data_files(str(relation))
             if files is not None:

@@ -11,11 +11,17 @@ relation `builds_at` names) and decides nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
+from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
 from dbt.adapters.spark_contracts.core.contracts.constraints import TableConstraints
 from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, suffixed
 from dbt.adapters.spark_contracts.core.materialization.flags import Is
+from dbt.adapters.spark_contracts.core.materialization.microbatch import (
+    MICROBATCH,
+    Microbatch,
+    plan_microbatch,
+)
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build, BuildPlan
 from dbt.adapters.spark_contracts.run.model_run import ModelRun
 
@@ -61,3 +67,15 @@ class PlannedBuild:
             return relation
         identifier = suffixed(relation.identifier, REWRITE_SUFFIX)
         return relation.incorporate(path={"identifier": identifier}, type="table")
+
+
+def plan_batch(
+    unique_id: str, strategy: str, table_format: str, model: Dict[str, Any], compiled: Any
+) -> Optional[Microbatch]:
+    """A microbatch run's window and load (core/materialization/microbatch.py), refused before any write."""
+    if strategy != MICROBATCH:
+        return None
+    with config_errors_as_compilation_errors():
+        return plan_microbatch(
+            unique_id, table_format, model.get("config") or {}, model.get("batch"), compiled
+        )

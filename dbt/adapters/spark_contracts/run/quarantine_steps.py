@@ -6,7 +6,7 @@ The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables
 from typing import List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import DbtDatabaseError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
@@ -15,6 +15,8 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
     RUN_ID_COLUMN,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import (
+    DISCARDED_PROPERTY,
+    discarded_last,
     evolve_quarantine,
     plan_quarantine,
     remember_sql,
@@ -357,3 +359,14 @@ class Quarantine:
         if logged(table_format):
             return ModelRecord(self.log(table_format).entries(relation), {})
         return ModelRecord(None, table_properties(self.spark, relation))
+
+
+def read_discarded_last(spark: Spark, quarantine: str) -> bool:
+    """The quarantine's memory of the model's last quarantining run (`DISCARDED_PROPERTY`).
+    A hint: a read that fails is logged, and the run tries its first pass."""
+    try:
+        rows = spark.fetch(f"show tblproperties {quarantine} ('{DISCARDED_PROPERTY}')")
+    except DbtRuntimeError as exc:
+        logger.warning(f"could not read {DISCARDED_PROPERTY} of {quarantine}: {exc}")
+        return False
+    return discarded_last({str(r.get("key")): str(r.get("value")) for r in rows})

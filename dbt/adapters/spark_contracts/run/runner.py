@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any, Callable, List, Mapping, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
@@ -17,6 +16,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
 )
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence
 from dbt.adapters.spark_contracts.core.recovery.record import DONE_PROPERTY, Done, done_property
+from dbt.adapters.spark_contracts.run.first_pass import first_pass_load, prepare_first_pass
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
@@ -24,7 +24,6 @@ from dbt.adapters.spark_contracts.run.model_run import (
     stage_format,
 )
 from dbt.adapters.spark_contracts.run.outcome_events import (
-    FIRST_PASS,
     PENDING,
     PENDING_AFTER_FIRST_PASS,
     Counted,
@@ -135,20 +134,7 @@ class Runner:
         """The load over the model's output as it is, its SELECT failing the load's own job at
         the first row the contract discards (`FirstPassFailed`: the one statement committed
         nothing). No stage, no pending table, no lease: one statement, one commit."""
-        first = run.first_pass
-        assert first is not None
-        self.book.begin(run.repairs)
-        self.events.add(PathTaken(FIRST_PASS))
-        base = first.coerced_view(run.view)
-        coerced = first.coerced_select(run.view)
-        if coerced:
-            self.spark.run(f"create or replace temporary view {base} as {coerced}")
-        if run.observed is not None and first.discard_metrics:
-            metrics = first.discard_metrics
-            self.state.observation = self.spark.observe(run.observed, base, metrics)
-        else:  # planned only where no value is discarded then: a load discards nothing
-            self.events.add(Counted(0, 0))
-        self.spark.run(f"create or replace temporary view {run.source} as {first.select}")
+        prepare_first_pass(self.spark, self.book, run)
         return self._load(run, load_sql)
 
     def _prepare(self, run: ModelRun) -> str:
@@ -341,28 +327,10 @@ class Runner:
         )
 
     def _run_load(self, run: ModelRun, sql: str) -> Any:
-        """The load statement. In a first pass, a statement the engine failed (its guard met a
-        discarded row, or anything else) is `FirstPassFailed` when the table's own log holds
-        no commit of this run (its commit tag): then it wrote nothing, and the run takes its
-        pending table. A commit of its in the log (an error reported after the commit), or a log
-        that cannot be read, leaves the error as it is: the run fails, its load not repeated. A
-        lost connection or a timeout is no engine's answer and stays as it is too."""
+        """The load statement (in a first pass: run/first_pass.first_pass_load)."""
         if run.first_pass is None:
             return self.spark.run(sql)
-        try:
-            return self.spark.run(sql)
-        except DbtDatabaseError as exc:
-            try:
-                entries = self.log(run.table_format).entries(run.relation)
-            except Exception as log_exc:
-                logger.warning(
-                    f"{run.unique_id}: could not read the log of {run.relation} "
-                    f"after the first pass failed: {log_exc}"
-                )
-                raise exc from None
-            if entries is None or any(e.tag == run.commit_tag for e in entries):
-                raise
-            raise FirstPassFailed(exc) from exc
+        return first_pass_load(self.spark, self.log(run.table_format), run, sql)
 
     def drop_stage(self, run: ModelRun) -> None:
         if self.state.staged:
