@@ -84,6 +84,14 @@ def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct
 
 # ----------------------------------------------------------------------------- the plan
 
+# the fields of a ModelRun that are RunInputs' and RunDecision's of the same name (`planned`)
+_FROM_INPUTS = (
+    "invocation_id relation table_format strategy deployed compiled discarded_last".split()
+)
+_FROM_DECISION = (
+    "diff plan statements mode write stage observed contract quarantine_pending fits first_pass creates"
+).split()
+
 
 @dataclass(frozen=True)
 class ModelRun:
@@ -140,29 +148,12 @@ class ModelRun:
         (microbatch, replace_by, repairs, quarantine_format)."""
         run = cls(
             unique_id=unique_id,
-            invocation_id=inputs.invocation_id,
-            relation=inputs.relation,
-            table_format=inputs.table_format,
-            strategy=inputs.strategy,
-            deployed=inputs.deployed,
-            compiled=inputs.compiled,
-            diff=decided.diff,
-            plan=decided.plan,
-            statements=decided.statements,
-            dry_run=inputs.settings.dry_run,
-            mode=decided.mode,
-            write=decided.write,
-            view=fits_view(inputs.view) if decided.fits else inputs.view,
-            stage=decided.stage,
-            observed=decided.observed,
             commit_tag=commit_tag,
-            contract=decided.contract,
+            dry_run=inputs.settings.dry_run,
+            view=fits_view(inputs.view) if decided.fits else inputs.view,
             load_sql=decided.load,
-            quarantine_pending=decided.quarantine_pending,
-            fits=decided.fits,
-            first_pass=decided.first_pass,
-            discarded_last=inputs.discarded_last,
-            creates=decided.creates,
+            **{name: getattr(inputs, name) for name in _FROM_INPUTS},
+            **{name: getattr(decided, name) for name in _FROM_DECISION},
             **facts,
         )
         rebuilds = run.full_refresh or run.strategy == REBUILD

@@ -15,10 +15,14 @@ from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 
 
 @dataclass(frozen=True)
-class Repaired:
-    """What the repair step before planning did (a dead run's intent, pending rows)."""
+class _Told:
+    """An event told in words, as the report shows it."""
 
     text: str
+
+
+class Repaired(_Told):
+    """What the repair step before planning did (a dead run's intent, pending rows)."""
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,8 @@ class Loaded:
     """The load committed: the plan's changes are in the table."""
 
 
-@dataclass(frozen=True)
-class Restored:
+class Restored(_Told):
     """The table was put back after a failure (or why it was not)."""
-
-    text: str
 
 
 @dataclass(frozen=True)

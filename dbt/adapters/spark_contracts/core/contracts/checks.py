@@ -32,7 +32,7 @@ class Compare:
         if self.op not in COMPARISONS:
             raise ValueError(f"unknown comparison {self.op!r}; expected one of {COMPARISONS}")
 
-    def holds(self, expr: str, depth: int) -> str:
+    def holds(self, expr: str) -> str:
         return f"{expr} {self.op} {self.bound}"
 
 
@@ -49,7 +49,7 @@ class Length:
         if self.op not in COMPARISONS or self.of not in (TEXT, COLLECTION):
             raise ValueError(f"bad length rule {self.op!r} {self.of!r}")
 
-    def holds(self, expr: str, depth: int) -> str:
+    def holds(self, expr: str) -> str:
         size = f"char_length({expr})" if self.of == TEXT else f"size({expr})"
         return f"{size} {self.op} {self.n}"
 
@@ -61,7 +61,7 @@ class Matches:
     pattern_sql: str
     label: str
 
-    def holds(self, expr: str, depth: int) -> str:
+    def holds(self, expr: str) -> str:
         return f"regexp_like({expr}, {self.pattern_sql})"
 
 
@@ -72,7 +72,7 @@ class OneOf:
     literals: tuple[str, ...]
     label: str
 
-    def holds(self, expr: str, depth: int) -> str:
+    def holds(self, expr: str) -> str:
         return f"{expr} IN ({', '.join(self.literals)})"
 
 
@@ -81,7 +81,7 @@ class MultipleOf:
     divisor: str
     label: str
 
-    def holds(self, expr: str, depth: int) -> str:
+    def holds(self, expr: str) -> str:
         return f"{expr} % {self.divisor} = 0"
 
 
@@ -127,11 +127,11 @@ def _quote(name: str) -> str:
 def _violated(expr: str, rules: tuple[Rule, ...], depth: int) -> list[str]:
     """Disjuncts, each true (or NULL, wrapped later) when `expr` breaks a rule."""
     out: list[str] = []
-    leaves = [r for r in rules if isinstance(r, (Compare, Length, Matches, OneOf, MultipleOf))]
+    leaves = [r for r in rules if isinstance(r, Leaf)]
     if any(isinstance(r, Required) for r in rules):
         out.append(f"{expr} IS NULL")
     if leaves:
-        holds = " AND ".join(f"({r.holds(expr, depth)})" for r in leaves)
+        holds = " AND ".join(f"({r.holds(expr)})" for r in leaves)
         out.append(f"({expr} IS NOT NULL AND NOT ({holds}))")
     for rule in rules:
         if isinstance(rule, InField):

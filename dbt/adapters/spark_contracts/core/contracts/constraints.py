@@ -108,18 +108,12 @@ class DeclaredConstraint:
 
 
 @dataclass(frozen=True)
-class CheckConstraint:
-    name: str
-    expression: str
-
-
-@dataclass(frozen=True)
 class TableConstraints:
     """What one build creates with its table; built by `table_constraints`."""
 
     table_format: str
     not_null: tuple[str, ...] = ()
-    checks: tuple[CheckConstraint, ...] = ()
+    checks: tuple[tuple[str, str], ...] = ()  # (name, expression)
     informational: tuple[tuple[str, str], ...] = ()  # (name, text)
 
     @property
@@ -134,7 +128,7 @@ class TableConstraints:
                 (DELTA_CONSTRAINT_PREFIX + not_null_constraint_name(c), not_null_expression(c))
                 for c in self.not_null
             ]
-            props += [(DELTA_CONSTRAINT_PREFIX + c.name, c.expression) for c in self.checks]
+            props += [(DELTA_CONSTRAINT_PREFIX + name, expr) for name, expr in self.checks]
         props += [(INFORMATIONAL_PREFIX + name, text) for name, text in self.informational]
         return tuple(props)
 
@@ -187,8 +181,8 @@ def table_constraints(
     support = constraint_support(table_format)
     fmt = table_format.lower()
     not_null: list[str] = []
-    checks: dict[str, CheckConstraint] = {}
-    informational: dict[str, tuple[str, str]] = {}
+    checks: dict[str, str] = {}  # name -> expression; the first of a name is kept
+    informational: dict[str, str] = {}  # name -> text
     for constraint in declared:
         state = support.get(constraint.kind, NOT_SUPPORTED)
         if state == NOT_SUPPORTED:
@@ -196,16 +190,14 @@ def table_constraints(
         if constraint.kind == "not_null":
             not_null += [c for c in constraint.columns if c.lower() not in map(str.lower, not_null)]
         elif constraint.kind == "check" and constraint.expression:
-            check = CheckConstraint(_check_name(constraint), constraint.expression)
-            checks.setdefault(check.name, check)
+            checks.setdefault(_check_name(constraint), constraint.expression)
         elif constraint.kind in INFORMATIONAL:
-            name, text = _informational(constraint)
-            informational.setdefault(name, (name, text))
+            informational.setdefault(*_informational(constraint))
     return TableConstraints(
         fmt if fmt in _SUPPORT else "parquet",
         tuple(not_null),
-        tuple(checks.values()),
-        tuple(informational.values()),
+        tuple(checks.items()),
+        tuple(informational.items()),
     )
 
 

@@ -50,13 +50,17 @@ class _Added(_Change):
 
 
 @dataclass(frozen=True)
+class _Removed(_Change):
+    field: Field
+
+
+@dataclass(frozen=True)
 class ColumnAdded(_Added):
     kind: ClassVar[str] = "column added"
 
 
 @dataclass(frozen=True)
-class ColumnRemoved(_Change):
-    field: Field
+class ColumnRemoved(_Removed):
     kind: ClassVar[str] = "column removed"
 
 
@@ -69,8 +73,7 @@ class FieldAdded(_Added):
 
 
 @dataclass(frozen=True)
-class FieldRemoved(_Change):
-    field: Field
+class FieldRemoved(_Removed):
     kind: ClassVar[str] = "field removed"
 
 
