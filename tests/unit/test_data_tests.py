@@ -174,13 +174,13 @@ def test_a_gate_turns_away_exactly_the_rows_the_test_returns(data, test):
 def test_after_discard_row_every_gated_test_passes(data, chosen):
     db = load(data)
     planned = gates(*chosen)
-    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters)
+    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters())
     db.execute(f"create table kept as select * from t where {keep}")
     for test in chosen:
         assert ids(db, dbt_test_sql(test, "kept")) == set(), test
     dropped = len(data) - db.execute("select count(*) from kept").fetchone()[0]
     assert dropped == len(
-        ids(db, "select id from t where " + " OR ".join(f"({p})" for _, p in planned.row_filters))
+        ids(db, "select id from t where " + " OR ".join(f"({p})" for _, p in planned.row_filters()))
     )
 
 
@@ -197,7 +197,7 @@ def test_after_discard_value_every_gated_test_passes(data, chosen):
         columns.append(
             f"CASE WHEN {when} THEN NULL ELSE {column} END AS {column}" if nulls else column
         )
-    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters) or "1 = 1"
+    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters()) or "1 = 1"
     db.execute(f"create table kept as select {', '.join(columns)} from t where {keep}")
     for test in chosen:
         assert ids(db, dbt_test_sql(test, "kept")) == set(), test
@@ -293,11 +293,11 @@ def test_freeze_gates_list_column_predicate_and_reason():
         test_("expression_is_true", None, "dbt_utils", expression="amount < 10"),
         mode=F,
     )
-    assert [(c, r) for c, _, r in planned.frozen] == [
+    assert [(c, r) for c, _, r in planned.frozen()] == [
         ("name", "not_null(name)"),
         ("", "dbt_utils.expression_is_true(amount < 10)"),
     ]
-    assert planned.row_filters == () and planned.value_nulls("name") == ()
+    assert planned.row_filters() == () and planned.value_nulls("name") == ()
     assert planned.by_reason("not_null(name)") is planned.gates[0]
     assert planned.to_dict()["gates"][0] == {
         "test": planned.gates[0].test,

@@ -101,6 +101,11 @@ def reasons(project: Any, name: str) -> Dict[int, set[str]]:
     return {int(r[0]): set(str(r[1]).split("; ")) for r in rows}
 
 
+def per_test(counts: Any) -> Dict[str, tuple[str, int]]:
+    """A run's counts per data test (`adapter_response` or its plan file entry)."""
+    return {c["reason"]: (c["action"], c["rows"]) for c in counts["data_tests"] or ()}
+
+
 class TestDataTestsGateTheLoad:
     @pytest.fixture(scope="class")
     def models(self):
@@ -130,10 +135,22 @@ class TestDataTestsGateTheLoad:
 
     @pytest.mark.parametrize("name", ["gate_row_delta", "gate_row_iceberg", "gate_table_delta"])
     def test_discard_row_quarantines_with_the_test_name(self, project, outcome, name):
-        assert outcome["first"][name].adapter_response["rows_discarded"] == 1  # creating run
+        first = outcome["first"][name].adapter_response
+        assert first["rows_discarded"] == 1  # the creating run
+        assert per_test(first) == {
+            "not_null(name)": ("discard_row", 1),
+            "accepted_values(status)": ("discard_row", 0),
+        }
         second = outcome["second"][name]
         assert str(second.status) == "success", second.message
         assert second.adapter_response["rows_discarded"] == 3
+        # a row two tests fail (id 5) counts in both
+        counts = {
+            "not_null(name)": ("discard_row", 2),
+            "accepted_values(status)": ("discard_row", 2),
+        }
+        assert per_test(second.adapter_response) == counts
+        assert per_test(outcome["report"][f"model.test.{name}"]) == counts
         kept = [1, 2] if name != "gate_table_delta" else [2]  # a table keeps only this run's
         assert [r[0] for r in rows_of(project, rel(project, name), "id")] == kept
         assert reasons(project, name) == {
@@ -149,6 +166,11 @@ class TestDataTestsGateTheLoad:
         assert str(second.status) == "success", second.message
         assert second.adapter_response["rows_discarded"] == 2  # ids 3, 5: NULL fails not_null
         assert second.adapter_response["values_discarded"] == 1  # id 4's status
+        # id 5's status fails too, but its row is dropped: no value of it is loaded
+        assert per_test(second.adapter_response) == {
+            "not_null(name)": ("discard_row", 2),
+            "accepted_values(status)": ("discard_value", 1),
+        }
         assert rows_of(project, rel(project, name)) == [
             (1, "x", "a"),
             (2, "x", "a"),
@@ -322,6 +344,10 @@ class TestGatedModelRunsItsQueryOnce:
             evaluations = count("gated_probe") - before
         assert evaluations == ROWS
         assert result.adapter_response["rows_discarded"] == 2 * ROWS // 10
+        assert per_test(result.adapter_response) == {
+            "not_null(name)": ("discard_row", ROWS // 10),
+            "accepted_values(status)": ("discard_row", ROWS // 10),
+        }
         quarantined = project.run_sql(
             f"select count(*) from {rel(project, 'gated_probe')}__quarantine", fetch="one"
         )[0]
@@ -359,3 +385,59 @@ class TestDocsExampleRuns:
             2: {"not_null(customer)"},
             3: {"accepted_values(status)"},
         }
+
+
+SCORE_V1 = "select 1 as id, cast(10 as int) as score"
+# v2's score is a string: '20' and '30' coerce into the table's INT, 'abc' does not
+SCORE_V2 = "select * from values (2, '20'), (3, 'abc'), (4, '30') as t(id, score)"
+
+
+def score_model(contract: str) -> str:
+    config = (
+        "materialized='incremental', file_format='delta', incremental_strategy='append', "
+        f"schema_contract={contract}"
+    )
+    return versioned_model(config, SCORE_V1, SCORE_V2)
+
+
+def score_properties(name: str, tests: str) -> str:
+    return (
+        f"  - name: {name}\n    columns:\n      - name: score\n        data_tests:\n"
+        f"          {tests}\n"
+    )
+
+
+class TestGatesReadTheCoercedOutput:
+    """A gate reads the values the load writes: the model's output coerced into the table's
+    types, a value `data_type: discard_value` nulls already NULL."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        nulls = "{'data_type': 'discard_value', 'data_tests': 'discard_row', 'quarantine': true}"
+        rows = "{'data_type': 'discard_row', 'data_tests': 'discard_value'}"
+        accepted = "- accepted_values:\n              values: [10, 20]\n              quote: false"
+        return {
+            "coerced_not_null.sql": score_model(nulls),
+            "coerced_accepted.sql": score_model(rows),
+            "properties.yml": "version: 2\nmodels:\n"
+            + score_properties("coerced_not_null", NOT_NULL)
+            + score_properties("coerced_accepted", accepted),
+        }
+
+    def test_gates_read_the_coerced_values(self, project):
+        run_dbt(["run"])
+        results = {r.node.name: r for r in run_dbt(["run", "--vars", "{v: 2}"])}
+        # 'abc' is NULL once coerced (data_type discard_value): not_null(score) turns it away
+        nulled = results["coerced_not_null"].adapter_response
+        assert nulled["rows_discarded"] == 1
+        assert per_test(nulled) == {"not_null(score)": ("discard_row", 1)}
+        assert rows_of(project, rel(project, "coerced_not_null")) == [(1, 10), (2, 20), (4, 30)]
+        assert reasons(project, "coerced_not_null") == {3: {"not_null(score)"}}
+        # 'abc' does not coerce (data_type discard_row drops its row); 30 fails the accepted
+        # values of the INT column and is loaded as NULL
+        accepted = results["coerced_accepted"].adapter_response
+        assert (accepted["rows_discarded"], accepted["values_discarded"]) == (1, 1)
+        assert per_test(accepted) == {"accepted_values(score)": ("discard_value", 1)}
+        assert rows_of(project, rel(project, "coerced_accepted")) == [(1, 10), (2, 20), (4, None)]
+        tests = run_dbt(["test"])
+        assert len(tests) == 2 and {str(r.status) for r in tests} == {"pass"}

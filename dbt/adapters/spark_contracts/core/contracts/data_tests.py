@@ -139,6 +139,26 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class GateCount:
+    """The rows one gate turned away in a run: `discard_row`, the rows it fails (a row two
+    gates fail counts in both; `rows_discarded` counts it once); `discard_value`, the loaded
+    rows whose value it set to NULL."""
+
+    test: str
+    reason: str
+    action: GateAction
+    rows: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "test": self.test,
+            "reason": self.reason,
+            "action": self.action.value,
+            "rows": self.rows,
+        }
+
+
+@dataclass(frozen=True)
 class AfterLoad:
     """A test of the model that does not gate: dbt runs it after the load, as ever."""
 
@@ -158,24 +178,27 @@ class Gates:
     def _acting(self, action: GateAction) -> tuple[Gate, ...]:
         return tuple(g for g in self.gates if g.action is action)
 
-    @property
-    def row_filters(self) -> tuple[tuple[str, str], ...]:
-        """(reason, predicate): the rows the load drops."""
-        return tuple((g.reason, g.predicate) for g in self._acting(GateAction.ROW))
+    @staticmethod
+    def _sql(gate: Gate, refs: Mapping[str, str] | None) -> str:
+        return gate.predicate if refs is None else refs[gate.test]
 
-    def value_nulls(self, column: str) -> tuple[str, ...]:
+    def row_filters(self, refs: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+        """(reason, predicate): the rows the load drops. `refs`: each gate's SQL by test, where
+        the load reads it from a column of its own (`predicate` evaluated once)."""
+        return tuple((g.reason, self._sql(g, refs)) for g in self._acting(GateAction.ROW))
+
+    def value_nulls(self, column: str, refs: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The predicates under which `column`'s value is loaded as NULL."""
         return tuple(
-            g.predicate
+            self._sql(g, refs)
             for g in self._acting(GateAction.VALUE)
             if g.column is not None and g.column.lower() == column.lower()
         )
 
-    @property
-    def frozen(self) -> tuple[tuple[str, str, str], ...]:
+    def frozen(self, refs: Mapping[str, str] | None = None) -> tuple[tuple[str, str, str], ...]:
         """(column, predicate, reason) of every freeze gate; column "" for a model-level one."""
         return tuple(
-            (g.column or "", g.predicate, g.reason) for g in self._acting(GateAction.FREEZE)
+            (g.column or "", self._sql(g, refs), g.reason) for g in self._acting(GateAction.FREEZE)
         )
 
     def by_reason(self, reason: str) -> Gate | None:

@@ -67,7 +67,7 @@ def plan_create(inputs: RunInputs) -> RunDecision | None:
     stage = stage_name(i.relation, i.invocation_id)
     load = render_load_select(decision, stage, None, i.compiled, i.invocation_id)
     # a data test's freeze is checked on the stage, before the CREATE
-    if not (load.discard_metrics or decision.gates.frozen):
+    if not (load.discard_metrics or decision.gates.frozen()):
         return None
     if decision.contract.quarantine:
         check_quarantine_columns(i.relation, i.compiled)
