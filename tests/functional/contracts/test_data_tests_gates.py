@@ -52,9 +52,20 @@ def properties(name: str, name_tests: str = NOT_NULL, status_tests: str = ACCEPT
 
 
 ROW_Q = "{'data_tests': 'discard_row', 'quarantine': true}"
+# `unique(id)` gates a table model (its load writes the whole table): ids 1 and 3 twice each
+UNIQUE_V1 = f"select * from values (1, 'x', 'a'), (1, 'y', 'a'), (2, 'x', 'a') {COLUMNS}"
+UNIQUE_V2 = (
+    "select * from values (3, 'x', 'a'), (3, 'y', 'a'), (4, 'x', 'a'), "
+    f"(cast(null as int), 'n', 'a') {COLUMNS}"
+)
+UNIQUE_PROPERTIES = (
+    "  - name: gate_unique_table_delta\n    columns:\n      - name: id\n"
+    "        data_tests:\n          - unique\n"
+)
 MODELS = {
     "gate_row_delta": (model(ROW_Q), properties("gate_row_delta")),
     "gate_row_iceberg": (model(ROW_Q, "iceberg"), properties("gate_row_iceberg")),
+    "gate_row_parquet": (model(ROW_Q, "parquet"), properties("gate_row_parquet")),
     "gate_table_delta": (model(ROW_Q, kind="table"), properties("gate_table_delta")),
     "gate_value_delta": (
         model("{'data_tests': 'discard_value'}"),
@@ -63,6 +74,10 @@ MODELS = {
     "gate_value_iceberg": (
         model("{'data_tests': 'discard_value'}", "iceberg"),
         properties("gate_value_iceberg"),
+    ),
+    "gate_value_parquet": (
+        model("{'data_tests': 'discard_value'}", "parquet"),
+        properties("gate_value_parquet"),
     ),
     # freeze binds on the creating run too: v1's NULL name creates nothing
     "gate_freeze_create_delta": (
@@ -88,10 +103,18 @@ MODELS = {
             "- not_null:\n              config:\n                meta: {gate: false}",
         ),
     ),
+    "gate_unique_table_delta": (
+        versioned_model(
+            f"materialized='table', file_format='delta', schema_contract={ROW_Q}",
+            UNIQUE_V1,
+            UNIQUE_V2,
+        ),
+        UNIQUE_PROPERTIES,
+    ),
     # the shorthand sets every entity but data_tests: dbt's tests run after the load
     "shorthand_delta": (model("'freeze'"), properties("shorthand_delta")),
 }
-GATED_BUILD = ("gate_row_delta", "gate_value_delta", "gate_table_delta")
+GATED_BUILD = ("gate_row_delta", "gate_value_delta", "gate_table_delta", "gate_unique_table_delta")
 
 
 def reasons(project: Any, name: str) -> Dict[int, set[str]]:
@@ -133,7 +156,9 @@ class TestDataTestsGateTheLoad:
             "report": json.loads(report.read_text())["models"],
         }
 
-    @pytest.mark.parametrize("name", ["gate_row_delta", "gate_row_iceberg", "gate_table_delta"])
+    @pytest.mark.parametrize(
+        "name", ["gate_row_delta", "gate_row_iceberg", "gate_row_parquet", "gate_table_delta"]
+    )
     def test_discard_row_quarantines_with_the_test_name(self, project, outcome, name):
         first = outcome["first"][name].adapter_response
         assert first["rows_discarded"] == 1  # the creating run
@@ -160,7 +185,9 @@ class TestDataTestsGateTheLoad:
             5: {"not_null(name)", "accepted_values(status)"},
         }
 
-    @pytest.mark.parametrize("name", ["gate_value_delta", "gate_value_iceberg"])
+    @pytest.mark.parametrize(
+        "name", ["gate_value_delta", "gate_value_iceberg", "gate_value_parquet"]
+    )
     def test_discard_value_nulls_the_value_a_null_passes(self, project, outcome, name):
         second = outcome["second"][name]
         assert str(second.status) == "success", second.message
@@ -176,6 +203,21 @@ class TestDataTestsGateTheLoad:
             (2, "x", "a"),
             (4, "y", None),
         ]
+
+    def test_unique_gates_a_table_model_and_its_creating_run(self, project, outcome):
+        name = "gate_unique_table_delta"
+        first = outcome["first"][name].adapter_response
+        assert per_test(first) == {"unique(id)": ("discard_row", 2)}
+        second = outcome["second"][name].adapter_response
+        assert second["rows_discarded"] == 2
+        assert per_test(second) == {"unique(id)": ("discard_row", 2)}
+        # a NULL id is no duplicate (dbt's test skips NULLs)
+        assert {r[0] for r in rows_of(project, rel(project, name), "id")} == {4, None}
+        assert reasons(project, name) == {1: {"unique(id)"}, 3: {"unique(id)"}}
+        rows = project.run_sql(
+            f"select count(*) from {rel(project, name)}__quarantine", fetch="one"
+        )
+        assert rows[0] == 4
 
     def test_freeze_fails_before_any_row_naming_test_column_values(self, project, outcome):
         result = outcome["second"]["gate_freeze_delta"]
@@ -247,7 +289,7 @@ class TestDataTestsGateTheLoad:
         selected = " ".join(GATED_BUILD)
         results = run_dbt(["build", "--select", selected, "--vars", "{v: 2}"])
         tests = [r for r in results if r.node.resource_type == "test"]
-        assert len(tests) == 6 and {str(r.status) for r in tests} == {"pass"}
+        assert len(tests) == 7 and {str(r.status) for r in tests} == {"pass"}
 
 
 class TestDataTestsConfigSurface:
