@@ -239,14 +239,17 @@ class TestDataTestsGateTheLoad:
         assert not exists(project, "gate_freeze_create_delta")
 
     def test_where_narrows_the_gate(self, project, outcome):
-        # not_null(name) where id > 3: ids 0 and 3 (name NULL, id <= 3) are kept
-        assert [r[0] for r in rows_of(project, rel(project, "gate_where_delta"), "id")] == [
-            0,
-            1,
-            2,
-            3,
-            4,
-        ]
+        # the creating run writes the whole table: unique(status) gates it, and turns away
+        # both of v1's rows (status 'a' twice); on the incremental run it is checked after
+        # the load (test_plan_file_lists_the_gates_and_the_tests_after_the_load)
+        first = outcome["first"]["gate_where_delta"].adapter_response
+        assert per_test(first) == {
+            "not_null(name)": ("discard_row", 0),
+            "unique(status)": ("discard_row", 2),
+        }
+        # not_null(name) where id > 3: id 3 (name NULL, id <= 3) is kept, id 5 turned away
+        ids = [r[0] for r in rows_of(project, rel(project, "gate_where_delta"), "id")]
+        assert ids == [2, 3, 4]
         assert outcome["second"]["gate_where_delta"].adapter_response["rows_discarded"] == 1
 
     def test_opt_out_is_checked_after_the_load(self, project, outcome):
@@ -363,28 +366,47 @@ PROBED = (
 )
 
 
+# a score the table holds as INT, a string in the changing run: every tenth does not coerce
+# (data_type discard_value nulls it) and not_null(score) turns its row away: the gates read
+# the written values from the scope that carries the model's row beside them
+COERCED_PROBED = (
+    "select cast(probe_named(id, 'coerced_probe') as bigint) as id, "
+    "{score} as score from range({rows})"
+)
+
+
 @pytest.mark.profile("session")  # counts in this process's SparkContext
 class TestGatedModelRunsItsQueryOnce:
     @pytest.fixture(scope="class")
     def models(self):
         contract = "{'data_tests': 'discard_row', 'quarantine': true}"
+        coerced = "{'data_type': 'discard_value', 'data_tests': 'discard_row', 'quarantine': true}"
         sql = versioned_model(
             f"materialized='incremental', file_format='delta', schema_contract={contract}",
             PROBED.format(rows=10),
             PROBED.format(rows=ROWS),
         )
+        coerced_sql = versioned_model(
+            f"materialized='incremental', file_format='delta', schema_contract={coerced}",
+            COERCED_PROBED.format(score="cast(id as int)", rows=10),
+            COERCED_PROBED.format(score="if(id % 10 = 0, 'abc', cast(id as string))", rows=ROWS),
+        )
         return {
             "gated_probe.sql": sql,
-            "properties.yml": "version: 2\nmodels:\n" + properties("gated_probe"),
+            "coerced_probe.sql": coerced_sql,
+            "properties.yml": "version: 2\nmodels:\n"
+            + properties("gated_probe")
+            + score_properties("coerced_probe", NOT_NULL),
         }
 
     def test_one_evaluation(self, project):
-        with evaluation_probes(["gated_probe"]) as count:
+        with evaluation_probes(["gated_probe", "coerced_probe"]) as count:
             run_dbt(["run"])
-            before = count("gated_probe")
-            (result,) = run_dbt(["run", "--vars", "{v: 2}"])
-            evaluations = count("gated_probe") - before
-        assert evaluations == ROWS
+            before = {name: count(name) for name in ("gated_probe", "coerced_probe")}
+            results = {r.node.name: r for r in run_dbt(["run", "--vars", "{v: 2}"])}
+            evaluations = {name: count(name) - before[name] for name in before}
+        assert evaluations == {"gated_probe": ROWS, "coerced_probe": ROWS}
+        result = results["gated_probe"]
         assert result.adapter_response["rows_discarded"] == 2 * ROWS // 10
         assert per_test(result.adapter_response) == {
             "not_null(name)": ("discard_row", ROWS // 10),
@@ -394,6 +416,12 @@ class TestGatedModelRunsItsQueryOnce:
             f"select count(*) from {rel(project, 'gated_probe')}__quarantine", fetch="one"
         )[0]
         assert quarantined == 2 * ROWS // 10 + 2  # and the creating run's two
+        coerced = results["coerced_probe"].adapter_response
+        assert per_test(coerced) == {"not_null(score)": ("discard_row", ROWS // 10)}
+        counts = project.run_sql(
+            f"select count(*), count(score) from {rel(project, 'coerced_probe')}", fetch="one"
+        )
+        assert tuple(counts) == (10 + ROWS - ROWS // 10,) * 2
 
 
 def docs_example() -> str:

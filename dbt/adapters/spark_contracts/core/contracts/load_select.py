@@ -54,8 +54,8 @@ class LoadSql:
     """The load query and its companions; `columns` are the written columns, in order.
 
     `violation_sample_sql` (after a freeze failure only): `column_name`, `value` rows, up to 5
-    per column. `discard_metrics`: (name, aggregate) pairs over the source, `rows_discarded` and
-    `values_discarded`, observed in a pass that reads the source anyway where the connection can;
+    per column. `discard_metrics`: (name, aggregate) pairs over the source, `rows_discarded`,
+    `values_discarded` and each discarding data test's rows (`gate_counts`), observed in a pass that reads the source anyway where the connection can;
     `discard_count_sql` is the same aggregates as a query of their own where it cannot.
     `quarantine_select`: the discarded rows plus `_contract_reason` and `_dbt_run_id`, read
     from the run's stage (never collected: they go from the executors to storage).
@@ -168,7 +168,8 @@ def render_load_select(
 
     `deployed` is the schema the decision was made against (its `target` already carries it).
     `hoist`: casts read more than once become columns of `coerced_select` (the caller reads
-    `source` through that view); off where the SELECT must read `source` alone. `kept`: where
+    `source` through that view); off where the SELECT must read `source` alone (the gates'
+    columns are then computed inline, `GateScope.over`). `kept`: where
     `source` knows its kept rows already (a pending table: `PENDING_KEPT`), the load and the
     count pick them by it instead of evaluating every discard predicate again. `batch_tag`: a
     microbatch batch's commit tag, which its pending rows carry (`LoadSql.pending_from`).
