@@ -174,13 +174,13 @@ def test_a_gate_turns_away_exactly_the_rows_the_test_returns(data, test):
 def test_after_discard_row_every_gated_test_passes(data, chosen):
     db = load(data)
     planned = gates(*chosen)
-    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters)
+    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters())
     db.execute(f"create table kept as select * from t where {keep}")
     for test in chosen:
         assert ids(db, dbt_test_sql(test, "kept")) == set(), test
     dropped = len(data) - db.execute("select count(*) from kept").fetchone()[0]
     assert dropped == len(
-        ids(db, "select id from t where " + " OR ".join(f"({p})" for _, p in planned.row_filters))
+        ids(db, "select id from t where " + " OR ".join(f"({p})" for _, p in planned.row_filters()))
     )
 
 
@@ -197,7 +197,7 @@ def test_after_discard_value_every_gated_test_passes(data, chosen):
         columns.append(
             f"CASE WHEN {when} THEN NULL ELSE {column} END AS {column}" if nulls else column
         )
-    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters) or "1 = 1"
+    keep = " AND ".join(f"NOT ({p})" for _, p in planned.row_filters()) or "1 = 1"
     db.execute(f"create table kept as select {', '.join(columns)} from t where {keep}")
     for test in chosen:
         assert ids(db, dbt_test_sql(test, "kept")) == set(), test
@@ -257,7 +257,7 @@ def test_quote_false_renders_values_as_sql():
     ("test", "why"),
     [
         (DataTest("test.p.singular"), "a singular test"),
-        (test_("unique", "id"), "a set test"),
+        (test_("unique", "id"), "gated only where the load writes the whole table"),
         (test_("relationships", "id", to="ref('x')", field="id"), "a set test"),
         (test_("my_test", "id"), "a generic test the adapter does not gate"),
         (test_("not_empty_string", "name"), "a generic test the adapter does not gate"),
@@ -282,6 +282,49 @@ def test_tests_that_do_not_gate_are_listed_after_the_load(test, why):
     ]
 
 
+def dbt_unique_sql(column: str, where: str | None, table: str) -> str:
+    """dbt's `unique` test: the keys more than one row holds (among the rows `where` keeps)."""
+    model = f"(select * from {table} where {where}) s" if where else table
+    return (
+        f"select {column} from {model} where {column} is not null "
+        f"group by {column} having count(*) > 1"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows, st.sampled_from(["name", "status", "amount"]), wheres, st.sampled_from([R, V]))
+def test_unique_turns_away_every_row_of_a_duplicated_key(data, column, where, mode):
+    """On a load that writes the whole table: every row of a key the test returns (the rows
+    `where` keeps), and after it the test returns none (the gate is a window: a column)."""
+    db = load(data)
+    test = test_("unique", column, where=where)
+    (gate,) = plan_gates(AttachedTests(MODEL, (test,)), mode, OUTPUT, OUTPUT, whole=True).gates
+    db.execute(f"create table g as select *, {gate.predicate} as failing from t")
+    keys = dbt_unique_sql(column, where, "t")
+    returned = f"{column} in ({keys})" + (f" and coalesce(({where}), false)" if where else "")
+    assert ids(db, "select id from g where failing") == ids(
+        db, f"select id from t where {returned}"
+    )
+    assert gate.action is (GateAction.ROW if mode is R else GateAction.VALUE)
+    if mode is R:  # the row dropped
+        db.execute("create table kept as select * from g where not failing")
+    else:  # a NULL passes unique: the value nulled (the column is nullable, no not_null)
+        values = [
+            f"CASE WHEN failing THEN NULL ELSE {c} END AS {c}" if c == column else c
+            for c in ("id", "name", "status", "amount")
+        ]
+        db.execute(f"create table kept as select {', '.join(values)} from g")
+    assert ids(db, dbt_unique_sql(column, where, "kept")) == set()
+
+
+def test_unique_gates_only_a_load_that_writes_the_whole_table():
+    test = test_("unique", "id")
+    incremental = plan_gates(AttachedTests(MODEL, (test,)), R, OUTPUT, OUTPUT)
+    assert incremental.gates == () and "whole table" in incremental.after_load[0].why
+    rebuild = plan_gates(AttachedTests(MODEL, (test,)), R, OUTPUT, OUTPUT, whole=True)
+    assert [g.reason for g in rebuild.gates] == ["unique(id)"] and rebuild.after_load == ()
+
+
 def test_a_quoted_or_differently_cased_column_is_the_output_column():
     (gate,) = gates(test_("not_null", "`NAME`")).gates
     assert gate.column == "name" and "`name` IS NULL" in gate.predicate
@@ -293,11 +336,11 @@ def test_freeze_gates_list_column_predicate_and_reason():
         test_("expression_is_true", None, "dbt_utils", expression="amount < 10"),
         mode=F,
     )
-    assert [(c, r) for c, _, r in planned.frozen] == [
+    assert [(c, r) for c, _, r in planned.frozen()] == [
         ("name", "not_null(name)"),
         ("", "dbt_utils.expression_is_true(amount < 10)"),
     ]
-    assert planned.row_filters == () and planned.value_nulls("name") == ()
+    assert planned.row_filters() == () and planned.value_nulls("name") == ()
     assert planned.by_reason("not_null(name)") is planned.gates[0]
     assert planned.to_dict()["gates"][0] == {
         "test": planned.gates[0].test,

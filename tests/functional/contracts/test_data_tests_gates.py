@@ -52,9 +52,20 @@ def properties(name: str, name_tests: str = NOT_NULL, status_tests: str = ACCEPT
 
 
 ROW_Q = "{'data_tests': 'discard_row', 'quarantine': true}"
+# `unique(id)` gates a table model (its load writes the whole table): ids 1 and 3 twice each
+UNIQUE_V1 = f"select * from values (1, 'x', 'a'), (1, 'y', 'a'), (2, 'x', 'a') {COLUMNS}"
+UNIQUE_V2 = (
+    "select * from values (3, 'x', 'a'), (3, 'y', 'a'), (4, 'x', 'a'), "
+    f"(cast(null as int), 'n', 'a') {COLUMNS}"
+)
+UNIQUE_PROPERTIES = (
+    "  - name: gate_unique_table_delta\n    columns:\n      - name: id\n"
+    "        data_tests:\n          - unique\n"
+)
 MODELS = {
     "gate_row_delta": (model(ROW_Q), properties("gate_row_delta")),
     "gate_row_iceberg": (model(ROW_Q, "iceberg"), properties("gate_row_iceberg")),
+    "gate_row_parquet": (model(ROW_Q, "parquet"), properties("gate_row_parquet")),
     "gate_table_delta": (model(ROW_Q, kind="table"), properties("gate_table_delta")),
     "gate_value_delta": (
         model("{'data_tests': 'discard_value'}"),
@@ -63,6 +74,10 @@ MODELS = {
     "gate_value_iceberg": (
         model("{'data_tests': 'discard_value'}", "iceberg"),
         properties("gate_value_iceberg"),
+    ),
+    "gate_value_parquet": (
+        model("{'data_tests': 'discard_value'}", "parquet"),
+        properties("gate_value_parquet"),
     ),
     # freeze binds on the creating run too: v1's NULL name creates nothing
     "gate_freeze_create_delta": (
@@ -88,10 +103,18 @@ MODELS = {
             "- not_null:\n              config:\n                meta: {gate: false}",
         ),
     ),
+    "gate_unique_table_delta": (
+        versioned_model(
+            f"materialized='table', file_format='delta', schema_contract={ROW_Q}",
+            UNIQUE_V1,
+            UNIQUE_V2,
+        ),
+        UNIQUE_PROPERTIES,
+    ),
     # the shorthand sets every entity but data_tests: dbt's tests run after the load
     "shorthand_delta": (model("'freeze'"), properties("shorthand_delta")),
 }
-GATED_BUILD = ("gate_row_delta", "gate_value_delta", "gate_table_delta")
+GATED_BUILD = ("gate_row_delta", "gate_value_delta", "gate_table_delta", "gate_unique_table_delta")
 
 
 def reasons(project: Any, name: str) -> Dict[int, set[str]]:
@@ -99,6 +122,11 @@ def reasons(project: Any, name: str) -> Dict[int, set[str]]:
         f"select id, _contract_reason from {rel(project, name)}__quarantine", fetch="all"
     )
     return {int(r[0]): set(str(r[1]).split("; ")) for r in rows}
+
+
+def per_test(counts: Any) -> Dict[str, tuple[str, int]]:
+    """A run's counts per data test (`adapter_response` or its plan file entry)."""
+    return {c["reason"]: (c["action"], c["rows"]) for c in counts["data_tests"] or ()}
 
 
 class TestDataTestsGateTheLoad:
@@ -128,12 +156,26 @@ class TestDataTestsGateTheLoad:
             "report": json.loads(report.read_text())["models"],
         }
 
-    @pytest.mark.parametrize("name", ["gate_row_delta", "gate_row_iceberg", "gate_table_delta"])
+    @pytest.mark.parametrize(
+        "name", ["gate_row_delta", "gate_row_iceberg", "gate_row_parquet", "gate_table_delta"]
+    )
     def test_discard_row_quarantines_with_the_test_name(self, project, outcome, name):
-        assert outcome["first"][name].adapter_response["rows_discarded"] == 1  # creating run
+        first = outcome["first"][name].adapter_response
+        assert first["rows_discarded"] == 1  # the creating run
+        assert per_test(first) == {
+            "not_null(name)": ("discard_row", 1),
+            "accepted_values(status)": ("discard_row", 0),
+        }
         second = outcome["second"][name]
         assert str(second.status) == "success", second.message
         assert second.adapter_response["rows_discarded"] == 3
+        # a row two tests fail (id 5) counts in both
+        counts = {
+            "not_null(name)": ("discard_row", 2),
+            "accepted_values(status)": ("discard_row", 2),
+        }
+        assert per_test(second.adapter_response) == counts
+        assert per_test(outcome["report"][f"model.test.{name}"]) == counts
         kept = [1, 2] if name != "gate_table_delta" else [2]  # a table keeps only this run's
         assert [r[0] for r in rows_of(project, rel(project, name), "id")] == kept
         assert reasons(project, name) == {
@@ -143,17 +185,39 @@ class TestDataTestsGateTheLoad:
             5: {"not_null(name)", "accepted_values(status)"},
         }
 
-    @pytest.mark.parametrize("name", ["gate_value_delta", "gate_value_iceberg"])
+    @pytest.mark.parametrize(
+        "name", ["gate_value_delta", "gate_value_iceberg", "gate_value_parquet"]
+    )
     def test_discard_value_nulls_the_value_a_null_passes(self, project, outcome, name):
         second = outcome["second"][name]
         assert str(second.status) == "success", second.message
         assert second.adapter_response["rows_discarded"] == 2  # ids 3, 5: NULL fails not_null
         assert second.adapter_response["values_discarded"] == 1  # id 4's status
+        # id 5's status fails too, but its row is dropped: no value of it is loaded
+        assert per_test(second.adapter_response) == {
+            "not_null(name)": ("discard_row", 2),
+            "accepted_values(status)": ("discard_value", 1),
+        }
         assert rows_of(project, rel(project, name)) == [
             (1, "x", "a"),
             (2, "x", "a"),
             (4, "y", None),
         ]
+
+    def test_unique_gates_a_table_model_and_its_creating_run(self, project, outcome):
+        name = "gate_unique_table_delta"
+        first = outcome["first"][name].adapter_response
+        assert per_test(first) == {"unique(id)": ("discard_row", 2)}
+        second = outcome["second"][name].adapter_response
+        assert second["rows_discarded"] == 2
+        assert per_test(second) == {"unique(id)": ("discard_row", 2)}
+        # a NULL id is no duplicate (dbt's test skips NULLs)
+        assert {r[0] for r in rows_of(project, rel(project, name), "id")} == {4, None}
+        assert reasons(project, name) == {1: {"unique(id)"}, 3: {"unique(id)"}}
+        rows = project.run_sql(
+            f"select count(*) from {rel(project, name)}__quarantine", fetch="one"
+        )
+        assert rows[0] == 4
 
     def test_freeze_fails_before_any_row_naming_test_column_values(self, project, outcome):
         result = outcome["second"]["gate_freeze_delta"]
@@ -175,14 +239,17 @@ class TestDataTestsGateTheLoad:
         assert not exists(project, "gate_freeze_create_delta")
 
     def test_where_narrows_the_gate(self, project, outcome):
-        # not_null(name) where id > 3: ids 0 and 3 (name NULL, id <= 3) are kept
-        assert [r[0] for r in rows_of(project, rel(project, "gate_where_delta"), "id")] == [
-            0,
-            1,
-            2,
-            3,
-            4,
-        ]
+        # the creating run writes the whole table: unique(status) gates it, and turns away
+        # both of v1's rows (status 'a' twice); on the incremental run it is checked after
+        # the load (test_plan_file_lists_the_gates_and_the_tests_after_the_load)
+        first = outcome["first"]["gate_where_delta"].adapter_response
+        assert per_test(first) == {
+            "not_null(name)": ("discard_row", 0),
+            "unique(status)": ("discard_row", 2),
+        }
+        # not_null(name) where id > 3: id 3 (name NULL, id <= 3) is kept, id 5 turned away
+        ids = [r[0] for r in rows_of(project, rel(project, "gate_where_delta"), "id")]
+        assert ids == [2, 3, 4]
         assert outcome["second"]["gate_where_delta"].adapter_response["rows_discarded"] == 1
 
     def test_opt_out_is_checked_after_the_load(self, project, outcome):
@@ -225,7 +292,7 @@ class TestDataTestsGateTheLoad:
         selected = " ".join(GATED_BUILD)
         results = run_dbt(["build", "--select", selected, "--vars", "{v: 2}"])
         tests = [r for r in results if r.node.resource_type == "test"]
-        assert len(tests) == 6 and {str(r.status) for r in tests} == {"pass"}
+        assert len(tests) == 7 and {str(r.status) for r in tests} == {"pass"}
 
 
 class TestDataTestsConfigSurface:
@@ -299,33 +366,62 @@ PROBED = (
 )
 
 
+# a score the table holds as INT, a string in the changing run: every tenth does not coerce
+# (data_type discard_value nulls it) and not_null(score) turns its row away: the gates read
+# the written values from the scope that carries the model's row beside them
+COERCED_PROBED = (
+    "select cast(probe_named(id, 'coerced_probe') as bigint) as id, "
+    "{score} as score from range({rows})"
+)
+
+
 @pytest.mark.profile("session")  # counts in this process's SparkContext
 class TestGatedModelRunsItsQueryOnce:
     @pytest.fixture(scope="class")
     def models(self):
         contract = "{'data_tests': 'discard_row', 'quarantine': true}"
+        coerced = "{'data_type': 'discard_value', 'data_tests': 'discard_row', 'quarantine': true}"
         sql = versioned_model(
             f"materialized='incremental', file_format='delta', schema_contract={contract}",
             PROBED.format(rows=10),
             PROBED.format(rows=ROWS),
         )
+        coerced_sql = versioned_model(
+            f"materialized='incremental', file_format='delta', schema_contract={coerced}",
+            COERCED_PROBED.format(score="cast(id as int)", rows=10),
+            COERCED_PROBED.format(score="if(id % 10 = 0, 'abc', cast(id as string))", rows=ROWS),
+        )
         return {
             "gated_probe.sql": sql,
-            "properties.yml": "version: 2\nmodels:\n" + properties("gated_probe"),
+            "coerced_probe.sql": coerced_sql,
+            "properties.yml": "version: 2\nmodels:\n"
+            + properties("gated_probe")
+            + score_properties("coerced_probe", NOT_NULL),
         }
 
     def test_one_evaluation(self, project):
-        with evaluation_probes(["gated_probe"]) as count:
+        with evaluation_probes(["gated_probe", "coerced_probe"]) as count:
             run_dbt(["run"])
-            before = count("gated_probe")
-            (result,) = run_dbt(["run", "--vars", "{v: 2}"])
-            evaluations = count("gated_probe") - before
-        assert evaluations == ROWS
+            before = {name: count(name) for name in ("gated_probe", "coerced_probe")}
+            results = {r.node.name: r for r in run_dbt(["run", "--vars", "{v: 2}"])}
+            evaluations = {name: count(name) - before[name] for name in before}
+        assert evaluations == {"gated_probe": ROWS, "coerced_probe": ROWS}
+        result = results["gated_probe"]
         assert result.adapter_response["rows_discarded"] == 2 * ROWS // 10
+        assert per_test(result.adapter_response) == {
+            "not_null(name)": ("discard_row", ROWS // 10),
+            "accepted_values(status)": ("discard_row", ROWS // 10),
+        }
         quarantined = project.run_sql(
             f"select count(*) from {rel(project, 'gated_probe')}__quarantine", fetch="one"
         )[0]
         assert quarantined == 2 * ROWS // 10 + 2  # and the creating run's two
+        coerced = results["coerced_probe"].adapter_response
+        assert per_test(coerced) == {"not_null(score)": ("discard_row", ROWS // 10)}
+        counts = project.run_sql(
+            f"select count(*), count(score) from {rel(project, 'coerced_probe')}", fetch="one"
+        )
+        assert tuple(counts) == (10 + ROWS - ROWS // 10,) * 2
 
 
 def docs_example() -> str:
@@ -359,3 +455,59 @@ class TestDocsExampleRuns:
             2: {"not_null(customer)"},
             3: {"accepted_values(status)"},
         }
+
+
+SCORE_V1 = "select 1 as id, cast(10 as int) as score"
+# v2's score is a string: '20' and '30' coerce into the table's INT, 'abc' does not
+SCORE_V2 = "select * from values (2, '20'), (3, 'abc'), (4, '30') as t(id, score)"
+
+
+def score_model(contract: str) -> str:
+    config = (
+        "materialized='incremental', file_format='delta', incremental_strategy='append', "
+        f"schema_contract={contract}"
+    )
+    return versioned_model(config, SCORE_V1, SCORE_V2)
+
+
+def score_properties(name: str, tests: str) -> str:
+    return (
+        f"  - name: {name}\n    columns:\n      - name: score\n        data_tests:\n"
+        f"          {tests}\n"
+    )
+
+
+class TestGatesReadTheCoercedOutput:
+    """A gate reads the values the load writes: the model's output coerced into the table's
+    types, a value `data_type: discard_value` nulls already NULL."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        nulls = "{'data_type': 'discard_value', 'data_tests': 'discard_row', 'quarantine': true}"
+        rows = "{'data_type': 'discard_row', 'data_tests': 'discard_value'}"
+        accepted = "- accepted_values:\n              values: [10, 20]\n              quote: false"
+        return {
+            "coerced_not_null.sql": score_model(nulls),
+            "coerced_accepted.sql": score_model(rows),
+            "properties.yml": "version: 2\nmodels:\n"
+            + score_properties("coerced_not_null", NOT_NULL)
+            + score_properties("coerced_accepted", accepted),
+        }
+
+    def test_gates_read_the_coerced_values(self, project):
+        run_dbt(["run"])
+        results = {r.node.name: r for r in run_dbt(["run", "--vars", "{v: 2}"])}
+        # 'abc' is NULL once coerced (data_type discard_value): not_null(score) turns it away
+        nulled = results["coerced_not_null"].adapter_response
+        assert nulled["rows_discarded"] == 1
+        assert per_test(nulled) == {"not_null(score)": ("discard_row", 1)}
+        assert rows_of(project, rel(project, "coerced_not_null")) == [(1, 10), (2, 20), (4, 30)]
+        assert reasons(project, "coerced_not_null") == {3: {"not_null(score)"}}
+        # 'abc' does not coerce (data_type discard_row drops its row); 30 fails the accepted
+        # values of the INT column and is loaded as NULL
+        accepted = results["coerced_accepted"].adapter_response
+        assert (accepted["rows_discarded"], accepted["values_discarded"]) == (1, 1)
+        assert per_test(accepted) == {"accepted_values(score)": ("discard_value", 1)}
+        assert rows_of(project, rel(project, "coerced_accepted")) == [(1, 10), (2, 20), (4, None)]
+        tests = run_dbt(["test"])
+        assert len(tests) == 2 and {str(r.status) for r in tests} == {"pass"}

@@ -66,6 +66,8 @@ class ContractsAdapterResponse(AdapterResponse):
     dry_run: Optional[bool] = None
     write_path: Optional[str] = None
     repairs: List[str] = field(default_factory=list)
+    # each discarding data test's rows: test, reason, action, rows (issue 42)
+    data_tests: Optional[List[Dict[str, Any]]] = None
 
 
 def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct:
@@ -320,6 +322,7 @@ class ModelRun:
             "contract": self.contract.to_dict() if self.contract is not None else None,
             "rows_discarded": out.rows_discarded,
             "values_discarded": out.values_discarded,
+            "data_tests": [c.to_dict() for c in out.gate_counts] or None,
             "quarantined": out.quarantined,
             "loaded": out.loaded,
             "applied": self.applied_changes() if out.loaded else [],
@@ -352,6 +355,7 @@ class ModelRun:
             schema_changes=self.applied_changes(),
             rows_discarded=out.rows_discarded,
             values_discarded=out.values_discarded,
+            data_tests=[c.to_dict() for c in out.gate_counts] or None,
             contract=self.contract.contract.to_dict() if self.contract else None,
             write_path=self.write.path.name.lower(),
             repairs=list(out.repairs),

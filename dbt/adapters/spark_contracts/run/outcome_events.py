@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed
+from dbt.adapters.spark_contracts.core.contracts.data_tests import GateCount
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 
@@ -34,10 +35,12 @@ class Executed:
 
 @dataclass(frozen=True)
 class Counted:
-    """The discard counts of the run's one read of the model's output."""
+    """The discard counts of the run's one read of the model's output (and each discarding
+    data test's, `gates`)."""
 
     rows: int
     values: int
+    gates: Tuple[GateCount, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,13 +90,15 @@ class RunOutcome:
     loaded: bool = False
     repairs: Tuple[str, ...] = ()
     quarantine_path: Optional[str] = None  # a quarantining run's (`PathTaken`)
+    gate_counts: Tuple[GateCount, ...] = ()  # each discarding data test's rows (`Counted`)
 
     @classmethod
     def of(cls, events: Sequence[Event]) -> RunOutcome:
         rows = values = quarantined = restored = path = None
+        gates: Tuple[GateCount, ...] = ()
         for event in events:
             if isinstance(event, Counted):
-                rows, values = event.rows, event.values
+                rows, values, gates = event.rows, event.values, event.gates
             elif isinstance(event, Quarantined):
                 quarantined = event.rows
             elif isinstance(event, Restored):
@@ -109,6 +114,7 @@ class RunOutcome:
             loaded=any(isinstance(e, Loaded) for e in events),
             repairs=tuple(e.text for e in events if isinstance(e, Repaired)),
             quarantine_path=path,
+            gate_counts=gates,
         )
 
     @classmethod

@@ -198,7 +198,8 @@ class Runner:
 
     def _set_counts(self, run: ModelRun, counts: Mapping[str, Any]) -> None:
         rows, values = counts["rows_discarded"], counts["values_discarded"]
-        self.events.add(Counted(int(rows or 0), int(values or 0)))
+        gates = run.load_sql.gate_counts(counts) if run.load_sql is not None else ()
+        self.events.add(Counted(int(rows or 0), int(values or 0), gates))
 
     def _begin_steps(self, run: ModelRun) -> None:
         """The multi-step change under the run's record (core/recovery/record.py): the model's

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-from dbt.adapters.spark_contracts.core.contracts.load_select import COERCE_REASON
+from dbt.adapters.spark_contracts.core.contracts.load_columns import COERCE_REASON
 from dbt.adapters.spark_contracts.run.model_run import ModelRun
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.run_errors import SchemaContractViolation

@@ -28,16 +28,22 @@ EXPRESSION_IS_TRUE, ACCEPTED_RANGE, NOT_EMPTY_STRING = (
     "not_empty_string",
 )
 # (namespace, name): the tests that gate. dbt's own tests have no namespace.
+UNIQUE = "unique"
 GATEABLE = (
     (None, NOT_NULL),
     (None, ACCEPTED_VALUES),
     (UTILS, EXPRESSION_IS_TRUE),
     (UTILS, ACCEPTED_RANGE),
     (UTILS, NOT_EMPTY_STRING),
+    (None, UNIQUE),  # where the load writes the whole table
 )
-SET_TESTS = ("unique", "relationships")
+SET_TESTS = (UNIQUE, "relationships")
 # the tests a NULL passes: under discard_value their failing value can be set to NULL
-_NULL_PASSES = (ACCEPTED_VALUES, ACCEPTED_RANGE, NOT_EMPTY_STRING)
+_NULL_PASSES = (ACCEPTED_VALUES, ACCEPTED_RANGE, NOT_EMPTY_STRING, UNIQUE)
+WHOLE_ONLY = (
+    "a set test: gated only where the load writes the whole table (a table model, the run "
+    "that creates the table)"
+)
 GATE_META = "gate"  # `config: {meta: {gate: false}}` opts a test out
 _JINJA = re.compile(r"\{\{|\{%")
 _IDENTIFIER = re.compile(r"^[`\"]?([A-Za-z_][A-Za-z0-9_]*)[`\"]?$")
@@ -139,6 +145,26 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class GateCount:
+    """The rows one gate turned away in a run: `discard_row`, the rows it fails (a row two
+    gates fail counts in both; `rows_discarded` counts it once); `discard_value`, the loaded
+    rows whose value it set to NULL."""
+
+    test: str
+    reason: str
+    action: GateAction
+    rows: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "test": self.test,
+            "reason": self.reason,
+            "action": self.action.value,
+            "rows": self.rows,
+        }
+
+
+@dataclass(frozen=True)
 class AfterLoad:
     """A test of the model that does not gate: dbt runs it after the load, as ever."""
 
@@ -158,24 +184,27 @@ class Gates:
     def _acting(self, action: GateAction) -> tuple[Gate, ...]:
         return tuple(g for g in self.gates if g.action is action)
 
-    @property
-    def row_filters(self) -> tuple[tuple[str, str], ...]:
-        """(reason, predicate): the rows the load drops."""
-        return tuple((g.reason, g.predicate) for g in self._acting(GateAction.ROW))
+    @staticmethod
+    def _sql(gate: Gate, refs: Mapping[str, str] | None) -> str:
+        return gate.predicate if refs is None else refs[gate.test]
 
-    def value_nulls(self, column: str) -> tuple[str, ...]:
+    def row_filters(self, refs: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+        """(reason, predicate): the rows the load drops. `refs`: each gate's SQL by test, where
+        the load reads it from a column of its own (`predicate` evaluated once)."""
+        return tuple((g.reason, self._sql(g, refs)) for g in self._acting(GateAction.ROW))
+
+    def value_nulls(self, column: str, refs: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The predicates under which `column`'s value is loaded as NULL."""
         return tuple(
-            g.predicate
+            self._sql(g, refs)
             for g in self._acting(GateAction.VALUE)
             if g.column is not None and g.column.lower() == column.lower()
         )
 
-    @property
-    def frozen(self) -> tuple[tuple[str, str, str], ...]:
+    def frozen(self, refs: Mapping[str, str] | None = None) -> tuple[tuple[str, str, str], ...]:
         """(column, predicate, reason) of every freeze gate; column "" for a model-level one."""
         return tuple(
-            (g.column or "", g.predicate, g.reason) for g in self._acting(GateAction.FREEZE)
+            (g.column or "", self._sql(g, refs), g.reason) for g in self._acting(GateAction.FREEZE)
         )
 
     def by_reason(self, reason: str) -> Gate | None:
@@ -245,6 +274,14 @@ def _failing(test: DataTest, column: str | None) -> str | None:
     if test.name == NOT_EMPTY_STRING:
         trimmed = test.arg("trim_whitespace", True) is not False
         return f"trim({column}) = ''" if trimmed else f"{column} = ''"
+    if test.name == UNIQUE:
+        # every row of a key more than one row holds (among the rows `where` keeps, as the
+        # test counts them): a window over the load's rows, in the one pass
+        counted = f"{column} IS NOT NULL"
+        if test.where:
+            counted += f" AND coalesce(({test.where}), false)"
+        window = f"sum(CASE WHEN {counted} THEN 1 ELSE 0 END) OVER (PARTITION BY {column})"
+        return f"{column} IS NOT NULL AND {window} > 1"
     return None
 
 
@@ -259,12 +296,15 @@ def _quoted(column: str | None) -> str | None:
     return None if column is None else quote_identifier(column)
 
 
-def _why_not(test: DataTest) -> str | None:
-    """Why a test cannot gate, or None where it can (its column aside)."""
+def _why_not(test: DataTest, whole: bool) -> str | None:
+    """Why a test cannot gate, or None where it can (its column aside). `whole`: the load
+    writes the whole table (`unique` gates only there)."""
     if not test.name:
         return "a singular test"
     if not test.gate:
         return "opted out: meta gate false"
+    if (test.namespace, test.name) == (None, UNIQUE) and not whole:
+        return WHOLE_ONLY
     if (test.namespace, test.name) not in GATEABLE:
         if test.name in SET_TESTS and test.namespace is None:
             return "a set test: gating it is not built yet"
@@ -283,18 +323,23 @@ def _nulls_forbidden(tests: tuple[DataTest, ...]) -> frozenset[str]:
 
 
 def plan_gates(
-    tests: AttachedTests | None, mode: ContractMode, compiled: Struct, target: Struct | None
+    tests: AttachedTests | None,
+    mode: ContractMode,
+    compiled: Struct,
+    target: Struct | None,
+    whole: bool = False,
 ) -> Gates:
     """The model's tests as gates on its load under `mode` (the contract's `data_tests`).
     `compiled` is the model's output (the predicates read it), `target` the table it loads
-    (NULL only where its column may hold NULL)."""
+    (NULL only where its column may hold NULL). `whole`: the load writes the whole table (a
+    rebuild, the creating run): `unique` gates, the load's rows being all the table holds."""
     if mode is ContractMode.EVOLVE or tests is None:
         return Gates(mode)
     gates: list[Gate] = []
     after: list[AfterLoad] = []
     forbidden = _nulls_forbidden(tests.tests)
     for test in tests.tests:
-        why = _why_not(test)
+        why = _why_not(test, whole)
         column = _output_column(test, compiled) if test.column is not None else None
         if why is None and test.column is not None and column is None:
             why = f"column {test.column} is not a column of the model's output"

@@ -139,9 +139,12 @@ class ContractDecision:
     rule_checks: tuple[ColumnRules, ...] = ()  # checked under contract.data_type
     gates: Gates = Gates()  # the model's data tests, under contract.data_tests
 
-    def with_gates(self, tests: AttachedTests | None, compiled: Struct) -> ContractDecision:
-        """The decision with the model's data tests as gates on its load (issue 42)."""
-        gates = plan_gates(tests, self.contract.data_tests, compiled, self.target)
+    def with_gates(
+        self, tests: AttachedTests | None, compiled: Struct, whole: bool = False
+    ) -> ContractDecision:
+        """The decision with the model's data tests as gates on its load (issue 42); `whole`:
+        the load writes the whole table (`plan_gates`)."""
+        gates = plan_gates(tests, self.contract.data_tests, compiled, self.target, whole)
         return replace(self, gates=gates)
 
     def rules_of(self, column: str) -> ColumnRules | None:

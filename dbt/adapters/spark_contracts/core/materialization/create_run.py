@@ -63,11 +63,12 @@ def plan_create(inputs: RunInputs) -> RunDecision | None:
     decision = decide(creating, None, i.compiled, SchemaDiff(), i.table_format, i.declared)
     if decision.violations or decision.target is None:
         return None
-    decision = decision.with_gates(i.data_tests, i.compiled)  # they bind on this run too
+    # they bind on this run too; `unique` too: its rows are all the table holds
+    decision = decision.with_gates(i.data_tests, i.compiled, whole=True)
     stage = stage_name(i.relation, i.invocation_id)
     load = render_load_select(decision, stage, None, i.compiled, i.invocation_id)
     # a data test's freeze is checked on the stage, before the CREATE
-    if not (load.discard_metrics or decision.gates.frozen):
+    if not (load.discard_metrics or decision.gates.frozen()):
         return None
     if decision.contract.quarantine:
         check_quarantine_columns(i.relation, i.compiled)

@@ -179,7 +179,7 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         if i.contract.quarantine:
             check_quarantine_columns(i.relation, i.compiled, i.strategy == MICROBATCH)
         decision = decide(i.contract, i.deployed, i.compiled, diff, i.table_format, i.declared)
-        decision = decision.with_gates(i.data_tests, i.compiled)
+        decision = decision.with_gates(i.data_tests, i.compiled, i.strategy == REBUILD)
         if decision.violations:
             empty = Plan(i.table_format)
             write = WriteDecision(WritePath.NO_CHANGE)

@@ -1,0 +1,153 @@
+"""The gates read the values the load writes (core/contracts/gate_scope.py, issue 42): each
+gate is one boolean column computed over the written values, and every reader of a gate (the
+row filter, the value nulls, the counts, the quarantine's reasons, the freeze samples) reads
+that column. Spark runs the SQL in tests/functional/contracts/test_data_tests_gates.py."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests, DataTest
+from dbt.adapters.spark_contracts.core.contracts.decision import ContractDecision
+from dbt.adapters.spark_contracts.core.contracts.load_select import LoadSql, render_load_select
+from tests.unit.test_enforce import S, run
+
+MODEL = "model.p.m"
+
+
+def not_null(column: str) -> DataTest:
+    return DataTest(f"test.p.not_null_{column}", "not_null", None, (("column_name", column),))
+
+
+def accepted(column: str, *values: int) -> DataTest:
+    kwargs = (("column_name", column), ("quote", False), ("values", list(values)))
+    return DataTest(f"test.p.accepted_{column}", "accepted_values", None, kwargs)
+
+
+def expression(text: str) -> DataTest:
+    kwargs = (("expression", text),)
+    return DataTest(f"test.p.expr_{abs(hash(text))}", "expression_is_true", "dbt_utils", kwargs)
+
+
+def decided(contract, deployed: str, compiled: str, *tests: DataTest) -> ContractDecision:
+    decision = run(contract, deployed, compiled)
+    return decision.with_gates(AttachedTests(MODEL, tests), S(compiled))
+
+
+def render(decision: ContractDecision, deployed: str, compiled: str, **kw) -> LoadSql:
+    return render_load_select(decision, "src", S(deployed), S(compiled), "r", **kw)
+
+
+def written_item(sql: LoadSql, column: str) -> str:
+    assert sql.gates is not None
+    return f"{dict(sql.gates.written)[column]} AS `{column}`"
+
+
+def test_a_gate_reads_the_value_the_load_writes():
+    """`data_type: discard_value` nulls 'abc' (it does not coerce into INT): not_null(score)
+    reads that NULL, not the model's 'abc'."""
+    contract = {"data_type": "discard_value", "data_tests": "discard_row", "quarantine": True}
+    d, c = "id int, score int", "id int, score string"
+    sql = render(decided(contract, d, c, not_null("score")), d, c)
+    scope = sql.coerced_select("m")
+    assert scope is not None and sql.coerced_view("m") == "m__coerced"
+    value = dict(sql.gates.written)["score"] if sql.gates else ""
+    assert "try_cast" in value or "__dbt_coerced_" in value  # the coerced value
+    # the gate is computed where `score` means that value; the load writes the same value
+    assert f"{value} AS `score`" in scope and written_item(sql, "score") in sql.select
+    assert "coalesce((`score` IS NULL), false) AS `__dbt_gate_0`" in scope
+    assert sql.select.endswith("WHERE NOT (`__dbt_gate_0`)")
+    assert "CASE WHEN `__dbt_gate_0` THEN 'not_null(score)' END" in (sql.quarantine_row or "")
+    assert not sql.passes_through
+
+
+def test_the_scope_holds_no_freeze_check_and_the_row_rides_along():
+    contract = {"data_type": "freeze", "data_tests": "discard_row"}
+    d, c = "id int, score int", "id int, score string"
+    sql = render(decided(contract, d, c, not_null("score")), d, c)
+    scope = sql.coerced_select("m") or ""
+    assert "raise_error" in sql.select and "raise_error" not in scope
+    # the model's row, every column as it is, above the written values
+    assert scope.startswith("SELECT `__dbt_row_0`.*, ") and "struct(*) AS `__dbt_row_0`" in scope
+
+
+def test_where_nothing_changes_a_value_the_gates_read_the_source_as_it_is():
+    d = c = "id int, status int"
+    sql = render(decided({"data_tests": "discard_value"}, d, c, accepted("status", 1, 2)), d, c)
+    assert sql.coerced_select("m") == (
+        "SELECT *, coalesce((`status` NOT IN (1, 2)), false) AS `__dbt_gate_0` FROM m"
+    )
+    assert "CASE WHEN `__dbt_gate_0` THEN NULL ELSE `status` END AS `status`" in sql.select
+    assert sql.discard_metrics == (
+        ("rows_discarded", "0"),
+        ("values_discarded", "count_if((`__dbt_gate_0`))"),
+        ("__dbt_gate_0", "count_if(`__dbt_gate_0`)"),  # the gate's own count
+    )
+    (count,) = sql.gate_counts({"rows_discarded": 0, "values_discarded": 3, "__dbt_gate_0": 3})
+    assert (count.reason, count.action.value, count.rows) == (
+        "accepted_values(status)",
+        "discard_value",
+        3,
+    )
+
+
+def test_a_select_that_reads_its_source_alone_computes_the_gates_inline():
+    """The pending table holds the model's columns only: its load reads the gates' columns
+    from the scope over it, and picks its kept rows by their reason."""
+    contract = {"data_type": "discard_value", "data_tests": "discard_value", "quarantine": True}
+    d, c = "id int, score int", "id int, score string"
+    decision = decided(contract, d, c, accepted("score", 10, 20), not_null("id"))
+    sql = render(decision, d, c, hoist=False, kept="`_contract_reason` IS NULL")
+    assert sql.gates is not None and sql.coerced == ()
+    inline = f"({sql.gates.over('src')}) AS __dbt_gated"
+    assert sql.select.endswith(f"FROM {inline} WHERE `_contract_reason` IS NULL")
+    assert sql.source == inline and (sql.discard_count_sql or "").endswith(f"FROM {inline}")
+    # the model's view the pending table is written from has them too
+    assert sql.coerced_select("m") == sql.gates.over("m")
+
+
+names = st.sampled_from(["id", "score", "__dbt_gate_0", "__DBT_ROW_0", "__dbt_gate_1"])
+modes = st.sampled_from(["freeze", "discard_row", "discard_value"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    extra=st.lists(names, unique_by=str.lower, max_size=3),
+    data_type=modes,
+    data_tests=modes,
+    which=st.sets(st.sampled_from(["not_null", "accepted", "expression"]), min_size=1),
+    hoist=st.booleans(),
+)
+def test_each_gate_is_one_column_and_every_reader_reads_it(
+    extra, data_type, data_tests, which, hoist
+):
+    columns = ["id", "score"] + [n for n in extra if n.lower() not in ("id", "score")]
+    deployed = ", ".join(f"`{n}` int" for n in columns)
+    compiled = deployed.replace("`score` int", "`score` string")
+    tests = {
+        "not_null": not_null("score"),
+        "accepted": accepted("score", 10, 20),
+        "expression": expression("id > 0"),
+    }
+    chosen = [tests[w] for w in sorted(which)]
+    contract = {"data_type": data_type, "data_tests": data_tests, "quarantine": True}
+    decision = decided(contract, deployed, compiled, *chosen)
+    sql = render(decision, deployed, compiled, hoist=hoist)
+    assert sql.gates is not None
+    aliases = [a for a, _ in sql.gates.columns]
+    taken = {n.lower() for n in columns}
+    assert len(aliases) == len(chosen) and not taken & {a.lower() for a in aliases}
+    assert sql.gates.row.lower() not in taken | {a.lower() for a in aliases}
+    scope = sql.coerced_select("m") or ""
+    for gate in decision.gates.gates:
+        # computed once, in the scope; read by its alias everywhere else
+        assert scope.count(gate.predicate) == 1
+        readers = [sql.select, sql.quarantine_row or "", sql.violation_sample_sql or ""]
+        readers += [e for _, e in sql.discard_metrics]
+        # (`source` is the scope itself where the SELECT reads its source alone)
+        assert not any(gate.predicate in r.replace(sql.source, "src") for r in readers)
+    used = set(re.findall(r"`(__dbt_gate_\d+)`", sql.select + (sql.violation_sample_sql or "")))
+    assert used - {n for n in columns} <= set(aliases) and not sql.passes_through
