@@ -1,5 +1,5 @@
 """Carrying a `ModelRun` out on one connection: stage, check, count, quarantine, the multi-step
-changes under a durable intent, the one load; every failure after a change restores."""
+changes under the run's record, the one load; every failure after a change restores."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -97,10 +97,10 @@ class Runner:
         after_load: Optional[Callable[[], Any]] = None,
     ) -> ContractsAdapterResponse:
         """Every side effect of one planned run, in order, in one try/finally: stage, check,
-        count, quarantine, the multi-step changes under the intent, `before_load` (a rebuild
-        at a location_root drops the table here, once every check has passed), the load and
-        `after_load` (a rebuild built beside the table is swapped in), clearing the intent.
-        Any failure after a change puts the table back. `load_sql`: the load's statement, or
+        count, quarantine, the multi-step changes under the run's record, `before_load` (a
+        rebuild at a location_root drops the table here, once every check has passed), the load,
+        `after_load` (a rebuild built beside is swapped in). Any failure after a change puts
+        the table back. `load_sql`: the load's statement, or
         what carries it out (Iceberg's NOT NULL build of a run that creates the table). A
         quarantining run with a first pass (run_plan.first_pass) tries it first; where it
         fails, it wrote nothing, and the run goes on as one without it (its pending table)."""
@@ -131,9 +131,8 @@ class Runner:
 
     # -- steps
     def _first_pass(self, run: ModelRun, load_sql: str) -> ContractsAdapterResponse:
-        """The load over the model's output as it is, its SELECT failing the load's own job at
-        the first row the contract discards (`FirstPassFailed`: the one statement committed
-        nothing). No stage, no pending table, no lease: one statement, one commit."""
+        """The load over the model's output as it is (run/first_pass.py): no stage, no pending
+        table, no lease; one statement, one commit, or `FirstPassFailed` (nothing written)."""
         prepare_first_pass(self.spark, self.book, run)
         return self._load(run, load_sql)
 
