@@ -39,7 +39,11 @@ class History:
         if sql == "show tblproperties db.t__dbt_lease_inv":
             return [{"key": "dbt_spark_contracts.heartbeat", "value": self.beat}]
         assert sql.startswith("describe history"), sql
-        return [{"version": v, "operation": op, "userMetadata": tag} for v, op, tag in self.rows]
+        return [
+            {"version": v, "operation": op, "userMetadata": tag, "operationParameters": params}
+            for v, op, tag, *more in self.rows
+            for params in [str(more[0]) if more else None]
+        ]
 
     def run(self, sql):
         self.statements.append(sql)
@@ -77,6 +81,31 @@ def test_a_commit_racing_the_restore_is_given_back(tmp_path: Path):
         "restore table db.t to version as of 3",  # the raced commit and the run's changes
     ]
     assert "3 (WRITE, by streaming job)" in str(caught.value), caught.value
+
+
+def test_a_writers_commit_before_the_runs_first_change_is_kept(tmp_path: Path):
+    """The run read version 1, another writer committed 2, the run's first change is 3: the
+    table goes back to 2 (before the run's first own commit), the writer's commit stays."""
+    rows = [(0, "CREATE TABLE AS SELECT", None), (1, "WRITE", None), (2, "WRITE", "other")]
+    rows.append((3, "ADD COLUMNS", TAG))
+    spark = History(rows, rows + [(4, "RESTORE", TAG)])
+    assert restorer(spark).restore(intent()) == "restored to Delta version 2"
+    assert spark.statements == ["restore table db.t to version as of 2"]
+
+
+def test_a_change_already_put_back_is_not_put_back_again(tmp_path: Path):
+    """A repair restored the table and was killed before it dropped the dead run's record: the
+    next repair finds that RESTORE (to the restore point) in the log, with nothing of the run
+    after it, and sends nothing; another writer's later commit is no reason to refuse."""
+    undone = (3, "RESTORE", "dbt-spark-contracts:repairer:model.p.m", {"version": 1})
+    rows = BEFORE + [undone, (4, "WRITE", "other")]
+    spark = History(rows, rows)
+    assert restorer(spark).restore(intent()).startswith("nothing to put back")
+    assert spark.statements == []
+    # a RESTORE to a version after the restore point is no such evidence
+    later = (3, "RESTORE", "someone", {"version": 2})
+    with pytest.raises(ForeignCommits):
+        restorer(History(BEFORE + [later], [])).restore(intent())
 
 
 def test_a_foreign_commit_before_the_check_stops_the_restore(tmp_path: Path):

@@ -65,6 +65,14 @@ class Restorer:
         log = table_log(spark, intent.table_format)
         intent = log.restore_point(intent)
         after = log.commits_after(intent)
+        point = intent.restore_version
+        undone = [  # a RESTORE to the point or before it: the run's change already put back
+            c.version
+            for c in after
+            if c.restored_to is not None and point is not None and c.restored_to <= point
+        ]
+        if undone:  # (a repair killed before it dropped the record): what came after it
+            after = tuple(c for c in after if c.version > max(undone))
         if (
             log.logs_every_change
             and intent.restore_version is not None

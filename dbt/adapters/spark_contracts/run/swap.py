@@ -41,7 +41,9 @@ def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[Callable[[], N
     checked to be still there first (never a dead run's evidence dropped on a stale cache), then
     any table a dead build left beside dropped, and any dead run's record of a swap of it (the
     relation holds its name: that swap never renamed it, or finished). Yields what tells the
-    run's record that the swap is under way (`swap_in` calls it before its first rename)."""
+    run's record that the swap is under way (`swap_in` calls it before its first rename). A
+    failure once it was told, other than `SwapUndone` (the old relation as it was), keeps the
+    record (`SwapFailed`: the old relation could not be put back), released."""
     with alone(spark, key) as (leases, records):
         if not table_listed(spark, swap.relation):
             # gone since dbt's cache was read: a run stopped between its renames left it under
@@ -58,7 +60,20 @@ def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[Callable[[], N
             if record.swap is not None and record.intent is None:
                 spark.run(drop_sql(record.table, key.table_format))
         spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
-        yield lambda: leases.write(key, {SWAP_PROPERTY: swap.relation})
+        told: List[bool] = []
+
+        def under_way() -> None:
+            leases.write(key, {SWAP_PROPERTY: swap.relation})
+            told.append(True)
+
+        try:
+            yield under_way
+        except SwapUndone:  # the old relation is as it was: the record has nothing to say
+            raise
+        except BaseException:  # e.g. `SwapFailed`: a swap stopped half way keeps its record
+            if told:  # released, for the next run's recovery to read
+                leases.release(key, keep=True)
+            raise
 
 
 def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> Any:

@@ -93,7 +93,14 @@ class DeltaLog(TableLog):
         commit in the history no version is safe: it fails. A run record's intent always
         records its version (the table's before the run's first change)."""
         if intent.restore_version is not None:
-            return intent
+            # the version before the run's first own change: a writer's commit between the
+            # version the run read and its first change is kept, not counted against it
+            own = [
+                c.version
+                for c in self._commits_after(intent.relation, intent.restore_version)
+                if c.tag == intent.commit_tag and c.operation != "RESTORE"
+            ]
+            return replace(intent, restore_version=min(own) - 1) if own else intent
         rows = self.spark.fetch(f"describe history {intent.relation}")
         written = [
             int(r["version"])
@@ -118,7 +125,12 @@ class DeltaLog(TableLog):
         return tuple(
             sorted(
                 (
-                    Commit(int(r["version"]), str(r["operation"]), r.get("userMetadata") or None)
+                    Commit(
+                        int(r["version"]),
+                        str(r["operation"]),
+                        r.get("userMetadata") or None,
+                        _restored_to(r) if str(r["operation"]).upper() == "RESTORE" else None,
+                    )
                     for r in rows
                     if int(r["version"]) > version
                 ),

@@ -129,6 +129,7 @@ class Commit:
     version: int
     operation: str
     tag: str | None
+    restored_to: int | None = None  # a Delta RESTORE's target version
 
 
 def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ...]:
