@@ -150,6 +150,25 @@ class Deployed(Connection):
         return super().fetch(sql)
 
 
+def multi_step_run(deployed: object) -> SimpleNamespace:
+    """A multi-step run of `db.t` planned against `deployed`, with no steps (what
+    `Runner._begin_steps` reads of a `ModelRun`)."""
+    from dbt.adapters.spark_contracts.run.model_run import ModelRun
+
+    run = SimpleNamespace(
+        relation="db.t",
+        invocation_id="cccc3333",
+        table_format="delta",
+        unique_id="model.p.t",
+        deployed=deployed,
+        statements=[],
+        commit_tag="tag",
+        plan=SimpleNamespace(operations=()),
+    )
+    run.intent = lambda version: ModelRun.intent(run, version)  # type: ignore[arg-type]
+    return run
+
+
 @pytest.mark.parametrize("changed", [False, True])
 def test_a_plan_made_before_another_runs_change_is_not_carried_out(
     tmp_path: Path, changed: bool
@@ -159,24 +178,13 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
     changed since the plan fails the run before any change, naming both schemas, its lease
     let go."""
     from dbt.adapters.spark_contracts.core.schema.parse import parse_type
-    from dbt.adapters.spark_contracts.run.model_run import ModelRun
     from dbt.adapters.spark_contracts.run.run_errors import TableChangedMeanwhile
 
     planned = parse_type("struct<id:bigint,n:bigint>")
     now = parse_type("struct<id:bigint,n:bigint,note:string>") if changed else planned
     catalogue = Catalogue(1)
     spark = Deployed(catalogue, now)
-    run = SimpleNamespace(
-        relation="db.t",
-        invocation_id="cccc3333",
-        table_format="delta",
-        unique_id="model.p.t",
-        deployed=planned,
-        statements=[],
-        commit_tag="tag",
-        plan=SimpleNamespace(operations=()),
-    )
-    run.intent = lambda version: ModelRun.intent(run, version)  # type: ignore[arg-type]
+    run = multi_step_run(planned)
     runner = Runner(spark, RunReport(), tmp_path)  # type: ignore[arg-type]
     if not changed:
         intents = []
@@ -210,16 +218,7 @@ def test_a_dead_runs_record_found_when_taking_the_lease_stops_the_run(tmp_path: 
         INTENT_PROPERTY: dead.to_property(),
     }
     schema = parse_type("struct<id:bigint>")
-    run = SimpleNamespace(
-        relation="db.t",
-        invocation_id="cccc3333",
-        table_format="delta",
-        unique_id="model.p.t",
-        deployed=schema,
-        statements=[],
-        commit_tag="tag",
-        plan=SimpleNamespace(operations=()),
-    )
+    run = multi_step_run(schema)
     runner = Runner(Deployed(catalogue, schema), RunReport(), tmp_path)  # type: ignore[arg-type]
     with pytest.raises(RepairFirst) as caught:
         runner._begin_steps(run)  # type: ignore[arg-type]

@@ -319,3 +319,27 @@ def test_a_swap_whose_relation_is_gone_drops_nothing_but_its_own_build():
     with pytest.raises((SwapUndone, KeyError)):
         swaps.swap_in(catalog, swap, catalog.under_way)
     assert catalog.relations[swap.backup]["label"] == "old"
+
+
+def test_a_swap_that_lost_its_lease_renames_nothing_more_and_undoes_nothing():
+    """The swap's statements go behind the lease's fence (run/swap.building): a swapper that
+    stalled past its lease between its two renames sends neither the second rename nor an
+    undo; the backup and the table beside stay as they are, with its record, for the run that
+    took the model over."""
+    from dbt.adapters.spark_contracts.run.lease import Fenced
+    from dbt.adapters.spark_contracts.run.run_errors import LeaseLost
+
+    swap = Swap(REL)
+    catalog = Catalog(start(False, None))
+    checks: list[int] = []
+
+    def check() -> None:  # before the drop of a stale backup, the first rename, the second
+        checks.append(1)
+        if len(checks) == 3:
+            raise LeaseLost("model.x", REL, "inv3")
+
+    with pytest.raises(LeaseLost):
+        swaps.swap_in(Fenced(catalog, check), swap, catalog.under_way)
+    assert catalog.relations[swap.backup]["label"] == "old"
+    assert catalog.relations[swap.beside]["label"] == "new"
+    assert REL not in catalog.relations and len(checks) == 3

@@ -16,7 +16,7 @@ go, and read other runs' leases."""
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -138,6 +138,19 @@ def read_lease(spark: Spark, table: str) -> Optional[RunRecord]:
         if table_listed(spark, table):
             raise
         return None
+
+
+def records_of(spark: Spark, schema: str, names: Iterable[str], own: str) -> List[RunRecord]:
+    """The records `names` in `schema` as they are now, but this invocation's own (`own`, its
+    record's name; a microbatch batch's is `<own>_<batch>`) and those gone meanwhile."""
+    own, found = own.lower(), []
+    for name in names:
+        if not name or name.lower() == own or name.lower().startswith(own + "_"):
+            continue
+        record = read_lease(spark, f"{schema}.{name}")
+        if record is not None:
+            found.append(record)
+    return found
 
 
 def take_over_sql(table: str, invocation_id: str) -> str:
@@ -355,17 +368,9 @@ class Leases:
         fails raises, and a lease whose properties cannot be read while it is still listed
         raises (it may be a live run's)."""
         schema, name = relation.rsplit(".", 1)
-        own = lease_name(relation, invocation_id, suffix).rsplit(".", 1)[1].lower()
+        own = lease_name(name, invocation_id, suffix)
         rows = self.spark.fetch(f"show tables in {schema} like '{name}{suffix}*'")
-        tables = (str(row.get("tableName") or "") for row in rows)
-        found: List[RunRecord] = []
-        for table in tables:
-            if not table or table.lower() == own or table.lower().startswith(own + "_"):
-                continue  # its own (a microbatch batch's is its invocation's, `_<batch>`)
-            record = read_lease(self.spark, f"{schema}.{table}")
-            if record is not None:
-                found.append(record)
-        return found
+        return records_of(self.spark, schema, (str(r.get("tableName") or "") for r in rows), own)
 
     def live_runs(self, relation: str, invocation_id: str, suffix: str = LEASE_SUFFIX) -> tuple:
         """Other runs of the model whose leases may be held now (not released, taken over or

@@ -18,7 +18,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
-from dbt.adapters.spark_contracts.run.lease import ModelKey, read_lease
+from dbt.adapters.spark_contracts.run.lease import ModelKey, records_of
 from dbt.adapters.spark_contracts.run.settle import settle_pending
 
 READ_ONLY = ("create or replace temporary view", "refresh table", "describe", "show", "select")
@@ -82,16 +82,9 @@ def recovery_tables(
         patterns.append(quarantine + PENDING_SUFFIX + "*")
     rows = spark.fetch(f"show tables in {schema} like '{'|'.join(patterns)}'")
     names = [str(r.get("tableName") or "") for r in rows]
-    own = lease_name(identifier, key.invocation_id).lower()
-    records = []
-    for name in names:
-        low = name.lower()
-        if low.startswith((identifier + LEASE_SUFFIX).lower()) and not (
-            low == own or low.startswith(own + "_")
-        ):
-            record = read_lease(spark, f"{schema}.{name}")
-            if record is not None:
-                records.append(record)
+    prefix = (identifier + LEASE_SUFFIX).lower()
+    leases = [n for n in names if n.lower().startswith(prefix)]
+    records = records_of(spark, schema, leases, lease_name(identifier, key.invocation_id))
     pendings = sorted(
         f"{schema}.{n}"
         for n in names

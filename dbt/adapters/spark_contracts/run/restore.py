@@ -75,12 +75,10 @@ class Restorer:
             after = tuple(c for c in after if c.version > max(undone))
         if (
             log.logs_every_change
-            and intent.restore_version is not None
+            and point is not None
             and all(c.tag != intent.commit_tag for c in after)
         ):  # positive evidence in the table's own log: the run changed nothing
-            return (
-                f"nothing to put back (no commit of the run after version {intent.restore_version})"
-            )
+            return f"nothing to put back (no commit of the run after version {point})"
         foreign = foreign_commits(after, intent.commit_tag)
         if foreign:
             raise ForeignCommits(

@@ -164,10 +164,9 @@ class Runner:
                 rows = self.spark.fetch(load.violation_sample_sql)
                 if rows:
                     self.drop_stage(run)
-                    unique_id, relation = run.unique_id, run.relation
-                    violation, values = value_violation(run, rows)
+                    found = value_violation(run, rows)
                     raise_violation(
-                        self.report, self.target_dir, unique_id, relation, violation, values
+                        self.report, self.target_dir, run.unique_id, run.relation, *found
                     )
             if load.discard_count_sql and run.observed is None:
                 self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])

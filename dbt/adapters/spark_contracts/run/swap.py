@@ -16,8 +16,8 @@ from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, s
 from dbt.adapters.spark_contracts.core.evolution.steps import Inverse, Step
 from dbt.adapters.spark_contracts.core.recovery.record import SWAP_PROPERTY, RunRecord
 from dbt.adapters.spark_contracts.core.recovery.swap import Recovery, Swap, put_back, recovery
-from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, table_listed
-from dbt.adapters.spark_contracts.run.run_errors import SwapFailed, SwapUndone
+from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, table_listed
+from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, SwapFailed, SwapUndone
 
 logger = AdapterLogger("SparkContracts")
 
@@ -40,9 +40,9 @@ def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[Callable[[], N
     """The block that builds `swap.beside` and swaps it in, under the model's lease: the relation
     checked to be still there first (never a dead run's evidence dropped on a stale cache), then
     any table a dead build left beside dropped, and any dead run's record of a swap of it (the
-    relation holds its name: that swap never renamed it, or finished). Yields what tells the
-    run's record that the swap is under way (`swap_in` calls it before its first rename). A
-    failure once it was told, other than `SwapUndone` (the old relation as it was), keeps the
+    relation holds its name: that swap never renamed it, or finished). Yields what swaps the
+    built table in (`swap_in`, its statements behind the lease's fence, the run's record told
+    before the first rename). A failure once the record was told, other than `SwapUndone` (the old relation as it was), keeps the
     record (`SwapFailed`: the old relation could not be put back), released."""
     with alone(spark, key) as (leases, records):
         if not table_listed(spark, swap.relation):
@@ -66,8 +66,11 @@ def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[Callable[[], N
             leases.write(key, {SWAP_PROPERTY: swap.relation})
             told.append(True)
 
+        # each statement of the swap (its renames, its undo) behind the lease's fence: a run
+        # that stalled past its lease renames nothing after another run took it over
+        fenced = Fenced(spark, lambda: leases.check(key))
         try:
-            yield under_way
+            yield lambda: swap_in(fenced, swap, under_way)
         except SwapUndone:  # the old relation is as it was: the record has nothing to say
             raise
         except BaseException:  # e.g. `SwapFailed`: a swap stopped half way keeps its record
@@ -79,7 +82,7 @@ def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[Callable[[], N
 def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> Any:
     """A rebuild built beside the relation by `create_sql` and swapped in (`building`).
     Returns the create's response."""
-    with building(spark, key, swap) as under_way:
+    with building(spark, key, swap) as swap_now:
         try:
             response = spark.run(create_sql)
         except Exception as exc:
@@ -88,20 +91,22 @@ def build_and_swap(spark: Spark, key: ModelKey, swap: Swap, create_sql: str) -> 
             except Exception as cleanup:
                 logger.warning(f"{swap.relation}: could not drop {swap.beside} ({cleanup})")
             raise SwapUndone(swap.relation, f"building {swap.beside}", exc) from exc
-        swap_in(spark, swap, under_way)
+        swap_now()
         return response
 
 
 def swap_in(spark: Spark, swap: Swap, under_way: Callable[[], None]) -> None:
     """The table built at `swap.beside` takes `swap.relation`'s name, once the relation is seen
-    still there and `under_way()` has told the run's record. A failure before it does puts the old relation back and raises
-    `SwapUndone` (`SwapFailed` when putting it back fails too, with the statements left); a
-    failed last drop only warns (the backup is a finished swap's leftover, which the next swap
-    drops)."""
+    still there and `under_way()` has told the run's record. A failure before it does puts the
+    old relation back and raises `SwapUndone` (`SwapFailed` when putting it back fails too, with
+    the statements left); a failed last drop only warns (the backup is a finished swap's
+    leftover, which the next swap drops)."""
     try:
         if not table_listed(spark, swap.relation):  # never a stale backup dropped in its stead
             raise DbtRuntimeError(f"{swap.relation} is gone")
         under_way()
+    except LeaseLost:  # another run took the model over: it puts back what is to be put back
+        raise
     except Exception as exc:
         run_in_order(spark, swap.relation, swap.undo(()), f"the swap failed ({exc})")
         raise SwapUndone(swap.relation, "the swap", exc) from exc
@@ -109,6 +114,8 @@ def swap_in(spark: Spark, swap: Swap, under_way: Callable[[], None]) -> None:
     for step in swap.steps():
         try:
             spark.run(step.sql)
+        except LeaseLost:
+            raise
         except Exception as exc:
             undo = swap.undo(executed)
             if not undo:  # the new table holds the name: only the backup's drop failed
@@ -152,8 +159,8 @@ def recover(
             return False
         recovered, run = found
         _put_back(spark, key.relation, backup_is_view, recovered, run)
-        for record in records:
-            if recovered is Recovery.SWAP and record.swap == key.relation:
+        if recovered is Recovery.SWAP:  # its record has said all it had to
+            for record in (r for r in records if r.swap == key.relation):
                 spark.run(drop_sql(record.table, key.table_format))
         return True
 
