@@ -35,7 +35,11 @@ from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, S
 from dbt.adapters.spark_contracts.core.evolution.plan import Policy
 from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
 from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
-from dbt.adapters.spark_contracts.core.recovery.pending import is_invocations_pending, is_pending_of
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    CREATED_VERSION_PROPERTY,
+    TAG_PROPERTY,
+)
+from dbt.adapters.spark_contracts.core.recovery.record import PENDING_PROPERTY
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 from dbt.adapters.spark_contracts.run import (
@@ -48,6 +52,7 @@ from dbt.adapters.spark_contracts.run import (
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
 from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
+from dbt.adapters.spark_contracts.run.repair import recovery_tables
 from dbt.adapters.spark_contracts.run.settle import settle_pending
 from tests.unit.test_fault_matrix import MODEL, TABLE, FakeDelta, Killed, Version
 
@@ -97,20 +102,28 @@ class FakeTables(FakeDelta):
         if re.match(r"(create or replace temporary view|drop view if exists|uncache table)", low):
             self._statement()
             return None
-        if m := re.match(
-            r"create table (\S+__pending_\w+) using parquet tblproperties \((.*?)\) as ", text, re.I
-        ):
+        if m := re.match(r"create table (\S+__pending_\w+) using parquet as ", text, re.I):
             self._statement()
-            pairs = self.holder(dict(re.findall(r"'([^']+)' = '([^']*)'", m.group(2))))
-            # made at the model table's version then (read just before), never a clock
-            assert pairs["dbt_spark_contracts.created_version"] == str(len(self.versions) - 1)
+            name = m.group(1).lower()
+            # a record names it first, with the model table's version then (read just before),
+            # never a clock
+            records = [p for p in self.leases.values() if p.get(PENDING_PROPERTY) == m.group(1)]
+            assert len(records) == 1, (name, self.leases)
+            assert records[0][CREATED_VERSION_PROPERTY] == str(len(self.versions) - 1)
             run_id = re.search(r"'([^']+)' AS `_dbt_run_id`", text).group(1)  # type: ignore[union-attr]
             batch = re.search(r"'([^']+)' AS `_dbt_batch_tag`", text)
             key = f"{run_id}#{batch.group(1)}" if batch else run_id
             assert key == row_key(str(self.conf.get(DELTA_USER_METADATA)))  # the run's own tag
+            assert records[0][TAG_PROPERTY] == self.conf.get(DELTA_USER_METADATA)
             rows = [key] * self.discards
-            self.pendings[m.group(1).lower()] = Pending(rows, pairs, batch is not None)
+            self.pendings[name] = Pending(rows, {}, batch is not None)
             return None
+        if m := re.match(
+            r"alter table (db\.t__dbt_lease_\w+) set tblproperties \((.*)\)$", text, re.I
+        ):
+            pairs = re.findall(r"'([^']+)' = '([^']*)'", m.group(2))
+            self.taken.update((m.group(1).lower(), v) for k, v in pairs if k.endswith("taken_by"))
+            return super().run(sql)
         if m := re.match(
             rf"create table if not exists {re.escape(QUARANTINE)} using delta as select \* from "
             r"\(?(?:select \* from )?(\S+?)\)? where false$",
@@ -163,12 +176,6 @@ class FakeTables(FakeDelta):
             self._statement()
             self.pendings.pop(m.group(1), None)
             return None
-        if m := re.match(r"alter table (\S+__pending_\w+) set tblproperties \((.*)\)$", text, re.I):
-            self._statement()
-            pairs = re.findall(r"'([^']+)' = '([^']*)'", m.group(2))
-            self.pendings[m.group(1).lower()].properties.update(pairs)
-            self.taken.update((m.group(1).lower(), v) for k, v in pairs if k.endswith("taken_by"))
-            return None
         if low.startswith(f"insert into {TABLE} "):
             response = super().run(sql)
             self.loads.append(row_key(str(self.conf.get(DELTA_USER_METADATA))))
@@ -185,17 +192,18 @@ class FakeTables(FakeDelta):
         if low.startswith("select count_if("):
             self._statement()
             return [{"rows_discarded": self.discards, "values_discarded": 0}]
-        if m := re.match(r"show tblproperties (\S+__pending_\w+)$", low):
-            self._statement()
-            if m.group(1) not in self.pendings:
-                raise DbtDatabaseError(f"Table or view not found: {m.group(1)}")
-            properties = self.pendings[m.group(1)].properties
+        if m := re.match(r"show tblproperties (db\.t__dbt_lease_\w+)$", low):
             if m.group(1) in self.beating:  # its run is alive: each read sees a new beat
-                properties["dbt_spark_contracts.heartbeat"] = str(next(BEATS))
-            return [{"key": k, "value": v} for k, v in properties.items()]
+                self.leases[m.group(1)]["dbt_spark_contracts.heartbeat"] = str(next(BEATS))
+            return super().fetch(sql)
         if m := re.match(r"show tables in db like '(t__quarantine__pending_\w+)'$", low):
             self._statement()
             return [{"tableName": m.group(1)}] if f"db.{m.group(1)}" in self.pendings else []
+        if m := re.match(
+            r"show tables in db like 't__dbt_lease_\*\|t__quarantine__pending_\*'$", low
+        ):  # the repair step's one listing (run/repair.recovery_tables)
+            self._statement()
+            return [{"tableName": t.split(".", 1)[1]} for t in [*self.leases, *self.pendings]]
         if low == f"describe history {TABLE}":
             self._statement()
             return [
@@ -257,19 +265,14 @@ def model_run(table: FakeTables, invocation: str, batch: str = "") -> ModelRun:
 
 
 def a_run(table: FakeTables, invocation: str, tmp_path: Path, batch: str = "") -> Any:
-    """As adapter_run.plan_model and execute_plan do it: the repair step (other
-    invocations' pending tables, as run/repair.pending_tables lists them), the plan, the run.
+    """As adapter_run.plan_model and execute_plan do it: the repair step (other runs' records
+    and pending tables, as run/repair.recovery_tables lists them), the plan, the run.
     `batch`: one microbatch batch of the invocation (its tag's per-run part)."""
     runner = Runner(table, RunReport(), tmp_path)
     CommitTags().set(table, commit_tag(invocation, MODEL, batch))
-    others = [
-        n
-        for n in table.pendings
-        if is_pending_of(n.split(".")[-1], "t__quarantine")
-        and not is_invocations_pending(n.split(".")[-1], "t__quarantine", invocation)
-    ]
     key = ModelKey(TABLE, invocation, "delta", MODEL)
-    settle_pending(runner.spark, runner.leases, runner.book, key, QUARANTINE, others)
+    records, others = recovery_tables(table, key, quarantines=True)
+    settle_pending(runner.spark, runner.leases, runner.book, key, QUARANTINE, records, others)
     run = model_run(table, invocation, batch)
     return runner.execute(run, f"insert into {TABLE} select * from {run.source}")
 
@@ -282,8 +285,10 @@ def new_table(quarantine: bool = True) -> FakeTables:
 
 def check(table: FakeTables, dropped: Tuple[str, ...] = ()) -> None:
     """Every load has its discarded rows in the quarantine once (but the runs whose rows went
-    with a quarantine someone `dropped`); no other run has any; nothing is left pending."""
+    with a quarantine someone `dropped`); no other run has any; nothing is left pending, and no
+    run record."""
     assert not table.pendings, table.pendings
+    assert not table.leases, table.leases
     held = sorted(table.quarantine or [])
     loads = [run for run in table.loads if run not in dropped]
     assert held == sorted(run for run in loads for _ in range(table.discards))
@@ -306,8 +311,9 @@ def statements_of_a_run(tmp_path: Path, quarantine: bool) -> int:
     return table.sent
 
 
-# the statements of the dead run: with the quarantine there, and with it to be created again
-STATEMENTS = {True: 7, False: 8}
+# the statements of the dead run (the repair step's listing first; its record made before its pending
+# table, dropped after it): with the quarantine there, and with it to be created again
+STATEMENTS = {True: 10, False: 11}
 KILL_POINTS = [(q, k) for q in (True, False) for k in range(1, STATEMENTS[q] + 1)]
 
 
@@ -361,12 +367,12 @@ def test_a_live_runs_pending_table_is_left_to_it(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv(LEASE_ENV, "0.5")
     table = new_table()
     table.alive = True  # the slow run's process runs on
-    kill_at = STATEMENTS[True] - 1  # right after the load (the move, then the drop)
+    kill_at = STATEMENTS[True] - 2  # right after the load: the move (then two drops)
     table.kill_at = kill_at
     with pytest.raises(Killed):
         a_run(table, "inv-slow", tmp_path)
     assert table.loads == ["inv-slow"] and len(table.pendings) == 1
-    table.beating = set(table.pendings)  # it renews its lease
+    table.beating = set(table.leases)  # it renews its lease (its record's)
     table.dead, table.kill_at, table.alive = False, 0, False
     a_run(table, "inv-other", tmp_path)
     assert len(table.pendings) == 1 and table.quarantine.count("inv-slow") == 0  # type: ignore[union-attr]
@@ -398,7 +404,9 @@ def test_a_move_that_fails_after_the_load_keeps_the_rows_for_the_next_run(tmp_pa
         a_run(table, "inv-1", tmp_path)
     assert "the load committed" in str(raised.value) and raised.value.pending in table.pendings
     assert table.loads == ["inv-1"]
-    assert table.pendings[raised.value.pending].properties["dbt_spark_contracts.heartbeat"] == "0"
+    (record,) = table.leases.values()  # the record naming it, released
+    assert record[PENDING_PROPERTY] == raised.value.pending
+    assert record["dbt_spark_contracts.heartbeat"] == "0"
     table.run = real  # type: ignore[method-assign]
     table.quarantine = []  # recreated
     a_run(table, "inv-2", tmp_path)
@@ -435,7 +443,7 @@ def statements_of_a_batch(tmp_path: Path, quarantine: bool) -> int:
 
 # the statements of the invocation's second batch: the quarantine there (its first batch's rows
 # in it), or to be created again
-BATCH_STATEMENTS = {True: 7, False: 8}
+BATCH_STATEMENTS = {True: 10, False: 11}
 BATCH_KILL_POINTS = [(q, k) for q in (True, False) for k in range(1, BATCH_STATEMENTS[q] + 1)]
 
 

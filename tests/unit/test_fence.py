@@ -29,6 +29,8 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
     CLIENT_PROPERTY,
+    PENDING_PROPERTY,
+    SHARED_PROPERTY,
     TAKEN_PROPERTY,
 )
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
@@ -279,6 +281,7 @@ def model_run(relation: str = "db.t", table_format: str = "delta") -> SimpleName
         invocation_id="inv2",
         table_format=table_format,
         unique_id="model.p.m",
+        batch_tag="",
         report=lambda out: {"restored": out.restored},
     )
 
@@ -516,52 +519,69 @@ def test_an_expired_lease_of_a_client_gone_from_this_host_is_taken_over_and_drop
 # -- settling other runs' pending tables
 
 
+@pytest.mark.parametrize("legacy", [False, True], ids=["record", "on-pending-table"])
 @pytest.mark.parametrize("lost", [False, True])
-def test_a_settler_that_loses_its_lease_moves_nothing_more(tmp_path: Path, lost: bool):
+def test_a_settler_that_loses_its_lease_moves_nothing_more(
+    tmp_path: Path, lost: bool, legacy: bool
+):
     """A run settling a dead run's pending table (its load is in the table's log: moved) holds
-    the model's settling lease; stalled past it after marking the pending table taken over, and
-    the settling lease taken over by a third run, it sends nothing more: no quarantine made, no
-    MERGE, no drop (`LeaseLost`). The control moves the rows."""
+    the model's settling lease; stalled past it after marking the dead run's record taken over,
+    and the settling lease taken over by a third run, it sends nothing more: no quarantine
+    made, no MERGE, no drop (`LeaseLost`). The control moves the rows and drops the record.
+    `legacy`: the bookkeeping on the pending table itself, as builds before the record wrote it."""
     from dbt.adapters.spark_contracts.core.recovery.pending import (
         SETTLE_SUFFIX,
         TAG_PROPERTY,
         Application,
     )
+    from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+    from dbt.adapters.spark_contracts.run.lease import read_lease
 
     catalogue = Catalogue()
     catalogue.history.append((3, "WRITE", TAG))  # the dead run's load
     dead = gone_pid()
     pending = "db.t__quarantine__pending_inv"
-    catalogue.tables[pending] = {
+    record = pending if legacy else "db.t__dbt_lease_inv"
+    says = {
         TAG_PROPERTY: TAG,
         RUN_PROPERTY: "inv",
         BEAT_PROPERTY: "5.0",
         CLIENT_PROPERTY: f"{this_client().host}/{dead}",
         APP_PROPERTY: f"session://{this_client().host}/{dead} local-1",
     }
+    catalogue.tables[pending] = {}
+    catalogue.tables[record] = {**says, **({} if legacy else {PENDING_PROPERTY: pending})}
     here = Application(f"session://{this_client().host}/{os.getpid()}", "local-2")
     catalogue.application = lambda: here  # type: ignore[attr-defined]
     catalogue.relation_schema = lambda relation, describable: _pending_schema()  # type: ignore[method-assign]
     catalogue.fetch = _holds_nothing(catalogue.fetch)  # type: ignore[method-assign]
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    records: List[RunRecord] = [] if legacy else [read_lease(catalogue, record)]  # type: ignore[arg-type, list-item]
     settle = lease_name("db.t", "inv2", SETTLE_SUFFIX)
     if lost:
         stall_and_take_over_at(
-            catalogue, rf"^alter table {pending} set tblproperties", runner.leases, settle
+            catalogue, rf"^alter table {record} set tblproperties", runner.leases, settle
         )
         with pytest.raises(LeaseLost):
             settle_pending(
-                runner.spark, runner.leases, runner.book, key(), "db.t__quarantine", [pending]
+                runner.spark,
+                runner.leases,
+                runner.book,
+                key(),
+                "db.t__quarantine",
+                records,
+                [pending],
             )
-        later = after(catalogue, rf"^alter table {pending} set tblproperties")
+        later = after(catalogue, rf"^alter table {record} set tblproperties")
         assert not [s for s in later if "quarantine" in s and "heartbeat" not in s], later
-        assert pending in catalogue.tables  # left for the run that took over
+        assert pending in catalogue.tables and record in catalogue.tables  # left for the taker
     else:
         done = settle_pending(
-            runner.spark, runner.leases, runner.book, key(), "db.t__quarantine", [pending]
+            runner.spark, runner.leases, runner.book, key(), "db.t__quarantine", records, [pending]
         )
         assert done and "moved" in done[0], done
         assert any(s.startswith("merge into db.t__quarantine") for s in catalogue.sent)
+        assert pending not in catalogue.tables and record not in catalogue.tables
 
 
 def _pending_schema() -> Any:
@@ -619,7 +639,14 @@ def test_a_move_that_fails_after_the_pending_table_was_taken_over_is_a_lost_leas
 
     catalogue = Catalogue()
     pending = "iceberg.db.t__quarantine__pending_inv2"
-    catalogue.tables[pending] = {RUN_PROPERTY: "inv2", BEAT_PROPERTY: "5.0"}
+    record = "iceberg.db.t__dbt_lease_inv2"  # the run's record, which names its pending table
+    catalogue.tables[pending] = {}
+    catalogue.tables[record] = {
+        RUN_PROPERTY: "inv2",
+        BEAT_PROPERTY: "5.0",
+        PENDING_PROPERTY: pending,
+        SHARED_PROPERTY: "true",
+    }
     catalogue.fail = r"^insert into"
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
     run = SimpleNamespace(
@@ -628,15 +655,20 @@ def test_a_move_that_fails_after_the_pending_table_was_taken_over_is_a_lost_leas
         quarantine_table="iceberg.db.t__quarantine",
         invocation_id="inv2",
         unique_id="model.p.m",
+        batch_tag="",
     )
     runner.events.add(Counted(3, 0))
     runner.state.pending = pending
-    runner.state.lease = Heartbeat(catalogue, pending, since=time.monotonic() - 1_000.0)
+    runner.leases.held = Heartbeat(catalogue, record, since=time.monotonic() - 1_000.0)
     if lost:
         del catalogue.tables[pending]  # moved and dropped by the run that took it over
+        catalogue.tables[record][TAKEN_PROPERTY] = "inv3"
         with pytest.raises(LeaseLost):
             runner.quarantine.finish(run)  # type: ignore[arg-type]
         assert runner.state.pending is None
+        assert record in catalogue.tables  # it names rows: the run that took it over drops it
     else:
         with pytest.raises(QuarantinePending):
             runner.quarantine.finish(run)  # type: ignore[arg-type]
+        assert pending in catalogue.tables  # the rows wait, named by the record, released
+        assert catalogue.tables[record][BEAT_PROPERTY] == "0"

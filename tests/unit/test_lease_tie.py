@@ -87,7 +87,11 @@ class Connection:
 
 def model_run(invocation_id: str) -> SimpleNamespace:
     return SimpleNamespace(
-        relation="db.t", invocation_id=invocation_id, table_format="delta", unique_id="model.p.t"
+        relation="db.t",
+        invocation_id=invocation_id,
+        table_format="delta",
+        unique_id="model.p.t",
+        batch_tag="",
     )
 
 
@@ -134,6 +138,45 @@ def test_a_run_alone_takes_its_lease_at_once(tmp_path: Path):
     assert list(catalogue.tables) == ["db.t__dbt_lease_cccc3333"]
 
 
+def test_a_run_that_only_quarantines_holds_up_no_multi_step_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Another run of the model (its process runs) only quarantines: its record is `shared`,
+    so a multi-step run takes the model alone at once and leaves that record as it is (its
+    settler's, or its own run's). The control: the same record without `shared` holds the
+    model alone; not renewed, it is watched for a lease's length and taken over."""
+    import os
+    import socket
+
+    from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY, RUN_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.record import (
+        CLIENT_PROPERTY,
+        SHARED_PROPERTY,
+        TAKEN_PROPERTY,
+        pending_properties,
+    )
+
+    monkeypatch.setenv(lease_module.LEASE_ENV, "1")
+    other = {
+        RUN_PROPERTY: "other111",
+        BEAT_PROPERTY: "17.0",
+        CLIENT_PROPERTY: f"{socket.gethostname()}/{os.getpid()}",  # its process runs
+        **pending_properties("db.t__quarantine__pending_other111", "tag-o", 2),
+    }
+    for shared in (True, False):
+        catalogue = Catalogue(1)
+        record = {**other, **({SHARED_PROPERTY: "true"} if shared else {})}
+        catalogue.tables["db.t__dbt_lease_other111"] = dict(record)
+        runner = Runner(catalogue.connection(), RunReport(), tmp_path)  # type: ignore[arg-type]
+        runner.leases.alone(model_run("cccc3333"))  # type: ignore[arg-type]
+        runner.leases.held.stop()
+        found = catalogue.tables["db.t__dbt_lease_other111"]  # never dropped: it names rows
+        if shared:
+            assert found == record
+        else:
+            assert found[TAKEN_PROPERTY] == "cccc3333" and found[BEAT_PROPERTY] == "0"
+
+
 class Deployed(Connection):
     """The lease catalogue, and `spark.deployed` as the table is now."""
 
@@ -160,6 +203,7 @@ def multi_step_run(deployed: object) -> SimpleNamespace:
         invocation_id="cccc3333",
         table_format="delta",
         unique_id="model.p.t",
+        batch_tag="",
         deployed=deployed,
         statements=[],
         commit_tag="tag",
@@ -189,12 +233,14 @@ def test_a_plan_made_before_another_runs_change_is_not_carried_out(
     if not changed:
         intents = []
         spark.run = intents.append  # type: ignore[method-assign]
+        runner._take_alone(run)  # type: ignore[arg-type]
         runner._begin_steps(run)  # type: ignore[arg-type]
         runner.leases.held.stop()
         # the intent went into the run's record, with the version it puts the table back to
         (written,) = [s for s in intents if "__dbt_lease_cccc3333 set tblproperties" in s]
         assert INTENT_PROPERTY in written and runner.state.intent.restore_version == 3
         return
+    runner._take_alone(run)  # type: ignore[arg-type]
     with pytest.raises(TableChangedMeanwhile) as caught:
         runner._begin_steps(run)  # type: ignore[arg-type]
     message = str(caught.value)
@@ -221,7 +267,7 @@ def test_a_dead_runs_record_found_when_taking_the_lease_stops_the_run(tmp_path: 
     run = multi_step_run(schema)
     runner = Runner(Deployed(catalogue, schema), RunReport(), tmp_path)  # type: ignore[arg-type]
     with pytest.raises(RepairFirst) as caught:
-        runner._begin_steps(run)  # type: ignore[arg-type]
+        runner._take_alone(run)  # type: ignore[arg-type]
     assert caught.value.invocation_id == "dead1111"
     assert list(catalogue.tables) == ["db.t__dbt_lease_dead1111"]  # its own lease let go
     assert runner.state.intent is None
@@ -240,35 +286,3 @@ def test_a_failure_while_looking_for_other_runs_lets_go_of_the_lease(tmp_path: P
     with pytest.raises(RuntimeError, match="listing failed"):
         runner.leases.alone(model_run("dddd4444"))  # type: ignore[arg-type]
     assert runner.leases.held is None and catalogue.tables == {}
-
-
-def test_a_pending_tables_heartbeat_waits_until_the_table_is_made() -> None:
-    """While the pending table is being made (its CREATE TABLE AS SELECT), no beat is sent:
-    each would fail on a table that does not exist yet and warn the user. Once it is made, the
-    beats begin at once."""
-    import contextlib
-
-    from dbt.adapters.spark_contracts.run.lease import Heartbeat
-
-    sent: list[str] = []
-
-    class Own:
-        def run(self, sql: str) -> None:
-            sent.append(sql)
-
-    class Spark:
-        @contextlib.contextmanager
-        def own_connection(self, name: str):
-            yield Own()
-
-    beat = Heartbeat(Spark(), "db.t__quarantine__pending_x", interval=0.05, made=False).start()
-    try:
-        lease_module.time.sleep(0.4)  # several intervals while the table is being made
-        assert sent == []
-        beat.made()
-        deadline = lease_module.time.monotonic() + 5
-        while not sent and lease_module.time.monotonic() < deadline:
-            lease_module.time.sleep(0.05)
-        assert sent and "db.t__quarantine__pending_x set tblproperties" in sent[0], sent
-    finally:
-        beat.stop()

@@ -13,12 +13,15 @@ from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, I
 from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY, RUN_PROPERTY
 from dbt.adapters.spark_contracts.core.recovery.record import (
     DONE_PROPERTY,
+    PENDING_PROPERTY,
+    SHARED_PROPERTY,
     SWAP_PROPERTY,
     TAKEN_PROPERTY,
     Done,
     RunRecord,
     done_property,
     parse_done,
+    pending_properties,
 )
 
 versions = st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -53,3 +56,36 @@ def test_a_record_reads_back_what_its_run_wrote(done, with_intent, taken, swap):
     assert record.holds_work == (with_intent or swap is not None)
     assert not record.released
     assert RunRecord.from_properties("t", {BEAT_PROPERTY: "0"}).released
+
+
+@given(
+    st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_record_names_its_runs_pending_rows(version, with_intent, shared):
+    """A quarantining run's record says which pending table holds its discarded rows, its
+    commit tag and the model table's version before it (none: the run was creating the table);
+    the settler decides from exactly that (core/recovery/pending.decide_pending)."""
+    intent = Intent("inv", "model.p.m", "db.t", "delta", 7, "tag", (), ())
+    properties = {RUN_PROPERTY: "inv", BEAT_PROPERTY: "12.5"}
+    properties.update(pending_properties("db.t__quarantine__pending_inv", "tag:1", version))
+    if with_intent:
+        properties[INTENT_PROPERTY] = intent.to_property()
+    if shared:
+        properties[SHARED_PROPERTY] = "true"
+    record = RunRecord.from_properties("db.t__dbt_lease_inv", properties)
+    pending = record.pending
+    assert pending is not None and pending.name == "db.t__quarantine__pending_inv"
+    assert pending.tag == "tag:1" and pending.run == "inv" and pending.heartbeat == 12.5
+    assert pending.created_version == (None if version is None else str(version))
+    assert pending.before_any_version == (version is None)
+    assert record.holds_work and record.shared == shared
+    assert (record.intent is not None) == with_intent
+
+
+def test_a_record_without_pending_rows_names_none():
+    record = RunRecord.from_properties("t", {RUN_PROPERTY: "inv", BEAT_PROPERTY: "1"})
+    assert record.pending is None and not record.shared and not record.holds_work
+    cleared = {RUN_PROPERTY: "inv", BEAT_PROPERTY: "1", INTENT_PROPERTY: "", PENDING_PROPERTY: ""}
+    assert not RunRecord.from_properties("t", cleared).holds_work  # an intent cleared

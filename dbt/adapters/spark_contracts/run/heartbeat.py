@@ -46,12 +46,10 @@ def this_client() -> Client:
 
 
 class Heartbeat:
-    """Renews `table`'s lease every `interval` seconds until `stop()`. `made=False`: the table
-    is still being made (a pending table's CREATE TABLE AS SELECT); the beats begin once
-    `made()` is called (which beats at once), so none fails on a table that does not exist yet.
+    """Renews `table`'s lease every `interval` seconds until `stop()`.
 
     `last` is this process's monotonic time just before the last beat that went through was
-    sent (or before the table was made): no other run can take the lease over sooner than a
+    sent : no other run can take the lease over sooner than a
     lease's length after it (it must watch the heartbeat unchanged that long), so while `fresh()`
     the lease is still this run's, also after a pause the run cannot see (a stopped process).
     That holds only while the beats are continuous: a beat sent once the lease was no longer
@@ -65,7 +63,6 @@ class Heartbeat:
         spark: Spark,
         table: str,
         interval: Optional[float] = None,
-        made: bool = True,
         since: Optional[float] = None,
     ) -> None:
         self.spark, self.table = spark, table
@@ -73,18 +70,11 @@ class Heartbeat:
         self.last = since if since is not None else time.monotonic()
         self._stop = threading.Event()
         self._beating = threading.Lock()  # one beat at a time: the thread's, or `renew`
-        self._made = threading.Event()
-        if made:
-            self._made.set()
         self._thread = threading.Thread(target=self._beat, name=f"lease {table}", daemon=True)
 
     def start(self) -> "Heartbeat":
         self._thread.start()
         return self
-
-    def made(self) -> None:
-        """The table exists now: the beats begin."""
-        self._made.set()
 
     def fresh(self) -> bool:
         """No other run can have taken the lease over yet (see the class's text; a tenth of the
@@ -120,9 +110,6 @@ class Heartbeat:
     def _beat(self) -> None:
         if self._stop.wait(self.interval):
             return  # a short run: no connection opened, no beat
-        while not self._made.is_set():  # the table is being made: nothing to renew yet
-            if self._stop.wait(min(1.0, self.interval)):
-                return
         failures = 0
         while True:
             try:

@@ -38,11 +38,13 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     BEAT_PROPERTY,
     LEASE_SUFFIX,
     RUN_PROPERTY,
+    batch_key,
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
     CLIENT_PROPERTY,
     EPOCH_PROPERTY,
+    SHARED_PROPERTY,
     TAKEN_PROPERTY,
     RunRecord,
 )
@@ -71,6 +73,8 @@ class LeaseOwner(Protocol):
     def table_format(self) -> str: ...
     @property
     def unique_id(self) -> str: ...
+    @property
+    def batch_tag(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,14 @@ class ModelKey:
     invocation_id: str
     table_format: str
     unique_id: str
+    batch_tag: str = ""
+
+
+def record_name(owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> str:
+    """The table of `owner`'s record (or lease): `<model>__dbt_lease_<run>`, and for a
+    microbatch batch `..._<batch>` (the batches of one invocation each keep their own)."""
+    name = lease_name(owner.relation, owner.invocation_id, suffix)
+    return name + (f"_{batch_key(owner.batch_tag)}" if owner.batch_tag else "")
 
 
 def confirm(spark: Spark, beat: Heartbeat) -> Fence:
@@ -186,13 +198,25 @@ class Leases:
         self.spark = spark
         self.held: Optional[Heartbeat] = None
 
-    def take(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> None:
-        lease = lease_name(owner.relation, owner.invocation_id, suffix)
+    def take(
+        self,
+        owner: LeaseOwner,
+        suffix: str = LEASE_SUFFIX,
+        says: Optional[Dict[str, str]] = None,
+    ) -> None:
+        """The run's record made, saying `says` from the start, and its lease held. With `says`
+        (a run that only quarantines: its pending table) the record is `shared`: it does not
+        hold the model alone (`alone` passes it by)."""
+        lease = record_name(owner, suffix)
         since = time.monotonic()
+        extra = dict(says or {})
+        if says is not None:
+            extra[SHARED_PROPERTY] = "true"
+        pairs = "".join(f", '{k}' = {sql_string(v)}" for k, v in extra.items())
         self.spark.run(
             f"create table if not exists {lease} (lease int) using "
             f"{quarantine_format_for(owner.table_format)} "
-            f"tblproperties ({lease_properties(self.spark, owner.invocation_id)})"
+            f"tblproperties ({lease_properties(self.spark, owner.invocation_id)}{pairs})"
         )
         self.held = Heartbeat(self.spark, lease, since=since).start()
 
@@ -213,7 +237,7 @@ class Leases:
         for round_ in range(1, LEASE_ROUNDS + 1):
             self.take(owner, suffix)
             try:
-                others = self.others(owner.relation, owner.invocation_id, suffix)
+                others = self._exclusive(owner, suffix)
                 binding = self._binding(owner, others, watch)
                 if not binding:
                     self._take_over(owner, others, watch)
@@ -226,6 +250,12 @@ class Leases:
                 raise RunInProgress(owner.unique_id, owner.relation, binding[0].holder)
             time.sleep(random.uniform(0.5, 2.0) * round_)
             self._wait_for(owner, suffix, watch)
+
+    def _exclusive(self, owner: LeaseOwner, suffix: str) -> List[RunRecord]:
+        """Other runs' records that hold (or held) the model alone: a `shared` record, a run's
+        that only quarantines, is its settler's (run/settle.py), never a reason to wait."""
+        others = self.others(owner.relation, owner.invocation_id, suffix)
+        return [r for r in others if not r.shared]
 
     def _state(self, record: RunRecord) -> State:
         return judge(record, this_client().host, process_running)
@@ -251,7 +281,7 @@ class Leases:
         `RunInProgress` as soon as one is renewed. Says so on the console while it waits."""
         told = False
         while True:
-            others = self.others(owner.relation, owner.invocation_id, suffix)
+            others = self._exclusive(owner, suffix)
             binding = self._binding(owner, others, watch)
             if not binding:
                 return
@@ -368,7 +398,7 @@ class Leases:
         fails raises, and a lease whose properties cannot be read while it is still listed
         raises (it may be a live run's)."""
         schema, name = relation.rsplit(".", 1)
-        own = lease_name(name, invocation_id, suffix)
+        own = lease_name(name, invocation_id, suffix)  # a batch's records too (records_of)
         rows = self.spark.fetch(f"show tables in {schema} like '{name}{suffix}*'")
         return records_of(self.spark, schema, (str(r.get("tableName") or "") for r in rows), own)
 

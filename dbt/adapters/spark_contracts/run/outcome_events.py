@@ -7,7 +7,7 @@ intent) is `RunState`, which no report reads."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed
 from dbt.adapters.spark_contracts.core.contracts.data_tests import GateCount
@@ -128,13 +128,12 @@ class RunState:
     """The runner's working state for one run: what a failure has to clean up or put back."""
 
     restore_version: Optional[int] = None
-    intent: Optional[Intent] = None  # written to the table
+    intent: Optional[Intent] = None  # written into the run's record
     staged: bool = False
     observation: Optional[Observed] = field(default=None, repr=False)
     pending: Optional[str] = (
         None  # the run's pending table of discarded rows (core/recovery/pending.py)
     )
-    lease: Any = field(default=None, repr=False)  # its heartbeat, while the run holds it
 
 
 class RunEvents:

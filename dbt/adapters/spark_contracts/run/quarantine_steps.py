@@ -26,8 +26,6 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, l
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.pending import (
-    CREATED_VERSION_PROPERTY,
-    TAG_PROPERTY,
     Loaded,
     ModelRecord,
     RowsOf,
@@ -35,14 +33,9 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     loaded_property,
     manual_move,
 )
+from dbt.adapters.spark_contracts.core.recovery.record import pending_properties
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
-from dbt.adapters.spark_contracts.run.lease import (
-    Heartbeat,
-    beat_sql,
-    confirm,
-    lease_properties,
-    table_properties,
-)
+from dbt.adapters.spark_contracts.run.lease import Leases, table_properties
 from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
     quarantine_format_for,
@@ -67,8 +60,9 @@ class Quarantine:
     written, made ready for and moved into the quarantine, settled on failure; other runs'
     pending tables settled. `book`: the run being carried out (its events and state)."""
 
-    def __init__(self, spark: Spark, book: RunBook) -> None:
+    def __init__(self, spark: Spark, book: RunBook, leases: Optional[Leases] = None) -> None:
         self.spark, self.book = spark, book
+        self.leases = leases if leases is not None else Leases(spark)
 
     def log(self, table_format: str) -> TableLog:
         return table_log(self.spark, table_format)
@@ -118,26 +112,23 @@ class Quarantine:
 
     # -- the run's own pending table
     def write_pending(self, run: ModelRun, select: str) -> None:
-        """Before the load: the model's output, read once, from the executors into the run's
-        pending table, every row with its reasons (`select`, core/contracts/load_select.pending_from);
-        the table tagged with the run's commit tag and the model table's version now (what a
-        later run settles it by, core/recovery/pending.decide_pending), its lease held."""
+        """Before the load: the run's record says which pending table holds its discarded rows,
+        with the run's commit tag and the model table's version now (what a later run settles
+        it by, core/recovery/pending.decide_pending); then the model's output, read once, from
+        the executors into that table, every row with its reasons (`select`,
+        core/contracts/load_select.pending_from). A run holding the model alone (a multi-step
+        change) writes it into that record; any other makes a shared record of its own first,
+        so a pending table is never there without a record naming it."""
         pending = run.pending_table
         creates = run.replace_by is Build.CREATE  # no table yet: no version to record
         version = None if creates else self.log(run.table_format).current_version(run.relation)
-        # beats once the table is made (a long CTAS is not watched: the table is not there yet)
-        lease = self.book.state.lease = Heartbeat(self.spark, pending, made=False).start()
-        properties = (
-            f"'{TAG_PROPERTY}' = {sql_string(run.commit_tag)}, "
-            f"'{CREATED_VERSION_PROPERTY}' = '{'' if version is None else version}', "
-            f"{lease_properties(self.spark, run.invocation_id)}"
-        )
+        says = pending_properties(pending, run.commit_tag, version)
+        if self.leases.held is not None:
+            self.leases.write(run, says)
+        else:
+            self.leases.take(run, says=says)
         self.book.state.pending = pending  # from here on, a failure settles it
-        self.spark.run(
-            f"create table {pending} using {stage_format(run.table_format)} "
-            f"tblproperties ({properties}) as {select}"
-        )
-        lease.made()
+        self.spark.run(f"create table {pending} using {stage_format(run.table_format)} as {select}")
 
     def ready_for_pending(self, run: ModelRun) -> None:
         """The quarantine made ready to take the pending table's discarded rows, before the
@@ -149,10 +140,11 @@ class Quarantine:
 
     def finish(self, run: ModelRun) -> None:
         """After the load: parquet records it on the table (it keeps no log); the pending rows
-        move into the quarantine; the pending table goes. A failure leaves the load and the
-        pending table (released: the next run moves it) and raises `QuarantinePending`; where
-        the run lost the pending table's lease meanwhile (it stalled between its fence and the
-        move, and another run took the table over to move its rows), `LeaseLost` instead."""
+        move into the quarantine; the pending table goes, then the run's record. A failure
+        leaves the load, the pending table and the record (released: the next run moves the
+        rows) and raises `QuarantinePending`; where the run lost its record's lease meanwhile
+        (it stalled, and another run took the record over to move its rows), `LeaseLost`
+        instead."""
         pending = self.book.state.pending
         assert pending is not None
         try:
@@ -162,25 +154,20 @@ class Quarantine:
                     f"('{loaded_property(run.invocation_id)}' = {sql_string(run.commit_tag)})"
                 )
             self.move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
-            self.stop_lease()  # renewed until the pending table is gone: no one else moves it
         except Exception as exc:
-            beat = self.book.state.lease
             try:
-                found = confirm(self.spark, beat) if beat is not None else None
-            except Exception as confirm_exc:  # e.g. the connection is gone: the rows stay pending
-                logger.debug(
-                    f"{run.unique_id}: could not confirm the lease of {pending}: {confirm_exc}"
-                )
-                found = None
-            if found is not None and not found.held:  # the run that took it over moves them
-                self.stop_lease()
+                self.leases.check(run)
+            except LeaseLost as lost:  # the run that took it over moves them
                 self.book.state.pending = None
-                raise LeaseLost(run.unique_id, run.relation, found.taken_by) from exc
-            self._release(pending)
+                raise lost from exc
+            except Exception as confirm_exc:  # e.g. the connection is gone: the rows stay
+                logger.debug(f"{run.unique_id}: could not confirm its lease: {confirm_exc}")
+            self.leases.release(run, keep=True)
             raise QuarantinePending(
                 run.unique_id, pending, run.quarantine_table, exc, run.table_format
             ) from exc
         self.book.state.pending = None
+        self.leases.release(run, keep=False)  # its rows are in: the record says nothing more
         self.book.events.add(Quarantined(self.book.out.rows_discarded))
 
     def remember(self, run: ModelRun) -> None:
@@ -239,8 +226,6 @@ class Quarantine:
             self.spark.run(insert)
         elif self.book.out.rows_discarded:  # the run's own, when it discarded any
             self._insert_quarantined(run, insert)
-        if run is not None:  # its own lease: no beat on a table about to go
-            self.stop_lease()
         self.spark.run(drop_sql(pending, table_format))
         owner = invocation_id if run is None else run.invocation_id
         if owner is not None:
@@ -305,25 +290,12 @@ class Quarantine:
                 f"('{loaded_property(invocation_id)}')"
             )
 
-    def stop_lease(self) -> None:
-        lease, self.book.state.lease = self.book.state.lease, None
-        if lease is not None:
-            lease.stop()
-
-    def _release(self, pending: str) -> None:
-        """The run lets go of its pending table: the next run need not wait for its lease."""
-        self.stop_lease()
-        try:
-            self.spark.run(beat_sql(pending, 0))
-        except Exception as exc:  # the lease then runs out by itself
-            logger.warning(f"could not release {pending}: {exc}")
-
     def settle_own(self, run: ModelRun, restored: bool) -> Optional[str]:
         """A failed run's own pending table: dropped if its load is not in the table (never
-        committed, or taken back), moved if it is; kept (released) if that cannot be done."""
+        committed, or taken back), moved if it is; kept if that cannot be done (the run's
+        record, which names it, is kept then: the caller lets go of it)."""
         pending = self.book.state.pending
         if pending is None:
-            self.stop_lease()
             return None
         try:
             if restored:
@@ -344,10 +316,8 @@ class Quarantine:
                 self.spark.run(drop_sql(pending, run.table_format))
                 done = f"dropped {pending} (the run's load is not in the table)"
             self.book.state.pending = None
-            self.stop_lease()
             return done
         except Exception as exc:
-            self._release(pending)
             logger.warning(
                 f"{run.unique_id}: the run's discarded rows stay in {pending} ({exc}); the "
                 f"model's next run settles it, or by hand: "

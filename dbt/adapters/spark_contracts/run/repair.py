@@ -59,9 +59,13 @@ def repair(
         if done:
             repairs += (done,)
         deployed = read_again()
-    if pendings:  # other runs' discarded rows, not yet in the quarantine (core/recovery/pending.py)
+        records, pendings = recovery_tables(spark, key, quarantines)  # as the repair left them
+    if pendings or any(r.pending is not None for r in records):
+        # other runs' discarded rows, not yet in the quarantine (core/recovery/pending.py)
         quarantine = suffixed(key.relation, QUARANTINE_SUFFIX)
-        settled = settle_pending(spark, runner.leases, runner.book, key, quarantine, pendings)
+        settled = settle_pending(
+            spark, runner.leases, runner.book, key, quarantine, records, pendings
+        )
         repairs += tuple(settled)
     return repairs, deployed
 

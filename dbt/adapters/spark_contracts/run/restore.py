@@ -21,7 +21,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     pending_name,
 )
-from dbt.adapters.spark_contracts.core.recovery.record import Done
+from dbt.adapters.spark_contracts.core.recovery.record import DONE_PROPERTY, Done
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, table_properties
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -124,7 +124,16 @@ class Restorer:
                 if record.intent is None or record.intent.invocation_id == key.invocation_id:
                     continue
                 done.append(self._repair(record.intent, key.unique_id, fence, record.done))
-                Fenced(self.spark, fence).run(drop_sql(record.table, key.table_format))
+                spark = Fenced(self.spark, fence)
+                if record.pending is not None and not logged(key.table_format):
+                    # parquet was repaired forward: whether its load is in, the table's
+                    # property says; the record, its intent cleared, stays for the settler
+                    spark.run(
+                        f"alter table {record.table} set tblproperties "
+                        f"('{INTENT_PROPERTY}' = '', '{DONE_PROPERTY}' = '')"
+                    )
+                else:
+                    spark.run(drop_sql(record.table, key.table_format))
             return "; ".join(done) or None
         finally:
             self.leases.let_go(key)

@@ -14,10 +14,9 @@ from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBA
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
 )
-from dbt.adapters.spark_contracts.core.recovery.lease import Fence
 from dbt.adapters.spark_contracts.core.recovery.record import DONE_PROPERTY, Done, done_property
 from dbt.adapters.spark_contracts.run.first_pass import first_pass_load, prepare_first_pass
-from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
     ModelRun,
@@ -67,7 +66,7 @@ class Runner:
         self.leases = Leases(spark)
         self.book = RunBook()
         self.restorer = Restorer(spark, self.leases)
-        self.quarantine = Quarantine(spark, self.book)
+        self.quarantine = Quarantine(spark, self.book, self.leases)
 
     @property
     def events(self) -> RunEvents:
@@ -125,7 +124,7 @@ class Runner:
         except BaseException:
             self.drop_stage(run)
             self.quarantine.settle_own(run, restored=False)
-            self.leases.release(run, keep=self.state.intent is not None)
+            self.let_go(run)
             raise
         return self._load(run, load_sql, after_load)  # cleans up after itself, whatever happens
 
@@ -148,6 +147,8 @@ class Runner:
         if run.observed is not None and load is not None:
             state.observation = self.spark.observe(run.observed, base, run.observed_metrics)
         pending = load.pending_from(run.observed or base) if load is not None else None
+        if run.write.multi_step and run.statements:  # the model alone, before anything is written
+            self._take_alone(run)
         if pending and run.quarantine_pending:  # read once: every row, from the executors
             self.quarantine.write_pending(run, pending)
             self._take_counts(run)  # observed while writing it, else one query over it
@@ -199,17 +200,26 @@ class Runner:
         gates = run.load_sql.gate_counts(counts) if run.load_sql is not None else ()
         self.events.add(Counted(int(rows or 0), int(values or 0), gates))
 
-    def _begin_steps(self, run: ModelRun) -> None:
-        """The multi-step change under the run's record (core/recovery/record.py): the model's
-        lease taken alone, the table's version read, the intent written into the record, then
-        each step, the record told which step is done and the version it produced."""
-        state = self.state
-        # before the intent: a live run's is never repaired; a dead run's left since this run's
-        # repair step looked means the table planned against is half changed
+    def _take_alone(self, run: ModelRun) -> None:
+        """The model's lease taken alone for a multi-step change (its record made): a live
+        run's intent is never repaired; a dead run's left since this run's repair step looked
+        means the table planned against is half changed (`RepairFirst`)."""
         dead = [r for r in self.leases.alone(run) if r.intent is not None]
         if dead:
             self.leases.let_go(run)
             raise RepairFirst(run.unique_id, run.relation, dead[0].holder)
+
+    def let_go(self, run: ModelRun) -> None:
+        """The run's record let go of after a failure: kept (released) while it says what the
+        next run must repair or settle (an intent, a pending table), else dropped."""
+        keep = self.state.intent is not None or self.state.pending is not None
+        self.leases.release(run, keep=keep)
+
+    def _begin_steps(self, run: ModelRun) -> None:
+        """The multi-step change under the run's record (core/recovery/record.py), held alone
+        since `_take_alone`: the table's version read, the intent written into the record, then
+        each step, the record told which step is done and the version it produced."""
+        state = self.state
         # read once the lease is held: a run that finished while this one waited for it
         # committed before this point, so the restore never takes that run's commits back (and
         # Iceberg's catalog is refreshed by it: the check below reads the table as it is)
@@ -261,13 +271,7 @@ class Runner:
         model's next run, does."""
         try:
             self.leases.check(run)
-            pending, beat = self.state.pending, self.state.lease
-            if pending is not None:
-                found = confirm(self.spark, beat) if beat else Fence(False, None)
-                if not found.held:
-                    raise LeaseLost(run.unique_id, run.relation, found.taken_by)
         except LeaseLost as lost:
-            self.quarantine.stop_lease()
             self.state.pending = None  # no longer its own to settle
             self.leases.release(run, keep=True)
             self.state.intent = None
@@ -304,13 +308,17 @@ class Runner:
                 self._take_counts(run)
             except Exception as exc:  # the load has committed: counts are a report
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
+            if self.state.pending is not None:  # the load is in: the rows follow it
+                if self.state.intent is not None:  # the record says rows, no change to undo
+                    cleared = {INTENT_PROPERTY: "", DONE_PROPERTY: ""}
+                    self._step(run, "clearing the intent", lambda: self.leases.write(run, cleared))
+                    self.state.intent = None
+                self.fence(run)
+                self.quarantine.finish(run)  # the record goes once the rows are in
+                self.quarantine.remember(run)
             if self.state.intent is not None:  # done: the record goes, the change stands
                 self._step(run, "ending the run's record", lambda: self.leases.end(run))
                 self.state.intent = None
-            if self.state.pending is not None:  # the load is in: the rows follow it
-                self.fence(run)
-                self.quarantine.finish(run)
-                self.quarantine.remember(run)
         finally:
             self.drop_stage(run)
         self.record(run)
@@ -356,6 +364,7 @@ class Runner:
         intent = self.state.intent
         if intent is None:
             self.quarantine.settle_own(run, restored=False)
+            self.let_go(run)
             self.record(run)
             raise exc
         try:
@@ -366,7 +375,6 @@ class Runner:
             self.events.add(Restored(done))
         except LeaseLost as lost:
             self.events.add(Restored(f"NOT RESTORED: {lost}"))
-            self.quarantine.stop_lease()
             self.state.pending = None  # no longer its own to settle
             self.leases.release(run, keep=True)  # its intent stays for the run that took over
             self.record(run)
@@ -374,19 +382,19 @@ class Runner:
         except ForeignCommits as foreign:
             self.events.add(Restored(f"NOT RESTORED: {foreign}"))
             self.quarantine.settle_own(run, restored=False)
-            self.leases.release(run, keep=self.state.intent is not None)
+            self.let_go(run)
             self.record(run)
             raise
         except Exception as restore_exc:
             self.events.add(Restored(f"RESTORE FAILED: {restore_exc}"))
-            self.quarantine.stop_lease()
             self.leases.release(run, keep=True)  # its intent stays: the next run repairs it
             self.record(run)
             raise RestoreFailed(
                 run.unique_id, step, exc, restore_exc, self.restorer.manual_repair(intent)
             ) from exc
+        self.state.intent = None  # put back: the record keeps only pending rows, if any
         self.quarantine.settle_own(run, restored=True)
-        self.leases.let_go(run)
+        self.let_go(run)
         self.record(run)
         try:  # naming them is a courtesy: the failure is reported anyway
             others = self.leases.live_runs(run.relation, run.invocation_id)

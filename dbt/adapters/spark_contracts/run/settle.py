@@ -6,6 +6,7 @@ calls it under the model's settling lease, on a connection behind that lease's f
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -41,31 +42,57 @@ from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
 logger = AdapterLogger("SparkContracts")
 
 
-def pending_leases(
-    spark: Spark, pendings: Sequence[str], unique_id: str
-) -> Dict[str, Dict[str, str]]:
-    """The properties of each of `pendings` still there."""
-    found: Dict[str, Dict[str, str]] = {}
+def bare(table: str) -> str:
+    """A table's own name, as a listing gives it (no schema, no quotes, lower case)."""
+    return table.rsplit(".", 1)[-1].strip("`").lower()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Another run's pending table and the table that keeps its bookkeeping and lease: that
+    run's record (core/recovery/record.py), or, as builds before the record wrote it, the
+    pending table itself (`lease` is then its name)."""
+
+    pending: Pending  # its `name` is the pending table's
+    lease: str
+    record: bool  # the lease is a run record: dropped once the rows are settled
+
+
+def claims(
+    spark: Spark, records: Sequence[RunRecord], pendings: Sequence[str], unique_id: str
+) -> List[Claim]:
+    """What to settle: each record's pending table (`records`: other runs' records that name
+    one and carry no intent), and each pending table of `pendings` (listed now) that no record
+    names, read from its own properties (gone since it was listed: passed over)."""
+    found = [
+        Claim(r.pending, r.table, True)
+        for r in records
+        if r.pending is not None and r.intent is None
+    ]
+    named = {bare(c.pending.name) for c in found}
     for name in pendings:
+        if bare(name) in named:
+            continue
         try:
-            found[name] = table_properties(spark, name)
+            properties = table_properties(spark, name)
         except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
             logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
+            continue
+        found.append(Claim(Pending.from_properties(name, properties), name, False))
     return found
 
 
-def watch_pending_leases(
-    spark: Spark, found: Dict[str, Dict[str, str]], unique_id: str
-) -> Set[str]:
-    """The pending tables whose lease binds: renewed while watched on this run's clock
-    (core/recovery/lease.py), never judged by another machine's clock. One whose run's process on
-    this host is gone, or that was released or taken over, is not watched; the others are
-    watched together until each is renewed or has run out (a lease's length at most)."""
+def watch_leases(spark: Spark, leases: Dict[str, RunRecord], unique_id: str) -> Set[str]:
+    """The leases (by table) that bind: renewed while watched on this run's clock
+    (core/recovery/lease.py), never judged by another machine's clock. One whose run's process
+    on this host is gone, or that was released or taken over, is not watched; the others are
+    watched together until each is renewed or has run out (a lease's length at most). A lease
+    gone meanwhile (its run settled its rows) leaves `leases`."""
     host = this_client().host
     watched = {
-        name: RunRecord.from_properties(name, props)
-        for name, props in found.items()
-        if judge(RunRecord.from_properties(name, props), host, process_running) is State.WATCH
+        name: lease
+        for name, lease in leases.items()
+        if judge(lease, host, process_running) is State.WATCH
     }
     watch, live, told = Watch(lease_seconds()), set(), False
     while watched:
@@ -81,7 +108,7 @@ def watch_pending_leases(
         if not told:
             logger.info(
                 f"{unique_id}: waiting up to {lease_seconds():.0f} s for the lease of "
-                f"{len(watched)} pending table(s) of another run ({', '.join(watched)}): a "
+                f"{len(watched)} run(s) with discarded rows pending ({', '.join(watched)}): a "
                 "run that is alive renews it, one that died lets it run out"
             )
             told = True
@@ -90,7 +117,7 @@ def watch_pending_leases(
             record = read_lease(spark, name)
             if record is None:  # its run settled it
                 del watched[name]
-                found.pop(name, None)
+                leases.pop(name, None)
             else:
                 watched[name] = record
     return live
@@ -101,30 +128,53 @@ def settle_others(
     relation: str,
     table_format: str,
     quarantine: str,
-    pendings: Sequence[str],
+    found: Sequence[Claim],
+    listed: Set[str],
     unique_id: str,
     invocation_id: str,
 ) -> List[str]:
     """Other runs' pending tables of this model, settled from the model table's own record
-    (core/recovery/pending.decide_pending), each marked taken over by `invocation_id` (this run)
-    before it is moved or dropped: what was done, one line each."""
+    (core/recovery/pending.decide_pending), each lease marked taken over by `invocation_id`
+    (this run) before anything is moved or dropped: what was done, one line each. `listed`:
+    the pending tables listed now (`bare` names); a record whose pending table is not among them
+    (moved already, or never made) is dropped once its lease no longer binds."""
+    spark = quarantine_steps.spark
     done: List[str] = []
     record: Optional[ModelRecord] = None
     here: Optional[Application] = None
-    found = pending_leases(quarantine_steps.spark, pendings, unique_id)
-    binding = watch_pending_leases(quarantine_steps.spark, found, unique_id)
-    for name, properties in found.items():
-        # every pending table records the model table's version when it was made; one that
-        # does not is still moved when its load is in the log, else kept with a warning,
+    leases: Dict[str, RunRecord] = {}
+    for claim in found:
+        lease = read_lease(spark, claim.lease) if claim.record else None
+        if claim.record and lease is None:
+            continue  # its run let go of it meanwhile: settled
+        leases[claim.lease] = lease or RunRecord.from_properties(
+            claim.lease, table_properties(spark, claim.lease)
+        )
+    binding = watch_leases(spark, leases, unique_id)
+    for claim in found:
+        if claim.lease not in leases:
+            continue
+        pending, name = claim.pending, claim.pending.name
+        run = pending.run or "unknown"
+        if claim.record and bare(name) not in listed:
+            if claim.lease in binding:
+                continue
+            spark.run(take_over_sql(claim.lease, invocation_id))
+            spark.run(drop_sql(claim.lease, table_format))
+            logger.info(
+                f"{unique_id}: dropped run {run}'s record {claim.lease}: its pending table "
+                f"{name} is not there (its rows were moved, or it was never made)"
+            )
+            continue
+        # every pending table's record says the model table's version when it was made; one
+        # that does not is still moved when its load is in the log, else kept with a warning,
         # never dropped on an absence (core/recovery/pending.decide_pending)
-        pending = Pending.from_properties(name, properties)
         if record is None:
             record = quarantine_steps.model_record(relation, table_format)
         if here is None:
-            here = quarantine_steps.spark.application()
+            here = spark.application()
         gone = application_gone(pending.application, here, process_running)
-        decision = decide_pending(pending, record, name in binding, gone)
-        run = pending.run or "unknown"
+        decision = decide_pending(pending, record, claim.lease in binding, gone)
         if decision.action is Action.WAIT:
             logger.info(
                 f"{unique_id}: {name} belongs to run {run}, which may be alive "
@@ -139,14 +189,16 @@ def settle_others(
             )
             continue
         # taken over first: that run, if it was only stalled, can commit nothing after this
-        quarantine_steps.spark.run(take_over_sql(name, invocation_id))
+        spark.run(take_over_sql(claim.lease, invocation_id))
         if decision.action is Action.MOVE:
             what = quarantine_steps.move(
                 relation, table_format, quarantine, name, run, None, pending.tag
             )
         else:
-            quarantine_steps.spark.run(drop_sql(name, table_format))
+            spark.run(drop_sql(name, table_format))
             what = f"dropped {name}"
+        if claim.record:  # its rows are settled: the record says nothing more
+            spark.run(drop_sql(claim.lease, table_format))
         message = f"settled run {run}'s discarded rows: {what} ({decision.reason})"
         logger.warning(f"{unique_id}: {message}")
         done.append(message)
@@ -159,33 +211,38 @@ def settle_pending(
     book: RunBook,
     model: ModelKey,
     quarantine: str,
+    records: Sequence[RunRecord],
     pendings: Sequence[str],
 ) -> List[str]:
-    """Other runs' pending tables of `model`, settled while this run holds the model's
+    """Other runs' pending tables of `model` (named by their runs' `records`, or listed in
+    `pendings`: every pending table of the quarantine listed now), settled while this run holds the model's
     settling lease (`SETTLE_SUFFIX`) alone: two runs never settle one pending table at once,
     also where the quarantine's format has no conflict check (Parquet). Only settlers look
     for that lease, so a multi-step run of the model is never held up by it. A run that
     finds another settler's lease leaves the tables for a later run (they stay pending).
     Behind the fence: each statement it sends checks that lease first (`LeaseLost`)."""
-    if not pendings:
+    waiting = [r for r in records if r.pending is not None and r.intent is None]
+    if not waiting and not pendings:
         return []
     try:
         leases.alone(model, SETTLE_SUFFIX)
     except RunInProgress as exc:
         logger.info(
             f"{model.unique_id}: run {exc.invocation_id} of the model holds its lease; "
-            f"{len(pendings)} pending table(s) left for a later run"
+            f"{len(waiting) + len(pendings)} pending table(s) left for a later run"
         )
         return []
     # each statement behind the settling lease's fence
     settler = Quarantine(Fenced(spark, lambda: leases.check(model)), book)
     try:
+        found = claims(settler.spark, waiting, pendings, model.unique_id)
         return settle_others(
             settler,
             model.relation,
             model.table_format,
             quarantine,
-            pendings,
+            found,
+            {bare(p) for p in pendings},
             model.unique_id,
             model.invocation_id,
         )

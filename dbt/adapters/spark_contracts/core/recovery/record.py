@@ -11,7 +11,12 @@ names its run, the dbt process that holds it (`client`), where its statements ru
   columns its ADD COLUMNS add and the quarantine it writes to;
 - `done`: as each step completes, its index and the version it produced;
 - `swap`: a rebuild swapped in by two renames (core/recovery/swap.py) is under way on the
-  relation it names.
+  relation it names;
+- `pending`: the run's discarded rows wait in its pending table (core/recovery/pending.py) to
+  follow its load into the quarantine: the table's name, the run's commit tag and the model
+  table's version before the pending table was made. A run that only quarantines (no
+  multi-step change) makes a `shared` record: it does not hold the model alone, so another run's
+  multi-step change is not held up by it (the formats' conflict checks order the two loads).
 
 The states a later run finds, and what it does (run/repair.py, run/swap.py):
 
@@ -26,8 +31,13 @@ The states a later run finds, and what it does (run/repair.py, run/swap.py):
 - a record that carries a swap, its relation missing, the backup and the table built beside it
   there: the backup is renamed back (the relation, the backup, the new table and the record
   together are the evidence);
-- a record that carries neither (a lease let go of or taken over): no one needs it once its
-  holder is gone.
+- a record that carries pending rows and no intent (its run died after its load, or before
+  it), its lease not binding: settled from the model table's own log (core/recovery/pending.py:
+  moved into the quarantine if the load is there, dropped if the log proves it is not), then
+  the record dropped; one whose pending table is not there (moved already, or never made) is
+  dropped;
+- a record that carries none of these (a lease let go of or taken over): no one needs it once
+  its holder is gone.
 
 The model table carries nothing of this: no bookkeeping commit lands in its log. An intent that a
 earlier build (before the run record) wrote into the model table's properties is still read and repaired
@@ -43,8 +53,11 @@ from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, I
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
+    CREATED_VERSION_PROPERTY,
     RUN_PROPERTY,
+    TAG_PROPERTY,
     Application,
+    Pending,
     host_pid,
 )
 
@@ -53,6 +66,8 @@ EPOCH_PROPERTY = "dbt_spark_contracts.epoch"  # grows by one on each takeover
 TAKEN_PROPERTY = "dbt_spark_contracts.taken_by"  # the run that took the lease over
 DONE_PROPERTY = "dbt_spark_contracts.done"  # "<step>@<version>,...": the steps done
 SWAP_PROPERTY = "dbt_spark_contracts.swap"  # the relation a swap under way renames
+PENDING_PROPERTY = "dbt_spark_contracts.pending"  # the run's pending table of discarded rows
+SHARED_PROPERTY = "dbt_spark_contracts.shared"  # "true": the record does not hold the model alone
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,8 @@ class RunRecord:
     intent: Intent | None = None
     done: tuple[Done, ...] = ()
     swap: str | None = None
+    pending: Pending | None = None  # its pending table, as the record describes it
+    shared: bool = False
 
     @classmethod
     def from_properties(cls, table: str, properties: Mapping[str, str]) -> RunRecord:
@@ -120,6 +137,7 @@ class RunRecord:
         except ValueError:
             epoch = 0
         intent = lowered.get(INTENT_PROPERTY)
+        pending = (lowered.get(PENDING_PROPERTY) or "").strip()
         return cls(
             table,
             lowered.get(RUN_PROPERTY),
@@ -131,6 +149,8 @@ class RunRecord:
             Intent.from_property(intent) if intent else None,
             parse_done(lowered.get(DONE_PROPERTY)),
             lowered.get(SWAP_PROPERTY) or None,
+            Pending.from_properties(pending, properties) if pending else None,
+            (lowered.get(SHARED_PROPERTY) or "").strip().lower() == "true",
         )
 
     @property
@@ -143,6 +163,17 @@ class RunRecord:
 
     @property
     def holds_work(self) -> bool:
-        """It says its run was changing a table (an intent, or a swap): only a run that has
-        repaired that, or its own run, drops it."""
-        return self.intent is not None or self.swap is not None
+        """It says its run was changing a table (an intent, or a swap) or has discarded rows
+        waiting (its pending table): only a run that has repaired or settled that, or its own
+        run, drops it."""
+        return self.intent is not None or self.swap is not None or self.pending is not None
+
+
+def pending_properties(pending: str, tag: str, version: object) -> dict[str, str]:
+    """What a record says of its run's pending table (`RunRecord.pending`): its name, the run's
+    commit tag, and the model table's version before it was made (empty: the table had none)."""
+    return {
+        PENDING_PROPERTY: pending,
+        TAG_PROPERTY: tag,
+        CREATED_VERSION_PROPERTY: "" if version is None else str(version),
+    }
