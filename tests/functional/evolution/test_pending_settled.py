@@ -13,14 +13,16 @@ model table's own log, on every connection method (`--profile`) and on delta and
   application is gone, kept while it may still run;
 - a run whose lease is fresh may be alive: its pending table is left alone.
 
-The dead runs are written by hand through the method under test (a tagged INSERT and a pending
-table with its properties), as a run killed at that point leaves them; the real SIGKILL is in
-test_kill.py."""
+The dead runs are written by hand through the method under test (a tagged INSERT, the run's
+record naming its pending table, and the pending table), as a run killed at that point leaves
+them; some as builds before the run record left them (the bookkeeping on the pending table
+itself), which are settled the same way. The real SIGKILL is in test_kill.py."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import List
 
 import pytest
 from dbt.tests.util import run_dbt
@@ -30,14 +32,17 @@ from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpar
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
-    CREATED_VERSION_PROPERTY,
     RUN_PROPERTY,
-    TAG_PROPERTY,
     Application,
     loaded_property,
 )
-from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey, beat_sql
-from dbt.adapters.spark_contracts.run.model_run import stage_format
+from dbt.adapters.spark_contracts.core.recovery.record import (
+    PENDING_PROPERTY,
+    SHARED_PROPERTY,
+    pending_properties,
+)
+from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey, beat_sql, read_lease
+from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for, stage_format
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.runner import Runner
 from dbt.adapters.spark_contracts.run.settle import settle_pending
@@ -97,7 +102,15 @@ def version_of(project, table: str, fmt: str) -> str:
     return ""
 
 
-def pending_sql(
+def record_of(table: str, run: str) -> str:
+    return f"{table}__dbt_lease_{run.replace('-', '')[:12]}"
+
+
+def pending_of(table: str, run: str) -> str:
+    return f"{table}__quarantine__pending_{run.replace('-', '')[:12]}"
+
+
+def dead_run_sql(
     table: str,
     fmt: str,
     run: str,
@@ -105,19 +118,33 @@ def pending_sql(
     row_id: int,
     app: Application | None = None,
     version: str = "",
-) -> str:
-    properties = (
-        f"'{TAG_PROPERTY}' = '{tag(run, fmt)}', '{RUN_PROPERTY}' = '{run}', "
-        f"'{BEAT_PROPERTY}' = '{beat}', '{CREATED_VERSION_PROPERTY}' = '{version}'"
-    )
+    record: bool = True,
+) -> List[str]:
+    """What a quarantining run leaves before its load: its record (`record`; else, as builds
+    before the record did, the same properties on the pending table), then its pending table."""
+    says = {RUN_PROPERTY: run, BEAT_PROPERTY: str(beat)}
+    says.update(pending_properties(pending_of(table, run), tag(run, fmt), version or None))
+    if record:
+        says[SHARED_PROPERTY] = "true"
+    else:  # earlier builds: the table itself is the record, it names no other
+        del says[PENDING_PROPERTY]
     if app is not None:
-        properties += f", '{APP_PROPERTY}' = '{app.to_property()}'"
-    return (
-        f"create table {table}__quarantine__pending_{run.replace('-', '')[:12]} "
-        f"using {stage_format(fmt)} "
-        f"tblproperties ({properties}) as select {row_id} as id, 'bad' as n, "
-        f"'n: does not cast' as _contract_reason, '{run}' as _dbt_run_id"
+        says[APP_PROPERTY] = app.to_property()
+    properties = ", ".join(f"'{k}' = '{v}'" for k, v in says.items())
+    rows = (
+        f"select {row_id} as id, 'bad' as n, 'n: does not cast' as _contract_reason, "
+        f"'{run}' as _dbt_run_id"
     )
+    fmt_of = stage_format(fmt)
+    if not record:
+        return [
+            f"create table {pending_of(table, run)} using {fmt_of} tblproperties ({properties}) as {rows}"
+        ]
+    return [
+        f"create table {record_of(table, run)} (lease int) using {quarantine_format_for(fmt)} "
+        f"tblproperties ({properties})",
+        f"create table {pending_of(table, run)} using {fmt_of} as {rows}",
+    ]
 
 
 class TestPendingSettled:
@@ -136,22 +163,29 @@ class TestPendingSettled:
         table = f"iceberg.{schema}.pm_{fmt}" if fmt == "iceberg" else f"{schema}.pm_{fmt}"
         run_dbt(["run", "--select", f"pm_{fmt}"])
         key = runs.DELTA_USER_METADATA if fmt == "delta" else runs.ICEBERG_SNAPSHOT_TAG
+
+        def write(statements: List[str]) -> None:
+            for statement in statements:
+                project.run_sql(statement)
+
         # died after its load: the load's commit carries its tag, its rows wait in a pending table
-        project.run_sql(pending_sql(table, fmt, "dead-after-load", 0, 98))
+        write(dead_run_sql(table, fmt, "dead-after-load", 0, 98))
         args = {"table": table, "key": key, "tag": tag("dead-after-load", fmt)}
         run_dbt(["run-operation", "tagged_load", "--args", str(args)])  # one session
         # died before its load (made at the table's version now, which its log holds), its
         # application gone; and one whose application may still run what it sent
         gone, alive = applications(project)
         version = version_of(project, table, fmt)
-        project.run_sql(pending_sql(table, fmt, "dead-before-load", 0, 97, gone, version))
-        project.run_sql(pending_sql(table, fmt, "app-alive", 0, 95, alive, version))
+        write(dead_run_sql(table, fmt, "dead-before-load", 0, 97, gone, version))
+        write(dead_run_sql(table, fmt, "app-alive", 0, 95, alive, version, record=False))
         # died while creating the table (no version recorded): another run created it since
-        project.run_sql(pending_sql(table, fmt, "dead-creating", 0, 94, gone))
-        project.run_sql(pending_sql(table, fmt, "creating-live", 0, 93, alive))
+        write(dead_run_sql(table, fmt, "dead-creating", 0, 94, gone, record=False))
+        write(dead_run_sql(table, fmt, "creating-live", 0, 93, alive))
         # alive: its run renews its lease while the next run watches it (a thread beats it)
-        project.run_sql(pending_sql(table, fmt, "alive-run", 1, 96, None, version))
-        alive_table = f"{table}__quarantine__pending_aliverun"
+        write(dead_run_sql(table, fmt, "alive-run", 1, 96, None, version))
+        # died after moving its rows, before dropping its record: the record names no table
+        project.run_sql(dead_run_sql(table, fmt, "moved-rows", 0, 92)[0])
+        alive_table = record_of(table, "alive-run")
         stop = threading.Event()
 
         def beat() -> None:
@@ -184,6 +218,8 @@ class TestPendingSettled:
         left = sorted(t for t in tables if "__pending_" in t)
         kept = ("aliverun", "appalive", "creatinglive")
         assert left == [f"pm_{fmt}__quarantine__pending_{r}" for r in kept], left
+        records = sorted(t for t in tables if "__dbt_lease_" in t)  # of those kept, no other
+        assert records == [f"pm_{fmt}__dbt_lease_{r}" for r in ("aliverun", "creatinglive")]
 
     @pytest.mark.parametrize("fmt", (*FORMATS, "parquet"))
     def test_two_runs_settling_one_dead_run_at_once_move_its_rows_once(
@@ -198,7 +234,8 @@ class TestPendingSettled:
         table = f"iceberg.{schema}.pm_{fmt}" if fmt == "iceberg" else f"{schema}.pm_{fmt}"
         run_dbt(["run", "--select", f"pm_{fmt}"])
         dead = "dead-twice"
-        project.run_sql(pending_sql(table, fmt, dead, 0, 90))
+        for statement in dead_run_sql(table, fmt, dead, 0, 90):
+            project.run_sql(statement)
         if fmt == "parquet":  # no log: the load recorded on the table, as a run does it
             project.run_sql(f"insert into {table} values (99, 99)")
             project.run_sql(
@@ -209,7 +246,7 @@ class TestPendingSettled:
             key = runs.DELTA_USER_METADATA if fmt == "delta" else runs.ICEBERG_SNAPSHOT_TAG
             args = {"table": table, "key": key, "tag": tag(dead, fmt)}
             run_dbt(["run-operation", "tagged_load", "--args", str(args)])
-        pending = f"{table}__quarantine__pending_{dead.replace('-', '')[:12]}"
+        pending, record = pending_of(table, dead), record_of(table, dead)
         quarantine = f"{table}__quarantine"
         start = threading.Barrier(2)
 
@@ -218,8 +255,10 @@ class TestPendingSettled:
                 runner = Runner(_ConnectionSpark(project.adapter), RunReport(), tmp_path)
                 start.wait()
                 key = ModelKey(table, f"settler{i}", fmt, f"s{i}")
+                found = read_lease(runner.spark, record)
+                records = [found] if found is not None else []
                 return settle_pending(
-                    runner.spark, runner.leases, runner.book, key, quarantine, [pending]
+                    runner.spark, runner.leases, runner.book, key, quarantine, records, [pending]
                 )
 
         with ThreadPoolExecutor(2) as pool:

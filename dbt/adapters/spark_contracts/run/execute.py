@@ -132,7 +132,7 @@ class PlanExecutor:
         # in after the load, under the model's lease (run/swap.py)
         swap = self.adapter._swap(existing)
         key = self.adapter._swap_key(existing, run.unique_id, run.invocation_id)
-        with swaps.building(spark, key, swap) as swap_now:
+        with swaps.building(spark, key, swap, runner.leases) as swap_now:
             response = runner.execute(run, load_sql, after_load=swap_now)
         self.adapter._swapped(existing, swap)
         return response

@@ -203,7 +203,10 @@ class Runner:
     def _take_alone(self, run: ModelRun) -> None:
         """The model's lease taken alone for a multi-step change (its record made): a live
         run's intent is never repaired; a dead run's left since this run's repair step looked
-        means the table planned against is half changed (`RepairFirst`)."""
+        means the table planned against is half changed (`RepairFirst`). A run that holds it
+        already (a rebuild swapped in: run/swap.building) goes on with it."""
+        if self.leases.held is not None:
+            return
         dead = [r for r in self.leases.alone(run) if r.intent is not None]
         if dead:
             self.leases.let_go(run)

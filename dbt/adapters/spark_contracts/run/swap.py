@@ -23,11 +23,14 @@ logger = AdapterLogger("SparkContracts")
 
 
 @contextmanager
-def alone(spark: Spark, key: ModelKey) -> Iterator[Tuple[Leases, List[RunRecord]]]:
+def alone(
+    spark: Spark, key: ModelKey, leases: Optional[Leases] = None
+) -> Iterator[Tuple[Leases, List[RunRecord]]]:
     """The model's lease held alone for the block (`RunInProgress`, naming the other run, if
     another run of the model holds one), let go whatever happens. Yields the leases and the
-    other runs' records that still say what their run was changing (`Leases.alone`)."""
-    leases = Leases(spark)
+    other runs' records that still say what their run was changing (`Leases.alone`).
+    `leases`: the run's own (its record then also says what its runner writes into it)."""
+    leases = leases if leases is not None else Leases(spark)
     records = leases.alone(key)
     try:
         yield leases, records
@@ -36,15 +39,18 @@ def alone(spark: Spark, key: ModelKey) -> Iterator[Tuple[Leases, List[RunRecord]
 
 
 @contextmanager
-def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[Callable[[], None]]:
+def building(
+    spark: Spark, key: ModelKey, swap: Swap, leases: Optional[Leases] = None
+) -> Iterator[Callable[[], None]]:
     """The block that builds `swap.beside` and swaps it in, under the model's lease: the relation
     checked to be still there first (never a dead run's evidence dropped on a stale cache), then
     any table a dead build left beside dropped, and any dead run's record of a swap of it (the
     relation holds its name: that swap never renamed it, or finished). Yields what swaps the
     built table in (`swap_in`, its statements behind the lease's fence, the run's record told
     before the first rename). A failure once the record was told, other than `SwapUndone` (the old relation as it was), keeps the
-    record (`SwapFailed`: the old relation could not be put back), released."""
-    with alone(spark, key) as (leases, records):
+    record (`SwapFailed`: the old relation could not be put back), released. `leases`: the
+    runner's, whose record holds the run's pending rows too (one record per run)."""
+    with alone(spark, key, leases) as (leases, records):
         if not table_listed(spark, swap.relation):
             # gone since dbt's cache was read: a run stopped between its renames left it under
             # the backup name, with its build beside it (the evidence the next run recovers by)
@@ -56,8 +62,8 @@ def building(spark: Spark, key: ModelKey, swap: Swap) -> Iterator[Callable[[], N
                     "renames: run again, and the next run puts it back first"
                 ),
             )
-        for record in records:
-            if record.swap is not None and record.intent is None:
+        for record in records:  # one that names pending rows is its settler's
+            if record.swap is not None and record.intent is None and record.pending is None:
                 spark.run(drop_sql(record.table, key.table_format))
         spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
         told: List[bool] = []
