@@ -535,7 +535,7 @@ def test_a_settler_that_loses_its_lease_moves_nothing_more(
         Application,
     )
     from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
-    from dbt.adapters.spark_contracts.run.lease import read_lease
+    from dbt.adapters.spark_contracts.run.record_io import read_lease
 
     catalogue = Catalogue()
     catalogue.history.append((3, "WRITE", TAG))  # the dead run's load

@@ -326,7 +326,7 @@ def test_a_swap_that_lost_its_lease_renames_nothing_more_and_undoes_nothing():
     stalled past its lease between its two renames sends neither the second rename nor an
     undo; the backup and the table beside stay as they are, with its record, for the run that
     took the model over."""
-    from dbt.adapters.spark_contracts.run.lease import Fenced
+    from dbt.adapters.spark_contracts.run.record_io import Fenced
     from dbt.adapters.spark_contracts.run.run_errors import LeaseLost
 
     swap = Swap(REL)

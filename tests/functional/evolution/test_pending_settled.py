@@ -41,8 +41,9 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
     SHARED_PROPERTY,
     pending_properties,
 )
-from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey, beat_sql, read_lease
+from dbt.adapters.spark_contracts.run.lease import LEASE_ENV, ModelKey, beat_sql
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for, stage_format
+from dbt.adapters.spark_contracts.run.record_io import read_lease
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.runner import Runner
 from dbt.adapters.spark_contracts.run.settle import settle_pending

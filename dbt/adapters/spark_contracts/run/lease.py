@@ -16,7 +16,7 @@ go, and read other runs' leases."""
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence
+from typing import Dict, List, Optional, Protocol, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -34,18 +34,13 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
     next_epoch,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import (
-    APP_PROPERTY,
-    BEAT_PROPERTY,
     LEASE_SUFFIX,
-    RUN_PROPERTY,
     batch_key,
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
-    CLIENT_PROPERTY,
     EPOCH_PROPERTY,
     SHARED_PROPERTY,
-    TAKEN_PROPERTY,
     RunRecord,
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
@@ -57,6 +52,12 @@ from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named fr
     this_client,
 )
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
+from dbt.adapters.spark_contracts.run.record_io import (
+    lease_properties,
+    read_lease,
+    records_of,
+    take_over_sql,
+)
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunInProgress
 
 logger = AdapterLogger("SparkContracts")
@@ -118,76 +119,10 @@ def confirm(spark: Spark, beat: Heartbeat) -> Fence:
 LEASE_ROUNDS = 5
 
 
-def table_listed(spark: Spark, relation: str) -> bool:
-    """`relation` (`schema.name`) is listed in its schema now (not dbt's cache)."""
-    schema, name = relation.rsplit(".", 1)
-    return bool(spark.fetch(f"show tables in {schema} like '{name.strip('`')}'"))
-
-
-def table_properties(spark: Spark, table: str) -> Dict[str, str]:
-    rows = spark.fetch(f"show tblproperties {table}")
-    return {str(r.get("key")): str(r.get("value")) for r in rows}
-
-
-def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
-    """The properties a lease (or a pending table, which is one) is made with."""
-    application = getattr(spark, "application", None)
-    app = application().to_property() if application is not None else ""
-    return (
-        f"'{RUN_PROPERTY}' = {sql_string(invocation_id)}, "
-        f"'{BEAT_PROPERTY}' = '{time.time():.3f}', "
-        f"'{CLIENT_PROPERTY}' = {sql_string(this_client().to_property())}, "
-        f"'{APP_PROPERTY}' = {sql_string(app)}, '{EPOCH_PROPERTY}' = '{epoch}'"
-    )
-
-
-def read_lease(spark: Spark, table: str) -> Optional[RunRecord]:
-    """A lease table as it is now; None once it is gone (read, then listed, fails closed: a
-    table that is listed but cannot be read raises)."""
-    try:
-        return RunRecord.from_properties(table, table_properties(spark, table))
-    except Exception:
-        if table_listed(spark, table):
-            raise
-        return None
-
-
-def records_of(spark: Spark, schema: str, names: Iterable[str], own: str) -> List[RunRecord]:
-    """The records `names` in `schema` as they are now, but this invocation's own (`own`, its
-    record's name; a microbatch batch's is `<own>_<batch>`) and those gone meanwhile."""
-    own, found = own.lower(), []
-    for name in names:
-        if not name or name.lower() == own or name.lower().startswith(own + "_"):
-            continue
-        record = read_lease(spark, f"{schema}.{name}")
-        if record is not None:
-            found.append(record)
-    return found
-
-
-def take_over_sql(table: str, invocation_id: str) -> str:
-    """Another run's lease marked taken over by `invocation_id` (and released)."""
-    return (
-        f"alter table {table} set tblproperties ('{TAKEN_PROPERTY}' = "
-        f"{sql_string(invocation_id)}, '{BEAT_PROPERTY}' = '0')"
-    )
-
-
-class Fenced:
-    """`spark` behind the fence: `check()` (a holder's `Leases.check`) before every statement
-    sent with `run` (anything that may change a table), so a run that lost its lease sends
-    nothing more, also from code that knows nothing of leases (a format's restore, which may
-    send several statements: run/table_log.py). `fetch` (reads) and everything else pass."""
-
-    def __init__(self, spark: Spark, check: Callable[[], None]) -> None:
-        self._spark, self._check = spark, check
-
-    def run(self, sql: str) -> Any:
-        self._check()
-        return self._spark.run(sql)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._spark, name)
+def first_of(owner: LeaseOwner, binding: Sequence[RunRecord]) -> bool:
+    """`owner`'s run sorts before every run in `binding` (by invocation id): of runs that took
+    their leases at one moment, it is the one that goes on."""
+    return all(owner.invocation_id < (r.run or "") for r in binding)
 
 
 class Leases:
@@ -227,9 +162,12 @@ class Leases:
         heartbeat did not change for a lease's length while this run watched it) is taken over.
         One that may be alive is watched: if its heartbeat changes, that run is alive and this
         one fails naming it (`RunInProgress`); if it goes, or expires, this run takes its lease.
-        Two runs that take their leases at one moment each see the other's: both let go, wait a
-        random while (longer on each round) and look again, so of two runs at once one goes on,
-        never neither (but for `LEASE_ROUNDS` ties in a row). A failure while it holds its lease
+        Two runs that take their leases at one moment each see the other's: the one whose
+        invocation id sorts first keeps its lease and watches the other's go (`_outwait`); the
+        other lets go of its own and waits for the first to end (or fails naming it once its
+        lease is seen renewed). So of two runs at once one goes on, never neither: no clock and
+        no random wait decides it (a random wait let both give up when both looked again at one
+        moment and each took the other's new lease for a renewed one). A failure while it holds its lease
         lets go of it (no heartbeat outlives the call). Returns the other runs' records that
         still say their run was changing a table (`RunRecord.holds_work`): none binds any more,
         and only a run that repairs what they say drops them (run/restore.py, run/swap.py)."""
@@ -239,6 +177,8 @@ class Leases:
             try:
                 others = self._exclusive(owner, suffix)
                 binding = self._binding(owner, others, watch)
+                if binding and first_of(owner, binding):
+                    others, binding = self._outwait(owner, suffix, watch)
                 if not binding:
                     self._take_over(owner, others, watch)
                     return [r for r in others if r.holds_work]
@@ -250,6 +190,27 @@ class Leases:
                 raise RunInProgress(owner.unique_id, owner.relation, binding[0].holder)
             time.sleep(random.uniform(0.5, 2.0) * round_)
             self._wait_for(owner, suffix, watch)
+
+    def _outwait(
+        self, owner: LeaseOwner, suffix: str, watch: Watch
+    ) -> Tuple[List[RunRecord], List[RunRecord]]:
+        """Holding its lease, this run (first of those it found: `first_of`) watches the others'
+        until none binds (a run that tied with it lets go of its own at once; a dead one's
+        expires) or one sorts before it: (the others, those that bind). A lease seen renewed is
+        a live run's: `RunInProgress` (the caller lets go)."""
+        told = False
+        while True:
+            time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
+            others = self._exclusive(owner, suffix)
+            binding = self._binding(owner, others, watch)
+            if not binding or not first_of(owner, binding):
+                return others, binding
+            if not told:
+                logger.info(
+                    f"{owner.unique_id}: holding its lease on {owner.relation}, waiting for "
+                    f"run {binding[0].holder}'s to go or run out"
+                )
+                told = True
 
     def _exclusive(self, owner: LeaseOwner, suffix: str) -> List[RunRecord]:
         """Other runs' records that hold (or held) the model alone: a `shared` record, a run's

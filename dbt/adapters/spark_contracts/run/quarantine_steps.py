@@ -35,7 +35,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 )
 from dbt.adapters.spark_contracts.core.recovery.record import pending_properties
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
-from dbt.adapters.spark_contracts.run.lease import Leases, table_properties
+from dbt.adapters.spark_contracts.run.lease import Leases
 from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
     quarantine_format_for,
@@ -45,6 +45,7 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     Quarantined,
     RunBook,
 )
+from dbt.adapters.spark_contracts.run.record_io import table_properties
 from dbt.adapters.spark_contracts.run.run_errors import (
     LeaseLost,
     QuarantineMismatch,

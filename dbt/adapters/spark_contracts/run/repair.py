@@ -18,7 +18,8 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
-from dbt.adapters.spark_contracts.run.lease import ModelKey, records_of
+from dbt.adapters.spark_contracts.run.lease import ModelKey
+from dbt.adapters.spark_contracts.run.record_io import records_of
 from dbt.adapters.spark_contracts.run.settle import settle_pending
 
 READ_ONLY = ("create or replace temporary view", "refresh table", "describe", "show", "select")

@@ -23,10 +23,11 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 )
 from dbt.adapters.spark_contracts.core.recovery.record import DONE_PROPERTY, Done
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
-from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, table_properties
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import (
     stage_name,
 )
+from dbt.adapters.spark_contracts.run.record_io import Fenced, table_properties
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, LeaseLost, RestoreFailed
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 

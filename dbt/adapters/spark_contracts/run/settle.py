@@ -27,16 +27,15 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 )
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
-from dbt.adapters.spark_contracts.run.lease import (
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.outcome_events import RunBook
+from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
+from dbt.adapters.spark_contracts.run.record_io import (
     Fenced,
-    Leases,
-    ModelKey,
     read_lease,
     table_properties,
     take_over_sql,
 )
-from dbt.adapters.spark_contracts.run.outcome_events import RunBook
-from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
 from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
 
 logger = AdapterLogger("SparkContracts")

@@ -16,7 +16,8 @@ from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, s
 from dbt.adapters.spark_contracts.core.evolution.steps import Inverse, Step
 from dbt.adapters.spark_contracts.core.recovery.record import SWAP_PROPERTY, RunRecord
 from dbt.adapters.spark_contracts.core.recovery.swap import Recovery, Swap, put_back, recovery
-from dbt.adapters.spark_contracts.run.lease import Fenced, Leases, ModelKey, table_listed
+from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.record_io import Fenced, table_listed
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, SwapFailed, SwapUndone
 
 logger = AdapterLogger("SparkContracts")

@@ -1,0 +1,92 @@
+"""Run records as tables (core/recovery/record.py): listed, read, made with their lease's
+properties, marked taken over; and a connection behind a lease's fence (`Fenced`)."""
+
+import time
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    APP_PROPERTY,
+    BEAT_PROPERTY,
+    RUN_PROPERTY,
+)
+from dbt.adapters.spark_contracts.core.recovery.record import (
+    CLIENT_PROPERTY,
+    EPOCH_PROPERTY,
+    TAKEN_PROPERTY,
+    RunRecord,
+)
+from dbt.adapters.spark_contracts.core.schema.types import sql_string
+from dbt.adapters.spark_contracts.run.heartbeat import this_client
+
+
+def table_listed(spark: Spark, relation: str) -> bool:
+    """`relation` (`schema.name`) is listed in its schema now (not dbt's cache)."""
+    schema, name = relation.rsplit(".", 1)
+    return bool(spark.fetch(f"show tables in {schema} like '{name.strip('`')}'"))
+
+
+def table_properties(spark: Spark, table: str) -> Dict[str, str]:
+    rows = spark.fetch(f"show tblproperties {table}")
+    return {str(r.get("key")): str(r.get("value")) for r in rows}
+
+
+def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
+    """The properties a lease (or a pending table, which is one) is made with."""
+    application = getattr(spark, "application", None)
+    app = application().to_property() if application is not None else ""
+    return (
+        f"'{RUN_PROPERTY}' = {sql_string(invocation_id)}, "
+        f"'{BEAT_PROPERTY}' = '{time.time():.3f}', "
+        f"'{CLIENT_PROPERTY}' = {sql_string(this_client().to_property())}, "
+        f"'{APP_PROPERTY}' = {sql_string(app)}, '{EPOCH_PROPERTY}' = '{epoch}'"
+    )
+
+
+def read_lease(spark: Spark, table: str) -> Optional[RunRecord]:
+    """A lease table as it is now; None once it is gone (read, then listed, fails closed: a
+    table that is listed but cannot be read raises)."""
+    try:
+        return RunRecord.from_properties(table, table_properties(spark, table))
+    except Exception:
+        if table_listed(spark, table):
+            raise
+        return None
+
+
+def records_of(spark: Spark, schema: str, names: Iterable[str], own: str) -> List[RunRecord]:
+    """The records `names` in `schema` as they are now, but this invocation's own (`own`, its
+    record's name; a microbatch batch's is `<own>_<batch>`) and those gone meanwhile."""
+    own, found = own.lower(), []
+    for name in names:
+        if not name or name.lower() == own or name.lower().startswith(own + "_"):
+            continue
+        record = read_lease(spark, f"{schema}.{name}")
+        if record is not None:
+            found.append(record)
+    return found
+
+
+def take_over_sql(table: str, invocation_id: str) -> str:
+    """Another run's lease marked taken over by `invocation_id` (and released)."""
+    return (
+        f"alter table {table} set tblproperties ('{TAKEN_PROPERTY}' = "
+        f"{sql_string(invocation_id)}, '{BEAT_PROPERTY}' = '0')"
+    )
+
+
+class Fenced:
+    """`spark` behind the fence: `check()` (a holder's `Leases.check`) before every statement
+    sent with `run` (anything that may change a table), so a run that lost its lease sends
+    nothing more, also from code that knows nothing of leases (a format's restore, which may
+    send several statements: run/table_log.py). `fetch` (reads) and everything else pass."""
+
+    def __init__(self, spark: Spark, check: Callable[[], None]) -> None:
+        self._spark, self._check = spark, check
+
+    def run(self, sql: str) -> Any:
+        self._check()
+        return self._spark.run(sql)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spark, name)
