@@ -672,3 +672,27 @@ def test_a_move_that_fails_after_the_pending_table_was_taken_over_is_a_lost_leas
             runner.quarantine.finish(run)  # type: ignore[arg-type]
         assert pending in catalogue.tables  # the rows wait, named by the record, released
         assert catalogue.tables[record][BEAT_PROPERTY] == "0"
+
+
+@pytest.mark.parametrize("swapping", [False, True])
+def test_a_run_that_fails_after_telling_its_swap_keeps_its_record(tmp_path: Path, swapping: bool):
+    """A quarantining rebuild swapped in keeps one record, which the swap and the runner share
+    (run/swap.building passes the runner's leases): a failure after the swap told the record
+    keeps it, released, for the next run's recovery of the swap; the control (no swap told)
+    drops it."""
+    from dbt.adapters.spark_contracts.core.recovery.record import SWAP_PROPERTY
+
+    catalogue = Catalogue()
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    run = model_run()
+    runner.leases.take(run)  # type: ignore[arg-type]
+    record = runner.leases.held.table  # type: ignore[union-attr]
+    if swapping:
+        runner.leases.write(run, {SWAP_PROPERTY: "db.t"})  # type: ignore[arg-type]
+    runner.let_go(run)  # type: ignore[arg-type]
+    assert runner.leases.held is None
+    if swapping:
+        assert catalogue.tables[record][SWAP_PROPERTY] == "db.t"
+        assert catalogue.tables[record][BEAT_PROPERTY] == "0"
+    else:
+        assert record not in catalogue.tables

@@ -41,6 +41,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 from dbt.adapters.spark_contracts.core.recovery.record import (
     EPOCH_PROPERTY,
     SHARED_PROPERTY,
+    SWAP_PROPERTY,
     RunRecord,
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
@@ -132,6 +133,7 @@ class Leases:
     def __init__(self, spark: Spark) -> None:
         self.spark = spark
         self.held: Optional[Heartbeat] = None
+        self.swapping = False  # the held record says a swap is under way
 
     def take(
         self,
@@ -154,6 +156,7 @@ class Leases:
             f"tblproperties ({lease_properties(self.spark, owner.invocation_id)}{pairs})"
         )
         self.held = Heartbeat(self.spark, lease, since=since).start()
+        self.swapping = False
 
     def alone(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> List[RunRecord]:
         """Take the run's lease and hold it only if no other run of the model holds one.
@@ -322,6 +325,8 @@ class Leases:
             raise RuntimeError(f"{owner.unique_id}: no run record is held to write to")
         pairs = ", ".join(f"'{k}' = {sql_string(v)}" for k, v in properties.items())
         beat.write(self.spark, f"alter table {beat.table} set tblproperties ({pairs})")
+        if SWAP_PROPERTY in properties:
+            self.swapping = bool(properties[SWAP_PROPERTY])
 
     def end(self, owner: LeaseOwner) -> None:
         """The held record dropped, once what it says stands (the run's change is done): a

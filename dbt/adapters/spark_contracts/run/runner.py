@@ -214,8 +214,10 @@ class Runner:
 
     def let_go(self, run: ModelRun) -> None:
         """The run's record let go of after a failure: kept (released) while it says what the
-        next run must repair or settle (an intent, a pending table), else dropped."""
+        next run must repair or settle (an intent, a pending table, a swap under way), else
+        dropped."""
         keep = self.state.intent is not None or self.state.pending is not None
+        keep = keep or self.leases.swapping
         self.leases.release(run, keep=keep)
 
     def _begin_steps(self, run: ModelRun) -> None:
