@@ -63,6 +63,7 @@ class Catalogue:
         self.columns = ["id", "note"]
         self.hooks: List[tuple] = []
         self.fail: Optional[str] = None  # statements matching it fail
+        self.cached: Dict[str, Dict[str, str]] = {}  # Iceberg tables as the catalog cached them
 
     def when(self, pattern: str, hook: Callable[[], None]) -> None:
         self.hooks.append((pattern, hook))
@@ -119,9 +120,22 @@ class Catalogue:
                 for t in self.tables
                 if t.startswith(f"{schema}.{prefix}".lower())
             ]
+        refresh = re.match(r"refresh table (\S+)$", sql)
+        if refresh:  # the session catalog's cached copy dropped
+            if refresh.group(1).lower() not in self.tables:
+                raise RuntimeError(f"Table or view not found: {refresh.group(1)}")
+            self.cached.pop(refresh.group(1).lower(), None)
+            return []
         props = re.match(r"show tblproperties (\S+)$", sql)
         if props:
-            table = self.tables.get(props.group(1).lower())
+            name = props.group(1).lower()
+            table = self.tables.get(name)
+            if name.startswith("iceberg.") and name != "iceberg.db.t":
+                # Iceberg's catalog caches the table it loaded: its properties as first read,
+                # until a refresh (a stale copy outlives the table's drop too)
+                table = (
+                    self.cached.setdefault(name, dict(table)) if table else self.cached.get(name)
+                )
             if table is None:
                 raise RuntimeError(f"Table or view not found: {props.group(1)}")
             return [{"key": k, "value": v} for k, v in table.items()]
@@ -696,3 +710,23 @@ def test_a_run_that_fails_after_telling_its_swap_keeps_its_record(tmp_path: Path
         assert catalogue.tables[record][BEAT_PROPERTY] == "0"
     else:
         assert record not in catalogue.tables
+
+
+@pytest.mark.parametrize("dropped", [False, True])
+def test_an_iceberg_holder_reads_its_record_past_the_catalogs_cache(tmp_path: Path, dropped: bool):
+    """Iceberg's catalog caches a table it loaded: a holder that read its record once would see
+    that copy, not the mark (or the drop) of the run that took it over, and commit on. The
+    record is refreshed before each read, so the fence holds (`LeaseLost`)."""
+    catalogue = Catalogue()
+    run = model_run("iceberg.db.t", "iceberg")
+    leases = Leases(catalogue)  # type: ignore[arg-type]
+    leases.take(run)  # type: ignore[arg-type]
+    record = leases.held.table  # type: ignore[union-attr]
+    catalogue.fetch(f"show tblproperties {record}")  # loaded (and cached) by its session
+    if dropped:
+        del catalogue.tables[record]  # taken over, settled and dropped by another run
+    else:
+        take_over(catalogue, record)
+    stall(leases)
+    with pytest.raises(LeaseLost):
+        leases.check(run)  # type: ignore[arg-type]

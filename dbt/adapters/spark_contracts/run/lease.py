@@ -97,7 +97,7 @@ def record_name(owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> str:
     return name + (f"_{batch_key(owner.batch_tag)}" if owner.batch_tag else "")
 
 
-def confirm(spark: Spark, beat: Heartbeat) -> Fence:
+def confirm(spark: Spark, beat: Heartbeat, table_format: Optional[str] = None) -> Fence:
     """The fence, before an irreversible step. While the lease is `fresh` no other run can have
     taken it over (it must first watch the heartbeat unchanged for a lease's length), so nothing
     is read. Otherwise (the run was paused, or its beats were slow) one beat is sent and waited
@@ -109,7 +109,7 @@ def confirm(spark: Spark, beat: Heartbeat) -> Fence:
         beat.renew(spark)
     except Exception as exc:  # gone, or unreachable: read it to tell
         logger.debug(f"could not renew {beat.table} before a step: {exc}")
-    record = read_lease(spark, beat.table)
+    record = read_lease(spark, beat.table, table_format)
     found = fence(record)
     if found.held and not beat.fresh():  # not taken over, but not renewed either: not confirmed
         return Fence(False, None, record is not None and record.holds_work)
@@ -218,7 +218,7 @@ class Leases:
     def _exclusive(self, owner: LeaseOwner, suffix: str) -> List[RunRecord]:
         """Other runs' records that hold (or held) the model alone: a `shared` record, a run's
         that only quarantines, is its settler's (run/settle.py), never a reason to wait."""
-        others = self.others(owner.relation, owner.invocation_id, suffix)
+        others = self.others(owner.relation, owner.invocation_id, suffix, owner.table_format)
         return [r for r in others if not r.shared]
 
     def _state(self, record: RunRecord) -> State:
@@ -308,7 +308,7 @@ class Leases:
         beat = self.held
         if beat is None:
             return
-        found = confirm(self.spark, beat)
+        found = confirm(self.spark, beat, owner.table_format)
         if not found.held:
             beat.stop()
             self.held = None
@@ -358,7 +358,11 @@ class Leases:
             logger.warning(f"{owner.unique_id}: could not let go of its lease {beat.table}: {exc}")
 
     def others(
-        self, relation: str, invocation_id: str, suffix: str = LEASE_SUFFIX
+        self,
+        relation: str,
+        invocation_id: str,
+        suffix: str = LEASE_SUFFIX,
+        table_format: Optional[str] = None,
     ) -> List[RunRecord]:
         """Other runs' leases on `relation`, as they are now. Fails closed: a listing that
         fails raises, and a lease whose properties cannot be read while it is still listed
@@ -366,13 +370,19 @@ class Leases:
         schema, name = relation.rsplit(".", 1)
         own = lease_name(name, invocation_id, suffix)  # a batch's records too (records_of)
         rows = self.spark.fetch(f"show tables in {schema} like '{name}{suffix}*'")
-        return records_of(self.spark, schema, (str(r.get("tableName") or "") for r in rows), own)
+        names = (str(r.get("tableName") or "") for r in rows)
+        return records_of(self.spark, schema, names, own, table_format)
 
-    def live_runs(self, relation: str, invocation_id: str, suffix: str = LEASE_SUFFIX) -> tuple:
+    def live_runs(
+        self,
+        relation: str,
+        invocation_id: str,
+        table_format: Optional[str] = None,
+    ) -> tuple:
         """Other runs of the model whose leases may be held now (not released, taken over or
         dead), as the error of a failed run names them; read once, nothing watched."""
         return tuple(
             r.holder
-            for r in self.others(relation, invocation_id, suffix)
+            for r in self.others(relation, invocation_id, LEASE_SUFFIX, table_format)
             if self._state(r) is State.WATCH
         )

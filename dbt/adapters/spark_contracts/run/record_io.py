@@ -43,10 +43,14 @@ def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
     )
 
 
-def read_lease(spark: Spark, table: str) -> Optional[RunRecord]:
+def read_lease(spark: Spark, table: str, table_format: Optional[str] = None) -> Optional[RunRecord]:
     """A lease table as it is now; None once it is gone (read, then listed, fails closed: a
-    table that is listed but cannot be read raises)."""
+    table that is listed but cannot be read raises). A record beside an Iceberg model
+    (`table_format`) is an Iceberg table, which the session's catalog caches: refreshed first,
+    or another run's beat, mark or drop would not be seen."""
     try:
+        if table_format == "iceberg":
+            spark.fetch(f"refresh table {table}")
         return RunRecord.from_properties(table, table_properties(spark, table))
     except Exception:
         if table_listed(spark, table):
@@ -54,14 +58,20 @@ def read_lease(spark: Spark, table: str) -> Optional[RunRecord]:
         return None
 
 
-def records_of(spark: Spark, schema: str, names: Iterable[str], own: str) -> List[RunRecord]:
+def records_of(
+    spark: Spark,
+    schema: str,
+    names: Iterable[str],
+    own: str,
+    table_format: Optional[str] = None,
+) -> List[RunRecord]:
     """The records `names` in `schema` as they are now, but this invocation's own (`own`, its
     record's name; a microbatch batch's is `<own>_<batch>`) and those gone meanwhile."""
     own, found = own.lower(), []
     for name in names:
         if not name or name.lower() == own or name.lower().startswith(own + "_"):
             continue
-        record = read_lease(spark, f"{schema}.{name}")
+        record = read_lease(spark, f"{schema}.{name}", table_format)
         if record is not None:
             found.append(record)
     return found

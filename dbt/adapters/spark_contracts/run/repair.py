@@ -89,7 +89,8 @@ def recovery_tables(
     names = [str(r.get("tableName") or "") for r in rows]
     prefix = (identifier + LEASE_SUFFIX).lower()
     leases = [n for n in names if n.lower().startswith(prefix)]
-    records = records_of(spark, schema, leases, lease_name(identifier, key.invocation_id))
+    own = lease_name(identifier, key.invocation_id)
+    records = records_of(spark, schema, leases, own, key.table_format)
     pendings = sorted(
         f"{schema}.{n}"
         for n in names

@@ -402,7 +402,7 @@ class Runner:
         self.let_go(run)
         self.record(run)
         try:  # naming them is a courtesy: the failure is reported anyway
-            others = self.leases.live_runs(run.relation, run.invocation_id)
+            others = self.leases.live_runs(run.relation, run.invocation_id, run.table_format)
         except Exception as list_exc:
             logger.debug(f"{run.unique_id}: could not list the leases: {list_exc}")
             others = ()

@@ -81,7 +81,9 @@ def claims(
     return found
 
 
-def watch_leases(spark: Spark, leases: Dict[str, RunRecord], unique_id: str) -> Set[str]:
+def watch_leases(
+    spark: Spark, leases: Dict[str, RunRecord], unique_id: str, table_format: str
+) -> Set[str]:
     """The leases (by table) that bind: renewed while watched on this run's clock
     (core/recovery/lease.py), never judged by another machine's clock. One whose run's process
     on this host is gone, or that was released or taken over, is not watched; the others are
@@ -113,7 +115,7 @@ def watch_leases(spark: Spark, leases: Dict[str, RunRecord], unique_id: str) -> 
             told = True
         time.sleep(1.0)
         for name in list(watched):
-            record = read_lease(spark, name)
+            record = read_lease(spark, name, table_format)
             if record is None:  # its run settled it
                 del watched[name]
                 leases.pop(name, None)
@@ -143,13 +145,13 @@ def settle_others(
     here: Optional[Application] = None
     leases: Dict[str, RunRecord] = {}
     for claim in found:
-        lease = read_lease(spark, claim.lease) if claim.record else None
+        lease = read_lease(spark, claim.lease, table_format) if claim.record else None
         if claim.record and lease is None:
             continue  # its run let go of it meanwhile: settled
         leases[claim.lease] = lease or RunRecord.from_properties(
             claim.lease, table_properties(spark, claim.lease)
         )
-    binding = watch_leases(spark, leases, unique_id)
+    binding = watch_leases(spark, leases, unique_id, table_format)
     for claim in found:
         if claim.lease not in leases:
             continue
