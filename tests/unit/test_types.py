@@ -26,6 +26,7 @@ from dbt.adapters.spark_contracts.core.schema.types import (
     Varchar,
     as_nullable,
     holds_variant,
+    is_nested,
     is_widening,
     quote_identifier,
     through_structs,
@@ -414,3 +415,9 @@ _NESTED = Struct(
 )
 def test_through_structs_stops_where_the_structs_end(path, expected):
     assert through_structs(_NESTED, path) == expected
+
+
+def test_is_nested_names_the_types_of_other_types():
+    nested = [Array(INT), Map(STRING, INT), Struct((Field("a", INT),))]
+    atomic = [INT, Decimal(5, 2), Char(3), Varchar(4), Primitive("variant")]
+    assert [is_nested(t) for t in nested + atomic] == [True] * 3 + [False] * 5

@@ -253,6 +253,11 @@ class Struct(_Nested):
 SparkType = Primitive | Char | Varchar | Decimal | Array | Map | Struct
 
 
+def is_nested(t: SparkType) -> bool:
+    """`t` holds other types (an array, a map or a struct)."""
+    return isinstance(t, _Nested)
+
+
 def holds_variant(t: SparkType) -> bool:
     """`t` is VARIANT or holds one (an element, a key or value, a field at any depth)."""
     if isinstance(t, Primitive):
@@ -328,6 +333,7 @@ __all__ = [
     "Struct",
     "Varchar",
     "as_nullable",
+    "is_nested",
     "is_widening",
     "quote_identifier",
     "sql_string",
