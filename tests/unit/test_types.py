@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from spark_type_strategies import simple_names, spark_types
 
-from dbt.adapters.spark_contracts.connection.schema_io import type_to_json
 from dbt.adapters.spark_contracts.core.schema.parse import (
+    from_describe_json,
     from_spark_json,
     parse_columns,
     parse_type,
@@ -26,6 +26,7 @@ from dbt.adapters.spark_contracts.core.schema.types import (
     Varchar,
     as_nullable,
     holds_variant,
+    is_nested,
     is_widening,
     quote_identifier,
     through_structs,
@@ -266,7 +267,38 @@ def test_from_spark_json_rejects_unknown(bad):
 
 @given(spark_types(names=simple_names, comments=False))
 def test_json_round_trip_through_a_generated_json(t):
-    assert from_spark_json(json.dumps(type_to_json(t))) == t
+    assert from_spark_json(json.dumps(t.to_json())) == t
+
+
+def test_describe_json_reads_as_spark_json():
+    """Spark 4's `DESCRIBE ... AS JSON` columns and Spark's JSON schema read into one schema:
+    nested parts, nullability, comments and char/varchar in either spelling."""
+    described = [
+        {"name": "c", "type": {"name": "varchar", "length": 5}, "comment": "k", "nullable": False},
+        {
+            "name": "m",
+            "type": {
+                "name": "map",
+                "key_type": {"name": "char", "length": 2},
+                "value_type": {
+                    "name": "array",
+                    "element_type": {"name": "decimal", "precision": 12, "scale": 3},
+                    "element_nullable": False,
+                },
+                "value_nullable": False,
+            },
+        },
+        {"name": "i", "type": {"name": "interval", "start_unit": "hour", "end_unit": "hour"}},
+    ]
+    expected = Struct(
+        (
+            Field("c", Varchar(5), False, "k"),
+            Field("m", Map(Char(2), Array(Decimal(12, 3), False), False)),
+            Field("i", Primitive("interval hour")),
+        )
+    )
+    assert from_describe_json(described) == expected
+    assert from_spark_json(json.dumps(expected.to_json())) == expected
 
 
 # --- widening ---
@@ -383,3 +415,9 @@ _NESTED = Struct(
 )
 def test_through_structs_stops_where_the_structs_end(path, expected):
     assert through_structs(_NESTED, path) == expected
+
+
+def test_is_nested_names_the_types_of_other_types():
+    nested = [Array(INT), Map(STRING, INT), Struct((Field("a", INT),))]
+    atomic = [INT, Decimal(5, 2), Char(3), Varchar(4), Primitive("variant")]
+    assert [is_nested(t) for t in nested + atomic] == [True] * 3 + [False] * 5

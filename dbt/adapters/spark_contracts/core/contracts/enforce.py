@@ -54,14 +54,14 @@ from dbt.adapters.spark_contracts.core.schema.diff import (
 )
 from dbt.adapters.spark_contracts.core.schema.merge import MergeRules, Order, merge_structs
 from dbt.adapters.spark_contracts.core.schema.types import (
-    Array,
     Field,
-    Map,
     Primitive,
     SparkType,
     Struct,
     as_nullable,
+    is_nested,
     is_widening,
+    type_kind,
 )
 
 
@@ -72,8 +72,8 @@ def safe_cast(compiled: SparkType, deployed: SparkType) -> bool:
 
 def type_tag(t: SparkType) -> str:
     """Identifier-friendly simple name of a type: `string`, `bigint`, `decimal_12_2`, `struct`."""
-    if isinstance(t, (Struct, Array, Map)):
-        return type(t).__name__.lower()
+    if is_nested(t):
+        return type_kind(t)
     return re.sub(r"[^a-z0-9]+", "_", t.simple_string().lower()).strip("_")
 
 

@@ -10,10 +10,8 @@ from dbt.adapters.spark_contracts.core.contracts.decision import (
     _key,
 )
 from dbt.adapters.spark_contracts.core.schema.types import (
-    Array,
     Field,
-    Map,
-    Struct,
+    is_nested,
     quote_identifier,
     sql_string,
     through_structs,
@@ -33,11 +31,7 @@ def native_variant_value(decision: ContractDecision, ref: str, source: Field) ->
         for c in decision.value_checks
         if _key(c.path)[0] == source.name.lower() and c.handling == VARIANT
     ]
-    whole = (
-        f"to_variant_object({ref})"
-        if isinstance(source.type, (Struct, Array, Map))
-        else f"CAST({ref} AS VARIANT)"
-    )
+    whole = f"to_variant_object({ref})" if is_nested(source.type) else f"CAST({ref} AS VARIANT)"
     tree: dict[str, object] = {}
     for check in checks:
         reached = through_structs(source.type, check.path[1:])

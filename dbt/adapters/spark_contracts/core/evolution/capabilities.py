@@ -107,26 +107,28 @@ INTEGRAL_UP = {
 
 @dataclass(frozen=True)
 class FormatCapabilities:
-    """One row of the capability table; `widenings` are (from kind, to kind) done in metadata."""
+    """One row of the capability table; `widenings` are (from kind, to kind) done in metadata.
+    A row names what it has beyond the defaults: a table format with a log (Delta, Iceberg) makes
+    every change below in place; it needs no table feature for it unless its row names one."""
 
     name: str
-    add_column: bool
-    add_nested_field: bool
     add_column_default: DefaultStyle
-    enforces_not_null: bool
-    not_null_check_constraint: bool
     widenings: frozenset[tuple[str, str]]
     decimal_widening: DecimalWidening
-    nested_widening: bool
-    widening_feature: TableFeature | None
-    drop_not_null: bool
-    drop_column: bool
-    drop_nested_in_collection: bool
-    drop_column_feature: TableFeature | None
-    default_feature: TableFeature | None
-    atomic_rewrite: bool
-    update: bool
     managed_properties: tuple[str, ...]
+    add_column: bool = True
+    add_nested_field: bool = True
+    enforces_not_null: bool = True
+    not_null_check_constraint: bool = False
+    nested_widening: bool = True
+    widening_feature: TableFeature | None = None
+    drop_not_null: bool = True
+    drop_column: bool = True
+    drop_nested_in_collection: bool = True
+    drop_column_feature: TableFeature | None = None
+    default_feature: TableFeature | None = None
+    atomic_rewrite: bool = True
+    update: bool = True
     variant_feature: TableFeature | None = None  # what a VARIANT column needs first
     # `insert overwrite table <t> partition (...)` (dbt-spark's form); Iceberg takes neither
     overwrite_names_partitions: bool = True
@@ -177,10 +179,7 @@ class FormatCapabilities:
 
 DELTA = FormatCapabilities(
     name="delta",
-    add_column=True,
-    add_nested_field=True,
     add_column_default=DefaultStyle.SET_DEFAULT_THEN_UPDATE,
-    enforces_not_null=True,
     not_null_check_constraint=True,
     widenings=frozenset(
         INTEGRAL_UP
@@ -189,16 +188,10 @@ DELTA = FormatCapabilities(
         | {("float", "double"), ("decimal", "decimal"), ("date", "timestamp_ntz")}
     ),
     decimal_widening=DecimalWidening.PRECISION_AND_SCALE,
-    nested_widening=True,
     widening_feature=TYPE_WIDENING,
-    drop_not_null=True,
-    drop_column=True,
-    drop_nested_in_collection=True,
     drop_column_feature=COLUMN_MAPPING,
     default_feature=COLUMN_DEFAULTS,
     variant_feature=VARIANT_TYPE_FEATURE,
-    atomic_rewrite=True,
-    update=True,
     evolving_append_conf="spark.databricks.delta.schema.autoMerge.enabled",
     constraints_as_properties=True,
     batch_load="REPLACE_WHERE",
@@ -217,23 +210,10 @@ DELTA = FormatCapabilities(
 
 ICEBERG = FormatCapabilities(
     name="iceberg",
-    add_column=True,
-    add_nested_field=True,
     add_column_default=DefaultStyle.ADD_THEN_UPDATE,
-    enforces_not_null=True,
-    not_null_check_constraint=False,
     widenings=frozenset({("int", "bigint"), ("float", "double"), ("decimal", "decimal")}),
     decimal_widening=DecimalWidening.PRECISION_ONLY,
-    nested_widening=True,
-    widening_feature=None,
-    drop_not_null=True,
-    drop_column=True,
-    drop_nested_in_collection=True,
-    drop_column_feature=None,
-    default_feature=None,
     variant_feature=ICEBERG_V3,
-    atomic_rewrite=True,
-    update=True,
     overwrite_names_partitions=False,
     stage_format="iceberg",  # Iceberg's catalog makes Iceberg tables only
     history_format="iceberg",
@@ -258,20 +238,15 @@ ICEBERG = FormatCapabilities(
 
 PARQUET = FormatCapabilities(
     name="parquet",
-    add_column=True,
     add_nested_field=False,
     add_column_default=DefaultStyle.INLINE_DEFAULT,
     enforces_not_null=False,
-    not_null_check_constraint=False,
     widenings=frozenset(),
     decimal_widening=DecimalWidening.NONE,
     nested_widening=False,
-    widening_feature=None,
     drop_not_null=False,
     drop_column=False,
     drop_nested_in_collection=False,
-    drop_column_feature=None,
-    default_feature=None,
     atomic_rewrite=False,
     update=False,
     logged=False,

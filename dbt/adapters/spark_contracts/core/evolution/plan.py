@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
     enforced_not_null_columns,
@@ -107,20 +106,24 @@ class Policy:
         return tuple(name for name in self.columns if compiled.field(name) is None)
 
 
-class _How(Enum):
-    OPS = "ops"
-    REWRITE = "rewrite"
-    FULL_REFRESH = "full refresh"
-    NOOP = "noop"
-
-
 @dataclass(frozen=True)
 class _Treatment:
-    how: _How
+    """How this format makes one change, by what it costs: `ops` in its metadata (METADATA, or
+    BACKFILL with a backfill: `_in_place`), a row-keeping REWRITE, a FULL_REFRESH, or nothing
+    (NONE: the format does not enforce it)."""
+
+    cost: Cost
     ops: tuple[Operation, ...] = ()
     gate: str | None = None
     reason: str = ""
     note: str | None = None
+
+
+def _in_place(
+    ops: tuple[Operation, ...], gate: str | None = None, reason: str = "", note: str | None = None
+) -> _Treatment:
+    backfills = any(isinstance(op, Backfill) for op in ops)
+    return _Treatment(Cost.BACKFILL if backfills else Cost.METADATA, ops, gate, reason, note)
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ class _Context:
     def rewrite(self, reason: str, gate: str | None = None) -> _Treatment:
         """A row-keeping rewrite: free where atomic, else it needs `allow_full_refresh`."""
         needed = gate if gate is not None or self.caps.atomic_rewrite else FULL_REFRESH
-        return _Treatment(_How.REWRITE, gate=needed, reason=reason)
+        return _Treatment(Cost.REWRITE, gate=needed, reason=reason)
 
 
 _UNSAFE_REASONS = {
@@ -159,14 +162,14 @@ def _treat_added(change: ColumnAdded | FieldAdded, ctx: _Context) -> _Treatment:
     if not_null and not (default or backfill):
         what = "column" if isinstance(change, ColumnAdded) else "struct field"
         reason = f"NOT NULL {what} without a default: existing rows would violate it"
-        return _Treatment(_How.FULL_REFRESH, gate=FULL_REFRESH, reason=reason)
+        return _Treatment(Cost.FULL_REFRESH, gate=FULL_REFRESH, reason=reason)
     new_type = as_nullable(change.field.type)
     if isinstance(change, FieldAdded):
         if not ctx.caps.add_nested_field:
             return ctx.rewrite(f"{fmt} cannot add the nested field `{name}` in place")
         first = change.after is None
         column = NewColumn(change.path, new_type, change.field.comment, None, first, change.after)
-        return _Treatment(_How.OPS, (AddColumns((column,)),))
+        return _in_place((AddColumns((column,)),))
     return _treat_new_column(change, ctx, default, backfill, not_null)
 
 
@@ -184,7 +187,7 @@ def _treat_new_column(
         if backfill:
             return ctx.rewrite(f"{fmt} has no UPDATE: backfilling `{name}` rewrites the table")
         column = NewColumn(change.path, new_type, change.field.comment, default=default)
-        return _Treatment(_How.OPS, (AddColumns((column,)),), note=note)
+        return _in_place((AddColumns((column,)),), note=note)
     ops: list[Operation] = [AddColumns((NewColumn(change.path, new_type, change.field.comment),))]
     if new_type == Primitive("variant"):
         ops = [*ctx.feature(ctx.caps.variant_feature), *ops]
@@ -199,7 +202,7 @@ def _treat_new_column(
         ops.append(AddNotNullCheck(name, not_null_constraint_name(name)))
     elif not_null:
         note = f"{fmt} cannot add NOT NULL to the new column `{name}`: left nullable"
-    return _Treatment(_How.OPS, tuple(ops), note=note)
+    return _in_place(tuple(ops), note=note)
 
 
 def _treat_removed(change: Change, ctx: _Context) -> _Treatment:
@@ -207,15 +210,15 @@ def _treat_removed(change: Change, ctx: _Context) -> _Treatment:
     nested_in_collection = in_collection(ctx.deployed, change.path)
     if ctx.caps.drop_column and (ctx.caps.drop_nested_in_collection or not nested_in_collection):
         ops = (*ctx.feature(ctx.caps.drop_column_feature), DropColumns((change.path,)))
-        return _Treatment(_How.OPS, ops, gate=gate, reason="removing it deletes its data")
+        return _in_place(ops, gate=gate, reason="removing it deletes its data")
     reason = f"{ctx.caps.name} cannot drop `{change.dotted}` in place: removing it deletes its data"
-    return _Treatment(_How.REWRITE, gate=gate, reason=reason)
+    return _Treatment(Cost.REWRITE, gate=gate, reason=reason)
 
 
 def _treat_widened(change: TypeWidened, ctx: _Context) -> _Treatment:
     if ctx.caps.can_widen(change.deployed, change.compiled, nested=len(change.path) > 1):
         alter = AlterColumnType(change.path, change.compiled, change.deployed)
-        return _Treatment(_How.OPS, (*ctx.feature(ctx.caps.widening_feature), alter))
+        return _in_place((*ctx.feature(ctx.caps.widening_feature), alter))
     old, new = change.deployed.to_sql(), change.compiled.to_sql()
     return ctx.rewrite(f"{ctx.caps.name} cannot widen `{change.dotted}` {old} -> {new} in metadata")
 
@@ -229,15 +232,15 @@ def _treat(change: Change, ctx: _Context) -> _Treatment:
         return _treat_widened(change, ctx)
     if isinstance(change, NullabilityRelaxed):
         if ctx.caps.drop_not_null:
-            return _Treatment(_How.OPS, (DropNotNull(change.path),))
+            return _in_place((DropNotNull(change.path),))
         note = f"{ctx.caps.name} does not enforce NOT NULL: nothing to do for `{change.dotted}`"
-        return _Treatment(_How.NOOP, note=note)
+        return _Treatment(Cost.NONE, note=note)
     if isinstance(change, NullabilityTightened):
-        return _Treatment(_How.NOOP)
+        return _Treatment(Cost.NONE)
     reason = _UNSAFE_REASONS[type(change)]
     if ctx.mode is Mode.SYNC:
         return ctx.rewrite(f"sync_all_columns: {reason}; rebuilding with casts")
-    return _Treatment(_How.FULL_REFRESH, gate=FULL_REFRESH, reason=reason)
+    return _Treatment(Cost.FULL_REFRESH, gate=FULL_REFRESH, reason=reason)
 
 
 def _tightened_note(changes: list[Change], props: Mapping[str, str]) -> tuple[str, ...]:
@@ -255,23 +258,18 @@ def _tightened_note(changes: list[Change], props: Mapping[str, str]) -> tuple[st
 _ADDITIVE = (ColumnAdded, FieldAdded, TypeWidened, NullabilityRelaxed)
 
 
-def _classify(change: Change, treatment: _Treatment) -> tuple[ChangeClass, Cost]:
+def _classify(change: Change, treatment: _Treatment) -> ChangeClass:
     """Additive: made in the format's metadata (a backfill aside); everything else, and every
     change the format makes only by a rewrite or a full refresh, destructive."""
-    if treatment.how is _How.FULL_REFRESH:
-        return ChangeClass.DESTRUCTIVE, Cost.FULL_REFRESH
-    if treatment.how is _How.REWRITE:
-        return ChangeClass.DESTRUCTIVE, Cost.REWRITE
-    if treatment.how is _How.NOOP:
-        return ChangeClass.ADDITIVE, Cost.NONE
-    backfills = any(isinstance(op, Backfill) for op in treatment.ops)
-    cost = Cost.BACKFILL if backfills else Cost.METADATA
-    additive = isinstance(change, _ADDITIVE)
-    return (ChangeClass.ADDITIVE if additive else ChangeClass.DESTRUCTIVE), cost
+    if treatment.cost in (Cost.FULL_REFRESH, Cost.REWRITE):
+        return ChangeClass.DESTRUCTIVE
+    if treatment.cost is Cost.NONE or isinstance(change, _ADDITIVE):
+        return ChangeClass.ADDITIVE
+    return ChangeClass.DESTRUCTIVE
 
 
 def _verdict(change: Change, treatment: _Treatment, policy: Policy, mode: Mode) -> Verdict:
-    change_class, cost = _classify(change, treatment)
+    change_class, cost = _classify(change, treatment), treatment.cost
     if mode is not Mode.EVOLVE:  # dbt's on_schema_change: its own semantics, the vars' gates
         action = OnChange.ALLOW if policy.permits(treatment.gate) else OnChange.ERROR
         return Verdict(change_class, cost, action, "on_schema_change", treatment.gate)
@@ -294,7 +292,7 @@ def _plan(
     treated = [(change, _treat(change, ctx)) for change in diff.changes]
     notes = tuple(dict.fromkeys(t.note for _, t in treated if t.note))
     notes += _tightened_note(list(diff.changes), props)
-    verdicts = [(c, t, _verdict(c, t, policy, mode)) for c, t in treated if t.how is not _How.NOOP]
+    verdicts = [(c, t, _verdict(c, t, policy, mode)) for c, t in treated if t.cost is not Cost.NONE]
     judged = tuple(Judged(c, v) for c, _, v in verdicts) if mode is Mode.EVOLVE else ()
     blocked = tuple(
         BlockedChange(c, t.reason or v.decided_by, v.gate, v if judged else None)
@@ -311,12 +309,12 @@ def _plan(
             c.describe() for c, _ in acting
         )
         return Plan(caps.name, (FullRefresh(reason),), notes=notes, judged=judged)
-    hows = {t.how for _, t in acting}
-    if _How.FULL_REFRESH in hows:
-        why = [f"{c.describe()} ({t.reason})" for c, t in acting if t.how is _How.FULL_REFRESH]
+    costs = {t.cost for _, t in acting}
+    if Cost.FULL_REFRESH in costs:
+        why = [f"{c.describe()} ({t.reason})" for c, t in acting if t.cost is Cost.FULL_REFRESH]
         return Plan(caps.name, (FullRefresh("; ".join(why)),), notes=notes, judged=judged)
-    if _How.REWRITE in hows:
-        reason = "; ".join(t.reason for _, t in acting if t.how is _How.REWRITE)
+    if Cost.REWRITE in costs:
+        reason = "; ".join(t.reason for _, t in acting if t.cost is Cost.REWRITE)
         fills = {k: v.backfill or v.default or "NULL" for k, v in policy.columns.items()}
         defaults = {k: v.default for k, v in policy.columns.items() if v.default}
         rewrite = build_rewrite(deployed, compiled, mode, caps, props, reason, fills, defaults)

@@ -1,13 +1,16 @@
-"""Parsers for Spark types: DDL / DESCRIBE / catalogString text and Spark's JSON schema."""
+"""Parsers for Spark types: DDL / DESCRIBE / catalogString text, Spark's JSON schema and the
+columns of Spark 4's `DESCRIBE ... AS JSON` (one reader for both JSON spellings)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbt.adapters.spark_contracts.core.schema.types import (
     ALIASES,
+    CHAR_VARCHAR_METADATA_KEY,
     DAY_TIME_UNITS,
     PRIMITIVE_NAMES,
     YEAR_MONTH_UNITS,
@@ -23,7 +26,6 @@ from dbt.adapters.spark_contracts.core.schema.types import (
 )
 
 _DECIMAL_WORDS = ("decimal", "dec", "numeric")
-CHAR_VARCHAR_METADATA_KEY = "__CHAR_VARCHAR_TYPE_STRING"
 
 
 class _Parser:
@@ -220,42 +222,109 @@ def parse_columns(
     return Struct(tuple(Field(name, parse_type(type_text)) for name, type_text in columns))
 
 
+@dataclass(frozen=True)
+class _Spelling:
+    """How a JSON form names a type's kind and the parts of an array and a map, and how it
+    writes a type object of another kind (`atomic`: the kind's name and the object)."""
+
+    kind: str
+    element: str
+    contains_null: str
+    key: str
+    value: str
+    value_contains_null: str
+    atomic: Callable[[str, dict[str, Any]], SparkType]
+
+
+def _spark_object(kind: str, obj: dict[str, Any]) -> SparkType:
+    """Spark's JSON writes an atomic type as its name (a string); the one other object is a
+    user-defined type, read as the SQL type it stores."""
+    if kind == "udt" and "sqlType" in obj:
+        return _json_type(obj["sqlType"], _SPARK_JSON)
+    raise ValueError(f"not a Spark JSON type: {obj!r}")
+
+
+def _described_atomic(name: str, obj: dict[str, Any]) -> SparkType:
+    """An atomic type of `DESCRIBE ... AS JSON`: an object naming it, with its parameters."""
+    if name == "decimal":
+        return Decimal(int(obj.get("precision", 10)), int(obj.get("scale", 0)))
+    if name == "char":
+        return Char(int(obj["length"]))
+    if name == "varchar":
+        return Varchar(int(obj["length"]))
+    if name == "interval" and "start_unit" in obj:
+        start, end = str(obj["start_unit"]).lower(), str(obj.get("end_unit", "")).lower()
+        return Primitive(
+            f"interval {start}" if end in ("", start) else f"interval {start} to {end}"
+        )
+    return parse_type(name)  # atomic names; parse_type knows the aliases (timestamp_ltz, ...)
+
+
+# Spark's JSON schema (`StructType.jsonValue()`)
+_SPARK_JSON = _Spelling(
+    "type",
+    "elementType",
+    "containsNull",
+    "keyType",
+    "valueType",
+    "valueContainsNull",
+    _spark_object,
+)
+# the `columns` of Spark 4's `DESCRIBE EXTENDED ... AS JSON`: every type an object
+_DESCRIBE_JSON = _Spelling(
+    "name",
+    "element_type",
+    "element_nullable",
+    "key_type",
+    "value_type",
+    "value_nullable",
+    _described_atomic,
+)
+
+
 def from_spark_json(obj: str | dict[str, Any]) -> SparkType:
     """Parse Spark's JSON schema (`StructType.jsonValue()` or `.json()`) into a typed schema."""
     if isinstance(obj, str):
         text = obj.strip()
-        return _json_type(json.loads(text) if text[:1] in ("{", '"') else text)
-    return _json_type(obj)
+        return _json_type(json.loads(text) if text[:1] in ("{", '"') else text, _SPARK_JSON)
+    return _json_type(obj, _SPARK_JSON)
 
 
-def _json_type(obj: Any) -> SparkType:
+def from_describe_json(columns: Iterable[dict[str, Any]]) -> Struct:
+    """The `columns` of Spark 4's `DESCRIBE EXTENDED <view> AS JSON` as a typed schema. Unlike
+    DESCRIBE's type strings, this form carries nullability (top level and nested)."""
+    return Struct(tuple(_json_field(c, _DESCRIBE_JSON) for c in columns))
+
+
+def _json_type(obj: Any, spelled: _Spelling) -> SparkType:
     if isinstance(obj, str):
         return parse_type(obj)
     if not isinstance(obj, dict):
         raise TypeError(f"not a Spark JSON type: {obj!r}")
-    kind = obj.get("type")
+    kind = str(obj.get(spelled.kind)).lower()
     if kind == "struct":
-        return Struct(tuple(_json_field(f) for f in obj.get("fields", [])))
+        return Struct(tuple(_json_field(f, spelled) for f in obj.get("fields", [])))
     if kind == "array":
-        return Array(_json_type(obj["elementType"]), bool(obj.get("containsNull", True)))
+        element = _json_type(obj[spelled.element], spelled)
+        return Array(element, bool(obj.get(spelled.contains_null, True)))
     if kind == "map":
         return Map(
-            _json_type(obj["keyType"]),
-            _json_type(obj["valueType"]),
-            bool(obj.get("valueContainsNull", True)),
+            _json_type(obj[spelled.key], spelled),
+            _json_type(obj[spelled.value], spelled),
+            bool(obj.get(spelled.value_contains_null, True)),
         )
-    if kind == "udt" and "sqlType" in obj:
-        return _json_type(obj["sqlType"])
-    raise ValueError(f"not a Spark JSON type: {obj!r}")
+    return spelled.atomic(kind, obj)
 
 
-def _json_field(obj: dict[str, Any]) -> Field:
+def _json_field(obj: dict[str, Any], spelled: _Spelling) -> Field:
+    """A struct field; Spark's form keeps the comment (and a char/varchar type) in `metadata`,
+    DESCRIBE's form the comment beside the name."""
     metadata = obj.get("metadata") or {}
     original = metadata.get(CHAR_VARCHAR_METADATA_KEY)
-    field_type = parse_type(original) if original else _json_type(obj["type"])
+    field_type = parse_type(original) if original else _json_type(obj["type"], spelled)
     return Field(
-        obj["name"],
+        str(obj["name"]),
         field_type,
         bool(obj.get("nullable", True)),
-        metadata.get("comment"),
+        metadata.get("comment", obj.get("comment")),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import ClassVar
+from typing import Any, ClassVar
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 _INTEGRAL_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
@@ -51,6 +51,10 @@ ALIASES = {
     "timestamp_ltz": "timestamp",
     "null": "void",
 }
+# Spark's JSON schema spells these catalog names out (pyspark's `DataType.json()`)
+_JSON_NAMES = {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long"}
+# where Spark's JSON schema keeps a char/varchar field's type (the field itself reads `string`)
+CHAR_VARCHAR_METADATA_KEY = "__CHAR_VARCHAR_TYPE_STRING"
 
 
 def quote_identifier(name: str) -> str:
@@ -69,13 +73,17 @@ def _simple_name(name: str) -> str:
 
 
 class _Atomic:
-    """A type that holds no other type: its DDL is its catalog string in capitals."""
+    """A type that holds no other type: its DDL is its catalog string in capitals, its JSON
+    (Spark's `jsonValue()`) that string."""
 
     def simple_string(self) -> str:
         raise NotImplementedError
 
     def to_sql(self) -> str:
         return self.simple_string().upper()
+
+    def to_json(self) -> Any:
+        return self.simple_string()
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,9 @@ class Primitive(_Atomic):
 
     def simple_string(self) -> str:
         return self.name
+
+    def to_json(self) -> Any:
+        return _JSON_NAMES.get(self.name, self.name)
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,13 @@ class Array(_Nested):
     def parts(self) -> Sequence[SparkType]:
         return (self.element,)
 
+    def to_json(self) -> Any:
+        return {
+            "type": "array",
+            "elementType": self.element.to_json(),
+            "containsNull": self.contains_null,
+        }
+
 
 @dataclass(frozen=True)
 class Map(_Nested):
@@ -159,6 +177,14 @@ class Map(_Nested):
 
     def parts(self) -> Sequence[SparkType]:
         return (self.key, self.value)
+
+    def to_json(self) -> Any:
+        return {
+            "type": "map",
+            "keyType": self.key.to_json(),
+            "valueType": self.value.to_json(),
+            "valueContainsNull": self.value_contains_null,
+        }
 
 
 @dataclass(frozen=True)
@@ -179,6 +205,22 @@ class Field:
     def simple_string(self) -> str:
         return f"{_simple_name(self.name)}:{self.type.simple_string()}"
 
+    def to_json(self) -> dict[str, Any]:
+        """As Spark writes a struct field: char/varchar as `string`, the original in metadata."""
+        metadata: dict[str, Any] = {}
+        if self.comment is not None:
+            metadata["comment"] = self.comment
+        json_type = self.type.to_json()
+        if isinstance(self.type, _Sized):
+            metadata[CHAR_VARCHAR_METADATA_KEY] = json_type
+            json_type = "string"
+        return {
+            "name": self.name,
+            "type": json_type,
+            "nullable": self.nullable,
+            "metadata": metadata,
+        }
+
 
 @dataclass(frozen=True)
 class Struct(_Nested):
@@ -189,6 +231,11 @@ class Struct(_Nested):
 
     def parts(self) -> Sequence[Field]:
         return self.fields
+
+    def to_json(self) -> dict[str, Any]:
+        """Spark's JSON schema (`StructType.jsonValue()`), as the session and connect methods
+        return it."""
+        return {"type": "struct", "fields": [f.to_json() for f in self.fields]}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -204,6 +251,11 @@ class Struct(_Nested):
 
 
 SparkType = Primitive | Char | Varchar | Decimal | Array | Map | Struct
+
+
+def is_nested(t: SparkType) -> bool:
+    """`t` holds other types (an array, a map or a struct)."""
+    return isinstance(t, _Nested)
 
 
 def holds_variant(t: SparkType) -> bool:
@@ -281,6 +333,7 @@ __all__ = [
     "Struct",
     "Varchar",
     "as_nullable",
+    "is_nested",
     "is_widening",
     "quote_identifier",
     "sql_string",
