@@ -14,28 +14,14 @@ from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
+from dbt.adapters.spark_contracts.core.recovery import pending as protocol
 from dbt.adapters.spark_contracts.core.recovery.lease import Seen, State, Watch, judge
-from dbt.adapters.spark_contracts.core.recovery.pending import (
-    SETTLE_SUFFIX,
-    Action,
-    Application,
-    ModelRecord,
-    Pending,
-    application_gone,
-    decide_pending,
-    manual_move,
-)
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+from dbt.adapters.spark_contracts.run import record_io
 from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.outcome_events import RunBook
 from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
-from dbt.adapters.spark_contracts.run.record_io import (
-    Fenced,
-    read_lease,
-    table_properties,
-    take_over_sql,
-)
 from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
 
 logger = AdapterLogger("SparkContracts")
@@ -52,7 +38,7 @@ class Claim:
     run's record (core/recovery/record.py), or, as builds before the record wrote it, the
     pending table itself (`lease` is then its name)."""
 
-    pending: Pending  # its `name` is the pending table's
+    pending: protocol.Pending  # its `name` is the pending table's
     lease: str
     record: bool  # the lease is a run record: dropped once the rows are settled
 
@@ -73,11 +59,11 @@ def claims(
         if bare(name) in named:
             continue
         try:
-            properties = table_properties(spark, name)
+            properties = record_io.table_properties(spark, name)
         except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
             logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
             continue
-        found.append(Claim(Pending.from_properties(name, properties), name, False))
+        found.append(Claim(protocol.Pending.from_properties(name, properties), name, False))
     return found
 
 
@@ -115,7 +101,7 @@ def watch_leases(
             told = True
         time.sleep(1.0)
         for name in list(watched):
-            record = read_lease(spark, name, table_format)
+            record = record_io.read_lease(spark, name, table_format)
             if record is None:  # its run settled it
                 del watched[name]
                 leases.pop(name, None)
@@ -141,15 +127,15 @@ def settle_others(
     (moved already, or never made) is dropped once its lease no longer binds."""
     spark = quarantine_steps.spark
     done: List[str] = []
-    record: Optional[ModelRecord] = None
-    here: Optional[Application] = None
+    record: Optional[protocol.ModelRecord] = None
+    here: Optional[protocol.Application] = None
     leases: Dict[str, RunRecord] = {}
     for claim in found:
-        lease = read_lease(spark, claim.lease, table_format) if claim.record else None
+        lease = record_io.read_lease(spark, claim.lease, table_format) if claim.record else None
         if claim.record and lease is None:
             continue  # its run let go of it meanwhile: settled
         leases[claim.lease] = lease or RunRecord.from_properties(
-            claim.lease, table_properties(spark, claim.lease)
+            claim.lease, record_io.table_properties(spark, claim.lease)
         )
     binding = watch_leases(spark, leases, unique_id, table_format)
     for claim in found:
@@ -160,7 +146,7 @@ def settle_others(
         if claim.record and bare(name) not in listed:
             if claim.lease in binding:
                 continue
-            spark.run(take_over_sql(claim.lease, invocation_id))
+            spark.run(record_io.take_over_sql(claim.lease, invocation_id))
             spark.run(drop_sql(claim.lease, table_format))
             logger.info(
                 f"{unique_id}: dropped run {run}'s record {claim.lease}: its pending table "
@@ -174,24 +160,24 @@ def settle_others(
             record = quarantine_steps.model_record(relation, table_format)
         if here is None:
             here = spark.application()
-        gone = application_gone(pending.application, here, process_running)
-        decision = decide_pending(pending, record, claim.lease in binding, gone)
-        if decision.action is Action.WAIT:
+        gone = protocol.application_gone(pending.application, here, process_running)
+        decision = protocol.decide_pending(pending, record, claim.lease in binding, gone)
+        if decision.action is protocol.Action.WAIT:
             logger.info(
                 f"{unique_id}: {name} belongs to run {run}, which may be alive "
                 f"({decision.reason}); left to it"
             )
             continue
-        if decision.action is Action.KEEP:
+        if decision.action is protocol.Action.KEEP:
             logger.warning(
                 f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
                 f"finish; {decision.reason}, so it is kept. By hand: "
-                f"{manual_move(name, quarantine, table_format)}"
+                f"{protocol.manual_move(name, quarantine, table_format)}"
             )
             continue
         # taken over first: that run, if it was only stalled, can commit nothing after this
-        spark.run(take_over_sql(claim.lease, invocation_id))
-        if decision.action is Action.MOVE:
+        spark.run(record_io.take_over_sql(claim.lease, invocation_id))
+        if decision.action is protocol.Action.MOVE:
             what = quarantine_steps.move(
                 relation, table_format, quarantine, name, run, None, pending.tag
             )
@@ -226,7 +212,7 @@ def settle_pending(
     if not waiting and not pendings:
         return []
     try:
-        leases.alone(model, SETTLE_SUFFIX)
+        leases.alone(model, protocol.SETTLE_SUFFIX)
     except RunInProgress as exc:
         logger.info(
             f"{model.unique_id}: run {exc.invocation_id} of the model holds its lease; "
@@ -234,7 +220,7 @@ def settle_pending(
         )
         return []
     # each statement behind the settling lease's fence
-    settler = Quarantine(Fenced(spark, lambda: leases.check(model)), book)
+    settler = Quarantine(record_io.Fenced(spark, lambda: leases.check(model)), book)
     try:
         found = claims(settler.spark, waiting, pendings, model.unique_id)
         return settle_others(
