@@ -7,12 +7,16 @@ intent) is `RunState`, which no report reads."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+
+from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed
 from dbt.adapters.spark_contracts.core.contracts.data_tests import GateCount
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent
+
+logger = AdapterLogger("SparkContracts")
 
 
 @dataclass(frozen=True)
@@ -165,3 +169,26 @@ class RunBook:
     def out(self) -> RunOutcome:
         """What the run did so far, computed from its events."""
         return self.events.outcome
+
+    def count(self, counts: Mapping[str, Any], load: Any) -> None:
+        """The run's discard counts (a query's row, or what Spark observed), per gate too
+        (`load`: the run's typed load, which names its gates)."""
+        rows, values = counts["rows_discarded"], counts["values_discarded"]
+        gates = load.gate_counts(counts) if load is not None else ()
+        self.events.add(Counted(int(rows or 0), int(values or 0), gates))
+
+    def take_counts(self, spark: Any, run: Any) -> None:
+        """The discard counts observed in the pass that just read the model's output; where
+        Spark reported none, one query over the stage or pending table it wrote."""
+        observation, self.state.observation = self.state.observation, None
+        if observation is None:
+            return
+        counts = observation()
+        load = run.load_sql
+        staged = self.state.staged or self.state.pending is not None
+        if counts is None and staged and load is not None and load.discard_count_sql:
+            counts = spark.fetch(load.discard_count_sql)[0]  # from the stage, not the model
+        if counts is None:
+            logger.warning(f"{run.unique_id}: Spark reported no discard counts for this run")
+        else:
+            self.count(counts, load)

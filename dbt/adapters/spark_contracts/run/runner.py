@@ -3,7 +3,7 @@ changes under the run's record, the one load; every failure after a change resto
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, List, Mapping, Optional
+from typing import Any, Callable, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -25,7 +25,6 @@ from dbt.adapters.spark_contracts.run.model_run import (
 from dbt.adapters.spark_contracts.run.outcome_events import (
     PENDING,
     PENDING_AFTER_FIRST_PASS,
-    Counted,
     Executed,
     Loaded,
     PathTaken,
@@ -151,7 +150,9 @@ class Runner:
             self._take_alone(run)
         if pending and run.quarantine_pending:  # read once: every row, from the executors
             self.quarantine.write_pending(run, pending)
-            self._take_counts(run)  # observed while writing it, else one query over it
+            self.book.take_counts(
+                self.spark, run
+            )  # observed while writing it, else one query over it
         elif run.stage:
             self.spark.run(drop_sql(run.stage, run.table_format))
             self.spark.run(
@@ -159,7 +160,7 @@ class Runner:
                 f"as select * from {run.observed or base}"
             )
             state.staged = True
-            self._take_counts(run)
+            self.book.take_counts(self.spark, run)
         if load is not None:
             if load.violation_sample_sql:
                 rows = self.spark.fetch(load.violation_sample_sql)
@@ -170,7 +171,7 @@ class Runner:
                         self.report, self.target_dir, run.unique_id, run.relation, *found
                     )
             if load.discard_count_sql and run.observed is None:
-                self._set_counts(run, self.spark.fetch(load.discard_count_sql)[0])
+                self.book.count(self.spark.fetch(load.discard_count_sql)[0], load)
             if not load.passes_through:
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if state.pending is not None and self.out.rows_discarded:
@@ -178,27 +179,6 @@ class Runner:
         if run.write.multi_step and run.statements:
             self._begin_steps(run)
         return run.source
-
-    def _take_counts(self, run: ModelRun) -> None:
-        """The discard counts observed in the pass that just read the model's output (and the
-        discarded rows, where the load collects them)."""
-        observation, self.state.observation = self.state.observation, None
-        if observation is None:
-            return
-        counts = observation()
-        load = run.load_sql
-        staged = self.state.staged or self.state.pending is not None
-        if counts is None and staged and load is not None and load.discard_count_sql:
-            counts = self.spark.fetch(load.discard_count_sql)[0]  # from the stage, not the model
-        if counts is None:
-            logger.warning(f"{run.unique_id}: Spark reported no discard counts for this run")
-        else:
-            self._set_counts(run, counts)
-
-    def _set_counts(self, run: ModelRun, counts: Mapping[str, Any]) -> None:
-        rows, values = counts["rows_discarded"], counts["values_discarded"]
-        gates = run.load_sql.gate_counts(counts) if run.load_sql is not None else ()
-        self.events.add(Counted(int(rows or 0), int(values or 0), gates))
 
     def _take_alone(self, run: ModelRun) -> None:
         """The model's lease taken alone for a multi-step change (its record made): a live
@@ -310,7 +290,7 @@ class Runner:
                     self.spark.set_conf(conf, previous)
             self.events.add(Loaded())
             try:
-                self._take_counts(run)
+                self.book.take_counts(self.spark, run)
             except Exception as exc:  # the load has committed: counts are a report
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
             if self.state.pending is not None:  # the load is in: the rows follow it
