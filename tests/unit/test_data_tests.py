@@ -19,8 +19,10 @@ from dbt.adapters.spark_contracts.core.contracts.data_tests import (
     AttachedTests,
     DataTest,
     GateAction,
+    GatedLoad,
     Gates,
     attached_tests,
+    gated_load,
     plan_gates,
 )
 from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
@@ -257,8 +259,8 @@ def test_quote_false_renders_values_as_sql():
     ("test", "why"),
     [
         (DataTest("test.p.singular"), "a singular test"),
-        (test_("unique", "id"), "gated only where the load writes the whole table"),
-        (test_("relationships", "id", to="ref('x')", field="id"), "a set test"),
+        (test_("unique", "id"), "the load replaces part of the table"),
+        (test_("relationships", "id", to="ref('x')", field="id"), "its parent (`to`)"),
         (test_("my_test", "id"), "a generic test the adapter does not gate"),
         (test_("not_empty_string", "name"), "a generic test the adapter does not gate"),
         (test_("expression_is_true", None, "other_pkg", expression="1=1"), "does not gate"),
@@ -298,7 +300,8 @@ def test_unique_turns_away_every_row_of_a_duplicated_key(data, column, where, mo
     `where` keeps), and after it the test returns none (the gate is a window: a column)."""
     db = load(data)
     test = test_("unique", column, where=where)
-    (gate,) = plan_gates(AttachedTests(MODEL, (test,)), mode, OUTPUT, OUTPUT, whole=True).gates
+    whole = GatedLoad(whole=True)
+    (gate,) = plan_gates(AttachedTests(MODEL, (test,)), mode, OUTPUT, OUTPUT, whole).gates
     db.execute(f"create table g as select *, {gate.predicate} as failing from t")
     keys = dbt_unique_sql(column, where, "t")
     returned = f"{column} in ({keys})" + (f" and coalesce(({where}), false)" if where else "")
@@ -317,12 +320,158 @@ def test_unique_turns_away_every_row_of_a_duplicated_key(data, column, where, mo
     assert ids(db, dbt_unique_sql(column, where, "kept")) == set()
 
 
-def test_unique_gates_only_a_load_that_writes_the_whole_table():
+def test_unique_gates_by_what_the_load_does_to_the_table():
     test = test_("unique", "id")
-    incremental = plan_gates(AttachedTests(MODEL, (test,)), R, OUTPUT, OUTPUT)
-    assert incremental.gates == () and "whole table" in incremental.after_load[0].why
-    rebuild = plan_gates(AttachedTests(MODEL, (test,)), R, OUTPUT, OUTPUT, whole=True)
-    assert [g.reason for g in rebuild.gates] == ["unique(id)"] and rebuild.after_load == ()
+    keyed = AttachedTests(MODEL, (test,), unique_key=("ID",))
+
+    def planned(strategy: str, tests: AttachedTests = keyed) -> Gates:
+        return plan_gates(tests, R, OUTPUT, OUTPUT, gated_load(strategy, "db.t", tests, "table"))
+
+    # a rebuild: the load's rows only; an append: and the table's keys (a subquery of it)
+    (whole,) = planned("table").gates
+    assert "db.t" not in whole.predicate and "OVER (PARTITION BY `id`)" in whole.predicate
+    (append,) = planned("append").gates
+    assert "`id` IN (SELECT `id` FROM db.t WHERE `id` IS NOT NULL)" in append.predicate
+    # a merge on the key updates the table's row of it: the load's own duplicates only
+    (merge,) = planned("merge").gates
+    assert merge.predicate == whole.predicate
+    # a merge on another key, a load that replaces part of the table: after the load
+    other = AttachedTests(MODEL, (test,), unique_key=("id", "name"))
+    assert "merges on another unique_key" in planned("merge", other).after_load[0].why
+    for strategy in ("insert_overwrite", "microbatch"):
+        assert "replaces part of the table" in planned(strategy).after_load[0].why
+
+
+# the table a run appends to (or merges into): its rows unique under the test, as a build
+# whose test passed left it
+table_rows = st.lists(st.tuples(names, statuses, amounts), max_size=12).map(
+    lambda rs: [(100 + i, *r) for i, r in enumerate(rs)]
+)
+
+
+def unique_table(db: sqlite3.Connection, rows: list[Any], column: str, where: str | None) -> None:
+    db.execute("create table tbl (id int, name text, status text, amount int)")
+    db.executemany("insert into tbl values (?, ?, ?, ?)", rows)
+    # as a table the test passed on: one row of each key it counts
+    dup = dbt_unique_sql(column, where, "tbl")
+    counted = f"coalesce(({where}), false)" if where else "1 = 1"
+    db.execute(
+        f"delete from tbl where {counted} and {column} in ({dup}) and id not in "
+        f"(select min(id) from tbl where {counted} group by {column})"
+    )
+    assert ids(db, dup) == set()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows,
+    table_rows,
+    st.sampled_from(["name", "status", "amount"]),
+    wheres,
+    st.sampled_from([R, V]),
+)
+def test_unique_on_an_append_turns_away_keys_the_load_or_the_table_holds(
+    data, existing, column, where, mode
+):
+    """An append: every row of a key the load holds twice, and every row whose key the table
+    holds (the rows `where` keeps); after the append dbt's test returns none."""
+    db = load(data)
+    unique_table(db, existing, column, where)
+    test = test_("unique", column, where=where)
+    append = GatedLoad(table="tbl")
+    (gate,) = plan_gates(AttachedTests(MODEL, (test,)), mode, OUTPUT, OUTPUT, append).gates
+    db.execute(f"create table g as select *, {gate.predicate} as failing from t")
+    counted = f" and coalesce(({where}), false)" if where else ""
+    held = f"select {column} from tbl where {column} is not null{counted}"
+    in_batch = dbt_unique_sql(column, where, "t")
+    expected = ids(
+        db, f"select id from t where ({column} in ({in_batch}) or {column} in ({held})){counted}"
+    )
+    assert ids(db, "select id from g where failing") == expected
+    values = [
+        f"CASE WHEN failing THEN NULL ELSE {c} END AS {c}" if c == column and mode is V else c
+        for c in ("id", "name", "status", "amount")
+    ]
+    keep = "not failing" if mode is R else "1 = 1"
+    db.execute(f"insert into tbl select {', '.join(values)} from g where {keep}")
+    assert ids(db, dbt_unique_sql(column, where, "tbl")) == set()
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows, table_rows, st.sampled_from(["name", "status", "amount"]), wheres)
+def test_unique_under_a_merge_on_the_key_turns_away_only_the_loads_duplicates(
+    data, existing, column, where
+):
+    """A merge on the tested key: the table's row of a key the load brings is updated, so
+    only the load's own duplicates go; after the merge dbt's test returns none."""
+    db = load(data)
+    unique_table(db, existing, column, where)
+    # a merge on the key: the table holds each key once
+    db.execute(
+        f"delete from tbl where id not in (select min(id) from tbl group by {column}) "
+        f"and {column} is not null"
+    )
+    test = test_("unique", column, where=where)
+    merge = GatedLoad(table="tbl", merge_keys=(column,))
+    (gate,) = plan_gates(AttachedTests(MODEL, (test,)), R, OUTPUT, OUTPUT, merge).gates
+    db.execute(f"create table g as select *, {gate.predicate} as failing from t")
+    db.execute("create table kept as select id, name, status, amount from g where not failing")
+    # the merge: a kept row whose key the table holds updates it, the others are inserted
+    db.execute(f"delete from tbl where {column} in (select {column} from kept)")
+    db.execute("insert into tbl select * from kept")
+    assert ids(db, dbt_unique_sql(column, where, "tbl")) == set()
+    # nothing but the load's own duplicates went
+    gated = ids(db, "select id from g where failing")
+    counted = f" and coalesce(({where}), false)" if where else ""
+    in_batch = dbt_unique_sql(column, where, "t")
+    assert gated == ids(db, f"select id from t where {column} in ({in_batch}){counted}")
+
+
+def dbt_relationships_sql(column: str, field: str, parent: str, where: str | None) -> str:
+    """dbt's `relationships` test (its macro, rendered): the child's keys the parent lacks."""
+    model = f"(select * from t where {where}) s" if where else "t"
+    return (
+        f"with child as (select id, {column} as from_field from {model} "
+        f"where {column} is not null), parent as (select {field} as to_field from {parent}) "
+        "select id from child left join parent on child.from_field = parent.to_field "
+        "where parent.to_field is null"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows,
+    st.lists(st.one_of(st.none(), st.integers(-5, 15)), max_size=10),
+    wheres,
+    st.sampled_from([R, V]),
+)
+def test_relationships_turns_away_exactly_the_keys_the_parent_lacks(data, parents, where, mode):
+    db = load(data)
+    db.execute("create table parents (pid int)")
+    db.executemany("insert into parents values (?)", [(p,) for p in parents])
+    test = DataTest(
+        "test.p.relationships_m_amount",
+        "relationships",
+        None,
+        (("column_name", "amount"), ("field", "pid"), ("to", "ref('parent')")),
+        where,
+        parent="parents",
+    )
+    (gate,) = gates(test, mode=mode).gates
+    assert gate.reason == "relationships(amount)"
+    assert gate.action is (GateAction.ROW if mode is R else GateAction.VALUE)
+    returned = ids(db, dbt_relationships_sql("amount", "pid", "parents", where))
+    assert ids(db, f"select id from t where {gate.predicate}") == returned
+    if mode is R:
+        db.execute(f"create table kept as select * from t where not ({gate.predicate})")
+    else:  # a NULL passes: the value nulled
+        db.execute(
+            "create table kept as select id, name, status, "
+            f"CASE WHEN {gate.predicate} THEN NULL ELSE amount END AS amount from t"
+        )
+    db.execute("drop table t")
+    db.execute("alter table kept rename to t")
+    assert ids(db, dbt_relationships_sql("amount", "pid", "parents", where)) == set()
 
 
 def test_a_quoted_or_differently_cased_column_is_the_output_column():
@@ -387,15 +536,40 @@ def test_attached_tests_reads_the_manifest():
             test_metadata={"name": "relationships", "kwargs": {"to": "ref('m')"}},
             depends_on={"nodes": [MODEL, "model.p.o"]},
         ),
+        # this model's: its parent found by `to` among the nodes it depends on
+        "test.p.rel_m": node(
+            "test.p.rel_m",
+            attached_node=MODEL,
+            test_metadata={
+                "name": "relationships",
+                "kwargs": {"column_name": "amount", "to": "ref('o')", "field": "id"},
+            },
+            depends_on={"nodes": ["model.p.o", MODEL]},
+        ),
+        "model.p.o": {"unique_id": "model.p.o", "name": "o", "relation_name": "`s`.`o`"},
+        "test.p.rel_src": node(
+            "test.p.rel_src",
+            attached_node=MODEL,
+            test_metadata={
+                "name": "relationships",
+                "kwargs": {"column_name": "name", "to": "source('raw', 'c')", "field": "n"},
+            },
+            depends_on={"nodes": ["source.p.raw.c", MODEL]},
+        ),
+        "source.p.raw.c": {"source_name": "raw", "name": "c", "relation_name": "`raw`.`c`"},
         "test.p.other": node("test.p.other", attached_node="model.p.o"),
     }
-    found = attached_tests(MODEL, nodes)
+    found = attached_tests(MODEL, nodes, "id")
+    assert found.unique_key == ("id",)
     assert [t.unique_id for t in found.tests] == [
         "test.p.not_null_m_name",
         "test.p.range",
+        "test.p.rel_m",
+        "test.p.rel_src",
         "test.p.singular",
     ]
-    not_null, ranged, singular = found.tests
+    not_null, ranged, rel, src, singular = found.tests
+    assert (rel.parent, src.parent) == ("`s`.`o`", "`raw`.`c`")
     assert (not_null.name, not_null.column, not_null.where, not_null.gate) == (
         "not_null",
         "name",
@@ -406,8 +580,30 @@ def test_attached_tests_reads_the_manifest():
     assert (ranged.namespace, ranged.gate, ranged.arg("min_value")) == ("dbt_utils", False, 0)
     assert singular.name == "" and singular.label == "test.p.singular"
     planned = plan_gates(found, R, OUTPUT, OUTPUT)
-    assert [g.reason for g in planned.gates] == ["not_null(name)"]
+    assert [g.reason for g in planned.gates] == [
+        "not_null(name)",
+        "relationships(amount)",
+        "relationships(name)",
+    ]
+    assert "NOT IN (SELECT `id` FROM `s`.`o` WHERE `id` IS NOT NULL)" in planned.gates[1].predicate
     assert [a.test for a in planned.after_load] == ["test.p.range", "test.p.singular"]
+    # a relationships test whose `to` is the model itself is checked after the load
+    itself = node(
+        "test.p.rel_self",
+        attached_node=MODEL,
+        test_metadata={
+            "name": "relationships",
+            "kwargs": {"column_name": "amount", "to": "ref('m')", "field": "id"},
+        },
+        depends_on={"nodes": [MODEL]},
+    )
+    nodes[MODEL].update(name="m", relation_name="`s`.`m`")
+    (alone,) = attached_tests(MODEL, {MODEL: nodes[MODEL], "test.p.rel_self": itself}).tests
+    assert alone.parent is None
+    assert (
+        "the model itself"
+        in plan_gates(AttachedTests(MODEL, (alone,)), R, OUTPUT, OUTPUT).after_load[0].why
+    )
 
 
 def test_log_lines_name_each_gate_and_its_action():

@@ -10,7 +10,11 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests, DataTest
+from dbt.adapters.spark_contracts.core.contracts.data_tests import (
+    AttachedTests,
+    DataTest,
+    GatedLoad,
+)
 from dbt.adapters.spark_contracts.core.contracts.decision import ContractDecision
 from dbt.adapters.spark_contracts.core.contracts.load_select import LoadSql, render_load_select
 from tests.unit.test_enforce import S, run
@@ -151,3 +155,40 @@ def test_each_gate_is_one_column_and_every_reader_reads_it(
         assert not any(gate.predicate in r.replace(sql.source, "src") for r in readers)
     used = set(re.findall(r"`(__dbt_gate_\d+)`", sql.select + (sql.violation_sample_sql or "")))
     assert used - {n for n in columns} <= set(aliases) and not sql.passes_through
+
+
+def test_a_freeze_gate_is_counted_in_the_same_pass():
+    """A freeze gate's failing rows are one more metric of the pass that reads the output
+    (observed while staging, or counted over the stage): the violation names the count."""
+    d = c = "id int, score int"
+    sql = render(decided({"data_tests": "freeze"}, d, c, not_null("score")), d, c)
+    assert sql.violation_sample_sql is not None
+    assert sql.discard_metrics == (
+        ("rows_discarded", "0"),
+        ("values_discarded", "0"),
+        ("__dbt_gate_0", "count_if(`__dbt_gate_0`)"),
+    )
+    (count,) = sql.gate_counts({"rows_discarded": 0, "values_discarded": 0, "__dbt_gate_0": 7})
+    assert (count.reason, count.action.value, count.rows) == ("not_null(score)", "freeze", 7)
+
+
+def test_a_set_tests_subquery_is_one_gate_column():
+    """`unique` on an append and `relationships` read the table and the parent in a subquery
+    of their gate's column: computed once, in the scope, read by its alias."""
+    unique = DataTest("test.p.unique_id", "unique", None, (("column_name", "id"),))
+    related = DataTest(
+        "test.p.rel_score",
+        "relationships",
+        None,
+        (("column_name", "score"), ("field", "k"), ("to", "ref('p')")),
+        parent="db.p",
+    )
+    d = c = "id int, score int"
+    decision = run({"data_tests": "discard_row", "quarantine": True}, d, c)
+    load = GatedLoad(table="db.t")
+    decision = decision.with_gates(AttachedTests(MODEL, (unique, related)), S(c), load)
+    sql = render(decision, d, c)
+    scope = sql.coerced_select("m") or ""
+    assert scope.count("FROM db.t WHERE") == 1 and scope.count("FROM db.p WHERE") == 1
+    for text in (sql.select, sql.quarantine_row or "", *(e for _, e in sql.discard_metrics)):
+        assert "db.t" not in text and "db.p" not in text

@@ -103,7 +103,9 @@ class ContractMethods(metaclass=AdapterMeta):
     @available
     def data_tests_of(self, model: Dict[str, Any], graph: Dict[str, Any]) -> AttachedTests:
         """The model's data tests, from dbt's graph, for `plan_model` (issue 42)."""
-        return attached_tests(str(model.get("unique_id")), graph.get("nodes") or {})
+        nodes = {**(graph.get("sources") or {}), **(graph.get("nodes") or {})}
+        unique_key = (model.get("config") or {}).get("unique_key")
+        return attached_tests(str(model.get("unique_id")), nodes, unique_key)
 
     @available
     def evolve_snapshot(

@@ -162,16 +162,16 @@ class Runner:
             state.staged = True
             self.book.take_counts(self.spark, run)
         if load is not None:
+            if load.discard_count_sql and run.observed is None:
+                self.book.count(self.spark.fetch(load.discard_count_sql)[0], load)
             if load.violation_sample_sql:
                 rows = self.spark.fetch(load.violation_sample_sql)
                 if rows:
                     self.drop_stage(run)
-                    found = value_violation(run, rows)
+                    found = value_violation(run, rows, self.out.gate_counts)
                     raise_violation(
                         self.report, self.target_dir, run.unique_id, run.relation, *found
                     )
-            if load.discard_count_sql and run.observed is None:
-                self.book.count(self.spark.fetch(load.discard_count_sql)[0], load)
             if not load.passes_through:
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if state.pending is not None and self.out.rows_discarded:

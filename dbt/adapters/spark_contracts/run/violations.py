@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
+from dbt.adapters.spark_contracts.core.contracts.data_tests import GateCount
 from dbt.adapters.spark_contracts.core.contracts.load_columns import COERCE_REASON
 from dbt.adapters.spark_contracts.run.model_run import ModelRun
 from dbt.adapters.spark_contracts.run.report import RunReport
@@ -12,10 +13,11 @@ from dbt.adapters.spark_contracts.run.run_errors import SchemaContractViolation
 
 
 def value_violation(
-    run: ModelRun, samples: List[Dict[str, Any]]
+    run: ModelRun, samples: List[Dict[str, Any]], counts: Sequence[GateCount] = ()
 ) -> Tuple[Dict[str, Any], List[Any]]:
     """The first sampled column's violation (its column, types and reason) and the values of
-    that column the sample holds for that reason."""
+    that column the sample holds for that reason. `counts`: the run's counts per data test,
+    where it has them (a freeze gate's failing rows)."""
     decision = run.contract
     assert decision is not None
     column = str(samples[0]["column_name"])
@@ -27,14 +29,17 @@ def value_violation(
     ]
     gate = decision.gates.by_reason(reason)
     if gate is not None:  # one of the model's data tests (issue 42)
+        failing = next((c.rows for c in counts if c.test == gate.test), None)
+        rows = "rows" if failing is None else f"{failing} row{'s' if failing != 1 else ''}"
         violation = {
             "schema_entity": "data_tests",
             "contract_mode": "freeze",
             "column": gate.column,
             "deployed_type": None,
             "compiled_type": None,
-            "reason": f"rows fail the data test {gate.reason} ({gate.test})",
+            "reason": f"{rows} fail the data test {gate.reason} ({gate.test})",
             "data_test": gate.test,
+            **({"failing_rows": failing} if failing is not None else {}),
         }
         return violation, values
     check = next((c for c in decision.value_checks if c.dotted.lower() == column.lower()), None)

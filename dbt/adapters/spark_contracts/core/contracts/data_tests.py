@@ -4,8 +4,10 @@ issue 42). Pure: the manifest's test nodes in, Spark SQL row predicates out.
 A row-level test becomes a predicate that holds exactly for a row the test would return (its
 `where` config narrows it; NULL-safe, so `NOT` keeps every other row): `not_null`,
 `accepted_values` (with `quote`), and dbt_utils' `expression_is_true`, `accepted_range` and
-`not_empty_string`. Every other test of the model is listed as checked after the load, never
-silently skipped. The load's SELECT (core/contracts/load_select.py) filters, nulls or freezes by
+`not_empty_string`. The set tests read more than the row: `unique` a window over the load's rows
+(and, where the load adds rows to a table, the table's keys), `relationships` the parent's keys;
+both as subqueries Spark joins in the same pass. Every other test of the model is listed as
+checked after the load, never silently skipped. The load's SELECT (core/contracts/load_select.py) filters, nulls or freezes by
 the predicates, under the contract's `data_tests` mode.
 """
 
@@ -28,22 +30,28 @@ EXPRESSION_IS_TRUE, ACCEPTED_RANGE, NOT_EMPTY_STRING = (
     "not_empty_string",
 )
 # (namespace, name): the tests that gate. dbt's own tests have no namespace.
-UNIQUE = "unique"
+UNIQUE, RELATIONSHIPS = "unique", "relationships"
 GATEABLE = (
     (None, NOT_NULL),
     (None, ACCEPTED_VALUES),
     (UTILS, EXPRESSION_IS_TRUE),
     (UTILS, ACCEPTED_RANGE),
     (UTILS, NOT_EMPTY_STRING),
-    (None, UNIQUE),  # where the load writes the whole table
+    (None, UNIQUE),  # where the load's rows and the table's are known (`GatedLoad`)
+    (None, RELATIONSHIPS),  # where its parent is a relation of the project
 )
-SET_TESTS = (UNIQUE, "relationships")
 # the tests a NULL passes: under discard_value their failing value can be set to NULL
-_NULL_PASSES = (ACCEPTED_VALUES, ACCEPTED_RANGE, NOT_EMPTY_STRING, UNIQUE)
-WHOLE_ONLY = (
-    "a set test: gated only where the load writes the whole table (a table model, the run "
-    "that creates the table)"
+_NULL_PASSES = (ACCEPTED_VALUES, ACCEPTED_RANGE, NOT_EMPTY_STRING, UNIQUE, RELATIONSHIPS)
+REPLACES_PART = (
+    "a set test: the load replaces part of the table (insert_overwrite, microbatch), so which "
+    "of the table's keys stay is not known before it"
 )
+MERGE_ON_ANOTHER_KEY = (
+    "a set test: the load merges on another unique_key, so which of the table's rows the "
+    "merge updates decides the keys after it"
+)
+_REF = re.compile(r"""^\s*ref\(\s*['"]([^'"]+)['"]\s*(?:,\s*['"]([^'"]+)['"]\s*)?\)\s*$""")
+_SOURCE = re.compile(r"""^\s*source\(\s*['"]([^'"]+)['"]\s*,\s*['"]([^'"]+)['"]\s*\)\s*$""")
 GATE_META = "gate"  # `config: {meta: {gate: false}}` opts a test out
 _JINJA = re.compile(r"\{\{|\{%")
 _IDENTIFIER = re.compile(r"^[`\"]?([A-Za-z_][A-Za-z0-9_]*)[`\"]?$")
@@ -60,6 +68,9 @@ class DataTest:
     kwargs: tuple[tuple[str, Any], ...] = ()
     where: str | None = None
     gate: bool = True  # False: `meta: {gate: false}`
+    # `relationships`: the relation its `to` names (the parent node's `relation_name`), None
+    # where the manifest does not resolve it to a relation of the project
+    parent: str | None = None
 
     def arg(self, key: str, default: Any = None) -> Any:
         return next((v for k, v in self.kwargs if k == key), default)
@@ -83,10 +94,40 @@ class DataTest:
 @dataclass(frozen=True)
 class AttachedTests:
     """The data tests of one model, read from the manifest by the adapter and handed to the
-    build's plan (`plan_model`) as they are."""
+    build's plan (`plan_model`) as they are; `unique_key` is the model's (a merge on it updates
+    the keys the table holds: `gated_load`)."""
 
     model: str
     tests: tuple[DataTest, ...] = ()
+    unique_key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GatedLoad:
+    """What a set test must know of the load it gates. `whole`: the load writes the whole table
+    (a rebuild, the creating run): its rows are all the table holds. Else `table`: the table
+    the load adds its rows to (None: the load replaces part of it), `merge_keys` the merge's
+    unique_key (empty: an append)."""
+
+    whole: bool = False
+    table: str | None = None
+    merge_keys: tuple[str, ...] = ()
+
+
+def gated_load(
+    strategy: str, relation: str, tests: AttachedTests | None, rebuild: str, merge: str = "merge"
+) -> GatedLoad:
+    """The load of an incremental run or rebuild by its strategy (`rebuild`: the strategy of a
+    load that writes the whole table; `merge`: of one that merges on the model's unique_key;
+    any other but `append` replaces part of the table)."""
+    if strategy == rebuild:
+        return GatedLoad(whole=True)
+    if strategy == "append":
+        return GatedLoad(table=relation)
+    if strategy == merge:
+        keys = tests.unique_key if tests is not None else ()
+        return GatedLoad(table=relation, merge_keys=keys)
+    return GatedLoad()
 
 
 def _meta_gate(node: Mapping[str, Any]) -> bool:
@@ -97,23 +138,57 @@ def _meta_gate(node: Mapping[str, Any]) -> bool:
     return True
 
 
-def _data_test(node: Mapping[str, Any]) -> DataTest:
+def _parent(
+    node: Mapping[str, Any], to: Any, model: str, nodes: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """The relation a `relationships` test's `to` names: the node it depends on (besides the
+    model, unless `to` names the model itself) whose name matches, by its `relation_name`."""
+    text = str(to or "")
+    ref, source = _REF.match(text), _SOURCE.match(text)
+    for uid in (node.get("depends_on") or {}).get("nodes") or ():
+        if uid == model:  # the model's own keys: a load adding rows may add both sides
+            continue
+        parent = nodes.get(uid) or {}
+        if ref is not None:
+            name = ref.group(2) or ref.group(1)
+            package = ref.group(1) if ref.group(2) else None
+            matches = parent.get("name") == name and package in (None, parent.get("package_name"))
+        elif source is not None:
+            matches = (parent.get("source_name"), parent.get("name")) == source.groups()
+        else:
+            matches = False
+        if matches and parent.get("relation_name"):
+            return str(parent["relation_name"])
+    return None
+
+
+def _data_test(
+    node: Mapping[str, Any], model: str, nodes: Mapping[str, Mapping[str, Any]]
+) -> DataTest:
     metadata = node.get("test_metadata") or {}
     kwargs = metadata.get("kwargs") or {}
     where = (node.get("config") or {}).get("where")
+    name = str(metadata.get("name") or "")
+    namespace = metadata.get("namespace") or None
+    related = name == RELATIONSHIPS and namespace is None
     return DataTest(
         unique_id=str(node.get("unique_id")),
-        name=str(metadata.get("name") or ""),
-        namespace=metadata.get("namespace") or None,
+        name=name,
+        namespace=namespace,
         kwargs=tuple(sorted((str(k), v) for k, v in kwargs.items() if k != "model")),
         where=None if where is None else str(where),
         gate=_meta_gate(node),
+        parent=_parent(node, kwargs.get("to"), model, nodes) if related else None,
     )
 
 
-def attached_tests(model: str, nodes: Mapping[str, Mapping[str, Any]]) -> AttachedTests:
-    """The tests of `model` among the manifest's `nodes` (dbt's flat graph): the generic tests
-    attached to it, and the singular tests that read it (no attached node), by unique id."""
+def attached_tests(
+    model: str, nodes: Mapping[str, Mapping[str, Any]], unique_key: Any = None
+) -> AttachedTests:
+    """The tests of `model` among the manifest's `nodes` (dbt's flat graph, its sources
+    included: a `relationships` parent is found there): the generic tests attached to it, and
+    the singular tests that read it (no attached node), by unique id. `unique_key`: the model's
+    config (a string or a list)."""
     found = []
     for node in nodes.values():
         if node.get("resource_type") != "test":
@@ -121,8 +196,11 @@ def attached_tests(model: str, nodes: Mapping[str, Mapping[str, Any]]) -> Attach
         attached = node.get("attached_node")
         reads = model in ((node.get("depends_on") or {}).get("nodes") or ())
         if attached == model or (not attached and reads):
-            found.append(_data_test(node))
-    return AttachedTests(model, tuple(sorted(found, key=lambda t: t.unique_id)))
+            found.append(_data_test(node, model, nodes))
+    keys = (unique_key,) if isinstance(unique_key, str) else tuple(unique_key or ())
+    return AttachedTests(
+        model, tuple(sorted(found, key=lambda t: t.unique_id)), tuple(str(k) for k in keys)
+    )
 
 
 class GateAction(Enum):
@@ -250,9 +328,9 @@ def _values_list(test: DataTest) -> str | None:
     return ", ".join(sql_string(str(v)) if quote else str(v) for v in values)
 
 
-def _failing(test: DataTest, column: str | None) -> str | None:
+def _failing(test: DataTest, column: str | None, load: GatedLoad) -> str | None:
     """The SQL that holds for a row the test returns (NULL where it does not), or None where
-    its arguments make no predicate."""
+    its arguments make no predicate. `load`: what the set tests read besides the row."""
     if test.name == NOT_NULL:
         return f"{column} IS NULL"
     if test.name == ACCEPTED_VALUES:
@@ -275,14 +353,34 @@ def _failing(test: DataTest, column: str | None) -> str | None:
         trimmed = test.arg("trim_whitespace", True) is not False
         return f"trim({column}) = ''" if trimmed else f"{column} = ''"
     if test.name == UNIQUE:
-        # every row of a key more than one row holds (among the rows `where` keeps, as the
-        # test counts them): a window over the load's rows, in the one pass
-        counted = f"{column} IS NOT NULL"
-        if test.where:
-            counted += f" AND coalesce(({test.where}), false)"
-        window = f"sum(CASE WHEN {counted} THEN 1 ELSE 0 END) OVER (PARTITION BY {column})"
-        return f"{column} IS NOT NULL AND {window} > 1"
+        return _unique(test, column, load)
+    if test.name == RELATIONSHIPS:
+        # a key the parent's `field` does not hold (NULL keys pass, as in dbt's test): the
+        # parent read once, Spark's null-aware semi-join over its non-NULL keys
+        field = _IDENTIFIER.match(str(test.arg("field") or "").strip())
+        if field is None or test.parent is None:
+            return None
+        key = quote_identifier(field.group(1))
+        parent = f"SELECT {key} FROM {test.parent} WHERE {key} IS NOT NULL"
+        return f"{column} IS NOT NULL AND {column} NOT IN ({parent})"
     return None
+
+
+def _unique(test: DataTest, column: str | None, load: GatedLoad) -> str:
+    """Every row of a key more than one of the load's rows holds (among the rows `where` keeps,
+    as the test counts them): a window over the load's rows, in the one pass. Where the load
+    appends to a table, also every row whose key the table holds (its rows `where` keeps): a
+    semi-join Spark runs in the same pass. A merge on the key updates the table's row of it:
+    only the load's own duplicates."""
+    counted = f"{column} IS NOT NULL"
+    if test.where:
+        counted += f" AND coalesce(({test.where}), false)"
+    window = f"sum(CASE WHEN {counted} THEN 1 ELSE 0 END) OVER (PARTITION BY {column})"
+    duplicated = f"{window} > 1"
+    if load.table is not None and not load.merge_keys:
+        held = f"SELECT {column} FROM {load.table} WHERE {counted}"
+        duplicated = f"{duplicated} OR {column} IN ({held})"
+    return f"{column} IS NOT NULL AND ({duplicated})"
 
 
 def _output_column(test: DataTest, output: Struct) -> str | None:
@@ -296,19 +394,26 @@ def _quoted(column: str | None) -> str | None:
     return None if column is None else quote_identifier(column)
 
 
-def _why_not(test: DataTest, whole: bool) -> str | None:
-    """Why a test cannot gate, or None where it can (its column aside). `whole`: the load
-    writes the whole table (`unique` gates only there)."""
+def _why_not(test: DataTest, load: GatedLoad) -> str | None:
+    """Why a test cannot gate, or None where it can (its column aside). `load`: what the set
+    tests need to know of the load."""
     if not test.name:
         return "a singular test"
     if not test.gate:
         return "opted out: meta gate false"
-    if (test.namespace, test.name) == (None, UNIQUE) and not whole:
-        return WHOLE_ONLY
     if (test.namespace, test.name) not in GATEABLE:
-        if test.name in SET_TESTS and test.namespace is None:
-            return "a set test: gating it is not built yet"
         return "a generic test the adapter does not gate"
+    if (test.namespace, test.name) == (None, UNIQUE) and not load.whole:
+        if load.table is None:
+            return REPLACES_PART
+        keys = [k.strip('`"').lower() for k in load.merge_keys]
+        if keys and keys != [(test.column or "").strip('`"').lower()]:
+            return MERGE_ON_ANOTHER_KEY
+    if (test.namespace, test.name) == (None, RELATIONSHIPS) and test.parent is None:
+        return (
+            "its parent (`to`) is the model itself, or not a model, seed, snapshot or source "
+            "of the project"
+        )
     texts = [str(v) for _, v in test.kwargs] + [test.where or ""]
     if any(_JINJA.search(t) for t in texts):
         return "its arguments hold Jinja, rendered only when the test runs"
@@ -327,23 +432,23 @@ def plan_gates(
     mode: ContractMode,
     compiled: Struct,
     target: Struct | None,
-    whole: bool = False,
+    load: GatedLoad = GatedLoad(),
 ) -> Gates:
     """The model's tests as gates on its load under `mode` (the contract's `data_tests`).
     `compiled` is the model's output (the predicates read it), `target` the table it loads
-    (NULL only where its column may hold NULL). `whole`: the load writes the whole table (a
-    rebuild, the creating run): `unique` gates, the load's rows being all the table holds."""
+    (NULL only where its column may hold NULL). `load`: what the set tests read besides the
+    load's rows (`unique`: the table the load adds to; none where it writes the whole table)."""
     if mode is ContractMode.EVOLVE or tests is None:
         return Gates(mode)
     gates: list[Gate] = []
     after: list[AfterLoad] = []
     forbidden = _nulls_forbidden(tests.tests)
     for test in tests.tests:
-        why = _why_not(test, whole)
+        why = _why_not(test, load)
         column = _output_column(test, compiled) if test.column is not None else None
         if why is None and test.column is not None and column is None:
             why = f"column {test.column} is not a column of the model's output"
-        failing = None if why is not None else _failing(test, _quoted(column))
+        failing = None if why is not None else _failing(test, _quoted(column), load)
         if why is None and failing is None:
             why = "its arguments make no row check"
         if why is not None or failing is None:

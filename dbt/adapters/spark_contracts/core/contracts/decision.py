@@ -10,6 +10,7 @@ from dbt.adapters.spark_contracts.core.contracts.checks import ColumnRules
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
 from dbt.adapters.spark_contracts.core.contracts.data_tests import (
     AttachedTests,
+    GatedLoad,
     Gates,
     plan_gates,
 )
@@ -140,11 +141,11 @@ class ContractDecision:
     gates: Gates = Gates()  # the model's data tests, under contract.data_tests
 
     def with_gates(
-        self, tests: AttachedTests | None, compiled: Struct, whole: bool = False
+        self, tests: AttachedTests | None, compiled: Struct, load: GatedLoad = GatedLoad()
     ) -> ContractDecision:
-        """The decision with the model's data tests as gates on its load (issue 42); `whole`:
-        the load writes the whole table (`plan_gates`)."""
-        gates = plan_gates(tests, self.contract.data_tests, compiled, self.target, whole)
+        """The decision with the model's data tests as gates on its load (issue 42); `load`:
+        what the set tests read besides the load's rows (`plan_gates`)."""
+        gates = plan_gates(tests, self.contract.data_tests, compiled, self.target, load)
         return replace(self, gates=gates)
 
     def rules_of(self, column: str) -> ColumnRules | None:

@@ -83,11 +83,12 @@ class LoadSql:
     batch_tag: str = ""
     # the model's data tests as columns over the written values (`coerced_select` adds them)
     gates: GateScope | None = None
-    # (metric, gate): the `discard_metrics` that count each discarding gate's rows
+    # (metric, gate): the `discard_metrics` that count each gate's rows
     gate_metrics: tuple[tuple[str, Gate], ...] = ()
 
     def gate_counts(self, counts: Mapping[str, Any]) -> tuple[GateCount, ...]:
-        """Each discarding gate's rows, from the counts of `discard_metrics` (or `counted`)."""
+        """Each gate's rows (a freeze gate's: its failing rows), from the counts of
+        `discard_metrics` (or `counted`)."""
         return tuple(
             GateCount(g.test, g.reason, g.action, int(counts.get(name) or 0))
             for name, g in self.gate_metrics
@@ -195,11 +196,9 @@ def render_load_select(
             predicate = f"{quote_identifier(field.name)} IS NOT NULL"
             discard(load, "columns", decision.contract.columns, what, predicate)
     load.row_filters.extend(gates.row_filters(refs))
-    counted = tuple(
-        (alias, g)
-        for g, (alias, _) in zip(gates.gates, columns, strict=True)
-        if g.action is not GateAction.FREEZE
-    )
+    # every gate counted, a freeze gate's failing rows too (in the same pass: a freeze run
+    # stages its output, and its count is observed while staging, or counted over the stage)
+    counted = tuple((alias, g) for g, (alias, _) in zip(gates.gates, columns, strict=True))
     load.frozen.extend(gates.frozen(refs))
     names = [f.name for f in compiled.fields]
     scope = gate_scope(columns, load.written, names, used)
@@ -259,10 +258,11 @@ def _discard_metrics(
     load: LoadParts, gates: tuple[tuple[str, Gate], ...], kept: str | None = None
 ) -> tuple[tuple[str, str], ...]:
     """(name, aggregate) pairs: the rows and the values a load discards, and the rows of each
-    discarding gate (`gates`: its metric's name and the gate; the gate's column is named the
-    same). `kept`: where the source knows its kept rows (a pending table's reason), a row is
-    picked by it and the row predicates are not evaluated again."""
-    if not load.row_filters and not load.value_drops:
+    gate (`gates`: its metric's name and the gate; the gate's column is named the same): a
+    discarding gate's rows, a freeze gate's failing rows. `kept`: where the source knows its
+    kept rows (a pending table's reason), a row is picked by it and the row predicates are not
+    evaluated again."""
+    if not load.row_filters and not load.value_drops and not gates:
         return ()
     dropped = " OR ".join(f"({p})" for _, p in load.row_filters)
     if dropped and kept is not None:
@@ -273,7 +273,7 @@ def _discard_metrics(
     values = " + ".join(f"count_if({keep}({p}))" for p in load.value_drops) or "0"
     per_gate = tuple(
         (name, f"count_if({quote_identifier(name)})")
-        if g.action is GateAction.ROW
+        if g.action is not GateAction.VALUE
         else (name, f"count_if({keep}{quote_identifier(name)})")
         for name, g in gates
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
+from dbt.adapters.spark_contracts.core.contracts.data_tests import GatedLoad
 from dbt.adapters.spark_contracts.core.contracts.enforce import decide
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
     PENDING_KEPT,
@@ -64,7 +65,7 @@ def plan_create(inputs: RunInputs) -> RunDecision | None:
     if decision.violations or decision.target is None:
         return None
     # they bind on this run too; `unique` too: its rows are all the table holds
-    decision = decision.with_gates(i.data_tests, i.compiled, whole=True)
+    decision = decision.with_gates(i.data_tests, i.compiled, GatedLoad(whole=True))
     stage = stage_name(i.relation, i.invocation_id)
     load = render_load_select(decision, stage, None, i.compiled, i.invocation_id)
     # a data test's freeze is checked on the stage, before the CREATE

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dbt.adapters.spark_contracts.core.contracts.contract import SchemaContract
-from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests
+from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests, gated_load
 from dbt.adapters.spark_contracts.core.contracts.decision import (
     ContractDecision,
     ContractViolation,
@@ -179,7 +179,8 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         if i.contract.quarantine:
             check_quarantine_columns(i.relation, i.compiled, i.strategy == MICROBATCH)
         decision = decide(i.contract, i.deployed, i.compiled, diff, i.table_format, i.declared)
-        decision = decision.with_gates(i.data_tests, i.compiled, i.strategy == REBUILD)
+        gated = gated_load(i.strategy, i.relation, i.data_tests, REBUILD)
+        decision = decision.with_gates(i.data_tests, i.compiled, gated)
         if decision.violations:
             empty = Plan(i.table_format)
             write = WriteDecision(WritePath.NO_CHANGE)
