@@ -4,7 +4,8 @@
 2. Evolve a model: its v2 adds a column, a struct field, widens an int and adds a column with a
    default and a backfill. The dry run writes the plan for review; the real run applies it.
 3. Break a contract: a frozen model fails naming the change and its table stays as it was; a
-   `discard_row` model keeps the good rows and sends the bad ones to quarantine with a reason.
+   `discard_row` model keeps the good rows and sends the bad ones to quarantine with a reason;
+   a model whose own dbt tests gate its load turns away the rows they fail, named by the test.
 
 Every dbt command runs in this one process (dbt's `dbtRunner`), so Spark starts once.
 """
@@ -83,7 +84,9 @@ writes the plan to target/schema_plan.md, ready to post on a pull request.""",
         """
 models/contracts/, v2 (`--vars '{contracts_v2: true}'`): the models add a column and one amount
 becomes 'n/a'. orders_frozen inherits the folder's `columns: freeze` and must fail before it
-changes anything; orders_discard_row keeps what fits and quarantines the rest.""",
+changes anything; orders_discard_row keeps what fits and quarantines the rest. orders_gated's
+own dbt tests gate its load (`data_tests: discard_row`): order 103's status 'lost' fails
+accepted_values, order 104's customer 9 fails relationships to `customers`.""",
     )
     frozen = f"{SCHEMA}.orders_frozen"
     before = rows(f"select * from {frozen} order by order_id")
@@ -99,6 +102,17 @@ changes anything; orders_discard_row keeps what fits and quarantines the rest.""
         f"select order_id, amount, note, _contract_reason from {quarantine} order by order_id"
     ):
         print("   ", row)
+    print("\norders_gated__quarantine (the rows its dbt tests turned away, named by the test):")
+    gated = rows(
+        f"select order_id, customer_id, status, _contract_reason "
+        f"from {SCHEMA}.orders_gated__quarantine order by order_id"
+    )
+    for row in gated:
+        print("   ", row)
+    print("\nIts tests after the load (they pass: the rows they would return were turned away):")
+    tested = dbt("test", "--select", "orders_gated", "--quiet")
+    passed = sum(1 for r in tested.result.results if str(r.status) == "pass")
+    print(f"    {passed} of {len(tested.result.results)} tests pass")
     print("\nThe schema history of orders_evolving_schema:")
     dbt("run-operation", "schema_history", "--args", "{model: orders_evolving_schema}", "--quiet")
 
@@ -112,7 +126,7 @@ Done in {time.monotonic() - started:.0f} s. Where to look next:
   README.md: "Schema evolution" and "Data contracts" for every setting used here
 """
     )
-    if verdict != "unchanged":
+    if verdict != "unchanged" or len(gated) != 2 or passed != len(tested.result.results):
         sys.exit(1)
 
 

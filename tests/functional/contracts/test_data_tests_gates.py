@@ -28,8 +28,12 @@ V2 = (
 )
 
 
-def model(contract: str, fmt: str = "delta", v1: str = V1, kind: str = "incremental") -> str:
-    extra = ", incremental_strategy='append'" if kind == "incremental" else ""
+def model(
+    contract: str, fmt: str = "delta", v1: str = V1, kind: str = "incremental", how: str = ""
+) -> str:
+    extra = f", incremental_strategy='{how or 'append'}'" if kind == "incremental" else ""
+    if how == "merge":
+        extra += ", unique_key='id'"
     setting = f", schema_contract={contract}" if contract else ""
     return versioned_model(f"materialized='{kind}', file_format='{fmt}'{extra}{setting}", v1, V2)
 
@@ -88,8 +92,10 @@ MODELS = {
         model("{'data_tests': 'freeze'}", v1=V1_GOOD),
         properties("gate_freeze_delta", name_tests="- unique"),
     ),
+    # a merge on id: unique(status) is checked after its load (which rows the merge updates
+    # decides the statuses after it); it gates the creating run
     "gate_where_delta": (
-        model("{'data_tests': 'discard_row'}"),
+        model("{'data_tests': 'discard_row'}", how="merge"),
         properties(
             "gate_where_delta",
             '- not_null:\n              config:\n                where: "id > 3"',
@@ -226,10 +232,12 @@ class TestDataTestsGateTheLoad:
         assert "schema_entity: data_tests" in message and "contract_mode: freeze" in message
         assert "column: status" in message
         assert "accepted_values(status)" in message and "'z'" in message
+        # its failing rows, counted in the pass that staged the output (ids 4 and 5)
+        assert "2 rows fail the data test accepted_values(status)" in message
         assert rows_of(project, rel(project, "gate_freeze_delta")) == [(1, "x", "a")]
         violation = outcome["report"]["model.test.gate_freeze_delta"]["violation"]
         assert violation["schema_entity"] == "data_tests"
-        assert violation["offending_values"] == ["z"]
+        assert violation["offending_values"] == ["z"] and violation["failing_rows"] == 2
 
     def test_freeze_on_the_creating_run_creates_nothing(self, project, outcome):
         result = outcome["first"]["gate_freeze_create_delta"]
@@ -240,8 +248,8 @@ class TestDataTestsGateTheLoad:
 
     def test_where_narrows_the_gate(self, project, outcome):
         # the creating run writes the whole table: unique(status) gates it, and turns away
-        # both of v1's rows (status 'a' twice); on the incremental run it is checked after
-        # the load (test_plan_file_lists_the_gates_and_the_tests_after_the_load)
+        # both of v1's rows (status 'a' twice); on the incremental run, a merge on id, it is
+        # checked after the load (test_plan_file_lists_the_gates_and_the_tests_after_the_load)
         first = outcome["first"]["gate_where_delta"].adapter_response
         assert per_test(first) == {
             "not_null(name)": ("discard_row", 0),
@@ -281,7 +289,7 @@ class TestDataTestsGateTheLoad:
         assert [g["reason"] for g in gates["gates"]] == ["not_null(name)"]
         (after,) = gates["checked_after_the_load"]
         assert after["test"].startswith("test.test.unique_gate_where_delta_status")
-        assert "a set test" in after["why"]
+        assert "merges on another unique_key" in after["why"]
         assert (
             "gate_where_delta: data_tests discard_row gates the load: not_null(name)"
             in (outcome["log"])
@@ -443,18 +451,30 @@ class TestDocsExampleRuns:
         return {
             "orders.sql": "{{ config(materialized='incremental', incremental_strategy='append') }}"
             f"\nselect * from values {rows} as t(id, customer, status, region, note)",
+            "customers.sql": "{{ config(materialized='table') }}\n"
+            "select * from values ('a'), ('b') as t(name)",
             "properties.yml": "version: 2\n" + docs_example(),
         }
 
     def test_the_example(self, project):
-        (result,) = run_dbt(["run"])
-        assert result.adapter_response["rows_discarded"] == 2
-        # id 1's NULL note: opted out; id 4's status: outside the gate's `where`
-        assert [r[0] for r in rows_of(project, rel(project, "orders"), "id")] == [1, 4]
-        assert reasons(project, "orders") == {
+        results = {r.node.name: r for r in run_dbt(["run"])}
+        assert results["orders"].adapter_response["rows_discarded"] == 3
+        # id 1's NULL note: opted out; id 4's status: outside the gate's `where`, its
+        # customer 'c' not one of `customers`
+        assert [r[0] for r in rows_of(project, rel(project, "orders"), "id")] == [1]
+        expected = {
             2: {"not_null(customer)"},
             3: {"accepted_values(status)"},
+            4: {"relationships(customer)"},
         }
+        assert reasons(project, "orders") == expected
+        # the same rows again: id 1 is the table's already
+        (again,) = run_dbt(["run", "--select", "orders"])
+        assert again.adapter_response["rows_discarded"] == 4
+        assert reasons(project, "orders") == {**expected, 1: {"unique(id)"}}
+        tests = run_dbt(["test", "--select", "orders"], expect_pass=False)
+        failed = {r.node.name for r in tests if str(r.status) == "fail"}
+        assert failed == {"not_null_orders_note"}  # opted out: checked after the load
 
 
 SCORE_V1 = "select 1 as id, cast(10 as int) as score"
