@@ -19,12 +19,11 @@ from dbt.adapters.spark_contracts.core.contracts.data_tests import (
     AttachedTests,
     DataTest,
     GateAction,
-    GatedLoad,
     Gates,
     attached_tests,
-    gated_load,
     plan_gates,
 )
+from dbt.adapters.spark_contracts.core.contracts.set_tests import GatedLoad, gated_load
 from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
 
 E, F, R, V = (
@@ -325,7 +324,9 @@ def test_unique_gates_by_what_the_load_does_to_the_table():
     keyed = AttachedTests(MODEL, (test,), unique_key=("ID",))
 
     def planned(strategy: str, tests: AttachedTests = keyed) -> Gates:
-        return plan_gates(tests, R, OUTPUT, OUTPUT, gated_load(strategy, "db.t", tests, "table"))
+        return plan_gates(
+            tests, R, OUTPUT, OUTPUT, gated_load(strategy, "db.t", tests.unique_key, "table")
+        )
 
     # a rebuild: the load's rows only; an append: and the table's keys (a subquery of it)
     (whole,) = planned("table").gates

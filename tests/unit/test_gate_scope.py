@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from dbt.adapters.spark_contracts.core.contracts.data_tests import (
     AttachedTests,
     DataTest,
-    GatedLoad,
 )
 from dbt.adapters.spark_contracts.core.contracts.decision import ContractDecision
 from dbt.adapters.spark_contracts.core.contracts.load_select import LoadSql, render_load_select
+from dbt.adapters.spark_contracts.core.contracts.set_tests import GatedLoad
 from tests.unit.test_enforce import S, run
 
 MODEL = "model.p.m"

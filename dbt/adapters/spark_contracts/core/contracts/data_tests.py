@@ -20,6 +20,13 @@ from enum import Enum
 from typing import Any
 
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
+from dbt.adapters.spark_contracts.core.contracts.set_tests import (
+    GatedLoad,
+    parent_relation,
+    relationships_failing,
+    set_test_why_not,
+    unique_failing,
+)
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
 
 NOT_NULL, ACCEPTED_VALUES = "not_null", "accepted_values"
@@ -42,16 +49,6 @@ GATEABLE = (
 )
 # the tests a NULL passes: under discard_value their failing value can be set to NULL
 _NULL_PASSES = (ACCEPTED_VALUES, ACCEPTED_RANGE, NOT_EMPTY_STRING, UNIQUE, RELATIONSHIPS)
-REPLACES_PART = (
-    "a set test: the load replaces part of the table (insert_overwrite, microbatch), so which "
-    "of the table's keys stay is not known before it"
-)
-MERGE_ON_ANOTHER_KEY = (
-    "a set test: the load merges on another unique_key, so which of the table's rows the "
-    "merge updates decides the keys after it"
-)
-_REF = re.compile(r"""^\s*ref\(\s*['"]([^'"]+)['"]\s*(?:,\s*['"]([^'"]+)['"]\s*)?\)\s*$""")
-_SOURCE = re.compile(r"""^\s*source\(\s*['"]([^'"]+)['"]\s*,\s*['"]([^'"]+)['"]\s*\)\s*$""")
 GATE_META = "gate"  # `config: {meta: {gate: false}}` opts a test out
 _JINJA = re.compile(r"\{\{|\{%")
 _IDENTIFIER = re.compile(r"^[`\"]?([A-Za-z_][A-Za-z0-9_]*)[`\"]?$")
@@ -102,64 +99,12 @@ class AttachedTests:
     unique_key: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class GatedLoad:
-    """What a set test must know of the load it gates. `whole`: the load writes the whole table
-    (a rebuild, the creating run): its rows are all the table holds. Else `table`: the table
-    the load adds its rows to (None: the load replaces part of it), `merge_keys` the merge's
-    unique_key (empty: an append)."""
-
-    whole: bool = False
-    table: str | None = None
-    merge_keys: tuple[str, ...] = ()
-
-
-def gated_load(
-    strategy: str, relation: str, tests: AttachedTests | None, rebuild: str, merge: str = "merge"
-) -> GatedLoad:
-    """The load of an incremental run or rebuild by its strategy (`rebuild`: the strategy of a
-    load that writes the whole table; `merge`: of one that merges on the model's unique_key;
-    any other but `append` replaces part of the table)."""
-    if strategy == rebuild:
-        return GatedLoad(whole=True)
-    if strategy == "append":
-        return GatedLoad(table=relation)
-    if strategy == merge:
-        keys = tests.unique_key if tests is not None else ()
-        return GatedLoad(table=relation, merge_keys=keys)
-    return GatedLoad()
-
-
 def _meta_gate(node: Mapping[str, Any]) -> bool:
     config = node.get("config") or {}
     for meta in (config.get("meta") or {}, node.get("meta") or {}):
         if GATE_META in meta:
             return meta[GATE_META] is not False
     return True
-
-
-def _parent(
-    node: Mapping[str, Any], to: Any, model: str, nodes: Mapping[str, Mapping[str, Any]]
-) -> str | None:
-    """The relation a `relationships` test's `to` names: the node it depends on (besides the
-    model, unless `to` names the model itself) whose name matches, by its `relation_name`."""
-    text = str(to or "")
-    ref, source = _REF.match(text), _SOURCE.match(text)
-    for uid in (node.get("depends_on") or {}).get("nodes") or ():
-        if uid == model:  # the model's own keys: a load adding rows may add both sides
-            continue
-        parent = nodes.get(uid) or {}
-        if ref is not None:
-            name = ref.group(2) or ref.group(1)
-            package = ref.group(1) if ref.group(2) else None
-            matches = parent.get("name") == name and package in (None, parent.get("package_name"))
-        elif source is not None:
-            matches = (parent.get("source_name"), parent.get("name")) == source.groups()
-        else:
-            matches = False
-        if matches and parent.get("relation_name"):
-            return str(parent["relation_name"])
-    return None
 
 
 def _data_test(
@@ -178,7 +123,7 @@ def _data_test(
         kwargs=tuple(sorted((str(k), v) for k, v in kwargs.items() if k != "model")),
         where=None if where is None else str(where),
         gate=_meta_gate(node),
-        parent=_parent(node, kwargs.get("to"), model, nodes) if related else None,
+        parent=parent_relation(node, kwargs.get("to"), model, nodes) if related else None,
     )
 
 
@@ -353,34 +298,13 @@ def _failing(test: DataTest, column: str | None, load: GatedLoad) -> str | None:
         trimmed = test.arg("trim_whitespace", True) is not False
         return f"trim({column}) = ''" if trimmed else f"{column} = ''"
     if test.name == UNIQUE:
-        return _unique(test, column, load)
+        return unique_failing(column or "", test.where, load)
     if test.name == RELATIONSHIPS:
-        # a key the parent's `field` does not hold (NULL keys pass, as in dbt's test): the
-        # parent read once, Spark's null-aware semi-join over its non-NULL keys
         field = _IDENTIFIER.match(str(test.arg("field") or "").strip())
-        if field is None or test.parent is None:
+        if field is None or test.parent is None or column is None:
             return None
-        key = quote_identifier(field.group(1))
-        parent = f"SELECT {key} FROM {test.parent} WHERE {key} IS NOT NULL"
-        return f"{column} IS NOT NULL AND {column} NOT IN ({parent})"
+        return relationships_failing(column, quote_identifier(field.group(1)), test.parent)
     return None
-
-
-def _unique(test: DataTest, column: str | None, load: GatedLoad) -> str:
-    """Every row of a key more than one of the load's rows holds (among the rows `where` keeps,
-    as the test counts them): a window over the load's rows, in the one pass. Where the load
-    appends to a table, also every row whose key the table holds (its rows `where` keeps): a
-    semi-join Spark runs in the same pass. A merge on the key updates the table's row of it:
-    only the load's own duplicates."""
-    counted = f"{column} IS NOT NULL"
-    if test.where:
-        counted += f" AND coalesce(({test.where}), false)"
-    window = f"sum(CASE WHEN {counted} THEN 1 ELSE 0 END) OVER (PARTITION BY {column})"
-    duplicated = f"{window} > 1"
-    if load.table is not None and not load.merge_keys:
-        held = f"SELECT {column} FROM {load.table} WHERE {counted}"
-        duplicated = f"{duplicated} OR {column} IN ({held})"
-    return f"{column} IS NOT NULL AND ({duplicated})"
 
 
 def _output_column(test: DataTest, output: Struct) -> str | None:
@@ -403,17 +327,10 @@ def _why_not(test: DataTest, load: GatedLoad) -> str | None:
         return "opted out: meta gate false"
     if (test.namespace, test.name) not in GATEABLE:
         return "a generic test the adapter does not gate"
-    if (test.namespace, test.name) == (None, UNIQUE) and not load.whole:
-        if load.table is None:
-            return REPLACES_PART
-        keys = [k.strip('`"').lower() for k in load.merge_keys]
-        if keys and keys != [(test.column or "").strip('`"').lower()]:
-            return MERGE_ON_ANOTHER_KEY
-    if (test.namespace, test.name) == (None, RELATIONSHIPS) and test.parent is None:
-        return (
-            "its parent (`to`) is the model itself, or not a model, seed, snapshot or source "
-            "of the project"
-        )
+    if test.namespace is None and test.name in (UNIQUE, RELATIONSHIPS):
+        why = set_test_why_not(test.name == UNIQUE, test.column, test.parent, load)
+        if why is not None:
+            return why
     texts = [str(v) for _, v in test.kwargs] + [test.where or ""]
     if any(_JINJA.search(t) for t in texts):
         return "its arguments hold Jinja, rendered only when the test runs"

@@ -10,10 +10,10 @@ from dbt.adapters.spark_contracts.core.contracts.checks import ColumnRules
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
 from dbt.adapters.spark_contracts.core.contracts.data_tests import (
     AttachedTests,
-    GatedLoad,
     Gates,
     plan_gates,
 )
+from dbt.adapters.spark_contracts.core.contracts.set_tests import GatedLoad
 from dbt.adapters.spark_contracts.core.schema.diff import (
     Path,
     SchemaDiff,

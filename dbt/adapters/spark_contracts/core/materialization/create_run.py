@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
-from dbt.adapters.spark_contracts.core.contracts.data_tests import GatedLoad
 from dbt.adapters.spark_contracts.core.contracts.enforce import decide
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
     PENDING_KEPT,
@@ -31,6 +30,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
     render_load_select,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.contracts.set_tests import GatedLoad
 from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dbt.adapters.spark_contracts.core.contracts.contract import SchemaContract
-from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests, gated_load
+from dbt.adapters.spark_contracts.core.contracts.data_tests import AttachedTests
 from dbt.adapters.spark_contracts.core.contracts.decision import (
     ContractDecision,
     ContractViolation,
@@ -35,6 +35,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
     render_load_select,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
+from dbt.adapters.spark_contracts.core.contracts.set_tests import gated_load
 from dbt.adapters.spark_contracts.core.evolution.capabilities import logged
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view, fitted_schema, fitted_select
 from dbt.adapters.spark_contracts.core.evolution.operations import Plan
@@ -179,7 +180,8 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         if i.contract.quarantine:
             check_quarantine_columns(i.relation, i.compiled, i.strategy == MICROBATCH)
         decision = decide(i.contract, i.deployed, i.compiled, diff, i.table_format, i.declared)
-        gated = gated_load(i.strategy, i.relation, i.data_tests, REBUILD)
+        keys = i.data_tests.unique_key if i.data_tests is not None else ()
+        gated = gated_load(i.strategy, i.relation, keys, REBUILD)
         decision = decision.with_gates(i.data_tests, i.compiled, gated)
         if decision.violations:
             empty = Plan(i.table_format)
