@@ -450,6 +450,7 @@ class TestDocsExampleRuns:
         )
         return {
             "orders.sql": "{{ config(materialized='incremental', incremental_strategy='append') }}"
+            "\n-- depends_on: {{ ref('customers') }}"
             f"\nselect * from values {rows} as t(id, customer, status, region, note)",
             "customers.sql": "{{ config(materialized='table') }}\n"
             "select * from values ('a'), ('b') as t(name)",
