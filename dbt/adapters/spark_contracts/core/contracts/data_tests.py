@@ -7,8 +7,8 @@ A row-level test becomes a predicate that holds exactly for a row the test would
 `not_empty_string`. The set tests read more than the row: `unique` a window over the load's rows
 (and, where the load adds rows to a table, the table's keys), `relationships` the parent's keys;
 both as subqueries Spark joins in the same pass. Every other test of the model is listed as
-checked after the load, never silently skipped. The load's SELECT (core/contracts/load_select.py) filters, nulls or freezes by
-the predicates, under the contract's `data_tests` mode.
+checked after the load, never silently skipped. The load's SELECT (core/contracts/load_select.py)
+filters, nulls or freezes by the predicates, under the contract's `data_tests` mode.
 """
 
 from __future__ import annotations
@@ -31,11 +31,8 @@ from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identif
 
 NOT_NULL, ACCEPTED_VALUES = "not_null", "accepted_values"
 UTILS = "dbt_utils"
-EXPRESSION_IS_TRUE, ACCEPTED_RANGE, NOT_EMPTY_STRING = (
-    "expression_is_true",
-    "accepted_range",
-    "not_empty_string",
-)
+EXPRESSION_IS_TRUE, ACCEPTED_RANGE = "expression_is_true", "accepted_range"
+NOT_EMPTY_STRING = "not_empty_string"
 # (namespace, name): the tests that gate. dbt's own tests have no namespace.
 UNIQUE, RELATIONSHIPS = "unique", "relationships"
 GATEABLE = (
