@@ -158,3 +158,42 @@ def test_a_no_change_run_sends_at_most_three_statements_more_than_dbt_spark(
         assert a is not None and b is not None, (model, a, b)
         assert b >= 3, (model, b)  # dbt-spark's own: its USE, the model's view, its load...
         assert a <= b + OVER_DBT_SPARK, (model, a, b, ours, theirs)
+
+
+@pytest.mark.profile("session", "thrift")
+def test_the_adapters_session_settings_reach_the_session_with_no_statement(server: Any) -> None:
+    """Over thrift the adapter's own settings travel in the OpenSession request: the session
+    carries the profile's `spark.sql.ansi.enabled` (the server's is false) and the adapter's
+    `optimizeMetadataQuery` default (Delta's is true), and no SET reached the server."""
+    from dbt.adapters.contracts.connection import Connection
+
+    from dbt.adapters.spark_contracts.connection.connections import (
+        SparkContractsConnectionManager,
+    )
+    from dbt.adapters.spark_contracts.connection.credentials import SparkContractsCredentials
+
+    local, events = server
+    fields = {
+        "method": "thrift",
+        "host": "localhost",
+        "port": local.port,
+        "user": "dbt",
+        "schema": "settings_probe",
+        "server_side_parameters": {"spark.sql.ansi.enabled": "true"},
+    }
+    credentials = SparkContractsCredentials.from_dict(
+        SparkContractsCredentials.translate_aliases(fields)
+    )
+    events.new_operations()  # what came before
+    connection = SparkContractsConnectionManager.open(
+        Connection(type="spark_contracts", name="settings_probe", credentials=credentials)
+    )
+    try:
+        time.sleep(1.5)  # the server logs each operation as it starts
+        opened = [" ".join(op.statement.split()).lower() for op in events.new_operations()]
+        handle = connection.handle
+        assert handle.get_conf("spark.sql.ansi.enabled") == "true"
+        assert handle.get_conf("spark.databricks.delta.optimizeMetadataQuery.enabled") == "false"
+    finally:
+        connection.handle.close()
+    assert opened == ["use `default`"], opened  # PyHive's own, as dbt-spark's connections
