@@ -78,3 +78,35 @@ def test_start_sets_a_new_tag_per_run_of_the_node():
     assert spark.conf[DELTA_USER_METADATA] == spark.conf[ICEBERG_SNAPSHOT_TAG] == first
     second = tags.start(spark, "inv", "model.p.m")  # type: ignore[arg-type]
     assert second != first and spark.conf[DELTA_USER_METADATA] == second
+
+
+def test_a_tag_set_under_one_key_is_cleared_under_that_key_only():
+    tags, spark = CommitTags(), Conf()
+    tags.set(spark, "t", (DELTA_USER_METADATA,))  # type: ignore[arg-type]
+    assert spark.calls == [(DELTA_USER_METADATA, "t")] and tags.carries() == "t"
+    tags.clear(lambda: spark)  # type: ignore[arg-type,return-value]
+    assert spark.calls[1:] == [(DELTA_USER_METADATA, None)] and tags.carries() == ""
+
+
+def test_the_same_tag_is_not_set_again():
+    tags, spark = CommitTags(), Conf()
+    tags.set(spark, "t")  # type: ignore[arg-type]
+    tags.set(spark, "t", (DELTA_USER_METADATA,))  # type: ignore[arg-type]
+    assert len(spark.calls) == 2  # the two keys, once
+
+
+def test_another_tag_replaces_a_stale_one_and_the_clear_takes_every_key():
+    """A tag left by a node whose clear failed: the next run's own is set over it, and the
+    clear at that node's end resets every key either set."""
+    tags, spark = CommitTags(), Conf()
+    tags.set(spark, "old")  # type: ignore[arg-type]
+    tags.set(spark, "new", (DELTA_USER_METADATA,))  # type: ignore[arg-type]
+    assert spark.conf[DELTA_USER_METADATA] == "new" and tags.carries() == "new"
+    tags.clear(lambda: spark)  # type: ignore[arg-type,return-value]
+    assert spark.conf == {DELTA_USER_METADATA: None, ICEBERG_SNAPSHOT_TAG: None}
+
+
+def test_new_sets_nothing():
+    tags, spark = CommitTags(), Conf()
+    tag = tags.new("inv", "model.p.m")
+    assert tag.startswith("dbt-spark-contracts:inv:") and spark.calls == [] and not tags.tagged()

@@ -157,6 +157,27 @@ def test_user_set_ansi_wins_over_dbt_spark(method: str) -> None:
     assert creds.server_side_parameters["spark.x"] == "y"
 
 
+def test_thrift_sends_the_adapters_own_settings_in_open_session_and_sets_the_rest() -> None:
+    """The Spark Thrift Server applies `set:hiveconf:<key>` entries of the OpenSession request
+    to the new session (no statement); a profile's other keys are SET once it is open."""
+    from dbt.adapters.spark_contracts.connection.connections import open_session_settings
+
+    creds = _parse(
+        method="thrift",
+        host="localhost",
+        port=10000,
+        server_side_parameters={"spark.sql.shuffle.partitions": "8"},
+    )
+    opening, after = open_session_settings(creds.server_side_parameters)
+    assert opening == {
+        "set:hiveconf:spark.sql.ansi.enabled": "false",
+        "set:hiveconf:spark.databricks.delta.optimizeMetadataQuery.enabled": "false",
+        "spark.sql.shuffle.partitions": "8",
+    }
+    assert after == {"spark.sql.shuffle.partitions": "8"}
+    assert open_session_settings({}) == ({}, {})
+
+
 def test_relative_warehouse_dir_resolves_against_the_project_root(tmp_path: Path) -> None:
     creds_module.set_project_root(str(tmp_path))
     creds = _parse(warehouse_dir="data/wh")

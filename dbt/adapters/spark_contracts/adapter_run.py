@@ -53,6 +53,22 @@ from dbt.adapters.spark_contracts.validation import settings_at_run
 logger = AdapterLogger("SparkContracts")
 
 
+class _TaggedRepairs:
+    """The runner of the repair step, whose repair of a dead run's intent (a RESTORE, which
+    looks its own commit up by the session's tag, run/table_log.py) goes with this run's tag
+    in the session: set just before it."""
+
+    def __init__(self, runner: runs.Runner, tags: runs.CommitTags, spark: Any, tag: str) -> None:
+        self._runner, self._tags, self._spark, self._tag = runner, tags, spark, tag
+
+    def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
+        self._tags.set(self._spark, self._tag)
+        return self._runner.repair(key, on_table)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runner, name)
+
+
 class RunPathMethods(metaclass=AdapterMeta):
     """Mixed into `SparkContractsAdapter`; every method Jinja calls is one step."""
 
@@ -88,18 +104,22 @@ class RunPathMethods(metaclass=AdapterMeta):
             return repairs_.Repaired(relation)
         spark = self._spark()
         unique_id = model.get("unique_id", str(relation))
-        # every commit of this node carries it, until dbt ends the node (post_model_hook)
-        tag = self._tags.start(spark, invocation_id, unique_id)
-        runner = self._runner(spark, invocation_id)
+        # this run's commit tag: from the first statement that needs it to the node's end
+        # (post_model_hook): here for a quarantining model (its settling, its first pass or
+        # pending table) and before a repair, else when the planned run needs it (execute_plan)
+        tag = self._tags.new(invocation_id, unique_id)
         key = ModelKey(str(relation), invocation_id, self.table_format_of(relation), unique_id)
         quarantines = contract is not None and bool(getattr(contract, "quarantine", False))
+        if quarantines:
+            self._tags.set(spark, tag)
+        runner = _TaggedRepairs(self._runner(spark, invocation_id), self._tags, spark, tag)
         done, deployed = repairs_.repair(
             spark,
             runner,
             key,
-            self._deployed(spark, relation),
+            self._deployed(spark, relation, schema=False),  # the schema: read when planned
             quarantines,
-            lambda: self._deployed(spark, relation),
+            lambda: self._deployed(spark, relation, schema=False),
         )
         return repairs_.Repaired(relation, tag, done, deployed)
 
@@ -240,13 +260,15 @@ class RunPathMethods(metaclass=AdapterMeta):
         """What the run is decided from: the model's output schema and the deployed table's
         (as read after the repair step, or read now)."""
         unique_id = model.get("unique_id", str(relation))
-        compiled = runs.compiled_schema(
-            spark.relation_schema(str(view), True), declared_not_null(model)
-        )
+        deployed, properties = deployed_read or self._deployed(spark, relation, schema=False)
+        if deployed is None:  # over thrift: the table's schema read with the view's, in one
+            output, deployed = spark.relation_schemas([str(view), str(relation)])
+        else:
+            output = spark.relation_schema(str(view), True)
+        compiled = runs.compiled_schema(output, declared_not_null(model))
         self._validate_column_settings(unique_id, settings, compiled, relation)
         table_format = self.table_format_of(relation)
         microbatch = plan_batch(unique_id, facts.load_strategy, table_format, model, compiled)
-        deployed, properties = deployed_read or self._deployed(spark, relation)
         config = model.get("config") or {}
         # read only where dbt's cache holds the quarantine: the model's last run quarantined
         quarantine = self._sibling(relation, QUARANTINE_SUFFIX)
@@ -354,9 +376,13 @@ class RunPathMethods(metaclass=AdapterMeta):
                 inputs, decided, unique_id, tag, options, quarantine_format=quarantine, **facts
             )
 
-    def _deployed(self, spark: runs.Spark, relation: BaseRelation) -> Tuple[Any, Dict[str, str]]:
+    def _deployed(
+        self, spark: runs.Spark, relation: BaseRelation, schema: bool = True
+    ) -> Tuple[Any, Dict[str, str]]:
+        """(schema, properties) of the deployed table; `schema` False: the schema may be None,
+        left for `_run_facts` to read beside the model's view (Spark.deployed)."""
         describable = is_describable(self.table_format_of(relation))
-        return spark.deployed(str(relation), describable)
+        return spark.deployed(str(relation), describable, schema)
 
     def _spark(self) -> _ConnectionSpark:
         return _ConnectionSpark(self)
@@ -378,7 +404,13 @@ class RunPathMethods(metaclass=AdapterMeta):
         create_sql: Optional[str],
         clauses: str = "",
     ) -> runs.ContractsAdapterResponse:
-        """Step 3, the one call that carries a build out as planned (run/execute.py)."""
+        """Step 3, the one call that carries a build out as planned (run/execute.py), its
+        commit tag in the session first where the run needs it (`ModelRun.tags_commits`)."""
+        run = plan.run
+        if run is not None and run.tags_commits:
+            self._tags.set(self._spark(), run.commit_tag, run.tag_keys)
+        elif run is not None and self._tags.carries() not in ("", run.commit_tag):
+            self._tags.clear(self._spark)  # an earlier node's, whose clear failed: not this run's
         return PlanExecutor(self).execute(plan, target, existing, create_sql, clauses)
 
     def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:

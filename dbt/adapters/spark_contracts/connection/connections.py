@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import uuid
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -20,6 +21,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt.adapters.spark_contracts.connection import failpoint
 from dbt.adapters.spark_contracts.connection import session as embedded
 from dbt.adapters.spark_contracts.connection.credentials import (
+    THRIFT_OPEN_SESSION_KEYS,
     ContractsConnectionMethod,
     SparkContractsCredentials,
 )
@@ -52,6 +54,10 @@ from dbt.adapters.spark_contracts.core.settings.deadline import query_timeout_se
 
 logger = AdapterLogger("SparkContracts")
 
+# An OpenSession configuration key the Spark Thrift Server applies to the session as a setting
+# (Hive's `set:hiveconf:`); a plain key it ignores.
+HIVECONF_PREFIX = "set:hiveconf:"
+
 
 def _quoted(text: str) -> str:
     return "`" + text.replace("`", "``") + "`"
@@ -63,6 +69,24 @@ def _set_sql(key: str, value: Optional[str]) -> str:
     if value is None:
         return f"reset {_quoted(key)}"
     return f"set {_quoted(key)}={_quoted(value)}"
+
+
+def open_session_settings(parameters: Mapping[str, Any]) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """A thrift connection's `server_side_parameters` as (its OpenSession configuration, the
+    settings SET once the session is open). The adapter's own runtime settings
+    (`THRIFT_OPEN_SESSION_KEYS`) go in OpenSession as `set:hiveconf:<key>`, which the Spark
+    Thrift Server applies to the new session before it answers: no statement. Every other key
+    is SET after, as before (a static setting is logged and skipped there: in OpenSession it
+    would fail the connection), and stays in OpenSession as the plain key dbt-spark sends
+    (which the server ignores)."""
+    opening: Dict[str, str] = {}
+    after: Dict[str, str] = {}
+    for key, value in parameters.items():
+        if key in THRIFT_OPEN_SESSION_KEYS:
+            opening[HIVECONF_PREFIX + key] = str(value)
+        else:
+            opening[key] = after[key] = str(value)
+    return opening, after
 
 
 class SerializedThriftClient:
@@ -147,7 +171,9 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         dbt-spark hands them to the thrift OpenSession request as plain keys, which the Spark
         Thrift Server ignores (it applies only `set:hiveconf:<key>` entries), so for `thrift`
         `server_side_parameters` (and dbt-spark's own `spark.sql.ansi.enabled=false`) had no
-        effect. Static settings belong to the server; those are logged and skipped.
+        effect. The adapter's own settings go in OpenSession as `set:hiveconf:` entries
+        (`open_session_settings`); these are the rest. Static settings belong to the server;
+        those are logged and skipped.
         """
         for key, value in parameters.items():
             self.cursor()
@@ -237,6 +263,29 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         finally:
             self._cursor = saved
 
+    def relation_schemas(self, relations: Sequence[str]) -> List[Dict[str, Any]]:
+        """The schemas of `relations` (tables or views) as Spark's JSON schemas, in one read:
+        this connection's temporary view holding one struct column per relation, its whole
+        row (`struct(r.*)`, which keeps each column's nullability and comment) from their cross
+        join, described `AS JSON`. Two statements however many relations, and no row is read:
+        a view is analysed, never run. Where Spark refuses that view, one read each."""
+        if len(relations) < 2:
+            return [self.relation_schema(r, False) for r in relations]
+        columns = ", ".join(f"struct(r{i}.*) as r{i}" for i in range(len(relations)))
+        sources = ", ".join(f"{relation} r{i}" for i, relation in enumerate(relations))
+        saved = self._cursor
+        try:
+            try:
+                described = self._schema_by_view(f"select {columns} from {sources}")
+            except Exception as exc:
+                if not isinstance(to_dbt_error(exc), DbtDatabaseError):
+                    raise  # a lost connection, not a refused view: no other statement
+                logger.debug(f"relation_schemas: not read in one view ({exc}); one each")
+                return [self.relation_schema(r, False) for r in relations]
+        finally:
+            self._cursor = saved
+        return [dict(field["type"]) for field in described["fields"]]
+
     def _schema_by_view(self, sql: str) -> Dict[str, Any]:
         """`sql` as this connection's own temporary view (replaced on every read, never dropped:
         it goes with the thrift session, which dbt closes after each node), described."""
@@ -285,10 +334,19 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         elif creds.method == ContractsConnectionMethod.CONNECT:
             factory = lambda: new_connect_session(creds)  # noqa: E731
         else:
+            # thrift: the adapter's own session settings travel in the OpenSession request
+            # (no statement); the profile's other settings are SET once the session is open
+            opening, after = dict(creds.server_side_parameters), {}
+            if creds.method == ContractsConnectionMethod.THRIFT:
+                opening, after = open_session_settings(creds.server_side_parameters)
+            connection.credentials = copy.copy(creds)
+            connection.credentials.server_side_parameters = opening
             try:
                 connection = super().open(connection)
             except Exception as exc:
                 raise connect_failure(endpoint_of(creds), exc) from exc
+            finally:
+                connection.credentials = creds
             # thrift and http (odbc is refused when the profile loads): dbt-spark's PyHive wrapper
             handle = ContractsPyhiveConnectionWrapper(
                 connection.handle.handle,
@@ -299,8 +357,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             connection.handle = handle
             if hasattr(handle.handle, "_client"):  # a PyHive connection
                 handle.handle._client = SerializedThriftClient(handle.handle._client)
-            if creds.method == ContractsConnectionMethod.THRIFT:
-                handle.apply_session_parameters(creds.server_side_parameters)
+            if after:
+                handle.apply_session_parameters(after)
             return connection
         try:
             session = factory()  # fail here, on open, with the real reason (Java, jars, server)

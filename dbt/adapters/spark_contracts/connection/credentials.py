@@ -37,6 +37,13 @@ DEFAULT_THRIFT_POLL_INTERVAL = 0.1
 # answer to `max(<date column>)` (read from file statistics) then fails with "LocalDate cannot be
 # cast to java.sql.Date" -- dbt's incremental `where d > (select max(d) from {{ this }})`.
 THRIFT_SESSION_DEFAULTS = {"spark.databricks.delta.optimizeMetadataQuery.enabled": "false"}
+# The session settings a thrift connection hands to the server in its OpenSession request (as
+# `set:hiveconf:<key>`, which the Spark Thrift Server applies to the new session before it
+# answers) instead of one SET statement each after it: the adapter's own defaults, known to be
+# runtime SQL settings. Any other `server_side_parameters` key is SET after the session opens
+# (a static setting among them is logged and skipped there; in OpenSession it would fail the
+# connection).
+THRIFT_OPEN_SESSION_KEYS = frozenset({"spark.sql.ansi.enabled", *THRIFT_SESSION_DEFAULTS})
 
 
 # dbt-spark's `odbc` reaches Databricks through a Simba/Databricks ODBC driver. Here it would

@@ -16,6 +16,7 @@ from typing import (
     Mapping,
     Optional,
     Protocol,
+    Sequence,
     Tuple,
 )
 
@@ -45,8 +46,17 @@ class Spark(Protocol):
         thrift one `DESCRIBE ... AS JSON`; a Delta or Iceberg table needs a view first)."""
         ...
 
-    def deployed(self, table: str, describable: bool) -> Tuple[Struct, Dict[str, str]]:
-        """A table's schema and its properties (as SHOW TBLPROPERTIES lists them)."""
+    def deployed(
+        self, table: str, describable: bool, schema: bool = True
+    ) -> Tuple[Optional[Struct], Dict[str, str]]:
+        """A table's schema and its properties (as SHOW TBLPROPERTIES lists them); `schema`
+        False: the schema None where the connection reads it more cheaply beside another
+        relation's (`relation_schemas`), else read now too."""
+        ...
+
+    def relation_schemas(self, relations: Sequence[str]) -> List[Struct]:
+        """The schemas of several tables or views, in one read where the connection can
+        (over thrift: two statements, however many relations)."""
         ...
 
     def set_conf(self, key: str, value: Optional[str]) -> None: ...
@@ -97,9 +107,12 @@ class _ConnectionSpark:
     def relation_schema(self, relation: str, describable: bool) -> Any:
         return from_json(self._adapter.relation_schema_json(relation, describable))
 
-    def deployed(self, table: str, describable: bool) -> Tuple[Struct, Dict[str, str]]:
-        """One catalog lookup on the embedded session; the schema read and SHOW TBLPROPERTIES
-        over thrift and Spark Connect."""
+    def deployed(
+        self, table: str, describable: bool, schema: bool = True
+    ) -> Tuple[Optional[Struct], Dict[str, str]]:
+        """One catalog lookup on the embedded session; SHOW TBLPROPERTIES and the schema read
+        over thrift and Spark Connect (over thrift, with `schema` False, the schema is left
+        to be read beside the model's view: `relation_schemas`)."""
         handle = self._handle()
         if hasattr(handle, "table_with_properties"):
             with self._adapter.connections.exception_handler(f"-- load table {table}"):
@@ -108,7 +121,18 @@ class _ConnectionSpark:
                 logger.debug(f"Read the schema and properties of {table} from its catalog")
                 return from_json(loaded[0]), loaded[1]
         listed = self._adapter._listed_properties(table)
+        if not schema and hasattr(handle, "relation_schemas"):
+            return None, listed
         return self.relation_schema(table, describable), listed
+
+    def relation_schemas(self, relations: Sequence[str]) -> List[Struct]:
+        """Over thrift, one read of them all (the connection's `relation_schemas`); else one
+        read each."""
+        handle = self._handle()
+        if not hasattr(handle, "relation_schemas"):
+            return [self.relation_schema(r, False) for r in relations]
+        with self._adapter.connections.exception_handler(f"-- schemas of {', '.join(relations)}"):
+            return [from_json(s) for s in handle.relation_schemas(list(relations))]
 
     def _handle(self) -> Any:
         return self._adapter.connections.get_thread_connection().handle

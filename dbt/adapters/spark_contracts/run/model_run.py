@@ -53,6 +53,9 @@ DELTA_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # Iceberg adds `spark.sql.iceberg.snapshot-property.<key>` to the summary of every snapshot
 ICEBERG_TAG_KEY = "dbt-spark-contracts"
 ICEBERG_SNAPSHOT_TAG = f"spark.sql.iceberg.snapshot-property.{ICEBERG_TAG_KEY}"
+# the session settings a commit tag is set under: every format's log that keeps one
+TAG_KEYS = (DELTA_USER_METADATA, ICEBERG_SNAPSHOT_TAG)
+_TAG_KEY_OF = {"delta": (DELTA_USER_METADATA,), "iceberg": (ICEBERG_SNAPSHOT_TAG,)}
 
 
 @dataclass
@@ -227,6 +230,36 @@ class ModelRun:
         """A table model's rebuild built beside the table, swapped in after its load
         (core/recovery/swap.py)."""
         return self.strategy == REBUILD and self.replace_by is Build.SWAP
+
+    @property
+    def tags_commits(self) -> bool:
+        """A later step or run may look this run's commits up by its commit tag, so its session
+        carries the tag before its first statement that changes something: a run that restores
+        (its intent: the steps before its load, core/recovery/intent.py), changes the schema,
+        stages, quarantines (its first pass, its pending table), loads a microbatch batch,
+        creates or rebuilds the table. The one run whose commits no one looks up: the load of
+        an unchanged schema in one statement, nothing before it, nothing to settle after it."""
+        load = self.load_sql
+        return not (
+            self.load is not None
+            and not self.has_changes
+            and not self.statements
+            and self.stage is None
+            and self.first_pass is None
+            and not self.quarantine_pending
+            and (load is None or load.quarantine_row is None)
+            and self.microbatch is None
+            and not (self.creates or self.full_refresh or self.rebuilds)
+        )
+
+    @property
+    def tag_keys(self) -> Tuple[str, ...]:
+        """The settings this run's tag is set under: its table's format's own (the log a later
+        run reads it from), every format's where the run replaces or creates the table or its
+        format keeps no log."""
+        if self.creates or self.full_refresh or self.rebuilds:
+            return TAG_KEYS
+        return _TAG_KEY_OF.get(self.table_format, TAG_KEYS)
 
     @property
     def evolves_in_write(self) -> bool:
