@@ -160,7 +160,7 @@ def test_user_set_ansi_wins_over_dbt_spark(method: str) -> None:
 def test_thrift_sends_the_adapters_own_settings_in_open_session_and_sets_the_rest() -> None:
     """The Spark Thrift Server applies `set:hiveconf:<key>` entries of the OpenSession request
     to the new session (no statement); a profile's other keys are SET once it is open."""
-    from dbt.adapters.spark_contracts.connection.connections import open_session_settings
+    from dbt.adapters.spark_contracts.connection.session_sql import open_session_settings
 
     creds = _parse(
         method="thrift",

@@ -12,7 +12,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from dbt.adapters.spark_contracts.adapter_run import _TaggedRepairs
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
 from dbt.adapters.spark_contracts.core.evolution.plan import Policy
 from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
@@ -26,6 +25,7 @@ from dbt.adapters.spark_contracts.run.model_run import (
     TAG_KEYS,
     ModelRun,
 )
+from dbt.adapters.spark_contracts.run.repair import TaggedRepairs
 
 DEPLOYED = parse_type("struct<id:bigint,n:bigint>")
 EVOLVE = EvolutionSettings(Policy(), "ignore", True, False)  # schema_evolution: {}
@@ -131,7 +131,7 @@ class Runner:
 def test_the_repair_step_sets_the_tag_before_a_repair_only():
     spark, tags = Conf(), CommitTags()
     runner = Runner(spark)
-    wrapped = _TaggedRepairs(runner, tags, spark, "the-tag")  # type: ignore[arg-type]
+    wrapped = TaggedRepairs(runner, tags, spark, "the-tag")  # type: ignore[arg-type]
     assert wrapped.leases == "leases" and spark.calls == []  # reads pass through, no SET
     assert wrapped.repair("key", False) == "repaired"
     assert runner.seen_at_repair == [(k, "the-tag") for k in TAG_KEYS]

@@ -50,9 +50,11 @@ from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+from dbt.adapters.spark_contracts.relation import model_view
 from dbt.adapters.spark_contracts.run import snapshot_run
 from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun
 from dbt.adapters.spark_contracts.run.violations import raise_violation
+from dbt.adapters.spark_contracts.validation import resolved_settings
 
 logger = AdapterLogger("SparkContracts")
 
@@ -236,7 +238,7 @@ class ContractMethods(metaclass=AdapterMeta):
         not_null = declared_not_null(model)
         spark = self._spark()
         compiled = runs.compiled_schema(spark.schema(compiled_sql), not_null)
-        view = self._model_view(relation)  # type: ignore[attr-defined]
+        view = model_view(relation)
         inputs = RunInputs(
             relation=str(relation),
             view=str(view),
@@ -268,7 +270,7 @@ class ContractMethods(metaclass=AdapterMeta):
     def _contract_gate(
         self, relation: BaseRelation, model: Dict[str, Any], run_vars: Dict[str, Any]
     ) -> ContractGate:
-        contract, settings, declared = self._resolve_run_settings(model, run_vars)
+        contract, settings, declared = resolved_settings(self, model, run_vars)
         unique_id = model.get("unique_id", str(relation))
         return ContractGate(unique_id, str(relation), contract, settings, declared)
 

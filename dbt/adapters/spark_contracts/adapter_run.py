@@ -42,31 +42,16 @@ from dbt.adapters.spark_contracts.core.materialization.run_plan import (
     replacement,
 )
 from dbt.adapters.spark_contracts.core.settings.config import fixed_path, read_run_vars
+from dbt.adapters.spark_contracts.relation import model_view
 from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run.build import plan_batch
 from dbt.adapters.spark_contracts.run.execute import PlanExecutor
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.quarantine_steps import read_discarded_last
 from dbt.adapters.spark_contracts.run.violations import raise_violation
-from dbt.adapters.spark_contracts.validation import settings_at_run
+from dbt.adapters.spark_contracts.validation import resolved_settings
 
 logger = AdapterLogger("SparkContracts")
-
-
-class _TaggedRepairs:
-    """The runner of the repair step, whose repair of a dead run's intent (a RESTORE, which
-    looks its own commit up by the session's tag, run/table_log.py) goes with this run's tag
-    in the session: set just before it."""
-
-    def __init__(self, runner: runs.Runner, tags: runs.CommitTags, spark: Any, tag: str) -> None:
-        self._runner, self._tags, self._spark, self._tag = runner, tags, spark, tag
-
-    def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
-        self._tags.set(self._spark, self._tag)
-        return self._runner.repair(key, on_table)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._runner, name)
 
 
 class RunPathMethods(metaclass=AdapterMeta):
@@ -92,7 +77,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         pending discarded rows settled, under the model's lease (run/repair.py). The plan
         (`plan_model`) then only reads."""
         relation = existing if existing is not None else self.recover_rewrite(this)
-        contract, settings, _ = self._resolve_run_settings(model, run_vars)
+        contract, settings, _ = resolved_settings(self, model, run_vars)
         facts = BuildFacts(
             materialization,
             "",
@@ -112,7 +97,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         quarantines = contract is not None and bool(getattr(contract, "quarantine", False))
         if quarantines:
             self._tags.set(spark, tag)
-        runner = _TaggedRepairs(self._runner(spark, invocation_id), self._tags, spark, tag)
+        runner = repairs_.TaggedRepairs(self._runner(spark, invocation_id), self._tags, spark, tag)
         done, deployed = repairs_.repair(
             spark,
             runner,
@@ -147,7 +132,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         refuses anything else (run/repair.ReadOnly). `data_tests`: `data_tests_of`'s."""
         existing = repaired.relation
         options = LoadOptions.from_config(model.get("config") or {})
-        contract, settings, declared = self._resolve_run_settings(model, run_vars)
+        contract, settings, declared = resolved_settings(self, model, run_vars)
         facts = BuildFacts(
             materialization,
             file_format,
@@ -172,7 +157,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             raise DbtRuntimeError(
                 f"{model.get('unique_id')}: plan_model needs repair_model's result first"
             )
-        view = self._model_view(existing)
+        view = model_view(existing)
         spark = repairs_.ReadOnly(self._spark())
         spark.run(f"create or replace temporary view {view} as {compiled_code}")
         runner = self._runner(spark, invocation_id)
@@ -349,11 +334,6 @@ class RunPathMethods(metaclass=AdapterMeta):
                 logger.warning(f"{unique_id} ({relation}): {warning}")
         return run
 
-    def _model_view(self, relation: BaseRelation) -> BaseRelation:
-        """The temporary view a run reads the model's query from."""
-        view = relation.incorporate(path={"identifier": relation.identifier + "__dbt_tmp"})
-        return view.include(database=False, schema=False)
-
     def _planned_run(
         self,
         relation: BaseRelation,
@@ -412,17 +392,6 @@ class RunPathMethods(metaclass=AdapterMeta):
         elif run is not None and self._tags.carries() not in ("", run.commit_tag):
             self._tags.clear(self._spark)  # an earlier node's, whose clear failed: not this run's
         return PlanExecutor(self).execute(plan, target, existing, create_sql, clauses)
-
-    def _resolve_run_settings(self, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
-        """(schema contract, evolution settings, declared `pydantic_contract`) of this run."""
-        settings = settings_at_run(self, model, run_vars)
-        config = model.get("config", {})
-        if settings.contract is not None and config.get("on_schema_change") not in (None, "ignore"):
-            logger.warning(
-                f"{model.get('unique_id', 'model')}: schema_contract is set, so on_schema_change "
-                f"({config.get('on_schema_change')}) is ignored"
-            )
-        return settings.contract, settings.evolution, settings.declared
 
     @available
     def run_vars(self, var: Any) -> Dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dbt.adapters.base.relation import Policy
+from dbt.adapters.base.relation import BaseRelation, Policy
 from dbt.adapters.spark.relation import SparkQuotePolicy, SparkRelation
 
 
@@ -30,3 +30,9 @@ class SparkContractsRelation(SparkRelation):
         if self.database is not None and self.database == self.schema:
             return self.include(database=False).render()
         return super(SparkRelation, self).render()
+
+
+def model_view(relation: BaseRelation) -> BaseRelation:
+    """The temporary view a run reads the model's query from."""
+    view = relation.incorporate(path={"identifier": relation.identifier + "__dbt_tmp"})
+    return view.include(database=False, schema=False)

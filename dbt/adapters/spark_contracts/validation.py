@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.factory import get_adapter_package_names
 from dbt.exceptions import ParsingError
 
@@ -20,6 +21,8 @@ from dbt.adapters.spark_contracts.core.settings.validate import (
 # Resource types whose materializations this adapter runs (tests, sources, ... are not built).
 BUILT_RESOURCE_TYPES = ("model", "seed", "snapshot")
 MAX_LISTED = 20  # a bad --vars value fails every node: list this many, then count the rest
+
+logger = AdapterLogger("SparkContracts")
 
 
 def _as_dict(constraint: Any) -> Dict[str, Any]:
@@ -132,3 +135,15 @@ def validate_manifest(adapter: Any, manifest: Any) -> None:
         if len(errors) > MAX_LISTED:
             listed.append(f"... and {len(errors) - MAX_LISTED} more node(s)")
         raise ParsingError("\n".join(listed))
+
+
+def resolved_settings(adapter: Any, model: Dict[str, Any], run_vars: Dict[str, Any]) -> Any:
+    """(schema contract, evolution settings, declared `pydantic_contract`) of this run."""
+    settings = settings_at_run(adapter, model, run_vars)
+    config = model.get("config", {})
+    if settings.contract is not None and config.get("on_schema_change") not in (None, "ignore"):
+        logger.warning(
+            f"{model.get('unique_id', 'model')}: schema_contract is set, so on_schema_change "
+            f"({config.get('on_schema_change')}) is ignored"
+        )
+    return settings.contract, settings.evolution, settings.declared

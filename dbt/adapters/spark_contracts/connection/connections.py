@@ -7,7 +7,7 @@ import json
 import threading
 import uuid
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -21,7 +21,6 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt.adapters.spark_contracts.connection import failpoint
 from dbt.adapters.spark_contracts.connection import session as embedded
 from dbt.adapters.spark_contracts.connection.credentials import (
-    THRIFT_OPEN_SESSION_KEYS,
     ContractsConnectionMethod,
     SparkContractsCredentials,
 )
@@ -48,45 +47,16 @@ from dbt.adapters.spark_contracts.connection.schema_io import (
     describe_json_to_json,
     describe_rows_to_json,
 )
+from dbt.adapters.spark_contracts.connection.session_sql import (
+    open_session_settings,
+    quoted,
+    set_sql,
+)
 from dbt.adapters.spark_contracts.connection.spark_handle import from_json
 from dbt.adapters.spark_contracts.core.schema.types import holds_variant
 from dbt.adapters.spark_contracts.core.settings.deadline import query_timeout_seconds
 
 logger = AdapterLogger("SparkContracts")
-
-# An OpenSession configuration key the Spark Thrift Server applies to the session as a setting
-# (Hive's `set:hiveconf:`); a plain key it ignores.
-HIVECONF_PREFIX = "set:hiveconf:"
-
-
-def _quoted(text: str) -> str:
-    return "`" + text.replace("`", "``") + "`"
-
-
-def _set_sql(key: str, value: Optional[str]) -> str:
-    """SET (None: RESET) of one SQL conf. Key and value are quoted: Spark's SET parses neither
-    `snapshot-property.dbt-spark-contracts` nor `a:b` bare."""
-    if value is None:
-        return f"reset {_quoted(key)}"
-    return f"set {_quoted(key)}={_quoted(value)}"
-
-
-def open_session_settings(parameters: Mapping[str, Any]) -> Tuple[Dict[str, str], Dict[str, str]]:
-    """A thrift connection's `server_side_parameters` as (its OpenSession configuration, the
-    settings SET once the session is open). The adapter's own runtime settings
-    (`THRIFT_OPEN_SESSION_KEYS`) go in OpenSession as `set:hiveconf:<key>`, which the Spark
-    Thrift Server applies to the new session before it answers: no statement. Every other key
-    is SET after, as before (a static setting is logged and skipped there: in OpenSession it
-    would fail the connection), and stays in OpenSession as the plain key dbt-spark sends
-    (which the server ignores)."""
-    opening: Dict[str, str] = {}
-    after: Dict[str, str] = {}
-    for key, value in parameters.items():
-        if key in THRIFT_OPEN_SESSION_KEYS:
-            opening[HIVECONF_PREFIX + key] = str(value)
-        else:
-            opening[key] = after[key] = str(value)
-    return opening, after
 
 
 class SerializedThriftClient:
@@ -178,7 +148,7 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         for key, value in parameters.items():
             self.cursor()
             try:
-                self.execute(_set_sql(key, str(value)))
+                self.execute(set_sql(key, str(value)))
             except Exception as exc:
                 logger.debug(f"thrift: could not set {key}: {exc}")
             finally:
@@ -188,14 +158,14 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
         """Set (None: reset) a SQL conf in this thrift session only."""
         saved = self._cursor
         try:
-            self._fetch(_set_sql(key, value), fetch=False)
+            self._fetch(set_sql(key, value), fetch=False)
         finally:
             self._cursor = saved
 
     def get_conf(self, key: str) -> Optional[str]:
         saved = self._cursor
         try:
-            rows = self._fetch(f"set {_quoted(key)}")
+            rows = self._fetch(f"set {quoted(key)}")
         finally:
             self._cursor = saved
         return str(rows[0][1]) if rows and rows[0][1] != "<undefined>" else None

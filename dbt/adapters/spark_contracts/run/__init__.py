@@ -22,6 +22,7 @@ commit tag), `run_errors`, `outcome_events` (what a run did, as events; its work
 """
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Observed, Spark, from_json
+from dbt.adapters.spark_contracts.core.schema.types import compiled_schema
 from dbt.adapters.spark_contracts.run.build import PlannedBuild
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -31,9 +32,6 @@ from dbt.adapters.spark_contracts.run.model_run import (
     STAGE_SUFFIX,
     ContractsAdapterResponse,
     ModelRun,
-    blocked_message,
-    compiled_schema,
-    counts_not_observed_note,
     stage_name,
 )
 from dbt.adapters.spark_contracts.run.outcome_events import RunEvents, RunOutcome, RunState
@@ -49,6 +47,8 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     RunInProgress,
     RunUndone,
     SchemaContractViolation,
+    blocked_message,
+    counts_not_observed_note,
 )
 from dbt.adapters.spark_contracts.run.runner import Runner
 

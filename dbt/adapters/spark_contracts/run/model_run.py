@@ -43,9 +43,10 @@ from dbt.adapters.spark_contracts.core.report.outcome import (
     outcome_line,
 )
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
-from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct, as_nullable
+from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 from dbt.adapters.spark_contracts.run.outcome_events import FIRST_PASS, RunOutcome
+from dbt.adapters.spark_contracts.run.run_errors import blocked_message
 
 logger = AdapterLogger("SparkContracts")
 
@@ -71,20 +72,6 @@ class ContractsAdapterResponse(AdapterResponse):
     repairs: List[str] = field(default_factory=list)
     # each discarding data test's rows: test, reason, action, rows (issue 42)
     data_tests: Optional[List[Dict[str, Any]]] = None
-
-
-def compiled_schema(schema: Struct, not_null_columns: Tuple[str, ...]) -> Struct:
-    """The model's output schema as a table built from it would store it: nullable, except
-    the columns the model declares `not_null` (Spark marks literals NOT NULL; CTAS does not)."""
-    analysed = as_nullable(schema)
-    assert isinstance(analysed, Struct)
-    declared = {name.lower() for name in not_null_columns}
-    return Struct(
-        tuple(
-            Field(f.name, f.type, nullable=f.name.lower() not in declared, comment=f.comment)
-            for f in analysed.fields
-        )
-    )
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -394,24 +381,6 @@ class ModelRun:
             repairs=list(out.repairs),
             **extra,
         )
-
-
-def blocked_message(unique_id: str, relation: str, table_format: str, plan: Plan) -> str:
-    """The error of a plan with blocked changes (incremental runs, table rebuilds, snapshots)."""
-    lines = [
-        f"Schema change blocked for {unique_id} ({relation}, {table_format}); nothing was changed:"
-    ]
-    lines += [f"  - {blocked.describe()}" for blocked in plan.blocked]
-    return "\n".join(lines)
-
-
-def counts_not_observed_note(unique_id: str, method: str) -> str:
-    """Said once per model run whose discard counts the connection cannot observe in the load."""
-    return (
-        f"{unique_id}: method {method} does not receive metrics observed in a statement: the "
-        "discard counts come from the model's output staged once and counted by a query of "
-        "their own (one more write and read of the output than method session)"
-    )
 
 
 def stage_format(table_format: str) -> str:

@@ -101,6 +101,22 @@ def recovery_tables(
     return records, pendings
 
 
+class TaggedRepairs:
+    """The runner of the repair step, whose repair of a dead run's intent (a RESTORE, which
+    looks its own commit up by the session's tag, run/table_log.py) goes with this run's tag
+    in the session: set just before it."""
+
+    def __init__(self, runner: Any, tags: Any, spark: Any, tag: str) -> None:
+        self._runner, self._tags, self._spark, self._tag = runner, tags, spark, tag
+
+    def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
+        self._tags.set(self._spark, self._tag)
+        return self._runner.repair(key, on_table)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runner, name)
+
+
 class PlanWrote(RuntimeError):
     """Planning sent a statement that is not a read: a bug in the adapter, caught before the
     statement reaches Spark."""

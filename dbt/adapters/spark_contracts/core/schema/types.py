@@ -295,6 +295,20 @@ def as_nullable(t: SparkType) -> SparkType:
     return t
 
 
+def compiled_schema(schema: Struct, not_null_columns: tuple[str, ...]) -> Struct:
+    """The model's output schema as a table built from it would store it: nullable, except
+    the columns the model declares `not_null` (Spark marks literals NOT NULL; CTAS does not)."""
+    analysed = as_nullable(schema)
+    assert isinstance(analysed, Struct)
+    declared = {name.lower() for name in not_null_columns}
+    return Struct(
+        tuple(
+            Field(f.name, f.type, nullable=f.name.lower() not in declared, comment=f.comment)
+            for f in analysed.fields
+        )
+    )
+
+
 def type_kind(t: SparkType) -> str:
     """Coarse kind used by capability tables: primitive name, `decimal`, `char`, `struct`, ..."""
     if isinstance(t, Primitive):
