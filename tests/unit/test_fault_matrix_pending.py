@@ -36,6 +36,9 @@ from dbt.adapters.spark_contracts.core.evolution.plan import Policy
 from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
 from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
 from dbt.adapters.spark_contracts.core.recovery.pending import (
+    BEAT_PROPERTY as BEAT,
+)
+from dbt.adapters.spark_contracts.core.recovery.pending import (
     CREATED_VERSION_PROPERTY,
     TAG_PROPERTY,
 )
@@ -102,7 +105,9 @@ class FakeTables(FakeDelta):
         if re.match(r"(create or replace temporary view|drop view if exists|uncache table)", low):
             self._statement()
             return None
-        if m := re.match(r"create table (\S+__pending_\w+) using parquet as ", text, re.I):
+        if m := re.match(
+            r"create table (\S+__pending_\w+) using parquet tblproperties \((.*?)\) as ", text, re.I
+        ):
             self._statement()
             name = m.group(1).lower()
             # a record names it first, with the model table's version then (read just before),
@@ -116,7 +121,11 @@ class FakeTables(FakeDelta):
             assert key == row_key(str(self.conf.get(DELTA_USER_METADATA)))  # the run's own tag
             assert records[0][TAG_PROPERTY] == self.conf.get(DELTA_USER_METADATA)
             rows = [key] * self.discards
-            self.pendings[name] = Pending(rows, {}, batch is not None)
+            # its own copy of the bookkeeping, its lease released: settled from it if its
+            # record is ever gone
+            copy = dict(re.findall(r"'([^']+)' = '([^']*)'", m.group(2)))
+            assert copy[TAG_PROPERTY] == records[0][TAG_PROPERTY] and copy[BEAT] == "0", copy
+            self.pendings[name] = Pending(rows, copy, batch is not None)
             return None
         if m := re.match(
             r"alter table (db\.t__dbt_lease_\w+) set tblproperties \((.*)\)$", text, re.I
@@ -176,6 +185,12 @@ class FakeTables(FakeDelta):
             self._statement()
             self.pendings.pop(m.group(1), None)
             return None
+        if m := re.match(r"alter table (\S+__pending_\w+) set tblproperties \((.*)\)$", text, re.I):
+            self._statement()  # a pending table without its record, taken over as its own lease
+            pairs = re.findall(r"'([^']+)' = '([^']*)'", m.group(2))
+            self.pendings[m.group(1).lower()].properties.update(pairs)
+            self.taken.update((m.group(1).lower(), v) for k, v in pairs if k.endswith("taken_by"))
+            return None
         if low.startswith(f"insert into {TABLE} "):
             response = super().run(sql)
             self.loads.append(row_key(str(self.conf.get(DELTA_USER_METADATA))))
@@ -192,6 +207,11 @@ class FakeTables(FakeDelta):
         if low.startswith("select count_if("):
             self._statement()
             return [{"rows_discarded": self.discards, "values_discarded": 0}]
+        if m := re.match(r"show tblproperties (\S+__pending_\w+)$", low):
+            self._statement()
+            if m.group(1) not in self.pendings:
+                raise DbtDatabaseError(f"Table or view not found: {m.group(1)}")
+            return [{"key": k, "value": v} for k, v in self.pendings[m.group(1)].properties.items()]
         if m := re.match(r"show tblproperties (db\.t__dbt_lease_\w+)$", low):
             if m.group(1) in self.beating:  # its run is alive: each read sees a new beat
                 self.leases[m.group(1)]["dbt_spark_contracts.heartbeat"] = str(next(BEATS))
@@ -271,7 +291,7 @@ def a_run(table: FakeTables, invocation: str, tmp_path: Path, batch: str = "") -
     runner = Runner(table, RunReport(), tmp_path)
     CommitTags().set(table, commit_tag(invocation, MODEL, batch))
     key = ModelKey(TABLE, invocation, "delta", MODEL)
-    records, others = recovery_tables(table, key, quarantines=True)
+    records, others = recovery_tables(table, key)
     settle_pending(runner.spark, runner.leases, runner.book, key, QUARANTINE, records, others)
     run = model_run(table, invocation, batch)
     return runner.execute(run, f"insert into {TABLE} select * from {run.source}")
@@ -501,3 +521,24 @@ def test_a_failed_batch_takes_no_other_batchs_rows_out(tmp_path: Path):
     assert table.quarantine == [row_key(commit_tag("inv-1", MODEL, "b1"))] * DISCARDED
     a_run(table, "inv-1", tmp_path, "b3")
     check(table)
+
+
+@pytest.mark.parametrize("loaded", [True, False])
+def test_a_pending_table_left_without_its_record_is_settled_from_its_own_copy(
+    loaded: bool, tmp_path: Path
+):
+    """A run's record can go while its pending table stays (a server finished the CTAS after
+    its client died and a settler dropped the record; a swap's recovery dropped it): the
+    pending table's own copy of the bookkeeping, its lease released, settles it. Its load in
+    the table: its rows moved once; not there and its process gone: dropped."""
+    table = new_table()
+    table.kill_at = STATEMENTS[True] - 2 if loaded else 5  # after the load / before it
+    with pytest.raises(Killed):
+        a_run(table, "inv-dead", tmp_path)
+    assert len(table.pendings) == 1 and (table.loads == ["inv-dead"]) is loaded
+    table.leases.clear()  # its record gone
+    table.dead, table.kill_at = False, 0
+    a_run(table, "inv-next", tmp_path)
+    check(table)
+    assert table.quarantine is not None
+    assert table.quarantine.count("inv-dead") == (DISCARDED if loaded else 0)

@@ -103,7 +103,6 @@ class RunPathMethods(metaclass=AdapterMeta):
             runner,
             key,
             self._deployed(spark, relation, schema=False),  # the schema: read when planned
-            quarantines,
             lambda: self._deployed(spark, relation, schema=False),
         )
         return repairs_.Repaired(relation, tag, done, deployed)

@@ -3,7 +3,7 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
@@ -26,6 +26,9 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, l
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.pending import (
+    APP_PROPERTY,
+    BEAT_PROPERTY,
+    RUN_PROPERTY,
     Loaded,
     ModelRecord,
     RowsOf,
@@ -33,7 +36,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     loaded_property,
     manual_move,
 )
-from dbt.adapters.spark_contracts.core.recovery.record import pending_properties
+from dbt.adapters.spark_contracts.core.recovery.record import PENDING_PROPERTY, pending_properties
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
 from dbt.adapters.spark_contracts.run.lease import Leases
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -118,8 +121,10 @@ class Quarantine:
         it by, core/recovery/pending.decide_pending); then the model's output, read once, from
         the executors into that table, every row with its reasons (`select`,
         core/contracts/load_select.pending_from). A run holding the model alone (a multi-step
-        change) writes it into that record; any other makes a shared record of its own first,
-        so a pending table is never there without a record naming it."""
+        change) writes it into that record; any other makes a shared record of its own first.
+        The pending table carries the same bookkeeping, its lease released (`copy_of`): one
+        left without its record (a CTAS a server finished after its client died and its record
+        was dropped) is still settled from the model table's own log, never lost."""
         pending = run.pending_table
         creates = run.replace_by is Build.CREATE  # no table yet: no version to record
         version = None if creates else self.log(run.table_format).current_version(run.relation)
@@ -129,7 +134,11 @@ class Quarantine:
         else:
             self.leases.take(run, says=says)
         self.book.state.pending = pending  # from here on, a failure settles it
-        self.spark.run(f"create table {pending} using {stage_format(run.table_format)} as {select}")
+        copy = ", ".join(f"'{k}' = {sql_string(v)}" for k, v in copy_of(self.spark, run, says))
+        self.spark.run(
+            f"create table {pending} using {stage_format(run.table_format)} "
+            f"tblproperties ({copy}) as {select}"
+        )
 
     def ready_for_pending(self, run: ModelRun) -> None:
         """The quarantine made ready to take the pending table's discarded rows, before the
@@ -330,6 +339,22 @@ class Quarantine:
         if logged(table_format):
             return ModelRecord(self.log(table_format).entries(relation), {})
         return ModelRecord(None, table_properties(self.spark, relation))
+
+
+def copy_of(spark: Spark, run: ModelRun, says: Dict[str, str]) -> List[Tuple[str, str]]:
+    """What a pending table carries of its record (core/recovery/pending.Pending): the run, its
+    tag, the model table's version, where its statements run; its lease released ("0"): the
+    record holds the lease, so a settler that finds the table without its record waits for no
+    one, and drops rows only on `decide_pending`'s proof."""
+    application = getattr(spark, "application", None)
+    app = application().to_property() if application is not None else ""
+    kept = {k: v for k, v in says.items() if k != PENDING_PROPERTY}
+    return [
+        *kept.items(),
+        (RUN_PROPERTY, run.invocation_id),
+        (APP_PROPERTY, app),
+        (BEAT_PROPERTY, "0"),
+    ]
 
 
 def read_discarded_last(spark: Spark, quarantine: str) -> bool:

@@ -42,7 +42,6 @@ def repair(
     runner: Any,
     key: ModelKey,
     deployed: Tuple[Any, Dict[str, str]],
-    quarantines: bool,
     read_again: Any,
 ) -> Tuple[Tuple[str, ...], Tuple[Any, Dict[str, str]]]:
     """What dead runs left half done put back (their run records' intents, under the model's
@@ -53,14 +52,14 @@ def repair(
     repairs: Tuple[str, ...] = ()
     older = find_intent(deployed[1])  # written into the table's properties before the run record
     on_table = older is not None and older.invocation_id != key.invocation_id
-    records, pendings = recovery_tables(spark, key, quarantines)
+    records, pendings = recovery_tables(spark, key)
     dead = [r for r in records if r.intent is not None]
     if on_table or dead:
         done = runner.repair(key, on_table)
         if done:
             repairs += (done,)
         deployed = read_again()
-        records, pendings = recovery_tables(spark, key, quarantines)  # as the repair left them
+        records, pendings = recovery_tables(spark, key)  # as the repair left them
     if pendings or any(r.pending is not None for r in records):
         # other runs' discarded rows, not yet in the quarantine (core/recovery/pending.py)
         quarantine = suffixed(key.relation, QUARANTINE_SUFFIX)
@@ -71,20 +70,17 @@ def repair(
     return repairs, deployed
 
 
-def recovery_tables(
-    spark: Any, key: ModelKey, quarantines: bool
-) -> Tuple[List[RunRecord], List[str]]:
-    """Other runs' records of the model (core/recovery/record.py) and, for a quarantining
-    model, other invocations' pending tables of its quarantine, listed now in one statement
+def recovery_tables(spark: Any, key: ModelKey) -> Tuple[List[RunRecord], List[str]]:
+    """Other runs' records of the model (core/recovery/record.py) and other invocations'
+    pending tables of its quarantine (also where the model no longer quarantines: a record may
+    name one), listed now in one statement
     (not from dbt's relation cache, which another run's table may have joined or left since it
     was read). This invocation's own are left out, its microbatch batches' too: a batch settles
     its own pending table when it fails (run/quarantine_steps.py), else the model's next
     invocation does."""
     schema, identifier = key.relation.rsplit(".", 1)
     quarantine = suffixed(identifier, QUARANTINE_SUFFIX)
-    patterns = [identifier + LEASE_SUFFIX + "*"]
-    if quarantines:
-        patterns.append(quarantine + PENDING_SUFFIX + "*")
+    patterns = [identifier + LEASE_SUFFIX + "*", quarantine + PENDING_SUFFIX + "*"]
     rows = spark.fetch(f"show tables in {schema} like '{'|'.join(patterns)}'")
     names = [str(r.get("tableName") or "") for r in rows]
     prefix = (identifier + LEASE_SUFFIX).lower()
@@ -94,8 +90,7 @@ def recovery_tables(
     pendings = sorted(
         f"{schema}.{n}"
         for n in names
-        if quarantines
-        and is_pending_of(n, quarantine)
+        if is_pending_of(n, quarantine)
         and not is_invocations_pending(n, quarantine, key.invocation_id)
     )
     return records, pendings

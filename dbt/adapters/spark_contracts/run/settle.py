@@ -46,15 +46,17 @@ class Claim:
 def claims(
     spark: Spark, records: Sequence[RunRecord], pendings: Sequence[str], unique_id: str
 ) -> List[Claim]:
-    """What to settle: each record's pending table (`records`: other runs' records that name
-    one and carry no intent), and each pending table of `pendings` (listed now) that no record
-    names, read from its own properties (gone since it was listed: passed over)."""
+    """What to settle: the pending table of each of `records` (other runs' records) that names
+    one and carries no intent (one with an intent is its repair's), and each pending table of
+    `pendings` (listed now) that no record names, read from its own properties (gone since it
+    was listed: passed over)."""
     found = [
         Claim(r.pending, r.table, True)
         for r in records
         if r.pending is not None and r.intent is None
     ]
-    named = {bare(c.pending.name) for c in found}
+    # a pending table named by any record is that record's (one with an intent: its repair's)
+    named = {bare(r.pending.name) for r in records if r.pending is not None}
     for name in pendings:
         if bare(name) in named:
             continue
@@ -134,9 +136,14 @@ def settle_others(
         lease = record_io.read_lease(spark, claim.lease, table_format) if claim.record else None
         if claim.record and lease is None:
             continue  # its run let go of it meanwhile: settled
-        leases[claim.lease] = lease or RunRecord.from_properties(
-            claim.lease, record_io.table_properties(spark, claim.lease)
-        )
+        if lease is None:  # a pending table of an earlier build (or left without its record)
+            try:
+                lease = RunRecord.from_properties(
+                    claim.lease, record_io.table_properties(spark, claim.lease)
+                )
+            except DbtDatabaseError:  # gone since it was listed: its run settled it
+                continue
+        leases[claim.lease] = lease
     binding = watch_leases(spark, leases, unique_id, table_format)
     for claim in found:
         if claim.lease not in leases:
@@ -222,7 +229,7 @@ def settle_pending(
     # each statement behind the settling lease's fence
     settler = Quarantine(record_io.Fenced(spark, lambda: leases.check(model)), book)
     try:
-        found = claims(settler.spark, waiting, pendings, model.unique_id)
+        found = claims(settler.spark, records, pendings, model.unique_id)
         return settle_others(
             settler,
             model.relation,
