@@ -109,6 +109,7 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[delta]" \
 	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[iceberg]" \
 	"tests/functional/evolution/test_kill.py::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
+	"tests/functional/evolution/test_kill.py::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[iceberg]" \
 	tests/functional/adapter/test_basic.py::TestEphemeral tests/functional/adapter/test_basic.py::TestEmpty \
 	tests/functional/test_connection_resilience.py::test_ctrl_c_cancels_the_load_in_the_embedded_session \
 	tests/functional/test_microbatch.py::TestMicrobatchIceberg \
