@@ -49,7 +49,7 @@ class Heartbeat:
     """Renews `table`'s lease every `interval` seconds until `stop()`.
 
     `last` is this process's monotonic time just before the last beat that went through was
-    sent : no other run can take the lease over sooner than a
+    sent: no other run can take the lease over sooner than a
     lease's length after it (it must watch the heartbeat unchanged that long), so while `fresh()`
     the lease is still this run's, also after a pause the run cannot see (a stopped process).
     That holds only while the beats are continuous: a beat sent once the lease was no longer

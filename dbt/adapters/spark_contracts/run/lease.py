@@ -57,6 +57,7 @@ from dbt.adapters.spark_contracts.run.record_io import (
     lease_properties,
     read_lease,
     records_of,
+    set_properties_sql,
     take_over_sql,
 )
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunInProgress
@@ -323,8 +324,7 @@ class Leases:
         beat = self.held
         if beat is None:
             raise RuntimeError(f"{owner.unique_id}: no run record is held to write to")
-        pairs = ", ".join(f"'{k}' = {sql_string(v)}" for k, v in properties.items())
-        beat.write(self.spark, f"alter table {beat.table} set tblproperties ({pairs})")
+        beat.write(self.spark, set_properties_sql(beat.table, properties))
         if SWAP_PROPERTY in properties:
             self.swapping = bool(properties[SWAP_PROPERTY])
 

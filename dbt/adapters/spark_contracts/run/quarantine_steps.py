@@ -48,7 +48,7 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     Quarantined,
     RunBook,
 )
-from dbt.adapters.spark_contracts.run.record_io import table_properties
+from dbt.adapters.spark_contracts.run.record_io import application_of, table_properties
 from dbt.adapters.spark_contracts.run.run_errors import (
     LeaseLost,
     QuarantineMismatch,
@@ -346,13 +346,11 @@ def copy_of(spark: Spark, run: ModelRun, says: Dict[str, str]) -> List[Tuple[str
     tag, the model table's version, where its statements run; its lease released ("0"): the
     record holds the lease, so a settler that finds the table without its record waits for no
     one, and drops rows only on `decide_pending`'s proof."""
-    application = getattr(spark, "application", None)
-    app = application().to_property() if application is not None else ""
     kept = {k: v for k, v in says.items() if k != PENDING_PROPERTY}
     return [
         *kept.items(),
         (RUN_PROPERTY, run.invocation_id),
-        (APP_PROPERTY, app),
+        (APP_PROPERTY, application_of(spark)),
         (BEAT_PROPERTY, "0"),
     ]
 

@@ -31,10 +31,21 @@ def table_properties(spark: Spark, table: str) -> Dict[str, str]:
     return {str(r.get("key")): str(r.get("value")) for r in rows}
 
 
-def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
-    """The properties a lease (or a pending table, which is one) is made with."""
+def application_of(spark: Spark) -> str:
+    """Where `spark`'s statements run, as a record names it (`Application.to_property`)."""
     application = getattr(spark, "application", None)
-    app = application().to_property() if application is not None else ""
+    return application().to_property() if application is not None else ""
+
+
+def set_properties_sql(table: str, properties: Dict[str, str]) -> str:
+    """`table`'s properties set to `properties` (a record told something, or marked)."""
+    pairs = ", ".join(f"'{k}' = {sql_string(v)}" for k, v in properties.items())
+    return f"alter table {table} set tblproperties ({pairs})"
+
+
+def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
+    """The properties a lease (a run's record) is made with."""
+    app = application_of(spark)
     return (
         f"'{RUN_PROPERTY}' = {sql_string(invocation_id)}, "
         f"'{BEAT_PROPERTY}' = '{time.time():.3f}', "
@@ -79,10 +90,7 @@ def records_of(
 
 def take_over_sql(table: str, invocation_id: str) -> str:
     """Another run's lease marked taken over by `invocation_id` (and released)."""
-    return (
-        f"alter table {table} set tblproperties ('{TAKEN_PROPERTY}' = "
-        f"{sql_string(invocation_id)}, '{BEAT_PROPERTY}' = '0')"
-    )
+    return set_properties_sql(table, {TAKEN_PROPERTY: invocation_id, BEAT_PROPERTY: "0"})
 
 
 class Fenced:

@@ -21,13 +21,13 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     pending_name,
 )
-from dbt.adapters.spark_contracts.core.recovery.record import DONE_PROPERTY, Done
+from dbt.adapters.spark_contracts.core.recovery.record import INTENT_CLEARED, Done
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import (
     stage_name,
 )
-from dbt.adapters.spark_contracts.run.record_io import Fenced, table_properties
+from dbt.adapters.spark_contracts.run.record_io import Fenced, set_properties_sql, table_properties
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, LeaseLost, RestoreFailed
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
@@ -129,10 +129,7 @@ class Restorer:
                 if record.pending is not None and not logged(key.table_format):
                     # parquet was repaired forward: whether its load is in, the table's
                     # property says; the record, its intent cleared, stays for the settler
-                    spark.run(
-                        f"alter table {record.table} set tblproperties "
-                        f"('{INTENT_PROPERTY}' = '', '{DONE_PROPERTY}' = '')"
-                    )
+                    spark.run(set_properties_sql(record.table, INTENT_CLEARED))
                 else:
                     spark.run(drop_sql(record.table, key.table_format))
             return "; ".join(done) or None

@@ -14,7 +14,12 @@ from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBA
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
 )
-from dbt.adapters.spark_contracts.core.recovery.record import DONE_PROPERTY, Done, done_property
+from dbt.adapters.spark_contracts.core.recovery.record import (
+    DONE_PROPERTY,
+    INTENT_CLEARED,
+    Done,
+    done_property,
+)
 from dbt.adapters.spark_contracts.run.first_pass import first_pass_load, prepare_first_pass
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -295,8 +300,8 @@ class Runner:
                 logger.warning(f"{run.unique_id}: could not read the discard counts: {exc}")
             if self.state.pending is not None:  # the load is in: the rows follow it
                 if self.state.intent is not None:  # the record says rows, no change to undo
-                    cleared = {INTENT_PROPERTY: "", DONE_PROPERTY: ""}
-                    self._step(run, "clearing the intent", lambda: self.leases.write(run, cleared))
+                    clear = lambda: self.leases.write(run, INTENT_CLEARED)  # noqa: E731
+                    self._step(run, "clearing the intent", clear)
                     self.state.intent = None
                 self.fence(run)
                 self.quarantine.finish(run)  # the record goes once the rows are in

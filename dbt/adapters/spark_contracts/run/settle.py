@@ -41,6 +41,7 @@ class Claim:
     pending: protocol.Pending  # its `name` is the pending table's
     lease: str
     record: bool  # the lease is a run record: dropped once the rows are settled
+    seen: RunRecord  # the lease as read when it was found
 
 
 def claims(
@@ -51,7 +52,7 @@ def claims(
     `pendings` (listed now) that no record names, read from its own properties (gone since it
     was listed: passed over)."""
     found = [
-        Claim(r.pending, r.table, True)
+        Claim(r.pending, r.table, True, r)
         for r in records
         if r.pending is not None and r.intent is None
     ]
@@ -65,7 +66,8 @@ def claims(
         except DbtDatabaseError as exc:  # gone since it was listed (its run dropped it)
             logger.debug(f"{unique_id}: {name} cannot be read ({exc}); passed over")
             continue
-        found.append(Claim(protocol.Pending.from_properties(name, properties), name, False))
+        pending = protocol.Pending.from_properties(name, properties)
+        found.append(Claim(pending, name, False, RunRecord.from_properties(name, properties)))
     return found
 
 
@@ -133,17 +135,13 @@ def settle_others(
     here: Optional[protocol.Application] = None
     leases: Dict[str, RunRecord] = {}
     for claim in found:
-        lease = record_io.read_lease(spark, claim.lease, table_format) if claim.record else None
-        if claim.record and lease is None:
-            continue  # its run let go of it meanwhile: settled
-        if lease is None:  # a pending table of an earlier build (or left without its record)
-            try:
-                lease = RunRecord.from_properties(
-                    claim.lease, record_io.table_properties(spark, claim.lease)
-                )
-            except DbtDatabaseError:  # gone since it was listed: its run settled it
-                continue
-        leases[claim.lease] = lease
+        # a record read again (it was read before the settling lease); a pending table's own
+        # properties were just read (`claims`)
+        lease = (
+            record_io.read_lease(spark, claim.lease, table_format) if claim.record else claim.seen
+        )
+        if lease is not None:  # else its run let go of it meanwhile: settled
+            leases[claim.lease] = lease
     binding = watch_leases(spark, leases, unique_id, table_format)
     for claim in found:
         if claim.lease not in leases:

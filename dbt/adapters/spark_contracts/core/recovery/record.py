@@ -169,6 +169,11 @@ class RunRecord:
         return self.intent is not None or self.swap is not None or self.pending is not None
 
 
+# what a record says once its intent is no longer to be put back (its load is in, or a repair
+# rolled it forward): only its pending rows, if any, are left to settle
+INTENT_CLEARED = {INTENT_PROPERTY: "", DONE_PROPERTY: ""}
+
+
 def pending_properties(pending: str, tag: str, version: object) -> dict[str, str]:
     """What a record says of its run's pending table (`RunRecord.pending`): its name, the run's
     commit tag, and the model table's version before it was made (empty: the table had none)."""
