@@ -8,18 +8,13 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.contracts.load_select import RUN_ID_COLUMN
-from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
-from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
     Intent,
     find_intent,
     foreign_commits,
-)
-from dbt.adapters.spark_contracts.core.recovery.pending import (
-    pending_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import INTENT_CLEARED, Done
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
@@ -126,9 +121,9 @@ class Restorer:
                     continue
                 done.append(self._repair(record.intent, key.unique_id, fence, record.done))
                 spark = Fenced(self.spark, fence)
-                if record.pending is not None and not logged(key.table_format):
-                    # parquet was repaired forward: whether its load is in, the table's
-                    # property says; the record, its intent cleared, stays for the settler
+                if record.pending is not None:
+                    # its pending rows are the settler's (decide_pending, from the table's own
+                    # log): the record, its intent cleared, stays for it
                     spark.run(set_properties_sql(record.table, INTENT_CLEARED))
                 else:
                     spark.run(drop_sql(record.table, key.table_format))
@@ -184,24 +179,9 @@ class Restorer:
                 exc,
                 self.manual_repair(intent),
             ) from exc
-        # the dead run's discarded rows belong to the load just taken back: its pending table,
-        # named by its invocation, or by its tag where the run was a microbatch batch
-        quarantine = suffixed(intent.relation, QUARANTINE_SUFFIX)
-        pending = pending_name(quarantine, intent.invocation_id)
-        try:
-            spark.run(drop_sql(pending, intent.table_format))
-            pending = pending_name(quarantine, intent.invocation_id, intent.commit_tag)
-            spark.run(drop_sql(pending, intent.table_format))
-        except LeaseLost:
-            raise
-        except Exception as exc:
-            raise RestoreFailed(
-                unique_id,
-                f"repairing after run {intent.invocation_id}",
-                DbtRuntimeError(f"the table was restored; its pending rows in {pending} stay"),
-                exc,
-                drop_sql(pending, intent.table_format),
-            ) from exc
+        # the dead run's pending rows, if any, are left to the settler, which decides them from
+        # the table's own log (a load taken back: dropped; a load a server may still commit:
+        # kept until it does, or the server restarts), never dropped here on the repair alone
         message = f"repaired after run {intent.invocation_id} died half way: {done}"
         logger.warning(f"{unique_id}: {message}")
         return message
