@@ -456,3 +456,101 @@ def _settings():
     from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 
     return EvolutionSettings(Policy(), "ignore", True, False)
+
+
+# ---- a snapshot through the one plan (issue 40 §5) ----------------------------------------
+SNAP_DEPLOYED = "struct<id:int,amount:int,dbt_scd_id:string,dbt_valid_to:string>"
+SNAP_STAGED = (
+    "struct<id:int,amount:{amount},dbt_scd_id:string,dbt_valid_to:string{extra},"
+    "dbt_change_type:string,dbt_unique_key_1:int>"
+)
+
+
+def _snapshot_run(fmt, amount="int", extra="", contract=None, dry_run=False):
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.load import (
+        LoadOptions,
+        SnapshotMerge,
+        plan_load,
+    )
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+
+    facts = BuildFacts("snapshot", fmt, Existing(False, fmt), False, "snapshot", "id")
+    staged = parse_type(SNAP_STAGED.format(amount=amount, extra=extra))
+    inputs = RunInputs(
+        "db.snap",
+        "snap__view",
+        "inv",
+        fmt,
+        "snapshot",
+        parse_type(SNAP_DEPLOYED),
+        {},
+        staged,
+        EvolutionSettings(Policy(), "append_new_columns", False, dry_run),
+        contract,
+    )
+    planned = plan_model(facts, inputs)
+    decided = planned.run
+    load = plan_load(
+        "snapshot",
+        "db.snap",
+        "snap__view",
+        fmt,
+        inputs.deployed,
+        staged,
+        decided.plan,
+        False,
+        None,
+        LoadOptions(),
+    )
+    assert isinstance(load, SnapshotMerge)
+    return planned, decided, load
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_snapshot_over_its_table_is_planned_as_a_run_whose_load_is_dbts_merge(fmt):
+    """The snapshot evolves like any run: the source's new column and widened type are steps
+    under the run's record before dbt's merge (which cannot evolve the table); the merge
+    inserts every staged column but dbt's own helpers."""
+    from dbt.adapters.spark_contracts.core.materialization.write_path import WritePath
+
+    planned, decided, load = _snapshot_run(fmt, amount="bigint", extra=",channel:string")
+    assert planned.build.evolves and planned.build.load_strategy == "snapshot"
+    assert planned.build.result_format == fmt
+    assert decided.write.path is WritePath.MULTI_STEP and decided.violation is None
+    sqls = " ".join(step.sql for step in decided.statements).lower()
+    assert "add columns" in sqls and "channel" in sqls and "amount" in sqls
+    assert decided.stage is None and not decided.quarantine_pending and decided.load is None
+    assert load.insert == ("`id`", "`amount`", "`dbt_scd_id`", "`dbt_valid_to`", "`channel`")
+
+
+def test_an_unchanged_snapshot_is_its_merge_alone():
+    from dbt.adapters.spark_contracts.core.materialization.write_path import WritePath
+
+    _, decided, load = _snapshot_run("delta")
+    assert decided.statements == () and decided.write.path is WritePath.NO_CHANGE
+    assert not decided.plan.operations and load.insert[0] == "`id`"
+
+
+def test_a_frozen_snapshot_is_refused_before_any_step():
+    from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+
+    frozen = SchemaContract(ContractMode.EVOLVE, ContractMode.FREEZE, ContractMode.FREEZE)
+    _, decided, _ = _snapshot_run("delta", extra=",channel:string", contract=frozen)
+    assert decided.violation is not None and decided.violation.column == "channel"
+    assert decided.statements == () and not decided.plan.operations
+
+
+def test_a_snapshot_refuses_a_discarding_mode_as_a_config_error():
+    """A config error reaches dbt as its CompilationError (config_errors_as_compilation_errors)."""
+    from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+
+    with pytest.raises(ConfigError, match="not supported on snapshots"):
+        _snapshot_run("delta", contract=SchemaContract(columns=ContractMode.DISCARD_ROW))
+
+
+def test_a_dry_run_snapshot_renders_its_steps():
+    planned, decided, _ = _snapshot_run("delta", extra=",channel:string", dry_run=True)
+    assert decided.statements and planned.build.evolves

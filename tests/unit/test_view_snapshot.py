@@ -11,6 +11,7 @@ from dbt.adapters.spark_contracts.core.contracts.enforce import view_violations
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, AlterColumnType
 from dbt.adapters.spark_contracts.core.materialization.snapshot import (
     SnapshotContractError,
+    merge_columns,
     plan_snapshot,
     source_columns,
 )
@@ -85,13 +86,15 @@ def test_snapshot_adds_new_source_columns_and_widens_never_drops():
     ops = planned.plan.operations
     assert any(isinstance(op, AddColumns) and op.columns[0].path == ("channel",) for op in ops)
     assert any(isinstance(op, AlterColumnType) and op.path == ("amount",) for op in ops)
-    assert planned.insert_columns == (
+    assert merge_columns(staged(("channel", STRING))) == (
         "`id`",
         "`amount`",
         "`dbt_scd_id`",
         "`dbt_valid_to`",
         "`channel`",
     )
+    # every column the merge inserts is one the planned table holds
+    assert all(planned.target.field(c.strip("`")) for c in merge_columns(staged()))
     # a source column gone from the staging stays in the snapshot (no removal planned)
     fewer = s(("id", INT), ("dbt_scd_id", STRING), ("dbt_valid_to", STRING))
     kept = plan_snapshot("snap", SNAP, fewer, "delta", {}, SETTINGS, None)

@@ -1,5 +1,6 @@
-"""The adapter's contract entry points outside the incremental run: first builds, views,
-snapshots, dbt's enforced model contract and the constraints built with a table."""
+"""The adapter's contract entry points outside the planned run: first builds, views, dbt's
+enforced model contract and the constraints built with a table. (A snapshot is planned and
+carried out like an incremental run: adapter_run.py.)"""
 
 from __future__ import annotations
 
@@ -32,8 +33,6 @@ from dbt.adapters.spark_contracts.core.contracts.model_contract import (
     mismatch_table,
 )
 from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT
-from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns
-from dbt.adapters.spark_contracts.core.evolution.render import render_plan
 from dbt.adapters.spark_contracts.core.materialization.create_run import plan_create
 from dbt.adapters.spark_contracts.core.materialization.load import (
     LoadOptions,
@@ -41,18 +40,11 @@ from dbt.adapters.spark_contracts.core.materialization.load import (
     render_load,
 )
 from dbt.adapters.spark_contracts.core.materialization.run_plan import BuildPlan, RunInputs
-from dbt.adapters.spark_contracts.core.materialization.snapshot import (
-    SnapshotContractError,
-    plan_snapshot,
-)
 from dbt.adapters.spark_contracts.core.materialization.write_path import REBUILD
-from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 from dbt.adapters.spark_contracts.relation import model_view
-from dbt.adapters.spark_contracts.run import snapshot_run
-from dbt.adapters.spark_contracts.run.snapshot_run import SnapshotRun
 from dbt.adapters.spark_contracts.run.violations import raise_violation
 from dbt.adapters.spark_contracts.validation import resolved_settings
 
@@ -108,64 +100,6 @@ class ContractMethods(metaclass=AdapterMeta):
         nodes = {**(graph.get("sources") or {}), **(graph.get("nodes") or {})}
         unique_key = (model.get("config") or {}).get("unique_key")
         return attached_tests(str(model.get("unique_id")), nodes, unique_key)
-
-    @available
-    def evolve_snapshot(
-        self,
-        target: BaseRelation,
-        staging: BaseRelation,
-        model: Dict[str, Any],
-        run_vars: Dict[str, Any],
-        invocation_id: str,
-    ) -> SnapshotRun:
-        """A snapshot's run, before its merge: the schema contract against the source's columns,
-        then the planner's additions and widenings applied to the snapshot table, each commit
-        tagged, the version before them recorded (`snapshot_merge` takes them back if the merge
-        fails). Returns the run, with the (quoted) staging columns the merge inserts."""
-        gate = self._contract_gate(target, model, run_vars)
-        unique_id = gate.unique_id
-        spark = self._spark()
-        deployed, properties = self._deployed(spark, target)
-        staged = spark.relation_schema(str(staging), True)  # a temporary view
-        table_format = self.table_format_of(target)
-        try:
-            planned = plan_snapshot(
-                unique_id, deployed, staged, table_format, properties, gate.settings, gate.contract
-            )
-        except SnapshotContractError as exc:
-            raise CompilationError(str(exc)) from exc
-        self._refuse(spark, gate, planned.violations)
-        if planned.plan.is_blocked:
-            raise CompilationError(
-                runs.blocked_message(unique_id, str(target), table_format, planned.plan)
-            )
-        steps = render_plan(planned.plan, str(target), table_format, "")
-        run = SnapshotRun(unique_id, tuple(planned.insert_columns))
-        if steps:
-            restorer = self._restorer(spark)  # type: ignore[attr-defined]
-            tag = self._tags.start(spark, invocation_id, unique_id)  # type: ignore[attr-defined]
-            version = restorer.current_version(str(target), table_format)
-            added = tuple(
-                c.path
-                for op in planned.plan.operations
-                if isinstance(op, AddColumns)
-                for c in op.columns
-            )
-            intent = Intent(
-                invocation_id, unique_id, str(target), table_format, version, tag, added
-            )
-            run = snapshot_run.changed(replace(run, restore=intent), steps, spark.run, restorer)
-            logger.info(f"{unique_id} ({target}): {planned.plan.summary()}")
-        for warning in planned.plan.warnings:  # `warn`: applied, each change named
-            logger.warning(f"{unique_id} ({target}): {warning}")
-        return run
-
-    @available
-    def snapshot_merge(self, run: SnapshotRun, sql: str) -> Any:
-        """dbt's snapshot merge; when it fails after the run changed the snapshot's schema, the
-        table goes back to the version before (`RunUndone`), never over another writer's commit."""
-        spark = self._spark()
-        return snapshot_run.merged(run, sql, spark.run, self._restorer(spark))  # type: ignore[attr-defined]
 
     @available
     def check_view_contract(
@@ -277,7 +211,7 @@ class ContractMethods(metaclass=AdapterMeta):
     def _refuse(
         self, spark: runs.Spark, gate: ContractGate, violations: Sequence[ContractViolation]
     ) -> None:
-        """A contract broken outside an incremental run (first build, view, snapshot): the
+        """A contract broken outside an incremental run (first build, view): the
         first violation raised, and recorded in this invocation's report; none, nothing."""
         if violations:
             runner = self._runner(spark, get_invocation_id())

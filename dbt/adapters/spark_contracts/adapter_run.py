@@ -71,8 +71,8 @@ class RunPathMethods(metaclass=AdapterMeta):
         full_refresh: bool,
         invocation_id: str,
     ) -> repairs_.Repaired:
-        """Step 1 of a table or incremental build, before it is planned: a swap or rewrite a
-        dead run stopped between its renames put back; for a build that evolves, the node's
+        """Step 1 of a table, incremental or snapshot build, before it is planned: a swap or
+        rewrite a dead run stopped between its renames put back; for a build that evolves, the node's
         commit tag set on its session, then a dead run's intent repaired and other runs'
         pending discarded rows settled, under the model's lease (run/repair.py). The plan
         (`plan_model`) then only reads."""
@@ -124,7 +124,8 @@ class RunPathMethods(metaclass=AdapterMeta):
         invocation_id: str,
         data_tests: Optional[AttachedTests] = None,
     ) -> runs.PlannedBuild:
-        """Step 2, the one question a table or incremental build asks (core/materialization/run_plan.plan_model):
+        """Step 2, the one question a table, incremental or snapshot build asks
+        (core/materialization/run_plan.plan_model):
         what to do with the relation and, when the build evolves, the run planned against the
         deployed table as `repair_model` left it (the model's query as a temporary view, its
         schema read, then decided once). It only reads: its statements go through a guard that
@@ -367,7 +368,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         return _ConnectionSpark(self)
 
     def _restorer(self, spark: runs.Spark) -> runs.Restorer:
-        """Puts a table back and reads its log (a snapshot's change, Iceberg's NOT NULL build)."""
+        """Puts a table back and reads its log (Iceberg's NOT NULL build)."""
         return runs.Restorer(spark, Leases(spark))
 
     def _runner(self, spark: runs.Spark, invocation_id: str) -> runs.Runner:

@@ -1,4 +1,4 @@
-"""A snapshot's schema change and its merge, together or not at all (run/snapshot_run.py), on
+"""A snapshot's schema change and its merge, together or not at all (the one executor), on
 real Delta and Iceberg: v2's source brings a new column and two rows for one key, so dbt's
 merge fails after the planner added the column; the snapshot is put back (no new column, its
 rows as before) and the error is `RunUndone`. v3 then snapshots the new column."""

@@ -6,6 +6,9 @@ merge. Real dbt on real Spark (Delta and Iceberg snapshots)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from dbt.tests.util import run_dbt
 
@@ -83,6 +86,19 @@ class TestSnapshotEvolution:
         assert "schema_entity: tables" in first["snap_no_create"].message
         assert str(first["snap_delta"].status) == "success"
         run_dbt(["run", "--vars", "{v: 2}"])
+        # a dry run plans the snapshot's change and changes nothing: no column, no merge
+        dry = run_dbt(
+            ["snapshot", "--select", "snap_delta", "--vars", "{schema_evolution_dry_run: true}"]
+        )[0]
+        assert dry.adapter_response.get("dry_run") is True, dry.adapter_response
+        assert "DRY RUN" in dry.adapter_response["_message"], dry.adapter_response
+        report = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
+        planned = report["models"][dry.node.unique_id]
+        assert planned["dry_run"] and any("channel" in sql for sql in planned["statements"])
+        assert planned["executed"] == [] and not planned["loaded"], planned
+        assert "channel" not in schema_of(project, f"{project.test_schema}.snap_delta")
+        count = f"select count(*) from {project.test_schema}.snap_delta"
+        assert project.run_sql(count, fetch="one")[0] == 1
         results = {
             r.node.name: r
             for r in run_dbt(["snapshot", "--exclude", "snap_no_create"], expect_pass=False)

@@ -88,7 +88,8 @@ SNAPSHOT = """
 {{% snapshot {name} %}}
 {{{{ config(target_schema=target.schema, unique_key='id', strategy='check', check_cols=['n'],
     file_format='delta') }}}}
-select id, {{% if var('v', 1) == 1 %}}id{{% else %}}id * 10{{% endif %}} as n from range(0, 4)
+select id, {{% if var('v', 1) == 1 %}}id{{% else %}}id * 10{{% endif %}} as n
+{{% if var('v', 1) == 2 %}}, 'x' as note{{% endif %}} from range(0, 4)
 {{% endsnapshot %}}
 """
 NOT_NULL_YML = """
@@ -131,7 +132,7 @@ CASES = {
             SNAPSHOT,
             ("snapshot", *V2),
             first=("snapshot",),
-            compare="to_json(struct(id, n, dbt_valid_to is null))",
+            compare="to_json(struct(id, n, note, dbt_valid_to is null))",
             snapshot=True,
         ),
         Case(

@@ -1,4 +1,4 @@
-"""What Jinja is handed for one table or incremental build (`PlannedBuild`), and the build's
+"""What Jinja is handed for one table, incremental or snapshot build (`PlannedBuild`), and the build's
 table statement carried out: created in one statement, replaced in one atomic statement, built
 beside the relation and swapped in (run/swap.py), or created after the relation is dropped.
 
@@ -17,6 +17,7 @@ from dbt.adapters.spark_contracts.connection.errors import config_errors_as_comp
 from dbt.adapters.spark_contracts.core.contracts.constraints import TableConstraints
 from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, suffixed
 from dbt.adapters.spark_contracts.core.materialization.flags import Is
+from dbt.adapters.spark_contracts.core.materialization.load import SnapshotMerge
 from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     MICROBATCH,
     Microbatch,
@@ -59,6 +60,13 @@ class PlannedBuild:
         if self.constraints is None or not self.constraints.explicit_schema or self.swaps:
             return False
         return self.run is None or self.run.full_refresh or self.run.creates
+
+    @property
+    def merge_columns(self) -> tuple:
+        """The quoted staging columns a snapshot's merge inserts (core/materialization/load.py
+        `SnapshotMerge`); () where the run loads nothing (blocked, a dry run): no merge runs."""
+        load = self.run.load if self.run is not None else None
+        return load.insert if isinstance(load, SnapshotMerge) else ()
 
     def builds_at(self, relation: Any) -> Any:
         """The relation the table statement creates: `relation`, or the table beside it that a

@@ -12,7 +12,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.constraints import build_not_null
-from dbt.adapters.spark_contracts.core.materialization.load import render_load
+from dbt.adapters.spark_contracts.core.materialization.load import RENDERED_BY_DBT, render_load
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.build import PlannedBuild
 from dbt.adapters.spark_contracts.run.model_run import ContractsAdapterResponse, ModelRun
@@ -107,6 +107,7 @@ class PlanExecutor:
         """Every side effect of the planned run (runner.Runner.execute): stage, check, count,
         quarantine, multi-step changes, the one write (the run's typed load, rendered by
         core/materialization/load.py; a table model's rebuild: `rebuild_sql`, dbt-spark's DDL;
+        a snapshot's merge: `rebuild_sql`, dbt's `snapshot_merge_sql`;
         a creating run's under an enforced contract with NOT NULL columns on Iceberg: the NOT
         NULL build from `rebuild_sql`, its SELECT); undone on failure. A rebuild whose format
         cannot replace atomically is built beside the table and swapped in after its load
@@ -116,9 +117,10 @@ class PlanExecutor:
         assert run is not None
         if run.load is None:
             raise DbtRuntimeError(f"{run.unique_id}: the run has no load (blocked or dry run)")
-        load_sql = rebuild_sql if run.rebuilds else render_load(run.load)
+        by_dbt = isinstance(run.load, RENDERED_BY_DBT)
+        load_sql = rebuild_sql if by_dbt else render_load(run.load)
         if load_sql is None:
-            raise DbtRuntimeError(f"{run.unique_id}: a table rebuild needs its create statement")
+            raise DbtRuntimeError(f"{run.unique_id}: the load needs its statement from Jinja")
         load: Union[str, Callable[[], Any]] = load_sql
         if plan.explicit_build:  # a creating run's (PlannedBuild.explicit_build)
             select = load_sql

@@ -16,7 +16,7 @@
 
 
 {#-- dbt-spark's snapshot merge, inserting the columns the snapshot table has (`insert_cols`,
-     from adapter.evolve_snapshot) by name instead of `insert *`. The staging relation also
+     the planned run's `merge_columns`) by name instead of `insert *`. The staging relation also
      carries dbt's merge helpers (dbt_change_type, dbt_unique_key, dbt_unique_key_1, ...):
      under Delta schema auto-merge (`spark.databricks.delta.schema.autoMerge.enabled`, a common
      profile setting) `insert *` added them to the snapshot table, and the next run's

@@ -16,6 +16,7 @@ from dbt.adapters.spark_contracts.core.recovery.swap import refused
 
 TABLE = "table"
 INCREMENTAL = "incremental"
+SNAPSHOT = "snapshot"  # a snapshot's run: its schema change, then dbt's merge (snapshot.py)
 
 
 class Build(Enum):
@@ -114,34 +115,38 @@ class BuildFacts:
     @property
     def evolves(self) -> bool:
         """The build is planned against the deployed table (the run's facts are read):
-        incremental over a table, or a table that binds a contract, without `--full-refresh`."""
+        incremental or snapshot over a table, or a table that binds a contract, without
+        `--full-refresh` (a snapshot has none)."""
         e = self.existing
         return (
             e is not None
             and not e.is_view
             and not self.full_refresh
             and (
-                self.materialization == INCREMENTAL
+                self.materialization in (INCREMENTAL, SNAPSHOT)
                 or (self.materialization == TABLE and self.binds_contract)
             )
         )
 
     @property
     def load_strategy(self) -> str:
-        """The strategy an evolving build loads with (`table`: a rebuild planned like a run)."""
-        if self.materialization == TABLE:
-            return TABLE
+        """The strategy an evolving build loads with (`table`: a rebuild planned like a run;
+        `snapshot`: dbt's snapshot merge)."""
+        if self.materialization in (TABLE, SNAPSHOT):
+            return self.materialization
         return load_strategy(self.strategy, self.file_format.lower(), self.unique_key)
 
 
 def plan_build(facts: BuildFacts) -> BuildPlan:
-    """What a `table` or `incremental` build does with the relation dbt found.
+    """What a `table`, `incremental` or `snapshot` build does with the relation dbt found.
 
     - no relation: create it;
     - incremental over a table, no `--full-refresh`: evolve (plan against the deployed table,
       load with `load_strategy`); the relation keeps its own format;
     - table over a table that binds a schema contract / schema_evolution, no `--full-refresh`:
       evolve with the `table` strategy (a rebuild planned like an incremental run);
+    - snapshot over a table: evolve with the `snapshot` strategy (its schema change, then dbt's
+      merge; core/materialization/snapshot.py);
     - anything else rebuilds: replace atomically where the format can, else build beside and
       swap, else (a location_root, a format's own catalog) drop first (`replacement`)."""
     file_format = facts.file_format.lower()

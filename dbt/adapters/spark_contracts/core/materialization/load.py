@@ -1,9 +1,9 @@
 """The run's one write, typed and rendered here only. Pure.
 
 A planned run carries its load as a value: `Append`, `Merge` (its column lists as a type),
-`InsertOverwrite`, `ReplaceWindow` (a microbatch batch replacing its window) or `Rebuild` (a
+`InsertOverwrite`, `ReplaceWindow` (a microbatch batch replacing its window), `Rebuild` (a
 table model's rebuild, whose DDL is dbt-spark's `create_table_as`, the statement that created
-the table). `plan_load` decides it from the run's schemas and plan and the model's
+the table) or `SnapshotMerge` (a snapshot's, rendered by dbt's `snapshot_merge_sql`). `plan_load` decides it from the run's schemas and plan and the model's
 `LoadOptions`; `render_load` writes its SQL. dbt's `get_merge_sql` (called by packages, no run
 planned) renders through `Merge` too.
 """
@@ -21,6 +21,8 @@ from dbt.adapters.spark_contracts.core.evolution.operations import (
     Plan,
     Rewrite,
 )
+from dbt.adapters.spark_contracts.core.materialization import snapshot
+from dbt.adapters.spark_contracts.core.materialization.build_plan import SNAPSHOT
 from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     Microbatch,
     SelectColumn,
@@ -111,7 +113,18 @@ class Rebuild:
     source: str
 
 
-Load = Union[Append, Merge, InsertOverwrite, ReplaceWindow, Rebuild]
+@dataclass(frozen=True)
+class SnapshotMerge:
+    """A snapshot's load: dbt's snapshot merge of the staged rows into their history (dbt's
+    `snapshot_merge_sql`, rendered in Jinja), inserting `insert` by name."""
+
+    target: str
+    source: str
+    insert: tuple[str, ...]  # quoted staging columns (snapshot.merge_columns)
+
+
+Load = Union[Append, Merge, InsertOverwrite, ReplaceWindow, Rebuild, SnapshotMerge]
+RENDERED_BY_DBT = (Rebuild, SnapshotMerge)  # their statement is dbt's macro, rendered in Jinja
 
 
 def columns_after(
@@ -186,6 +199,8 @@ def plan_load(
     schema, or the model's output), `deployed` the table before the plan's steps."""
     if strategy == REBUILD:
         return Rebuild(target, source)
+    if strategy == SNAPSHOT:  # `written`: the staging relation's schema
+        return SnapshotMerge(target, source, snapshot.merge_columns(written))
     after = columns_after(deployed, written, plan, evolves_in_write)
     if strategy == APPEND:
         keep = {n.lower() for n in after}
@@ -225,7 +240,8 @@ def render_load(load: Load) -> str:
         head = f"insert overwrite {table}{load.target} {load.partition_clause}".rstrip()
         return f"{head} by name\nselect {', '.join(load.select)} from {load.source}"
     raise ValueError(
-        f"{type(load).__name__} is rendered by dbt-spark's create_table_as (a table's rebuild)"
+        f"{type(load).__name__} is rendered by dbt's own macro in Jinja (a table's rebuild: "
+        "create_table_as; a snapshot: snapshot_merge_sql)"
     )
 
 

@@ -42,6 +42,7 @@ from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.render import render_plan, suffixed
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
+from dbt.adapters.spark_contracts.core.materialization.snapshot import plan_snapshot
 
 # the build's decision (core/materialization/build_plan.py), named here too: a build is planned
 # from its facts and, when it evolves, its run (`plan_model`)
@@ -64,6 +65,7 @@ STAGE_SUFFIX = "__dbt_stage_"
 
 from dbt.adapters.spark_contracts.core.materialization.build_plan import (  # noqa: E402, F401
     INCREMENTAL,
+    SNAPSHOT,
     TABLE,
     Build,
     BuildFacts,
@@ -174,6 +176,8 @@ def plan_model(facts: BuildFacts, run: RunInputs | None = None) -> ModelPlan:
 
 def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     i = inputs
+    if i.strategy == SNAPSHOT:
+        return _snapshot_run(i)
     diff = diff_schemas(i.deployed, i.compiled)
     decision = None
     if i.contract is not None:
@@ -264,6 +268,26 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         quarantine_pending=pending,
         first_pass=first,
     )
+
+
+def _snapshot_run(i: RunInputs) -> RunDecision:
+    """A snapshot's run (core/materialization/snapshot.py): its contract, then the planner's
+    additions and widenings as steps under the run's record before dbt's merge, which cannot
+    evolve the table; nothing is staged, counted or quarantined (a snapshot refuses the modes
+    that discard). `i.compiled`: the staging relation's schema, dbt's helper columns included."""
+    planned = plan_snapshot(
+        i.relation, i.deployed, i.compiled, i.table_format, i.properties, i.settings, i.contract
+    )
+    diff = diff_schemas(i.deployed, planned.target)
+    if planned.violations:
+        write = WriteDecision(WritePath.NO_CHANGE)
+        return RunDecision(diff, planned.plan, "", write, violation=planned.violations[0])
+    plan = planned.plan
+    steps = () if plan.is_blocked else render_plan(plan, i.relation, i.table_format, "")
+    write = WriteDecision(WritePath.NO_CHANGE)
+    if steps:
+        write = WriteDecision(WritePath.MULTI_STEP, "dbt's snapshot merge does not evolve")
+    return RunDecision(diff, plan, planned.mode, write, steps)
 
 
 def first_pass(i: RunInputs, write: WriteDecision, steps: bool) -> bool:

@@ -32,13 +32,13 @@ from dbt.adapters.spark_contracts.core.schema.diff import (
     diff_schemas,
 )
 from dbt.adapters.spark_contracts.core.schema.types import Struct, holds_variant, quote_identifier
-from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+from dbt.adapters.spark_contracts.core.settings.config import ConfigError, EvolutionSettings
 
 # Columns dbt's snapshot staging adds for its own merge (`dbt_unique_key_1`, ... included).
 SYSTEM_PREFIXES = ("dbt_change_type", "dbt_unique_key")
 
 
-class SnapshotContractError(ValueError):
+class SnapshotContractError(ConfigError):
     """A contract mode a snapshot cannot carry out (named, with the reason)."""
 
 
@@ -46,13 +46,20 @@ class SnapshotContractError(ValueError):
 class SnapshotPlan:
     plan: Plan
     target: Struct
-    insert_columns: tuple[str, ...]  # quoted staging columns the merge writes
+    mode: str  # how the plan was chosen, for the run's summary
     violations: tuple[ContractViolation, ...] = ()
 
 
 def source_columns(staged: Struct) -> Struct:
     """The staging relation's columns without dbt's own merge helpers."""
     return Struct(tuple(f for f in staged.fields if not f.name.lower().startswith(SYSTEM_PREFIXES)))
+
+
+def merge_columns(staged: Struct) -> tuple[str, ...]:
+    """The quoted staging columns dbt's snapshot merge inserts by name (dbt-spark's `insert *`
+    would also write its helpers): every column but dbt's own, all of which the snapshot table
+    holds once its plan ran (a run never gets past a plan that would leave one out)."""
+    return tuple(quote_identifier(f.name) for f in source_columns(staged).fields)
 
 
 def plan_snapshot(
@@ -68,7 +75,9 @@ def plan_snapshot(
     wanted = merged_by_name(deployed, source)
     target = wanted
     violations: tuple[ContractViolation, ...] = ()
+    mode = "snapshot: its source's new columns and widened types"
     if contract is not None:
+        mode = f"schema_contract {contract.to_dict()}"
         _refuse_unsupported(unique_id, contract)
         decision = decide(contract, deployed, wanted, diff_schemas(deployed, wanted), table_format)
         violations = decision.violations + type_freeze_violations(
@@ -84,7 +93,7 @@ def plan_snapshot(
         if decision.target is not None:
             target = decision.target
     if violations:
-        return SnapshotPlan(Plan(table_format), deployed, (), violations)
+        return SnapshotPlan(Plan(table_format), deployed, mode, violations)
     diff = diff_schemas(deployed, target)
     if table_format == "iceberg":
         _refuse_new_variants(unique_id, diff)
@@ -95,10 +104,7 @@ def plan_snapshot(
             f"false changes): {'; '.join(j.describe() for j in plan.ignored)}; set "
             "on_additive_change / on_destructive_change to allow, warn or error on snapshots"
         )
-    insert = tuple(
-        quote_identifier(f.name) for f in staged.fields if target.field(f.name) is not None
-    )
-    return SnapshotPlan(plan, target, insert)
+    return SnapshotPlan(plan, target, mode)
 
 
 def _refuse_new_variants(unique_id: str, diff: SchemaDiff) -> None:

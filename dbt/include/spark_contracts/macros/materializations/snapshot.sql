@@ -47,6 +47,9 @@
   {%- if not target_relation_exists and not spark_contracts_may_create(target_relation) -%}
     {{ return({'relations': []}) }}
   {%- endif -%}
+  {%- set existing = target_relation if target_relation_exists else none -%}
+  {#-- step 1: what a dead run of the snapshot left repaired, under its lease --#}
+  {%- set repaired = adapter.repair_model('snapshot', this, existing, model, spark_contracts_run_vars(), false, invocation_id) -%}
 
   {#-- dbt's check strategy reads node.database, absent when the catalog is spark_catalog --#}
   {% if 'database' not in model %}{% do model.update({'database': this.database}) %}{% endif %}
@@ -54,40 +57,25 @@
   {% set strategy = strategy_macro(model, "snapshotted_data", "source_data", model['config'], target_relation_exists) %}
 
   {% if not target_relation_exists %}
-
-      {% set build_sql = build_snapshot_table(strategy, model['compiled_code']) %}
-      {% set final_sql = create_table_as(False, target_relation, build_sql) %}
-
+      {% set query = build_snapshot_table(strategy, model['compiled_code']) %}
   {% else %}
-
       {% set columns = config.get("snapshot_table_column_names") or get_snapshot_table_column_names() %}
-
       {{ adapter.valid_snapshot_target(target_relation, columns) }}
-
       {% set staging_table = spark_build_snapshot_staging_table(strategy, sql, target_relation) %}
-
-      {#-- the planner evolves the snapshot table (new columns, widened types) under the
-           model's schema contract; the merge inserts the columns it keeps, and a merge that
-           fails takes those changes back (adapter.snapshot_merge) --#}
-      {% set evolved = adapter.evolve_snapshot(target_relation, staging_table, model, spark_contracts_run_vars(), invocation_id) %}
-
-      {% set final_sql = snapshot_merge_sql(
-            target = target_relation,
-            source = staging_table,
-            insert_cols = evolved.insert_columns
-         )
-      %}
-
+      {% set query = 'select * from ' ~ staging_table %}
   {% endif %}
 
-  {% if evolved is defined %}
-      {% do write(final_sql) %}
-      {% do store_result('main', response=adapter.snapshot_merge(evolved, final_sql)) %}
+  {#-- step 2: planned once against the snapshot table (its schema contract, the source's new
+       columns and widened types); step 3: carried out by the one executor, dbt's merge its
+       load, the schema change before it under the run's record, taken back with it --#}
+  {%- set plan = adapter.plan_model('snapshot', file_format, repaired, target_relation, model, spark_contracts_run_vars(), false, 'snapshot', query, '', invocation_id) -%}
+  {% if target_relation_exists %}
+      {% set final_sql = snapshot_merge_sql(target=target_relation, source=staging_table, insert_cols=plan.merge_columns) %}
   {% else %}
-      {% call statement('main') %}
-          {{ final_sql }}
-      {% endcall %}
+      {% set final_sql = create_table_as(False, target_relation, query) %}
   {% endif %}
+  {% do write(final_sql) %}
+  {% do store_result('main', response=adapter.execute_plan(plan, target_relation, existing, final_sql)) %}
 
   {% set should_revoke = should_revoke(target_relation_exists, full_refresh_mode) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
