@@ -9,12 +9,12 @@ environment). Model times come from target/run_results.json (`execution_time`); 
 process is timed too (wall). Each scenario first deploys its tables with untimed first runs (the
 scenarios' setups run side by side). The session scenarios (P1, P3, P5) copy the warehouse
 folder (Delta files + Derby metastore) and put that copy back before every measured run: every
-measured run starts from the same deployed tables, and nothing is cached beforehand (each
-process starts its own JVM and SparkSession; only dbt's own partial parsing carries over, as it
-does for users). The measured processes run one at a time, A and B interleaved (A, B, A, B,
+measured run starts from the same deployed tables (P6 excepted: consecutive runs, below), and
+nothing is cached beforehand (each process starts its own JVM and SparkSession; only dbt's own
+partial parsing carries over, as it does for users). The measured processes run one at a time, A and B interleaved (A, B, A, B,
 ...); ratio = median(A) / median(B). Sizes below are `make bench`'s (FULL); `--quick` (QUICK)
-uses 5 + 5 P1 models of 10k rows with a 2k batch, 500k P3 rows and a 200k-row P5 table, and
-does not count the P3 tables with `dbt show` after the runs.
+uses 5 + 5 P1 models of 10k rows with a 2k batch, 500k P3 and P6 rows and a 200k-row P5
+table, and does not count the P3 and P6 tables with `dbt show` after the runs.
 
   P1  the second `dbt run` (threads 4) of 20 incremental Delta models, 10 `merge` with
       unique_key (5k updates + 5k inserts each) and 10 `append` (10k rows each), configured with
@@ -54,6 +54,20 @@ does not count the P3 tables with `dbt show` after the runs.
       that adds a column (A1) and the run that widens `n` int -> bigint (A2) / the run with no
       schema change (B). Target <= 1.2. For information, the add-column run into a 10M-row
       table / the same run into the 10k-row table, in the first round only.
+  P6  dbt's own data tests as gates (issue 42): an incremental Delta append of P3's expensive
+      query (5M rows from range()) with a nullable `name` and a `status`, whose YAML declares
+      not_null(name) and accepted_values(status), under schema_contract {data_tests:
+      discard_row, quarantine: true}: no row failing (A, `P6-clean`, target <= 1.05) and 1% of
+      the rows failing (one NULL name and one status 'lost' in every 200 rows: 50k of 5M), each
+      discarded and quarantined (A', `P6-few`, target <= 1.45, P3q-few's) / the failing rows'
+      query without a contract (B, its failing rows loaded as they are; its YAML keeps the
+      tests, which gate nothing without data_tests in the contract and which `dbt run` does not
+      run). Always in steady state: consecutive runs on the same tables, each appending again,
+      after two untimed setup runs of 10k rows (the creating run and one more), so P6-few's
+      previous run discarded too. Order A, B, A' per round. Every gated run is checked: the plan
+      names both gates, rows_discarded, the rows per test and the quarantined count are what
+      the query's failing rows make (nothing for A); a figure whose runs say otherwise is
+      FAILED, not a ratio (it would time a load that gated nothing).
 
 Each figure is printed as soon as it is measured (`figure ...` lines; the P1 pairs and the P3
 rounds print their own ratios as they go), then the whole table: figure, this adapter (s),
@@ -66,7 +80,8 @@ script; a failed measured run makes its figure FAILED in the table (no figure, d
 the other figures are still measured (P3's figures one by one, the other scenarios whole).
 Right after the last measured run of each quarantining P3 model, its table and quarantine are
 counted (`dbt show`, untimed) and checked against what the runs should have left there.
-`--pairs`, `--p3-rows`, `--p5-large-rows` and `--only p1,p1-thrift,p1-connect,p3,p3-heavy,p5`
+`--pairs`, `--p3-rows`, `--p5-large-rows`, `--p6-rows` and
+`--only p1,p1-thrift,p1-connect,p3,p3-heavy,p5,p6`
 change it for a look at one figure. Set DBT_SPARK_CONTRACTS_JARS to the folder holding the
 Delta/Iceberg jars (default .jars/ in the repository).
 
@@ -136,6 +151,11 @@ P5_BATCH = 10_000
 P5_TARGET = 1.2
 P5_LARGE_RUNS = 1  # the size ratio is for information: measured in the first round only
 P5_SIZE_TARGET = 1.5  # information only (the same figure bench_delta_evolution.py aims for)
+# P6: the model's own data tests as gates (issue 42)
+P6_SETUP_ROWS = 10_000  # the setup's two runs per model (the creating run, then one more)
+P6_FAIL_EVERY = 200  # P6-few: per 200 rows one NULL name and one status outside the values: 1%
+P6_CLEAN_TARGET = 1.05  # issue 42: nothing failing
+P6_FEW_TARGET = P3Q_FEW_TARGET  # issue 42: 1% failing and quarantined, steady state
 
 
 @dataclass(frozen=True)
@@ -148,6 +168,7 @@ class Sizes:
     p1_batch: int  # rows the second run reads per model (merge: half updates, half inserts)
     p3_rows: int
     p5_large_rows: int
+    p6_rows: int
     # count each quarantining P3 model's table and quarantine after its last run (one untimed
     # `dbt show` process each, about 20 s)
     count_tables: bool = True
@@ -166,6 +187,7 @@ FULL = Sizes(
     p1_batch=10_000,
     p3_rows=5_000_000,
     p5_large_rows=10_000_000,
+    p6_rows=5_000_000,
 )
 QUICK = Sizes(
     pairs=1,
@@ -174,6 +196,7 @@ QUICK = Sizes(
     p1_batch=2_000,
     p3_rows=500_000,
     p5_large_rows=200_000,
+    p6_rows=500_000,
     count_tables=False,  # the runs' own counts (rows_discarded, quarantined) are still checked
 )
 
@@ -254,7 +277,10 @@ def write(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def write_project(name: str, profile: str, models: Dict[str, str]) -> Path:
+def write_project(
+    name: str, profile: str, models: Dict[str, str], properties: Optional[str] = None
+) -> Path:
+    """The project `name`: its models, and `properties` as models/properties.yml if given."""
     project = PROJECTS_DIR / name
     if (project / "models").exists():
         for old in (project / "models").glob("*.sql"):
@@ -276,6 +302,8 @@ def write_project(name: str, profile: str, models: Dict[str, str]) -> Path:
     write(project / "profiles.yml", profile)
     for model, sql in models.items():
         write(project / "models" / f"{model}.sql", sql)
+    if properties is not None:
+        write(project / "models" / "properties.yml", properties)
     return project
 
 
@@ -463,6 +491,87 @@ from range({{ var('lo') }}, {{ var('hi_' ~ model.name, var('hi')) }})
 
 def p5_models() -> Dict[str, str]:
     return {"p5_small": P5_SQL, "p5_large": P5_SQL}
+
+
+# P6: P3's expensive query (sha2 over a string, an aggregate joined back) with a `name` the
+# not_null test reads and a `status` the accepted_values test reads. Row `id` has a NULL name
+# where `id % every = null_at` and the status 'lost' where `id % every = bad_at`. The CASE is
+# there in every model, so `name` is nullable for Spark in the clean model too: its gate cannot
+# be optimised away.
+P6_SQL = """
+{{{{ config(materialized='incremental', incremental_strategy='append', file_format='delta'{contract}) }}}}
+with base as (
+    select
+        id,
+        sha2(concat('key-', cast(id as string), '-', cast(id * 7 as string)), 256) as h,
+        id % 1000 as grp,
+        case when id % {every} = {null_at} then cast(null as string)
+             else concat('name-', cast(id as string)) end as name,
+        case when id % {every} = {bad_at} then 'lost'
+             else element_at(array('placed', 'shipped', 'returned'), cast(id % 3 as int) + 1)
+        end as status
+    from range(0, {{{{ var('rows') }}}})
+),
+agg as (
+    select grp, count(*) as cnt, max(h) as max_h
+    from base
+    group by grp
+)
+select b.id, b.h, a.cnt, a.max_h, b.name, b.status
+from base b
+join agg a on b.grp = a.grp
+"""
+
+P6_GATED = ", schema_contract={'data_tests': 'discard_row', 'quarantine': true}"
+P6_FAILING = (P6_FAIL_EVERY, 3, 103)  # (every, null_at, bad_at): disjoint, 1% of the rows
+P6_CLEAN = (1, -1, -1)  # `id % 1 = -1` never holds: no row fails
+P6_GATES = ("not_null(name)", "accepted_values(status)")
+# model: (contract, (every, null_at, bad_at)). The baseline is the failing rows' query without a
+# contract (as P3q-clean's is P3's plain run): the same work, its failing rows loaded.
+P6_VARIANTS: Dict[str, Tuple[str, Tuple[int, int, int]]] = {
+    "p6_gated_clean": (P6_GATED, P6_CLEAN),
+    "p6_plain": ("", P6_FAILING),
+    "p6_gated_few": (P6_GATED, P6_FAILING),
+}
+# (figure, the gated model (A), the same query without a contract (B), target)
+P6_FIGURES = (
+    ("P6-clean", "p6_gated_clean", "p6_plain", P6_CLEAN_TARGET),
+    ("P6-few", "p6_gated_few", "p6_plain", P6_FEW_TARGET),
+)
+
+
+def p6_models() -> Dict[str, str]:
+    return {
+        name: P6_SQL.format(contract=contract, every=every, null_at=null_at, bad_at=bad_at)
+        for name, (contract, (every, null_at, bad_at)) in P6_VARIANTS.items()
+    }
+
+
+def p6_properties() -> str:
+    """Every P6 model declares the two tests, the baseline too: without `data_tests` in its
+    contract a test does not gate (dbt runs it in `dbt test`, which the benchmark does not run),
+    so A and B differ only in their config."""
+    columns = (
+        "    columns:\n"
+        "      - name: name\n"
+        "        data_tests:\n"
+        "          - not_null\n"
+        "      - name: status\n"
+        "        data_tests:\n"
+        "          - accepted_values:\n"
+        "              values: ['placed', 'shipped', 'returned']\n"
+    )
+    models = "".join(f"  - name: {name}\n{columns}" for name in P6_VARIANTS)
+    return f"# Generated by benchmarks/bench_run_path.py.\nversion: 2\nmodels:\n{models}"
+
+
+def p6_failing(name: str, rows: int) -> Dict[str, int]:
+    """The rows of a `rows`-row run of `name` each gate fails (disjoint: a row fails one)."""
+    every, null_at, bad_at = P6_VARIANTS[name][1]
+    return {
+        P6_GATES[0]: len(range(null_at, rows, every)) if null_at >= 0 else 0,
+        P6_GATES[1]: len(range(bad_at, rows, every)) if bad_at >= 0 else 0,
+    }
 
 
 # --- running dbt -----------------------------------------------------------------------------
@@ -1398,6 +1507,190 @@ class P5:
         ]
 
 
+class P6:
+    """dbt's own not_null and accepted_values tests as gates on the load (issue 42): an uncached
+    model under {data_tests: discard_row, quarantine: true} with no row failing (A, P6-clean)
+    and with 1% of its rows failing and quarantined (A', P6-few) / the same query without a
+    contract (B). Always consecutive runs on the same tables (steady state, --steady or not):
+    each run appends again, the quarantine grows, and P6-few's previous run discarded too."""
+
+    order = ("p6_gated_clean", "p6_plain", "p6_gated_few")  # A, B, A' in every round
+
+    def __init__(self, work: Path, jars: List[Path], sizes: Sizes) -> None:
+        self.rows = sizes.p6_rows
+        self.count_tables = sizes.count_tables
+        project = write_project(
+            "p6_data_test_gates",
+            contracts_profile("p6_data_test_gates", 1),
+            p6_models(),
+            p6_properties(),
+        )
+        self.target = Target(
+            "p6", contracts_dbt(), project, work / "p6" / "wh", jars, work / "logs"
+        )
+
+    def setups(self) -> List[Callable[[], str]]:
+        def setup() -> str:
+            self.target.warehouse.mkdir(parents=True)
+            # the creating run, then one more: the measured runs are each model's third and
+            # later, and P6-few's previous run discarded (its quarantine table exists)
+            results = [self.target.run(list(self.order), {"rows": P6_SETUP_ROWS}) for _ in range(2)]
+            expected = sum(p6_failing("p6_gated_few", P6_SETUP_ROWS).values())
+            got = results[-1].responses.get("p6_gated_few", {}).get("rows_discarded")
+            check(got == expected, f"p6_gated_few: setup run discarded {got} (expected {expected})")
+            walls = ", ".join(f"{r.wall:.1f} s" for r in results)
+            return (
+                f"p6: two runs of {len(self.order)} models, {P6_SETUP_ROWS:,} rows each, walls "
+                f"{walls}; p6_gated_few discarded {got} in the second"
+            )
+
+        return [setup]
+
+    def gate_problems(self, name: str, run: RunResult) -> List[str]:
+        """What `run` says against the gates of `name` having done their work: the plan names
+        both gates, and the run discarded, per test and in the quarantine, the rows that fail
+        them (nothing where none fails). Empty when all holds."""
+        failing = p6_failing(name, self.rows)
+        expected = sum(failing.values())
+        response = run.responses.get(name, {})
+        report = run.reports.get(name, {})
+        problems = []
+        planned = ((report.get("contract") or {}).get("data_tests") or {}).get("gates") or []
+        gates = sorted(str(g.get("reason")) for g in planned)
+        if gates != sorted(P6_GATES):
+            problems.append(f"gates in the plan {gates} (expected {sorted(P6_GATES)})")
+        # a run that discarded nothing may leave the counts out (None)
+        want = (expected,) if expected else (0, None)
+        if response.get("rows_discarded") not in want:
+            problems.append(
+                f"rows_discarded {response.get('rows_discarded')} (expected {expected})"
+            )
+        if report.get("quarantined") not in want:
+            problems.append(f"quarantined {report.get('quarantined')} (expected {expected})")
+        per_test = {str(c.get("reason")): c.get("rows") for c in response.get("data_tests") or ()}
+        if expected and per_test != failing:
+            problems.append(f"rows per test {per_test} (expected {failing})")
+        if not expected and any(per_test.values()):
+            problems.append(f"rows per test {per_test} (expected none)")
+        return problems
+
+    def check_tables(self, name: str, runs: int) -> None:
+        """Untimed, after the last measured run: the table and quarantine of a gated model hold
+        what the setup's two runs and `runs` measured runs leave there."""
+        setup_bad = sum(p6_failing(name, P6_SETUP_ROWS).values())
+        bad = sum(p6_failing(name, self.rows).values())
+        expected = {"loaded": 2 * (P6_SETUP_ROWS - setup_bad) + runs * (self.rows - bad)}
+        sql = f"select (select count(*) from bench.{name}) as loaded"
+        if bad:  # a model that never discarded need not have a quarantine table
+            expected["quarantined"] = 2 * setup_bad + runs * bad
+            sql += f", (select count(*) from bench.{name}__quarantine) as quarantined"
+        try:
+            got = self.target.query(sql)[0]
+        except (DbtRunFailed, IndexError, subprocess.TimeoutExpired) as exc:
+            check(False, f"{name}: could not count its table and quarantine ({exc})")
+            return
+        check(
+            got == expected,
+            f"{name}: after {runs} measured run(s) its table and quarantine hold {got} "
+            f"(expected {expected})",
+        )
+
+    def measure(self, pairs: int) -> List[Row]:
+        few = sum(p6_failing("p6_gated_few", self.rows).values())
+        print(
+            f"P6: incremental append of an uncached {self.rows:,}-row model with not_null(name) "
+            "and accepted_values(status) in its YAML, consecutive runs (steady state): "
+            "data_tests discard_row + quarantine, no row failing (A, P6-clean), "
+            f"{few:,} rows failing (A', P6-few) / no contract (B)",
+            flush=True,
+        )
+        failed: Dict[str, str] = {}  # model -> the error of its failed run
+        problems: Dict[str, List[str]] = {name: [] for name in self.order}
+        runs: Dict[str, List[RunResult]] = {name: [] for name in self.order}
+
+        def wanted(name: str) -> bool:
+            """A model runs while a figure it is part of has no failed run."""
+            return any(
+                name in (a, b) and a not in failed and b not in failed for _, a, b, _ in P6_FIGURES
+            )
+
+        for i in range(pairs):
+            for name in self.order:
+                if not wanted(name):
+                    continue
+                try:
+                    run = measured(self.target, [name], {"rows": self.rows}, steady=True)
+                except DbtRunFailed as exc:  # its figures fail; the other goes on
+                    failed[name] = str(exc)
+                    print(f"  FAILED: {exc}", flush=True)
+                    continue
+                runs[name].append(run)
+                if name != "p6_plain":
+                    found = self.gate_problems(name, run)
+                    problems[name] += [f"run {i + 1}: {p}" for p in found]
+                    check(
+                        not found,
+                        f"{name} run {i + 1}: plan gates {list(P6_GATES)}, rows_discarded "
+                        f"{run.responses.get(name, {}).get('rows_discarded')}, quarantined "
+                        f"{run.reports.get(name, {}).get('quarantined')}"
+                        + (f": {'; '.join(found)}" if found else ""),
+                    )
+            ran = [n for n in self.order if len(runs[n]) == i + 1]
+            if not ran:
+                break  # every figure failed
+            models = ", ".join(f"{n[3:]} {runs[n][-1].models[n]:.1f} s" for n in ran)
+            ratios = ", ".join(
+                f"{figure} {runs[a][-1].models[a] / runs[b][-1].models[b]:.2f}"
+                for figure, a, b, _ in P6_FIGURES
+                if a in ran and b in ran
+            )
+            print(
+                f"  P6 round {i + 1}/{pairs}: models {models}; walls "
+                f"{', '.join(f'{runs[n][-1].wall:.1f}' for n in ran)} s; this round's ratios "
+                f"{ratios} (load {load_average()})",
+                flush=True,
+            )
+        if self.count_tables:
+            for name in ("p6_gated_clean", "p6_gated_few"):
+                if runs[name]:
+                    self.check_tables(name, len(runs[name]))
+
+        def model(name: str) -> List[float]:
+            return [r.models[name] for r in runs[name]]
+
+        def wall(name: str) -> List[float]:
+            return [r.wall for r in runs[name]]
+
+        rows: List[Row] = []
+        for figure, a, b, target in P6_FIGURES:
+            failing = p6_failing(a, self.rows)
+            note = (
+                f"{self.rows:,} rows: sha2 over a string, an aggregate joined back; "
+                f"{sum(failing.values()):,} failing rows per run "
+                f"({', '.join(f'{t} {n:,}' for t, n in failing.items())}); "
+                f"data_tests discard_row, quarantine: true; B: the same query with "
+                f"{sum(p6_failing(b, self.rows).values()):,} failing rows, no contract, loaded "
+                "as they are; steady state (consecutive runs)"
+            )
+            error = failed.get(a) or failed.get(b)
+            if error is None and problems[a]:  # a figure of gates that did not gate: none
+                error = f"{a}: the gates did not do what the figure measures: " + "; ".join(
+                    problems[a]
+                )
+            response = runs[a][-1].responses.get(a, {}) if runs[a] else {}
+            extra = {
+                "response": {k: response.get(k) for k in ("rows_discarded", "data_tests")},
+                "quarantined": [r.reports.get(a, {}).get("quarantined") for r in runs[a]],
+                "quarantine_path": [r.reports.get(a, {}).get("quarantine_path") for r in runs[a]],
+            }
+            rows.append(Row(f"{figure} model", model(a), model(b), target, note, extra, error))
+            if error is None:
+                rows.append(
+                    Row(f"{figure} wall", wall(a), wall(b), None, "whole `dbt run` process")
+                )
+        return rows
+
+
 CHECKS: List[str] = []
 
 
@@ -1527,7 +1820,7 @@ class Report:
             *table_lines(self.rows),
             "",
             "Ratio = this adapter's median / the baseline's median. P1: sum of the models' "
-            "execution times; P3, P5: the model's execution time; `wall`: the whole `dbt run` "
+            "execution times; P3, P5, P6: the model's execution time; `wall`: the whole `dbt run` "
             "process. `info` rows have no target.",
             "",
             *statements_lines(self.statements),
@@ -1552,6 +1845,8 @@ class Report:
                 "p3_heavy_bad_every": P3_HEAVY_BAD_EVERY,
                 "p5_small_rows": P5_SMALL_ROWS,
                 "p5_batch": P5_BATCH,
+                "p6_setup_rows": P6_SETUP_ROWS,
+                "p6_fail_every": P6_FAIL_EVERY,
             },
             "rows": [row.to_dict(self.date, self.host) for row in self.rows],
             "statements_per_model": self.statements,
@@ -1592,7 +1887,7 @@ def git_commit() -> str:
     return (out.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty else "")
 
 
-FIGURES = ("p1", "p1-thrift", "p1-connect", "p3", "p3-heavy", "p5")
+FIGURES = ("p1", "p1-thrift", "p1-connect", "p3", "p3-heavy", "p5", "p6")
 
 
 def main() -> None:
@@ -1606,6 +1901,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=None)
     parser.add_argument("--p3-rows", type=int, default=None)
     parser.add_argument("--p5-large-rows", type=int, default=None)
+    parser.add_argument("--p6-rows", type=int, default=None)
     parser.add_argument(
         "--steady",
         action="store_true",
@@ -1624,6 +1920,7 @@ def main() -> None:
         pairs=args.pairs or sizes.pairs,
         p3_rows=args.p3_rows or sizes.p3_rows,
         p5_large_rows=args.p5_large_rows or sizes.p5_large_rows,
+        p6_rows=args.p6_rows or sizes.p6_rows,
     )
     mode = "steady" if args.steady else "quick" if args.quick else "full"
 
@@ -1651,6 +1948,8 @@ def main() -> None:
             scenarios.append(P3(work, jars, sizes, p3_figures, args.steady))
         if "p5" in only:
             scenarios.append(P5(work, jars, sizes.p5_large_rows))
+        if "p6" in only:
+            scenarios.append(P6(work, jars, sizes))
         setups = [setup for scenario in scenarios for setup in scenario.setups()]
         print(f"setup: {len(setups)} first-run job(s) side by side (untimed) ...", flush=True)
         setup_start = time.perf_counter()
