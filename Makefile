@@ -303,7 +303,7 @@ wheel-test: wheel jars
 	.ci/wheel_smoke.sh dist/*.whl $(CONSTRAINTS) $(JARS)
 
 # The run path's figures (P1 on the session, P1-thrift and P1-connect over local servers started
-# and stopped here, P3, P3q-few, P3q-clean, P3-heavy, P5; docs/benchmarks.md) are printed as each
+# and stopped here, P3, P3q-few, P3q-clean, P3-heavy, P5, P6; docs/benchmarks.md) are printed as each
 # is measured, then as one table, also written to reports/bench.md and reports/bench.json.
 bench: install jars
 	$(BIN)/python benchmarks/bench_diff_plan.py
