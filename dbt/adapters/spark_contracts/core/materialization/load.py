@@ -28,6 +28,7 @@ from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     SelectColumn,
     select_list,
 )
+from dbt.adapters.spark_contracts.core.materialization.snapshot import SnapshotMerge
 from dbt.adapters.spark_contracts.core.materialization.write_path import REBUILD, merged_by_name
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier
 
@@ -111,16 +112,6 @@ class Rebuild:
 
     target: str
     source: str
-
-
-@dataclass(frozen=True)
-class SnapshotMerge:
-    """A snapshot's load: dbt's snapshot merge of the staged rows into their history (dbt's
-    `snapshot_merge_sql`, rendered in Jinja), inserting `insert` by name."""
-
-    target: str
-    source: str
-    insert: tuple[str, ...]  # quoted staging columns (snapshot.merge_columns)
 
 
 Load = Union[Append, Merge, InsertOverwrite, ReplaceWindow, Rebuild, SnapshotMerge]

@@ -174,6 +174,26 @@ def plan_model(facts: BuildFacts, run: RunInputs | None = None) -> ModelPlan:
     return ModelPlan(build, plan_run(replace(run, strategy=build.load_strategy)))
 
 
+def _snapshot_run(i: RunInputs) -> RunDecision:
+    """A snapshot's run (core/materialization/snapshot.py): its contract, then the planner's
+    additions and widenings as steps under the run's record before dbt's merge, which cannot
+    evolve the table; nothing is staged, counted or quarantined (a snapshot refuses the modes
+    that discard). `i.compiled`: the staging relation's schema, dbt's helper columns included."""
+    planned = plan_snapshot(
+        i.relation, i.deployed, i.compiled, i.table_format, i.properties, i.settings, i.contract
+    )
+    diff = diff_schemas(i.deployed, planned.target)
+    if planned.violations:
+        write = WriteDecision(WritePath.NO_CHANGE)
+        return RunDecision(diff, planned.plan, "", write, violation=planned.violations[0])
+    plan = planned.plan
+    steps = () if plan.is_blocked else render_plan(plan, i.relation, i.table_format, "")
+    write = WriteDecision(WritePath.NO_CHANGE)
+    if steps:
+        write = WriteDecision(WritePath.MULTI_STEP, "dbt's snapshot merge does not evolve")
+    return RunDecision(diff, plan, planned.mode, write, steps)
+
+
 def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     i = inputs
     if i.strategy == SNAPSHOT:
@@ -268,26 +288,6 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         quarantine_pending=pending,
         first_pass=first,
     )
-
-
-def _snapshot_run(i: RunInputs) -> RunDecision:
-    """A snapshot's run (core/materialization/snapshot.py): its contract, then the planner's
-    additions and widenings as steps under the run's record before dbt's merge, which cannot
-    evolve the table; nothing is staged, counted or quarantined (a snapshot refuses the modes
-    that discard). `i.compiled`: the staging relation's schema, dbt's helper columns included."""
-    planned = plan_snapshot(
-        i.relation, i.deployed, i.compiled, i.table_format, i.properties, i.settings, i.contract
-    )
-    diff = diff_schemas(i.deployed, planned.target)
-    if planned.violations:
-        write = WriteDecision(WritePath.NO_CHANGE)
-        return RunDecision(diff, planned.plan, "", write, violation=planned.violations[0])
-    plan = planned.plan
-    steps = () if plan.is_blocked else render_plan(plan, i.relation, i.table_format, "")
-    write = WriteDecision(WritePath.NO_CHANGE)
-    if steps:
-        write = WriteDecision(WritePath.MULTI_STEP, "dbt's snapshot merge does not evolve")
-    return RunDecision(diff, plan, planned.mode, write, steps)
 
 
 def first_pass(i: RunInputs, write: WriteDecision, steps: bool) -> bool:

@@ -50,6 +50,16 @@ class SnapshotPlan:
     violations: tuple[ContractViolation, ...] = ()
 
 
+@dataclass(frozen=True)
+class SnapshotMerge:
+    """A snapshot's load: dbt's snapshot merge of the staged rows into their history (dbt's
+    `snapshot_merge_sql`, rendered in Jinja), inserting `insert` by name."""
+
+    target: str
+    source: str
+    insert: tuple[str, ...]  # quoted staging columns (snapshot.merge_columns)
+
+
 def source_columns(staged: Struct) -> Struct:
     """The staging relation's columns without dbt's own merge helpers."""
     return Struct(tuple(f for f in staged.fields if not f.name.lower().startswith(SYSTEM_PREFIXES)))
