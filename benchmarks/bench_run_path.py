@@ -1572,6 +1572,8 @@ class P6:
             problems.append(f"rows per test {per_test} (expected {failing})")
         if not expected and any(per_test.values()):
             problems.append(f"rows per test {per_test} (expected none)")
+        if not report.get("loaded"):  # a run that wrote nothing would time a no-op
+            problems.append("the run loaded nothing")
         return problems
 
     def check_tables(self, name: str, runs: int) -> None:

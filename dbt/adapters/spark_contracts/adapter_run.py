@@ -32,6 +32,7 @@ from dbt.adapters.spark_contracts.core.materialization.microbatch import (
     check_batch_plan,
 )
 from dbt.adapters.spark_contracts.core.materialization.run_plan import (
+    SNAPSHOT,
     Build,
     BuildFacts,
     Existing,
@@ -157,7 +158,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             raise DbtRuntimeError(
                 f"{model.get('unique_id')}: plan_model needs repair_model's result first"
             )
-        view = model_view(existing)
+        view = model_view(existing, snapshot=materialization == SNAPSHOT)
         spark = repairs_.ReadOnly(self._spark())
         spark.run(f"create or replace temporary view {view} as {compiled_code}")
         runner = self._runner(spark, invocation_id)

@@ -32,7 +32,11 @@ class SparkContractsRelation(SparkRelation):
         return super(SparkRelation, self).render()
 
 
-def model_view(relation: BaseRelation) -> BaseRelation:
-    """The temporary view a run reads the model's query from."""
-    view = relation.incorporate(path={"identifier": relation.identifier + "__dbt_tmp"})
+def model_view(relation: BaseRelation, snapshot: bool = False) -> BaseRelation:
+    """The temporary view a run reads the model's query from. A snapshot's has a name of its
+    own: dbt-spark names an Iceberg snapshot's persistent staging view `<snapshot>__dbt_tmp`
+    without a schema, which a temporary view of that name would hide (its `drop view` would
+    drop the temporary one, the next run's view would read itself)."""
+    suffix = "__dbt_snapshot_source" if snapshot else "__dbt_tmp"
+    view = relation.incorporate(path={"identifier": relation.identifier + suffix})
     return view.include(database=False, schema=False)

@@ -106,6 +106,11 @@ class TestSnapshotEvolution:
 
         for name in ("snap_delta", "snap_iceberg"):
             assert str(results[name].status) == "success", results[name].message
+            # the run's changes, as any run reports them
+            applied = " ".join(
+                c["description"] for c in results[name].adapter_response["schema_changes"]
+            )
+            assert "channel" in applied and "amount" in applied, applied
             relation = (
                 f"iceberg.{project.test_schema}.{name}"
                 if name.endswith("iceberg")
@@ -118,6 +123,13 @@ class TestSnapshotEvolution:
                 fetch="all",
             )
             assert [tuple(r) for r in rows] == [(10, None, False), (5000000000, "new", True)]
+
+        # dbt-spark's staging views are gone (an Iceberg snapshot's, in the current schema, is
+        # named like a run's temporary view: the run's own has another name)
+        for schema in ("default", project.test_schema):
+            views = project.run_sql(f"show views in {schema}", fetch="all")
+            left = {"snap_delta__dbt_tmp", "snap_iceberg__dbt_tmp"} & {str(v[1]) for v in views}
+            assert not left, views
 
         frozen = results["snap_frozen"]
         assert str(frozen.status) == "error"

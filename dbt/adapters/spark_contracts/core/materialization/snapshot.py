@@ -53,11 +53,10 @@ class SnapshotPlan:
 @dataclass(frozen=True)
 class SnapshotMerge:
     """A snapshot's load: dbt's snapshot merge of the staged rows into their history (dbt's
-    `snapshot_merge_sql`, rendered in Jinja), inserting `insert` by name."""
+    `snapshot_merge_sql`, rendered in Jinja from the staging relation), inserting `insert` by
+    name."""
 
-    target: str
-    source: str
-    insert: tuple[str, ...]  # quoted staging columns (snapshot.merge_columns)
+    insert: tuple[str, ...]  # quoted staging columns (merge_columns)
 
 
 def source_columns(staged: Struct) -> Struct:

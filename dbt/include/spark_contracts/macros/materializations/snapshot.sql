@@ -43,13 +43,15 @@
 
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
 
+  {#-- step 1: what a dead run of the snapshot left repaired, under its lease; what exists is
+       read from it (a relation a dead run's rename left aside is put back first) --#}
+  {%- set repaired = adapter.repair_model('snapshot', this, target_relation if target_relation_exists else none, model, spark_contracts_run_vars(), false, invocation_id) -%}
+  {%- set existing = repaired.relation -%}
+  {%- set target_relation_exists = existing is not none -%}
   {#-- `tables` of the schema contract decides whether the first run creates the snapshot --#}
   {%- if not target_relation_exists and not spark_contracts_may_create(target_relation) -%}
     {{ return({'relations': []}) }}
   {%- endif -%}
-  {%- set existing = target_relation if target_relation_exists else none -%}
-  {#-- step 1: what a dead run of the snapshot left repaired, under its lease --#}
-  {%- set repaired = adapter.repair_model('snapshot', this, existing, model, spark_contracts_run_vars(), false, invocation_id) -%}
 
   {#-- dbt's check strategy reads node.database, absent when the catalog is spark_catalog --#}
   {% if 'database' not in model %}{% do model.update({'database': this.database}) %}{% endif %}
