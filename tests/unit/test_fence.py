@@ -143,6 +143,11 @@ class Catalogue:
             return [{"version": v, "operation": o, "userMetadata": t} for v, o, t in self.history]
         if "snapshot_id from iceberg.db.t.history" in sql:  # the current snapshot
             return [{"snapshot_id": self.snapshot}]
+        if "from iceberg.db.t.snapshots s left join" in sql:  # after a rollback: no race
+            return [
+                {"snapshot_id": 1, "parent_id": None, "operation": "append", "tag": None},
+                {"snapshot_id": 2, "parent_id": 1, "operation": "overwrite", "tag": TAG},
+            ]
         if "from iceberg.db.t.history h join" in sql:  # the commits after the restore point
             return [
                 {"snapshot_id": 1, "operation": "append", "tag": None},

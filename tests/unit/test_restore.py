@@ -299,3 +299,92 @@ def test_a_parquet_rewrite_stopped_anywhere_is_put_back_from_the_steps_that_ran(
     if not stands and completed:
         assert set(table.tables) == {"`db`.`t`"}, table.tables
     assert ("took the unfinished rewrite back" in done) is (1 < completed < 6)
+
+
+# ---- an Iceberg rollback never silently takes back another writer's snapshot --------------
+class RacedIceberg:
+    """An Iceberg table whose run made snapshots 2 and 3 after the restore point 1; the check
+    before the rollback saw them. `raced`: another writer's snapshot 4 (on 3) committed between
+    that check and the rollback, which the rollback then took out of the current lineage."""
+
+    def __init__(self, raced: bool):
+        self.raced, self.statements, self.rolled = raced, [], False
+
+    def _snapshots(self):
+        own = [(2, 1, TAG), (3, 2, TAG)] + ([(4, 3, "someone else")] if self.raced else [])
+        current = {0, 1} if self.rolled else {0, 1, 2, 3, 4}
+        rows = [{"snapshot_id": 0, "parent_id": None, "operation": "append", "tag": None}]
+        rows += [{"snapshot_id": 1, "parent_id": 0, "operation": "append", "tag": None}]
+        rows += [
+            {"snapshot_id": i, "parent_id": p, "operation": "append", "tag": t} for i, p, t in own
+        ]
+        for r in rows:
+            r["current"] = r["snapshot_id"] in current
+        return rows
+
+    def fetch(self, sql):
+        if "is_current_ancestor order by made_current_at desc limit 1" in sql:
+            return [{"snapshot_id": 1 if self.rolled else 3}]
+        if ".history h join" in sql:  # the check: what it sees before the race
+            return [
+                {"snapshot_id": i, "operation": "append", "tag": t}
+                for i, t in ((0, None), (1, None), (2, TAG), (3, TAG))
+            ]
+        assert ".snapshots s left join" in sql, sql
+        return self._snapshots()
+
+    def run(self, sql):
+        self.statements.append(sql)
+        if "rollback_to_snapshot" in sql:
+            self.rolled = True
+
+    def relation_schema(self, relation, describable):
+        from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+
+        return parse_type("struct<id:string>")
+
+    def get_conf(self, key):
+        return None
+
+
+@pytest.mark.parametrize("raced", [False, True])
+def test_an_iceberg_rollback_names_a_snapshot_it_took_back_from_another_writer(raced):
+    intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 1, TAG)
+    table = RacedIceberg(raced)
+    if not raced:
+        assert "rolled back to Iceberg snapshot 1" in restorer(table).restore(intent, [])
+        return
+    with pytest.raises(ForeignCommits) as failed:
+        restorer(table).restore(intent, [])
+    assert [c.version for c in failed.value.commits] == [4]
+    assert "set_current_snapshot('s.t', 4)" in str(failed.value), str(failed.value)
+
+
+def test_rolled_back_with_the_run_reads_parents_not_times():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from dbt.adapters.spark_contracts.core.recovery.intent import (
+        Commit,
+        Snapshot,
+        rolled_back_with_the_run,
+    )
+
+    @given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), max_size=8))
+    def check(chain):
+        """A chain of snapshots after the point 1, each (the run's own, seen by the check,
+        still current); plus an old branch off snapshot 0 that never descends from 1."""
+        snaps = [Snapshot(Commit(0, "append", None), None, True)]
+        snaps.append(Snapshot(Commit(1, "append", None), 0, True))
+        snaps.append(Snapshot(Commit(99, "append", "old"), 0, False))
+        seen, expected = [1], []
+        for i, (own, was_seen, current) in enumerate(chain, start=2):
+            commit = Commit(i, "append", TAG if own else "other")
+            snaps.append(Snapshot(commit, i - 1, current))
+            if was_seen:
+                seen.append(i)
+            if not own and not was_seen and not current:
+                expected.append(commit)
+        assert list(rolled_back_with_the_run(snaps, 1, seen, TAG)) == expected
+
+    check()

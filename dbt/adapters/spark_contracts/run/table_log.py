@@ -19,8 +19,10 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
     Commit,
     Intent,
+    Snapshot,
     describe_commits,
     foreign_commits,
+    rolled_back_with_the_run,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry, lease_name
 from dbt.adapters.spark_contracts.core.schema.types import Struct
@@ -271,7 +273,46 @@ class IcebergLog(TableLog):
                 f"call {catalog}.system.rollback_to_snapshot('{ident}', {intent.restore_version})"
             )
             done.append(f"rolled back to Iceberg snapshot {intent.restore_version}")
+            self._raced(intent, after)
         return done
+
+    def _raced(self, intent: Intent, checked: Tuple[Commit, ...]) -> None:
+        """The rollback procedure sets the current snapshot without comparing it with the one
+        checked: another writer's snapshot committed between the check and the rollback is
+        taken back with the run's. Found in the table's own metadata after the rollback
+        (`rolled_back_with_the_run`) and named, with the repair by hand: its data files stay
+        until its snapshot expires, so nothing is lost that a person cannot put back."""
+        relation, point = intent.relation, int(intent.restore_version or 0)
+        self.spark.run(f"refresh table {relation}")
+        rows = self.spark.fetch(
+            f"select s.snapshot_id, s.parent_id, s.operation, "
+            f"s.summary['{ICEBERG_TAG_KEY}'] as tag, c.id is not null as current "
+            f"from {relation}.snapshots s left join (select distinct snapshot_id as id "
+            f"from {relation}.history where is_current_ancestor) c on s.snapshot_id = c.id"
+        )
+        snapshots = [
+            Snapshot(
+                Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("tag") or None),
+                None if r.get("parent_id") is None else int(r["parent_id"]),
+                _true(r.get("current")),
+            )
+            for r in rows
+        ]
+        checked_ids = [point, *(c.version for c in checked)]
+        raced = rolled_back_with_the_run(snapshots, point, checked_ids, intent.commit_tag)
+        if raced:
+            catalog, ident = relation.split(".", 1)
+            leaves = [c.version for c in raced if all(s.parent != c.version for s in snapshots)]
+            raise ForeignCommits(
+                relation,
+                point,
+                raced,
+                "They committed while the run was rolling back and left the table's current "
+                "lineage with the run's changes (their data files stay until the snapshots "
+                f"expire). CALL {catalog}.system.set_current_snapshot('{ident}', "
+                f"{(leaves or [raced[-1].version])[0]}) brings them back, with the run's "
+                "changes under them: decide by hand.",
+            )
 
     def manual_repair(self, intent: Intent) -> str:
         catalog, ident = intent.relation.split(".", 1)

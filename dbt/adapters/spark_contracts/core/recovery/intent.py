@@ -149,3 +149,42 @@ def intent_summary(intent: Intent) -> dict[str, Any]:
         "model": intent.unique_id,
         "restore_version": intent.restore_version,
     }
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One Iceberg snapshot as its table's metadata lists it after a rollback."""
+
+    commit: Commit  # its id (`version`), operation and tag
+    parent: int | None
+    current: bool  # an ancestor of the table's current snapshot
+
+
+def rolled_back_with_the_run(
+    snapshots: Iterable[Snapshot], point: int, checked: Iterable[int], own_tag: str
+) -> tuple[Commit, ...]:
+    """Another writer's snapshots a rollback to `point` took back with the run's own: the
+    descendants of `point` no longer in the current lineage, which the check before the
+    rollback did not see (`checked`: the snapshots it read after `point`) and the run did not
+    make. Decided from the table's own metadata (parent ids), never from commit times."""
+    listed = list(snapshots)
+    parent = {s.commit.version: s.parent for s in listed}
+    seen = set(checked)
+
+    def descends(version: int) -> bool:
+        at: int | None = parent.get(version)
+        hops = 0
+        while at is not None and hops <= len(parent):
+            if at == point:
+                return True
+            at, hops = parent.get(at), hops + 1
+        return False
+
+    return tuple(
+        s.commit
+        for s in listed
+        if not s.current
+        and s.commit.version not in seen
+        and s.commit.tag != own_tag
+        and descends(s.commit.version)
+    )
