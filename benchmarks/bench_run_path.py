@@ -1270,21 +1270,8 @@ class P3:
         )
         bad = p3_bad_rows(self.variants, name, self.rows)
         table = 2 * P3_DEPLOYED_ROWS - setup_bad + runs * (self.rows - bad)
-        expected = {"loaded": table}
-        sql = f"select (select count(*) from bench.{name}) as loaded"
-        if setup_bad or bad:  # a model that never discarded need not have a quarantine table
-            expected["quarantined"] = setup_bad + runs * bad
-            sql += f", (select count(*) from bench.{name}__quarantine) as quarantined"
-        try:
-            got = self.target.query(sql)[0]
-        except (DbtRunFailed, IndexError, subprocess.TimeoutExpired) as exc:
-            check(False, f"{name}: could not count its table and quarantine ({exc})")
-            return
-        check(
-            got == expected,
-            f"{name}: after {runs} measured run(s) its table and quarantine hold {got} "
-            f"(expected {expected})",
-        )
+        quarantined = setup_bad + runs * bad if setup_bad or bad else None
+        count_rows(self.target, name, runs, table, quarantined)
 
     def measure(self, pairs: int) -> List[Row]:
         parts = []
@@ -1581,21 +1568,8 @@ class P6:
         what the setup's two runs and `runs` measured runs leave there."""
         setup_bad = sum(p6_failing(name, P6_SETUP_ROWS).values())
         bad = sum(p6_failing(name, self.rows).values())
-        expected = {"loaded": 2 * (P6_SETUP_ROWS - setup_bad) + runs * (self.rows - bad)}
-        sql = f"select (select count(*) from bench.{name}) as loaded"
-        if bad:  # a model that never discarded need not have a quarantine table
-            expected["quarantined"] = 2 * setup_bad + runs * bad
-            sql += f", (select count(*) from bench.{name}__quarantine) as quarantined"
-        try:
-            got = self.target.query(sql)[0]
-        except (DbtRunFailed, IndexError, subprocess.TimeoutExpired) as exc:
-            check(False, f"{name}: could not count its table and quarantine ({exc})")
-            return
-        check(
-            got == expected,
-            f"{name}: after {runs} measured run(s) its table and quarantine hold {got} "
-            f"(expected {expected})",
-        )
+        loaded = 2 * (P6_SETUP_ROWS - setup_bad) + runs * (self.rows - bad)
+        count_rows(self.target, name, runs, loaded, 2 * setup_bad + runs * bad if bad else None)
 
     def measure(self, pairs: int) -> List[Row]:
         few = sum(p6_failing("p6_gated_few", self.rows).values())
@@ -1694,6 +1668,26 @@ class P6:
 
 
 CHECKS: List[str] = []
+
+
+def count_rows(target: Any, name: str, runs: int, loaded: int, quarantined: Optional[int]) -> None:
+    """Untimed: `bench.<name>` holds `loaded` rows and its quarantine `quarantined` (None: a
+    model that never discarded need not have a quarantine table, none is read)."""
+    expected = {"loaded": loaded}
+    sql = f"select (select count(*) from bench.{name}) as loaded"
+    if quarantined is not None:
+        expected["quarantined"] = quarantined
+        sql += f", (select count(*) from bench.{name}__quarantine) as quarantined"
+    try:
+        got = target.query(sql)[0]
+    except (DbtRunFailed, IndexError, subprocess.TimeoutExpired) as exc:
+        check(False, f"{name}: could not count its table and quarantine ({exc})")
+        return
+    check(
+        got == expected,
+        f"{name}: after {runs} measured run(s) its table and quarantine hold {got} "
+        f"(expected {expected})",
+    )
 
 
 def check(ok: bool, message: str) -> None:
