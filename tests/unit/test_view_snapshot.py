@@ -122,6 +122,7 @@ def test_snapshot_contract_freeze():
         SchemaContract(data_type=ContractMode.DISCARD_VALUE),
         SchemaContract(data_tests=ContractMode.DISCARD_ROW),
         SchemaContract(data_tests=ContractMode.FREEZE),  # a snapshot's merge has no gate
+        SchemaContract(data_type=ContractMode.FREEZE, quarantine=True),  # nothing to keep
     ],
 )
 def test_snapshot_refuses_row_and_value_discards(contract):

@@ -145,6 +145,8 @@ def unsupported_on_snapshots(contract: SchemaContract) -> list[str]:
     ]
     if contract.data_tests is not ContractMode.EVOLVE:  # a snapshot's merge has no gate
         refused.append(f"data_tests: {contract.data_tests.value}")
+    if contract.quarantine:  # it would stay empty: a snapshot discards nothing
+        refused.append("quarantine: true")
     return refused
 
 
@@ -160,5 +162,5 @@ def snapshot_refusal(unique_id: str, refused: list[str]) -> str:
         "snapshot merges its source rows into their history by key: dropping rows, values or "
         "columns would record false changes). Allowed on snapshots: columns and data_type "
         "evolve or freeze, data_tests evolve (its tests run after the snapshot, as in dbt; "
-        "tables: any mode)."
+        "tables: any mode), quarantine false."
     )

@@ -71,12 +71,15 @@
        columns and widened types); step 3: carried out by the one executor, dbt's merge its
        load, the schema change before it under the run's record, taken back with it --#}
   {%- set plan = adapter.plan_model('snapshot', file_format, repaired, target_relation, model, spark_contracts_run_vars(), false, 'snapshot', query, '', invocation_id) -%}
-  {% if target_relation_exists %}
+  {#-- no merge where the plan loads nothing (blocked, a dry run): none is written to target/run --#}
+  {% if not target_relation_exists %}
+      {% set final_sql = create_table_as(False, target_relation, query) %}
+  {% elif plan.merge_columns %}
       {% set final_sql = snapshot_merge_sql(target=target_relation, source=staging_table, insert_cols=plan.merge_columns) %}
   {% else %}
-      {% set final_sql = create_table_as(False, target_relation, query) %}
+      {% set final_sql = '' %}
   {% endif %}
-  {% do write(final_sql) %}
+  {% if final_sql %}{% do write(final_sql) %}{% endif %}
   {% do store_result('main', response=adapter.execute_plan(plan, target_relation, existing, final_sql)) %}
 
   {% set should_revoke = should_revoke(target_relation_exists, full_refresh_mode) %}
