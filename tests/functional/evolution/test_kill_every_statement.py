@@ -298,7 +298,7 @@ def test_kill_9_after_every_statement_of_every_materialization(
         if case.first is not None:
             assert project.dbt(*case.first, "--select", *killed[case.name]) == 0, case.name
     for case in cases:
-        for k, name in zip(kill_points(counts[case.name]), killed[case.name]):
+        for k, name in zip(kill_points(counts[case.name]), killed[case.name], strict=True):
             code = project.dbt(*case.second, "--select", name, env={KILL_AFTER_ENV: str(k)})
             assert code == -9, f"{name}: not killed after statement {k} (exit {code})"
 

@@ -151,3 +151,51 @@ class TestOneEvaluationEveryShape:
         quarantining = name == "discard_row_quarantine"
         assert entry["staged"] is (name.endswith("iceberg_merge") or quarantining), entry
         assert (entry["pending_table"] is not None) is quarantining, entry
+
+
+SNAPSHOT = """
+{{% snapshot {name} %}}
+{{{{ config(target_schema=target.schema, unique_key='id', strategy='check', check_cols=['n'],
+    file_format='{fmt}'{extra}) }}}}
+select {probed}, {{% if var('v', 1) == 1 %}}id{{% else %}}id + 1{{% endif %}} as n
+{{% if var('v', 1) == 2 %}}, 'x' as note{{% endif %}}
+from range({{{{ 1 if var('v', 1) == 1 else {rows} }}}})
+{{% endsnapshot %}}
+"""
+SNAPSHOTS = {
+    "snap_delta": ("delta", ""),
+    "snap_delta_deletes": ("delta", ", hard_deletes='invalidate'"),
+    "snap_iceberg": ("iceberg", ""),
+}
+
+
+@pytest.mark.profile("session")  # counts in this process's SparkContext
+class TestOneEvaluationSnapshot:
+    """A snapshot's query runs once in a run that changes its table (a new column, every row
+    updated and new rows inserted; with `hard_deletes` also deleted rows sought): dbt's staging
+    SQL reads the snapshot's query in each of its branches."""
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {
+            f"{name}.sql": SNAPSHOT.format(
+                name=name,
+                fmt=fmt,
+                extra=extra,
+                rows=ROWS,
+                probed=PROBED.replace("{name}", name),
+            )
+            for name, (fmt, extra) in SNAPSHOTS.items()
+        }
+
+    @pytest.mark.parametrize("name", list(SNAPSHOTS))
+    def test_snapshot_query_runs_once(self, project: Any, name: str) -> None:
+        with evaluation_probes([name]) as count:
+            run_dbt(["snapshot", "--select", name])
+            before = count(name)
+            run_dbt(["snapshot", "--select", name, "--vars", "{v: 2}"])
+            evaluated = count(name) - before
+        prefix = "iceberg." if SNAPSHOTS[name][0] == "iceberg" else ""
+        rows = rows_of(project, f"{prefix}{project.test_schema}.{name}")
+        assert len(rows) == 1 + ROWS, len(rows)  # row 0 updated: closed, and a new version
+        assert evaluated == ROWS, (name, evaluated)
