@@ -34,9 +34,8 @@ class SparkContractsRelation(SparkRelation):
 
 def model_view(relation: BaseRelation, snapshot: bool = False) -> BaseRelation:
     """The temporary view a run reads the model's query from. A snapshot's has a name of its
-    own: dbt-spark names an Iceberg snapshot's persistent staging view `<snapshot>__dbt_tmp`
-    without a schema, which a temporary view of that name would hide (its `drop view` would
-    drop the temporary one, the next run's view would read itself)."""
+    own: its staging view (dbt's staging SELECT, macros/materializations/snapshot.sql) is the
+    temporary `<snapshot>__dbt_tmp`, which the plan's view reads."""
     suffix = "__dbt_snapshot_source" if snapshot else "__dbt_tmp"
     view = relation.incorporate(path={"identifier": relation.identifier + suffix})
     return view.include(database=False, schema=False)

@@ -26,8 +26,8 @@
     {%- set valid_to_current = config.get("dbt_valid_to_current") -%}
 
     merge into {{ target }} as DBT_INTERNAL_DEST
-    {# dbt-spark creates an Iceberg snapshot's staging view without catalog and schema #}
-    using {{ source.identifier if target.is_iceberg else source }} as DBT_INTERNAL_SOURCE
+    {# `source`: the staging view (temporary: no catalog, no schema), or an Iceberg snapshot's stage #}
+    using {{ source }} as DBT_INTERNAL_SOURCE
     on DBT_INTERNAL_SOURCE.{{ columns.dbt_scd_id }} = DBT_INTERNAL_DEST.{{ columns.dbt_scd_id }}
     when matched
      {% if valid_to_current %}
