@@ -10,10 +10,12 @@ from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, S
 from dbt.adapters.spark_contracts.core.contracts.enforce import view_violations
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, AlterColumnType
 from dbt.adapters.spark_contracts.core.materialization.snapshot import (
+    READ_ONCE_FORMATS,
     SnapshotContractError,
     merge_columns,
     plan_snapshot,
     source_columns,
+    staging_query,
 )
 from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
@@ -179,3 +181,15 @@ def test_parse_refuses_what_a_materialization_would_ignore():
             validate_node_config(config)
     validate_node_config(node({"schema_contract": "freeze"}, "snapshot", "snapshot"))
     validate_node_config(node({}, "seed", "seed"))
+
+
+# ---- the snapshot's query as dbt's staging SELECT reads it ---------------------------------
+@pytest.mark.parametrize("fmt", ["delta", "iceberg", "hudi"])
+def test_the_staging_query_is_marked_non_deterministic_only_where_the_merge_takes_it(fmt):
+    sql = "select id, n from src -- the model's last line is a comment"
+    read = staging_query(sql, fmt)
+    if fmt in READ_ONCE_FORMATS:
+        assert read.startswith("select * from (\n" + sql + "\n)") and "rand()" in read
+        assert read.endswith(") where rand() >= 0")  # the comment ends on its own line
+    else:  # Iceberg's MERGE refuses a non-deterministic source: the query as it is
+        assert read == sql

@@ -40,6 +40,7 @@ from dbt.adapters.spark_contracts.adapter_contracts import ContractMethods
 from dbt.adapters.spark_contracts.adapter_run import RunPathMethods
 from dbt.adapters.spark_contracts.adapter_swap import SwapMethods
 from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT, row_of
+from dbt.adapters.spark_contracts.core.materialization.snapshot import staging_query
 from dbt.adapters.spark_contracts.core.report.outcome import history_ddl, history_insert_rows
 
 logger = AdapterLogger("SparkContracts")
@@ -193,6 +194,11 @@ class SparkContractsAdapter(
         handle = self.connections.get_thread_connection().handle
         with self.connections.exception_handler(sql):
             return handle.schema_json(sql)
+
+    @available
+    def snapshot_staging_query(self, sql: str, file_format: str) -> str:
+        """The snapshot's query as dbt's staging SELECT reads it (core/materialization/snapshot.py)."""
+        return staging_query(sql, file_format)
 
     @available.parse_list
     def columns_in_query(self, sql: str) -> List[str]:

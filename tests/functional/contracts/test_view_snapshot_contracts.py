@@ -124,8 +124,7 @@ class TestSnapshotEvolution:
             )
             assert [tuple(r) for r in rows] == [(10, None, False), (5000000000, "new", True)]
 
-        # dbt-spark's staging views are gone (an Iceberg snapshot's, in the current schema, is
-        # named like a run's temporary view: the run's own has another name)
+        # no persistent staging view was made (dbt-spark's are; this adapter's is temporary)
         for schema in ("default", project.test_schema):
             views = project.run_sql(f"show views in {schema}", fetch="all")
             left = {"snap_delta__dbt_tmp", "snap_iceberg__dbt_tmp"} & {str(v[1]) for v in views}

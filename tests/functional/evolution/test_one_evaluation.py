@@ -171,9 +171,10 @@ SNAPSHOTS = {
 
 @pytest.mark.profile("session")  # counts in this process's SparkContext
 class TestOneEvaluationSnapshot:
-    """A snapshot's query runs once in a run that changes its table (a new column, every row
-    updated and new rows inserted; with `hard_deletes` also deleted rows sought): dbt's staging
-    SQL reads the snapshot's query in each of its branches."""
+    """A snapshot's query runs once in a run that changes its table (a new column, a row
+    updated and new rows inserted; with `hard_deletes` also deleted rows sought), although dbt's
+    staging SQL reads the snapshot's query in each of its branches. The query uses a temporary
+    function (the probe), which dbt-spark's persistent staging view refused."""
 
     @pytest.fixture(scope="class")
     def snapshots(self):
@@ -188,7 +189,22 @@ class TestOneEvaluationSnapshot:
             for name, (fmt, extra) in SNAPSHOTS.items()
         }
 
-    @pytest.mark.parametrize("name", list(SNAPSHOTS))
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "snap_delta",
+            "snap_delta_deletes",
+            pytest.param(
+                "snap_iceberg",
+                marks=pytest.mark.xfail(
+                    strict=True,
+                    reason="known limit: Iceberg's MERGE refuses a non-deterministic source, so "
+                    "an Iceberg snapshot's query runs once per CTE that reads it, per read of the "
+                    "merge's source (docs/run-guarantees.md)",
+                ),
+            ),
+        ],
+    )
     def test_snapshot_query_runs_once(self, project: Any, name: str) -> None:
         with evaluation_probes([name]) as count:
             run_dbt(["snapshot", "--select", name])

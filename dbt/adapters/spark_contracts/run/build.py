@@ -68,12 +68,6 @@ class PlannedBuild:
         load = self.run.load if self.run is not None else None
         return load.insert if isinstance(load, SnapshotMerge) else ()
 
-    @property
-    def merge_source(self) -> Optional[str]:
-        """The stage a snapshot's merge reads instead of its staging view (an Iceberg
-        snapshot's, core/materialization/run_plan._snapshot_run), if it stages."""
-        return self.run.stage if self.run is not None else None
-
     def builds_at(self, relation: Any) -> Any:
         """The relation the table statement creates: `relation`, or the table beside it that a
         swap puts in its place (a rebuild's load swaps in after the load, run/swap.py)."""

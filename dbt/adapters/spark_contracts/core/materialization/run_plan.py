@@ -177,13 +177,10 @@ def plan_model(facts: BuildFacts, run: RunInputs | None = None) -> ModelPlan:
 def _snapshot_run(i: RunInputs) -> RunDecision:
     """A snapshot's run (core/materialization/snapshot.py): its contract, then the planner's
     additions and widenings as steps under the run's record before dbt's merge, which cannot
-    evolve the table; nothing is counted or quarantined (a snapshot refuses the modes that
-    discard). `i.compiled`: the staging relation's schema, dbt's helper columns included.
-
-    The staging SELECT reads the snapshot's query once per statement (it is marked
-    non-deterministic: macros/materializations/snapshot.sql). Delta's MERGE reads such a
-    source once; Iceberg's refuses a non-deterministic source, so an Iceberg snapshot stages
-    the staging rows in one statement and merges from the stage."""
+    evolve the table; nothing is staged, counted or quarantined (a snapshot refuses the modes
+    that discard; dbt's merge reads the staging SELECT, which reads the table itself, within
+    the merge's own statement). `i.compiled`: the staging relation's schema, dbt's helper
+    columns included."""
     planned = plan_snapshot(
         i.relation, i.deployed, i.compiled, i.table_format, i.properties, i.settings, i.contract
     )
@@ -196,11 +193,7 @@ def _snapshot_run(i: RunInputs) -> RunDecision:
     write = WriteDecision(WritePath.NO_CHANGE)
     if steps:
         write = WriteDecision(WritePath.MULTI_STEP, "dbt's snapshot merge does not evolve")
-    loads = not (plan.is_blocked or i.settings.dry_run)
-    stage = (
-        stage_name(i.relation, i.invocation_id) if loads and i.table_format == "iceberg" else None
-    )
-    return RunDecision(diff, plan, planned.mode, write, steps, stage)
+    return RunDecision(diff, plan, planned.mode, write, steps)
 
 
 def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:

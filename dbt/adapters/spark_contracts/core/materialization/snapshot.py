@@ -130,6 +130,23 @@ def _refuse_new_variants(unique_id: str, diff: SchemaDiff) -> None:
             )
 
 
+# the formats whose MERGE reads a non-deterministic source once: Delta materializes it first
+# (its default `spark.databricks.delta.merge.materializeSource=auto`); Iceberg's MERGE refuses one
+READ_ONCE_FORMATS = ("delta",)
+
+
+def staging_query(sql: str, table_format: str) -> str:
+    """The snapshot's query as dbt's staging SELECT reads it. That SELECT reads the query in two
+    CTEs (three with `hard_deletes`), which Spark inlines and runs once each; a non-deterministic
+    query it runs once per statement and shares (a shuffle). `rand() >= 0`, true for every row,
+    makes it so where the format's MERGE takes such a source (`READ_ONCE_FORMATS`); elsewhere
+    the query is left as it is, and runs once per reading CTE. The query stands on lines of its
+    own, so a trailing `--` comment ends before the wrapper's `)`."""
+    if table_format not in READ_ONCE_FORMATS:
+        return sql
+    return f"select * from (\n{sql}\n) where rand() >= 0"
+
+
 SNAPSHOT_MODES = (ContractMode.EVOLVE, ContractMode.FREEZE)
 
 

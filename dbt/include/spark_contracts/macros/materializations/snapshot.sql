@@ -63,7 +63,7 @@
   {% else %}
       {% set columns = config.get("snapshot_table_column_names") or get_snapshot_table_column_names() %}
       {{ adapter.valid_snapshot_target(target_relation, columns) }}
-      {% set staging_table = spark_contracts_snapshot_staging_view(strategy, sql, target_relation) %}
+      {% set staging_table = spark_contracts_snapshot_staging_view(strategy, sql, target_relation, file_format) %}
       {% set query = 'select * from ' ~ staging_table %}
   {% endif %}
 
@@ -75,7 +75,7 @@
   {% if not target_relation_exists %}
       {% set final_sql = create_table_as(False, target_relation, query) %}
   {% elif plan.merge_columns %}
-      {% set final_sql = snapshot_merge_sql(target=target_relation, source=plan.merge_source or staging_table, insert_cols=plan.merge_columns) %}
+      {% set final_sql = snapshot_merge_sql(target=target_relation, source=staging_table, insert_cols=plan.merge_columns) %}
   {% else %}
       {% set final_sql = '' %}
   {% endif %}
@@ -105,17 +105,15 @@
 {#-- dbt's staging SELECT (the snapshot's rows to insert, update and close) as a temporary view of
      the dbt thread's session, where dbt-spark makes a persistent one (a temporary function or view
      the snapshot reads is refused there, INVALID_TEMP_OBJ_REFERENCE; an Iceberg snapshot's lands
-     in the default database). The plan reads its schema through Spark, never `describe`.
-     dbt's SELECT reads the snapshot's query in two or three of its CTEs, which Spark inlines,
-     running the query once for each, unless the query is non-deterministic: then Spark runs it
-     once per statement and shares its rows (a shuffle). `rand() >= 0`, true for every row, makes
-     it so (tests/functional/evolution/test_one_evaluation.py counts the evaluations). --#}
-{% macro spark_contracts_snapshot_staging_view(strategy, sql, target_relation) %}
+     in the default database). The plan reads its schema from a temporary view over it. The
+     snapshot's query is read as `staging_query` says (once per statement where the format's
+     MERGE allows, core/materialization/snapshot.py). --#}
+{% macro spark_contracts_snapshot_staging_view(strategy, sql, target_relation, file_format) %}
   {%- set staging = api.Relation.create(identifier=target_relation.identifier ~ '__dbt_tmp', type='view') -%}
   {%- set staging = staging.include(database=false, schema=false) -%}
-  {%- set read_once = 'select * from (\n' ~ sql ~ '\n) where rand() >= 0' -%}
+  {%- set query = adapter.snapshot_staging_query(sql, file_format) -%}
   {% call statement('build_snapshot_staging_relation') %}
-    {{ create_table_as(true, staging, snapshot_staging_table(strategy, read_once, target_relation)) }}
+    {{ create_table_as(true, staging, snapshot_staging_table(strategy, query, target_relation)) }}
   {% endcall %}
   {{ return(staging) }}
 {% endmacro %}
