@@ -26,7 +26,7 @@
     {%- set valid_to_current = config.get("dbt_valid_to_current") -%}
 
     merge into {{ target }} as DBT_INTERNAL_DEST
-    {# `source`: the staging view (temporary: no catalog, no schema), or an Iceberg snapshot's stage #}
+    {# `source`: the staging view, temporary: no catalog, no schema #}
     using {{ source }} as DBT_INTERNAL_SOURCE
     on DBT_INTERNAL_SOURCE.{{ columns.dbt_scd_id }} = DBT_INTERNAL_DEST.{{ columns.dbt_scd_id }}
     when matched
