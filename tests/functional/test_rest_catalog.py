@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import List
 
 import yaml
 
@@ -75,6 +76,19 @@ except Exception as exc:
     out["client_iceberg"] = f"unknown ({exc!r}); spark.jars: {spark.conf.get('spark.jars', '')}"
 print("RESULT " + json.dumps(out))
 """
+
+
+def why_left(server_log: Path, dbt_logs: Path) -> List[str]:
+    """What the REST server and the runs logged that can leave a file behind (a commit that
+    failed on the server after writing its metadata file; a lease beat that failed), for a
+    failure's message."""
+    marks = ("Exception", "ERROR", "WARN", "could not renew", "could not let go", "could not drop")
+    found = []
+    for path in [server_log, *sorted(dbt_logs.glob("*.log"))]:
+        if path.exists():
+            lines = path.read_text(errors="replace").splitlines()
+            found += [f"{path.name}: {x[:300]}" for x in lines if any(m in x for m in marks)]
+    return found[-40:]
 
 
 def test_iceberg_models_evolve_and_quarantine_in_a_rest_catalog(tmp_path: Path) -> None:
@@ -145,7 +159,7 @@ def test_iceberg_models_evolve_and_quarantine_in_a_rest_catalog(tmp_path: Path) 
         ]
         assert own, "the runs made no stage, pending or lease table"
         leftovers = sorted(str(f) for p in own for f in p.rglob("*") if f.is_file())
-        assert leftovers == [], leftovers
+        assert leftovers == [], (leftovers, why_left(server.log_path, project / "logs"))
         # ... and the Hadoop catalogue's folder under the warehouse was never made
         assert not (warehouse / "iceberg").exists()
         assert server.running(), server.log_path.read_text()[-4000:]

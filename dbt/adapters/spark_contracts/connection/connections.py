@@ -38,6 +38,7 @@ from dbt.adapters.spark_contracts.connection.errors import (
     to_dbt_error,
     transport_error_classes,
 )
+from dbt.adapters.spark_contracts.connection.pyhive_open import without_use
 from dbt.adapters.spark_contracts.connection.remote import (
     connect_failure,
     endpoint_of,
@@ -312,7 +313,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             connection.credentials = copy.copy(creds)
             connection.credentials.server_side_parameters = opening
             try:
-                connection = super().open(connection)
+                with without_use():  # PyHive's `USE default`: the session opens there
+                    connection = super().open(connection)
             except Exception as exc:
                 raise connect_failure(endpoint_of(creds), exc) from exc
             finally:
