@@ -283,6 +283,15 @@ class TestBadConfigFailsParse:
         assert parse_error(["ls"]) == message
 
 
+SNAPSHOT_QUARANTINE = """
+{% snapshot snap_quarantine %}
+{{ config(unique_key='id', strategy='check', check_cols='all',
+          schema_contract={'columns': 'freeze', 'quarantine': true}) }}
+select 1 as id
+{% endsnapshot %}
+"""
+
+
 class TestIgnoreOnASnapshotFailsParse:
     """`ignore` would make a snapshot record false changes: refused at parse, not at run."""
 
@@ -297,6 +306,21 @@ class TestIgnoreOnASnapshotFailsParse:
             "`schema_evolution.on_destructive_change` is 'ignore' on a snapshot"
         ) in message
         assert "allowed on snapshots: allow, warn, error" in message
+
+
+class TestQuarantineOnASnapshotFailsParse:
+    """A snapshot discards nothing, so its quarantine would stay empty: `quarantine: true`
+    is refused when dbt parses the project, naming what snapshots allow."""
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"snap_quarantine.sql": SNAPSHOT_QUARANTINE}
+
+    def test_it_names_the_snapshot_and_what_is_allowed(self, project):
+        message = parse_error(["parse"])
+        assert "snapshot.test.snap_quarantine" in message
+        assert "schema_contract quarantine: true is not supported on snapshots" in message
+        assert "quarantine false" in message
 
 
 class TestGoodConfigParsesAndVarsAreChecked:

@@ -193,3 +193,25 @@ def test_the_staging_query_is_marked_non_deterministic_only_where_the_merge_take
         assert read.endswith(") where rand() >= 0")  # the comment ends on its own line
     else:  # Iceberg's MERGE refuses a non-deterministic source: the query as it is
         assert read == sql
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_the_staging_view_is_the_snapshots_temporary_view_and_reads_the_staging_query(fmt):
+    """One owner for the staging view's name (relation.SnapshotStaging): the model's view name
+    (`<snapshot>__dbt_tmp`, as dbt-spark names its persistent staging view), unqualified (a
+    temporary view), a view (dbt's post_snapshot drops it as one); and the plan's view of a
+    snapshot, which reads it, has another name."""
+    from dbt.adapters.spark_contracts.relation import (
+        SnapshotStaging,
+        SparkContractsRelation,
+        model_view,
+    )
+
+    snapshot = SparkContractsRelation.create(
+        database="iceberg" if fmt == "iceberg" else None, schema="snaps", identifier="orders_snap"
+    )
+    staging = SnapshotStaging.of(snapshot, "select 1 as id", fmt)
+    assert staging.relation.render() == "orders_snap__dbt_tmp"
+    assert staging.relation.type == "view"
+    assert staging.query == staging_query("select 1 as id", fmt)
+    assert model_view(snapshot, snapshot=True).render() != staging.relation.render()

@@ -29,7 +29,7 @@ from dbt.adapters.spark_contracts.core.materialization.clone import (
     ClonePlan,
     plan_clone,
 )
-from dbt.adapters.spark_contracts.relation import SparkContractsRelation
+from dbt.adapters.spark_contracts.relation import SnapshotStaging, SparkContractsRelation
 from dbt.adapters.spark_contracts.validation import validate_manifest
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ from dbt.adapters.spark_contracts.adapter_contracts import ContractMethods
 from dbt.adapters.spark_contracts.adapter_run import RunPathMethods
 from dbt.adapters.spark_contracts.adapter_swap import SwapMethods
 from dbt.adapters.spark_contracts.core.evolution.capabilities import DEFAULT_FILE_FORMAT, row_of
-from dbt.adapters.spark_contracts.core.materialization.snapshot import staging_query
 from dbt.adapters.spark_contracts.core.report.outcome import history_ddl, history_insert_rows
 
 logger = AdapterLogger("SparkContracts")
@@ -196,9 +195,9 @@ class SparkContractsAdapter(
             return handle.schema_json(sql)
 
     @available
-    def snapshot_staging_query(self, sql: str, file_format: str) -> str:
-        """The snapshot's query as dbt's staging SELECT reads it (core/materialization/snapshot.py)."""
-        return staging_query(sql, file_format)
+    def snapshot_staging(self, relation: Any, sql: str, file_format: str) -> SnapshotStaging:
+        """The snapshot's staging view and the query it reads (relation.SnapshotStaging)."""
+        return SnapshotStaging.of(relation, sql, file_format)
 
     @available.parse_list
     def columns_in_query(self, sql: str) -> List[str]:

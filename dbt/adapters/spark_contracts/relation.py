@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dbt.adapters.base.relation import BaseRelation, Policy
+from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.relation import SparkQuotePolicy, SparkRelation
+
+from dbt.adapters.spark_contracts.core.materialization.snapshot import staging_query
 
 
 @dataclass
@@ -34,8 +37,23 @@ class SparkContractsRelation(SparkRelation):
 
 def model_view(relation: BaseRelation, snapshot: bool = False) -> BaseRelation:
     """The temporary view a run reads the model's query from. A snapshot's has a name of its
-    own: its staging view (dbt's staging SELECT, macros/materializations/snapshot.sql) is the
-    temporary `<snapshot>__dbt_tmp`, which the plan's view reads."""
+    own: its staging view (`SnapshotStaging`) has the model's, which the plan's view reads."""
     suffix = "__dbt_snapshot_source" if snapshot else "__dbt_tmp"
     view = relation.incorporate(path={"identifier": relation.identifier + suffix})
     return view.include(database=False, schema=False)
+
+
+@dataclass(frozen=True)
+class SnapshotStaging:
+    """A snapshot's staging view: dbt's staging SELECT as a temporary view of the thread's
+    session (macros/materializations/snapshot.sql), named as dbt-spark names its persistent one
+    (`<snapshot>__dbt_tmp`: the model's view, `model_view`), and the snapshot's query as that
+    SELECT reads it (core/materialization/snapshot.staging_query)."""
+
+    relation: BaseRelation
+    query: str
+
+    @classmethod
+    def of(cls, snapshot: BaseRelation, sql: str, file_format: str) -> SnapshotStaging:
+        view = model_view(snapshot).incorporate(type=RelationType.View)
+        return cls(view, staging_query(sql, file_format))

@@ -41,6 +41,13 @@ def snapshot(name: str, fmt: str, contract: str | None) -> str:
     )
 
 
+def written(project, name: str) -> str:
+    """What dbt wrote to target/run for the snapshot `name` (its last run's SQL)."""
+    found = list((Path(project.project_root) / "target" / "run").rglob(f"{name}.sql"))
+    assert len(found) == 1, found
+    return found[0].read_text().lower()
+
+
 class TestFrozenView:
     @pytest.fixture(scope="class")
     def models(self):
@@ -97,6 +104,8 @@ class TestSnapshotEvolution:
         assert planned["dry_run"] and any("channel" in sql for sql in planned["statements"])
         assert planned["executed"] == [] and not planned["loaded"], planned
         assert "channel" not in schema_of(project, f"{project.test_schema}.snap_delta")
+        # ... and no merge written to target/run (there is none to run)
+        assert "merge into" not in written(project, "snap_delta"), written(project, "snap_delta")
         count = f"select count(*) from {project.test_schema}.snap_delta"
         assert project.run_sql(count, fetch="one")[0] == 1
         results = {
@@ -134,6 +143,8 @@ class TestSnapshotEvolution:
         assert str(frozen.status) == "error"
         for fragment in ("snap_frozen", "schema_entity: columns", "column: channel"):
             assert fragment in frozen.message, frozen.message
+        assert "merge into" not in written(project, "snap_frozen")  # blocked: none written
+        assert "merge into" in written(project, "snap_delta")  # (as a loading run writes it)
         frozen_rel = f"{project.test_schema}.snap_frozen"
         assert "channel" not in schema_of(project, frozen_rel)
         assert project.run_sql(f"select count(*) from {frozen_rel}", fetch="one")[0] == 1

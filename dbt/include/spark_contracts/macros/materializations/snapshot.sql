@@ -107,13 +107,11 @@
      the snapshot reads is refused there, INVALID_TEMP_OBJ_REFERENCE; an Iceberg snapshot's lands
      in the default database). The plan reads its schema from a temporary view over it. The
      snapshot's query is read as `staging_query` says (once per statement where the format's
-     MERGE allows, core/materialization/snapshot.py). --#}
+     MERGE allows); both from `adapter.snapshot_staging` (relation.SnapshotStaging). --#}
 {% macro spark_contracts_snapshot_staging_view(strategy, sql, target_relation, file_format) %}
-  {%- set staging = api.Relation.create(identifier=target_relation.identifier ~ '__dbt_tmp', type='view') -%}
-  {%- set staging = staging.include(database=false, schema=false) -%}
-  {%- set query = adapter.snapshot_staging_query(sql, file_format) -%}
+  {%- set staging = adapter.snapshot_staging(target_relation, sql, file_format) -%}
   {% call statement('build_snapshot_staging_relation') %}
-    {{ create_table_as(true, staging, snapshot_staging_table(strategy, query, target_relation)) }}
+    {{ create_table_as(true, staging.relation, snapshot_staging_table(strategy, staging.query, target_relation)) }}
   {% endcall %}
-  {{ return(staging) }}
+  {{ return(staging.relation) }}
 {% endmacro %}
