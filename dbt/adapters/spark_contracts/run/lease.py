@@ -21,7 +21,6 @@ from typing import Dict, List, Optional, Protocol, Sequence, Tuple
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
-from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.recovery.lease import (
     Fence,
     Seen,
@@ -54,6 +53,7 @@ from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named fr
 )
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
 from dbt.adapters.spark_contracts.run.record_io import (
+    drop_record,
     lease_properties,
     read_lease,
     records_of,
@@ -296,7 +296,7 @@ class Leases:
 
     def _drop(self, table: str, owner: LeaseOwner) -> None:
         try:
-            self.spark.run(drop_sql(table, owner.table_format))
+            drop_record(self.spark, table, owner.table_format)
         except Exception as exc:
             logger.warning(f"{owner.unique_id}: could not drop {table}, a lease taken over: {exc}")
 
@@ -336,7 +336,7 @@ class Leases:
         if beat is None:
             return
         beat.stop()
-        self.spark.run(drop_sql(beat.table, owner.table_format))
+        drop_record(self.spark, beat.table, owner.table_format)
 
     def let_go(self, owner: LeaseOwner) -> None:
         """The held lease dropped."""
@@ -353,7 +353,7 @@ class Leases:
             if keep:
                 self.spark.run(beat_sql(beat.table, 0))
             else:
-                self.spark.run(drop_sql(beat.table, owner.table_format))
+                drop_record(self.spark, beat.table, owner.table_format)
         except Exception as exc:
             logger.warning(f"{owner.unique_id}: could not let go of its lease {beat.table}: {exc}")
 

@@ -4,7 +4,14 @@ properties, marked taken over; and a connection behind a lease's fence (`Fenced`
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
+from dbt_common.exceptions import DbtDatabaseError
+
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.evolution.capabilities import (
+    DEFAULT_FILE_FORMAT,
+    drop_sql,
+    row_of,
+)
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
@@ -86,6 +93,21 @@ def records_of(
         if record is not None:
             found.append(record)
     return found
+
+
+def drop_record(spark: Spark, table: str, table_format: Optional[str]) -> None:
+    """A run record (a lease table) dropped. Beside an Iceberg model it is an Iceberg table,
+    dropped with PURGE, which deletes the files reachable from the table as the session's
+    catalog last loaded it (its cache): the metadata file of a later commit by another session
+    (the lease's own heartbeat connection, another run's mark) would stay in the warehouse. So
+    it is refreshed first (a record gone already is left to the drop's `if exists`)."""
+    if table_format is not None and row_of(table_format).drop_purges:
+        try:
+            spark.fetch(f"refresh table {table}")
+        except DbtDatabaseError:
+            if table_listed(spark, table):
+                raise
+    spark.run(drop_sql(table, table_format or DEFAULT_FILE_FORMAT))
 
 
 def take_over_sql(table: str, invocation_id: str) -> str:

@@ -22,7 +22,12 @@ from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import (
     stage_name,
 )
-from dbt.adapters.spark_contracts.run.record_io import Fenced, set_properties_sql, table_properties
+from dbt.adapters.spark_contracts.run.record_io import (
+    Fenced,
+    drop_record,
+    set_properties_sql,
+    table_properties,
+)
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, LeaseLost, RestoreFailed
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
@@ -126,7 +131,7 @@ class Restorer:
                     # log): the record, its intent cleared, stays for it
                     spark.run(set_properties_sql(record.table, INTENT_CLEARED))
                 else:
-                    spark.run(drop_sql(record.table, key.table_format))
+                    drop_record(spark, record.table, key.table_format)
             return "; ".join(done) or None
         finally:
             self.leases.let_go(key)

@@ -152,7 +152,7 @@ def settle_others(
             if claim.lease in binding:
                 continue
             spark.run(record_io.take_over_sql(claim.lease, invocation_id))
-            spark.run(drop_sql(claim.lease, table_format))
+            record_io.drop_record(spark, claim.lease, table_format)
             logger.info(
                 f"{unique_id}: dropped run {run}'s record {claim.lease}: its pending table "
                 f"{name} is not there (its rows were moved, or it was never made)"
@@ -190,7 +190,7 @@ def settle_others(
             spark.run(drop_sql(name, table_format))
             what = f"dropped {name}"
         if claim.record:  # its rows are settled: the record says nothing more
-            spark.run(drop_sql(claim.lease, table_format))
+            record_io.drop_record(spark, claim.lease, table_format)
         message = f"settled run {run}'s discarded rows: {what} ({decision.reason})"
         logger.warning(f"{unique_id}: {message}")
         done.append(message)

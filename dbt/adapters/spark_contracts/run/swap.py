@@ -11,13 +11,12 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, suffixed
 from dbt.adapters.spark_contracts.core.evolution.steps import Inverse, Step
 from dbt.adapters.spark_contracts.core.recovery.record import SWAP_PROPERTY, RunRecord
 from dbt.adapters.spark_contracts.core.recovery.swap import Recovery, Swap, put_back, recovery
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
-from dbt.adapters.spark_contracts.run.record_io import Fenced, table_listed
+from dbt.adapters.spark_contracts.run.record_io import Fenced, drop_record, table_listed
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, SwapFailed, SwapUndone
 
 logger = AdapterLogger("SparkContracts")
@@ -65,7 +64,7 @@ def building(
             )
         for record in records:  # one that names pending rows is its settler's
             if record.swap is not None and record.intent is None and record.pending is None:
-                spark.run(drop_sql(record.table, key.table_format))
+                drop_record(spark, record.table, key.table_format)
         spark.run(f"DROP TABLE IF EXISTS {swap.beside}")
         told: List[bool] = []
 
@@ -168,7 +167,7 @@ def recover(
         _put_back(spark, key.relation, backup_is_view, recovered, run)
         if recovered is Recovery.SWAP:  # its record has said all it had to
             for record in (r for r in records if r.swap == key.relation):
-                spark.run(drop_sql(record.table, key.table_format))
+                drop_record(spark, record.table, key.table_format)
         return True
 
 
