@@ -198,6 +198,7 @@ def test_the_adapters_session_settings_reach_the_session_with_no_statement(serve
         handle = connection.handle
         assert handle.get_conf("spark.sql.ansi.enabled") == "true"
         assert handle.get_conf("spark.databricks.delta.optimizeMetadataQuery.enabled") == "false"
+        handle.cursor()
         handle.execute("select current_database()")
         assert [tuple(r) for r in handle.fetchall()] == [("default",)]
     finally:
