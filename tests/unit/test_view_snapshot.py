@@ -12,7 +12,6 @@ from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, A
 from dbt.adapters.spark_contracts.core.materialization.snapshot import (
     READ_ONCE_FORMATS,
     SnapshotContractError,
-    cached_source,
     merge_columns,
     plan_snapshot,
     source_columns,
@@ -186,28 +185,14 @@ def test_parse_refuses_what_a_materialization_would_ignore():
 
 # ---- the snapshot's query as dbt's staging SELECT reads it ---------------------------------
 @pytest.mark.parametrize("fmt", ["delta", "iceberg", "hudi"])
-def test_the_staging_query_reads_the_query_once_per_format(fmt):
-    """Delta: the query through a non-deterministic filter (its MERGE materializes such a source
-    once); elsewhere a temporary view of the query, which the load caches around the merge, its
-    filter naming the run so that no other run's cache is shared (`cached_source` agrees)."""
+def test_the_staging_query_is_marked_non_deterministic_only_where_the_merge_takes_it(fmt):
     sql = "select id, n from src -- the model's last line is a comment"
-    read = staging_query(sql, fmt, "iceberg.snaps.`orders_snap`", "run-1")
+    read = staging_query(sql, fmt)
     if fmt in READ_ONCE_FORMATS:
-        assert read.query.startswith("select * from (\n" + sql + "\n)") and "rand()" in read.query
-        assert read.query.endswith(") where rand() >= 0")  # the comment ends on its own line
-        assert read.view_sql is None
-        assert cached_source("iceberg.snaps.orders_snap", fmt) is None
-    else:  # Iceberg's MERGE refuses a non-deterministic source: a cached view of the query
-        assert read.query == "select * from orders_snap__dbt_snapshot_query"
-        assert read.view_sql is not None
-        assert read.view_sql.startswith(
-            "create or replace temporary view orders_snap__dbt_snapshot_query as\n"
-        )
-        assert "\n" + sql + "\n)" in read.view_sql  # the comment ends on its own line
-        assert read.view_sql.endswith("where 'run-1/orders_snap__dbt_snapshot_query' is not null")
-        other_run = staging_query(sql, fmt, "iceberg.snaps.orders_snap", "run-2").view_sql
-        assert other_run is not None and other_run != read.view_sql  # a plan of its own
-        assert cached_source("iceberg.snaps.orders_snap", fmt) == "orders_snap__dbt_snapshot_query"
+        assert read.startswith("select * from (\n" + sql + "\n)") and "rand()" in read
+        assert read.endswith(") where rand() >= 0")  # the comment ends on its own line
+    else:  # Iceberg's MERGE refuses a non-deterministic source: the query as it is
+        assert read == sql
 
 
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
@@ -225,8 +210,8 @@ def test_the_staging_view_is_the_snapshots_temporary_view_and_reads_the_staging_
     snapshot = SparkContractsRelation.create(
         database="iceberg" if fmt == "iceberg" else None, schema="snaps", identifier="orders_snap"
     )
-    staging = SnapshotStaging.of(snapshot, "select 1 as id", fmt, "run-1")
+    staging = SnapshotStaging.of(snapshot, "select 1 as id", fmt)
     assert staging.relation.render() == "orders_snap__dbt_tmp"
     assert staging.relation.type == "view"
-    assert staging.source == staging_query("select 1 as id", fmt, str(snapshot), "run-1")
+    assert staging.query == staging_query("select 1 as id", fmt)
     assert model_view(snapshot, snapshot=True).render() != staging.relation.render()

@@ -195,16 +195,9 @@ class SparkContractsAdapter(
             return handle.schema_json(sql)
 
     @available
-    def snapshot_staging(
-        self, relation: Any, sql: str, file_format: str, invocation_id: str
-    ) -> SnapshotStaging:
-        """The snapshot's staging view and how it reads the snapshot's query
-        (relation.SnapshotStaging), the query's own temporary view defined first where the
-        format's load caches it (core/materialization/snapshot.staging_query)."""
-        staging = SnapshotStaging.of(relation, sql, file_format, invocation_id)
-        if staging.source.view_sql is not None:
-            self.execute(staging.source.view_sql)
-        return staging
+    def snapshot_staging(self, relation: Any, sql: str, file_format: str) -> SnapshotStaging:
+        """The snapshot's staging view and the query it reads (relation.SnapshotStaging)."""
+        return SnapshotStaging.of(relation, sql, file_format)
 
     @available.parse_list
     def columns_in_query(self, sql: str) -> List[str]:

@@ -8,10 +8,7 @@ from dbt.adapters.base.relation import BaseRelation, Policy
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.relation import SparkQuotePolicy, SparkRelation
 
-from dbt.adapters.spark_contracts.core.materialization.snapshot import (
-    StagingSource,
-    staging_query,
-)
+from dbt.adapters.spark_contracts.core.materialization.snapshot import staging_query
 
 
 @dataclass
@@ -50,19 +47,13 @@ def model_view(relation: BaseRelation, snapshot: bool = False) -> BaseRelation:
 class SnapshotStaging:
     """A snapshot's staging view: dbt's staging SELECT as a temporary view of the thread's
     session (macros/materializations/snapshot.sql), named as dbt-spark names its persistent one
-    (`<snapshot>__dbt_tmp`: the model's view, `model_view`), and how that SELECT reads the
-    snapshot's query (core/materialization/snapshot.staging_query)."""
+    (`<snapshot>__dbt_tmp`: the model's view, `model_view`), and the snapshot's query as that
+    SELECT reads it (core/materialization/snapshot.staging_query)."""
 
     relation: BaseRelation
-    source: StagingSource
-
-    @property
-    def query(self) -> str:
-        return self.source.query
+    query: str
 
     @classmethod
-    def of(
-        cls, snapshot: BaseRelation, sql: str, file_format: str, invocation_id: str
-    ) -> SnapshotStaging:
+    def of(cls, snapshot: BaseRelation, sql: str, file_format: str) -> SnapshotStaging:
         view = model_view(snapshot).incorporate(type=RelationType.View)
-        return cls(view, staging_query(sql, file_format, str(snapshot), invocation_id))
+        return cls(view, staging_query(sql, file_format))

@@ -11,10 +11,8 @@ from typing import Any, Callable, Optional, Union
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
-from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.constraints import build_not_null
 from dbt.adapters.spark_contracts.core.materialization.load import RENDERED_BY_DBT, render_load
-from dbt.adapters.spark_contracts.core.materialization.snapshot import SnapshotMerge
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.build import PlannedBuild
 from dbt.adapters.spark_contracts.run.model_run import ContractsAdapterResponse, ModelRun
@@ -128,8 +126,6 @@ class PlanExecutor:
             select = load_sql
             load = lambda: self._explicit_build(plan, target, existing, select, clauses)  # noqa: E731
         spark = self.adapter._spark()
-        if isinstance(run.load, SnapshotMerge) and run.load.cached is not None:
-            load = cached_load(spark, run.load.cached, load_sql)
         runner = self.adapter._runner(spark, run.invocation_id)
         if not run.swaps_after_load:
             drop = (lambda: self.adapter.drop_relation(existing)) if run.drops_before_load else None
@@ -149,23 +145,3 @@ class PlanExecutor:
         runner.book.begin(run.repairs)
         runner.record(run)
         return runner.out
-
-
-def cached_load(spark: Spark, view: str, sql: str) -> Callable[[], Any]:
-    """A snapshot's merge over `view`, the temporary view of its query, cached first (its query
-    runs once, as the cache is filled; the merge's statement reads the rows from the cache
-    however many times it reads the query) and uncached after, whatever the merge did
-    (core/materialization/snapshot.staging_query). A cache is no table: a kill leaves nothing
-    to repair (the server frees a dead session's cache as it evicts blocks)."""
-
-    def load() -> Any:
-        spark.run(f"cache table {view}")
-        try:
-            return spark.run(sql)
-        finally:
-            try:
-                spark.run(f"uncache table if exists {view}")
-            except Exception as exc:  # the merge's own outcome stands; the cache is memory
-                logger.warning(f"could not uncache {view} after the snapshot's merge: {exc}")
-
-    return load

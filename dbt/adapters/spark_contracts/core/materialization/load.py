@@ -191,9 +191,7 @@ def plan_load(
     if strategy == REBUILD:
         return Rebuild(target, source)
     if strategy == SNAPSHOT:  # `written`: the staging relation's schema
-        return SnapshotMerge(
-            snapshot.merge_columns(written), snapshot.cached_source(target, table_format)
-        )
+        return SnapshotMerge(snapshot.merge_columns(written))
     after = columns_after(deployed, written, plan, evolves_in_write)
     if strategy == APPEND:
         keep = {n.lower() for n in after}

@@ -54,11 +54,9 @@ class SnapshotPlan:
 class SnapshotMerge:
     """A snapshot's load: dbt's snapshot merge of the staged rows into their history (dbt's
     `snapshot_merge_sql`, rendered in Jinja from the staging relation), inserting `insert` by
-    name; `cached`, the temporary view of the snapshot's query the load caches first and
-    uncaches after (`cached_source`)."""
+    name."""
 
     insert: tuple[str, ...]  # quoted staging columns (merge_columns)
-    cached: str | None = None  # the view of the query cached around the merge (cached_source)
 
 
 def source_columns(staged: Struct) -> Struct:
@@ -135,53 +133,18 @@ def _refuse_new_variants(unique_id: str, diff: SchemaDiff) -> None:
 # the formats whose MERGE reads a non-deterministic source once: Delta materializes it first
 # (its default `spark.databricks.delta.merge.materializeSource=auto`); Iceberg's MERGE refuses one
 READ_ONCE_FORMATS = ("delta",)
-# the temporary view of a snapshot's query that the load caches around its merge elsewhere
-SOURCE_VIEW_SUFFIX = "__dbt_snapshot_query"
 
 
-def source_view(snapshot: str) -> str | None:
-    """Where the format's MERGE refuses a non-deterministic source (not `READ_ONCE_FORMATS`):
-    the temporary view of the snapshot's query, named after `snapshot` (a relation, its last
-    part the snapshot's name), which dbt's staging SELECT reads and the load caches around its
-    merge (`SnapshotMerge.cached`)."""
-    return snapshot.rsplit(".", 1)[-1].strip("`") + SOURCE_VIEW_SUFFIX
-
-
-@dataclass(frozen=True)
-class StagingSource:
-    """How dbt's staging SELECT reads the snapshot's query: `query`, what it reads;
-    `view_sql`, a temporary view to define first (where the load caches it), else None."""
-
-    query: str
-    view_sql: str | None = None
-
-
-def staging_query(sql: str, table_format: str, snapshot: str, run: str) -> StagingSource:
+def staging_query(sql: str, table_format: str) -> str:
     """The snapshot's query as dbt's staging SELECT reads it. That SELECT reads the query in two
-    CTEs (three with `hard_deletes`), which Spark inlines and runs once each. A non-deterministic
-    query Spark runs once per statement and shares (a shuffle): `rand() >= 0`, true for every
-    row, makes it so where the format's MERGE takes such a source (`READ_ONCE_FORMATS`; the
-    query stands on lines of its own, so a trailing `--` comment ends before the wrapper's
-    `)`). Elsewhere the SELECT reads a temporary view of the query (`source_view`), which the
-    load caches for its merge: the query runs once, as the cache is filled. The view's filter,
-    true for every row, names the run (`run`, its invocation id) and the view: Spark shares a
-    cache between sessions by the query's plan, so no other run's cache (one of the same
-    snapshot on the same server, or one a killed run left) is ever read for this run's."""
-    if table_format in READ_ONCE_FORMATS:
-        return StagingSource(f"select * from (\n{sql}\n) where rand() >= 0")
-    view = source_view(snapshot)
-    marker = f"{run}/{view}".replace("'", "")
-    return StagingSource(
-        f"select * from {view}",
-        f"create or replace temporary view {view} as\n"
-        f"select * from (\n{sql}\n) where '{marker}' is not null",
-    )
-
-
-def cached_source(snapshot: str, table_format: str) -> str | None:
-    """The temporary view the snapshot's load caches around its merge (`staging_query`), or
-    None where the format's MERGE reads a non-deterministic source once itself."""
-    return None if table_format in READ_ONCE_FORMATS else source_view(snapshot)
+    CTEs (three with `hard_deletes`), which Spark inlines and runs once each; a non-deterministic
+    query it runs once per statement and shares (a shuffle). `rand() >= 0`, true for every row,
+    makes it so where the format's MERGE takes such a source (`READ_ONCE_FORMATS`); elsewhere
+    the query is left as it is, and runs once per reading CTE. The query stands on lines of its
+    own, so a trailing `--` comment ends before the wrapper's `)`."""
+    if table_format not in READ_ONCE_FORMATS:
+        return sql
+    return f"select * from (\n{sql}\n) where rand() >= 0"
 
 
 SNAPSHOT_MODES = (ContractMode.EVOLVE, ContractMode.FREEZE)

@@ -106,12 +106,10 @@
      the dbt thread's session, where dbt-spark makes a persistent one (a temporary function or view
      the snapshot reads is refused there, INVALID_TEMP_OBJ_REFERENCE; an Iceberg snapshot's lands
      in the default database). The plan reads its schema from a temporary view over it. The
-     snapshot's query is read as `staging_query` says (through a non-deterministic filter where
-     the format's MERGE takes one, else from a temporary view of its own that the load caches
-     around the merge: once either way); both from `adapter.snapshot_staging`
-     (relation.SnapshotStaging), which defines that view. --#}
+     snapshot's query is read as `staging_query` says (once per statement where the format's
+     MERGE allows); both from `adapter.snapshot_staging` (relation.SnapshotStaging). --#}
 {% macro spark_contracts_snapshot_staging_view(strategy, sql, target_relation, file_format) %}
-  {%- set staging = adapter.snapshot_staging(target_relation, sql, file_format, invocation_id) -%}
+  {%- set staging = adapter.snapshot_staging(target_relation, sql, file_format) -%}
   {% call statement('build_snapshot_staging_relation') %}
     {{ create_table_as(true, staging.relation, snapshot_staging_table(strategy, staging.query, target_relation)) }}
   {% endcall %}
