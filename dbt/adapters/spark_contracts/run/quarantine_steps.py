@@ -58,6 +58,9 @@ from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
 logger = AdapterLogger("SparkContracts")
 
+# times the run's insert into the quarantine is sent again after a refusal that wrote nothing
+INSERT_ATTEMPTS = 3
+
 
 class Quarantine:
     """The quarantine's steps of a run (the `Runner`'s collaborator): the run's pending table
@@ -88,19 +91,40 @@ class Quarantine:
                     raise
 
     def _insert_quarantined(self, run: ModelRun, sql: str) -> None:
-        """`sql`, an insert into the quarantine. If Spark refuses it and the table lacks
-        what the model now outputs, the table is given it (core/contracts/quarantine.py) and the insert
-        runs again; a type it could not store raises `QuarantineMismatch`."""
+        """`sql`, an insert of the run's rows into the quarantine. If Spark refuses it and the
+        table lacks what the model now outputs, the table is given it (core/contracts/quarantine.py)
+        and the insert runs again; a type it could not store raises `QuarantineMismatch`. Refused
+        while the table fits, it runs again only on positive evidence that it wrote nothing: the
+        quarantine holds no row of the run (`_insert_again`)."""
         try:
             self.spark.run(sql)
             return
         except DbtDatabaseError:
             statements = self._quarantine_evolution(run)
-            if not statements:
-                raise  # the table fits (or was created from these rows): another failure
+            if not statements:  # the table fits (or was created from these rows)
+                self._insert_again(run, sql)
+                return
         for statement in statements:
             self.spark.run(statement)
         self.spark.run(sql)
+
+    def _insert_again(self, run: ModelRun, sql: str) -> None:
+        """The run's refused insert, again while the quarantine holds none of the run's rows (its
+        `_dbt_run_id`, a batch's tag): Delta refuses an append whose commit meets a concurrent
+        change of the table's metadata (another run of the model noting on the quarantine
+        whether it discarded, `remember`), and that refusal wrote nothing. Rows of the run found
+        there mean the insert committed (its error came after): nothing more is sent. The last
+        refusal is raised (the rows stay in the pending table for the next run)."""
+        own = RowsOf(run.invocation_id, run.batch_tag or None)
+        for attempt in range(1, INSERT_ATTEMPTS + 1):
+            if self._holds(run.quarantine_table, own):
+                return
+            try:
+                self.spark.run(sql)
+                return
+            except DbtDatabaseError:
+                if attempt == INSERT_ATTEMPTS:
+                    raise
 
     def _quarantine_evolution(self, run: ModelRun) -> List[str]:
         """The statements that make an existing quarantine take the model's rows, read from
