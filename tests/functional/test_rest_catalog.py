@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import List
 
 import yaml
 
+from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY
 from dbt.adapters.spark_contracts.run.heartbeat import LEASE_ENV
 from spark_contracts_dev import rest_catalog as rest
 from tests.functional.conftest import JVM_PARAMETERS
@@ -161,6 +163,14 @@ def test_iceberg_models_evolve_and_quarantine_in_a_rest_catalog(tmp_path: Path) 
             if any(mark in p.name for mark in ("__dbt_stage_", "__dbt_lease_", "__pending_"))
         ]
         assert own, "the runs made no stage, pending or lease table"
+        # a lease's heartbeat connection (another Spark session) committed to a lease table
+        # while its run held it: what left a file behind before drop_record's refresh
+        beats = re.compile(
+            r"\[lease [^\]]*\]: On lease [^\n]*\nalter table \S+__dbt_lease_\S+ set "
+            rf"tblproperties \('{re.escape(BEAT_PROPERTY)}' = '[1-9]"
+        )
+        logs = "".join(p.read_text(errors="replace") for p in (project / "logs").glob("*.log"))
+        assert beats.search(logs), "no heartbeat was committed while a lease was held"
         leftovers = sorted(str(f) for p in own for f in p.rglob("*") if f.is_file())
         assert leftovers == [], (leftovers, why_left(server.log_path, project / "logs"))
         # ... and the Hadoop catalogue's folder under the warehouse was never made

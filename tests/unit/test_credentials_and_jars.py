@@ -170,12 +170,14 @@ def test_thrift_sends_the_adapters_own_settings_in_open_session_and_sets_the_res
     )
     opening, after = open_session_settings(creds.server_side_parameters)
     assert opening == {
+        "use:database": "default",  # the session's database, applied as it opens (no USE)
         "set:hiveconf:spark.sql.ansi.enabled": "false",
         "set:hiveconf:spark.databricks.delta.optimizeMetadataQuery.enabled": "false",
         "spark.sql.shuffle.partitions": "8",
     }
     assert after == {"spark.sql.shuffle.partitions": "8"}
-    assert open_session_settings({}) == ({}, {})
+    assert open_session_settings({}) == ({"use:database": "default"}, {})
+    assert open_session_settings({"use:database": "sales"}) == ({"use:database": "sales"}, {})
 
 
 def test_relative_warehouse_dir_resolves_against_the_project_root(tmp_path: Path) -> None:

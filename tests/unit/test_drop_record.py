@@ -53,8 +53,9 @@ def test_a_record_gone_already_is_left_to_the_drops_if_exists() -> None:
     assert spark.sent[-1] == f"drop table if exists {TABLE} purge"
 
 
-def test_a_refresh_that_fails_on_a_listed_record_raises_and_drops_nothing() -> None:
+def test_a_refresh_that_fails_still_drops_the_record() -> None:
+    """The refresh only spares the warehouse a file: the record is dropped all the same (a run
+    whose change stands must not fail on it)."""
     spark = Recorded(refresh_fails=True, listed=True)
-    with pytest.raises(DbtDatabaseError):
-        drop_record(spark, TABLE, "iceberg")  # type: ignore[arg-type]
-    assert not any(s.startswith("drop") for s in spark.sent)
+    drop_record(spark, TABLE, "iceberg")  # type: ignore[arg-type]
+    assert spark.sent == [f"refresh table {TABLE}", f"drop table if exists {TABLE} purge"]

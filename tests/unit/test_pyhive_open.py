@@ -54,6 +54,8 @@ def test_the_constructors_cursor_sends_nothing_and_later_ones_are_pyhives() -> N
     opening = connection.cursor()
     assert opening.execute("USE `default`") is None and opening.close() is None
     assert not isinstance(opening, hive.Cursor)
+    with pytest.raises(RuntimeError, match="as it opened"):  # anything else is not dropped
+        opening.execute("SET x=1")
     connection._opened = True
     assert isinstance(connection.cursor(), hive.Cursor)
 

@@ -1,8 +1,8 @@
-"""run/quarantine_steps: the run's insert into the quarantine, refused while the table fits, is
-sent again only while the quarantine holds none of the run's rows (Delta refuses an append that
-meets a concurrent change of the quarantine's metadata, and that refusal wrote nothing; found
-by two concurrent quarantining runs in `make cluster-test`). Rows of the run found there mean
-it committed: nothing more is sent."""
+"""run/quarantine_steps: the run's insert into a Delta quarantine, refused while the table fits,
+is sent again behind the lease's fence as a MERGE on the run's id, which inserts nothing where
+the quarantine holds the run's rows (Delta refuses an append that meets a concurrent change of
+the quarantine's metadata, and that refusal wrote nothing; found by two concurrent quarantining
+runs in `make cluster-test`). Iceberg and Parquet quarantines are not sent again."""
 
 from __future__ import annotations
 
@@ -12,14 +12,18 @@ from typing import Any, Dict, List
 import pytest
 from dbt_common.exceptions import DbtDatabaseError
 
+from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
 from dbt.adapters.spark_contracts.run import quarantine_steps
 from dbt.adapters.spark_contracts.run.quarantine_steps import INSERT_ATTEMPTS, Quarantine
 
-INSERT = "insert into s.m__quarantine by name select * from s.m__quarantine__pending_x where d"
+PENDING = "s.m__quarantine__pending_x"
+INSERT = f"insert into s.m__quarantine by name select * from {PENDING} where d"
+SCHEMA = Struct((Field("id", Primitive("bigint")), Field("_dbt_run_id", Primitive("string"))))
 
 
 class Refusing:
-    """Refuses the first `refusals` inserts; the quarantine holds the run's rows once `held`."""
+    """Refuses the first `refusals` writes into the quarantine (insert or merge); `held`: the
+    quarantine holds the run's rows (what a MERGE that found them would insert: none)."""
 
     def __init__(self, refusals: int, held: bool = False) -> None:
         self.refusals, self.held = refusals, held
@@ -27,57 +31,99 @@ class Refusing:
 
     def run(self, sql: str) -> None:
         self.sent.append(sql)
-        if sql.startswith("insert") and self.refusals > 0:
+        if sql.startswith(("insert", "merge")) and self.refusals > 0:
             self.refusals -= 1
-            raise DbtDatabaseError("[DELTA_METADATA_CHANGED] a concurrent update")
+            raise DbtDatabaseError("refused")
 
     def fetch(self, sql: str) -> List[Dict[str, Any]]:
         self.sent.append(sql)
         return [{"held": 1}] if self.held else []
 
+    def relation_schema(self, relation: str, describable: bool) -> Struct:
+        assert relation == PENDING
+        return SCHEMA
 
-def run(batch_tag: str = "") -> Any:
+
+class Fence:
+    def __init__(self) -> None:
+        self.checks = 0
+
+    def check(self, run: Any) -> None:
+        self.checks += 1
+
+
+def a_run(table_format: str = "delta", batch_tag: str = "") -> Any:
     return SimpleNamespace(
         quarantine_table="s.m__quarantine",
         quarantine_format=None,  # nothing to evolve: the table fits
+        table_format=table_format,
         invocation_id="inv-1",
         batch_tag=batch_tag,
         unique_id="model.p.m",
     )
 
 
-def quarantine(spark: Refusing) -> Quarantine:
-    return Quarantine(spark, book=None, leases=SimpleNamespace())  # type: ignore[arg-type]
+@pytest.fixture(autouse=True)
+def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(quarantine_steps.time, "sleep", lambda seconds: None)
 
 
-def inserts(spark: Refusing) -> int:
-    return sum(1 for s in spark.sent if s.startswith("insert"))
+def insert(spark: Refusing, run: Any, fence: Fence) -> None:
+    Quarantine(spark, book=None, leases=fence)._insert_quarantined(run, INSERT, PENDING)  # type: ignore[arg-type]
 
 
-def test_a_refused_insert_that_wrote_nothing_is_sent_again() -> None:
-    spark = Refusing(refusals=1)
-    quarantine(spark)._insert_quarantined(run(), INSERT)
-    assert inserts(spark) == 2
-    checks = [s for s in spark.sent if s.startswith("select")]
-    assert checks == ["select 1 as held from s.m__quarantine where `_dbt_run_id` = 'inv-1' limit 1"]
+def writes(spark: Refusing) -> List[str]:
+    return [s.split()[0] for s in spark.sent if s.startswith(("insert", "merge"))]
 
 
-def test_rows_of_the_run_found_mean_it_committed_nothing_more_is_sent() -> None:
-    spark = Refusing(refusals=1, held=True)
-    quarantine(spark)._insert_quarantined(run(), INSERT)
-    assert inserts(spark) == 1
+def test_a_refused_insert_is_sent_again_behind_the_fence_as_a_merge_on_the_runs_id() -> None:
+    spark, fence = Refusing(refusals=1), Fence()
+    insert(spark, a_run(), fence)
+    assert writes(spark) == ["insert", "merge"] and fence.checks == 1
+    merge = next(s for s in spark.sent if s.startswith("merge"))
+    assert "q.`_dbt_run_id` = p.`_dbt_run_id`" in merge and f"from {PENDING} where" in merge
 
 
-def test_a_batch_looks_for_its_own_rows_among_its_invocations() -> None:
-    spark = Refusing(refusals=1)
-    quarantine(spark)._insert_quarantined(run(batch_tag="tag-3"), INSERT)
-    checks = [s for s in spark.sent if s.startswith("select")]
-    assert "`_dbt_batch_tag` = 'tag-3'" in checks[0], checks
+def test_a_refused_merge_after_which_the_rows_are_there_ends_it() -> None:
+    """The merge's refusal with the run's rows found in the quarantine (another run moved them,
+    or the merge committed): nothing more is sent, nothing raised."""
+    spark, fence = Refusing(refusals=2, held=True), Fence()
+    insert(spark, a_run(), fence)
+    assert writes(spark) == ["insert", "merge"]
+
+
+def test_a_batch_merges_on_its_own_tag_among_its_invocations_rows() -> None:
+    spark, fence = Refusing(refusals=1), Fence()
+    insert(spark, a_run(batch_tag="tag-3"), fence)
+    merge = next(s for s in spark.sent if s.startswith("merge"))
+    assert "q.`_dbt_batch_tag` = p.`_dbt_batch_tag`" in merge
 
 
 def test_refused_every_time_the_last_refusal_is_raised() -> None:
-    spark = Refusing(refusals=100)
+    spark, fence = Refusing(refusals=100), Fence()
     with pytest.raises(DbtDatabaseError):
-        quarantine(spark)._insert_quarantined(run(), INSERT)
-    assert inserts(spark) == 1 + INSERT_ATTEMPTS
-    assert quarantine_steps.INSERT_ATTEMPTS >= 2
+        insert(spark, a_run(), fence)
+    assert writes(spark) == ["insert"] + ["merge"] * INSERT_ATTEMPTS
+    assert fence.checks == INSERT_ATTEMPTS
+
+
+def test_a_run_that_lost_its_lease_sends_nothing_again() -> None:
+    class Lost(Exception):
+        pass
+
+    class Taken:
+        def check(self, run: Any) -> None:
+            raise Lost
+
+    spark = Refusing(refusals=1)
+    with pytest.raises(Lost):
+        Quarantine(spark, book=None, leases=Taken())._insert_quarantined(a_run(), INSERT, PENDING)  # type: ignore[arg-type]
+    assert writes(spark) == ["insert"]
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "parquet"])
+def test_elsewhere_the_refusal_is_raised_and_nothing_sent_again(fmt: str) -> None:
+    spark, fence = Refusing(refusals=1), Fence()
+    with pytest.raises(DbtDatabaseError):
+        insert(spark, a_run(table_format=fmt), fence)
+    assert writes(spark) == ["insert"] and fence.checks == 0

@@ -2,9 +2,9 @@
 
 dbt-spark opens a thrift or http connection with `pyhive.hive.connect(...)`, and PyHive's
 `Connection.__init__` sends `USE `default`` once the session is open: one round trip per dbt
-connection, so per model. A session the Spark Thrift Server opens is in its current catalog's
-default namespace already (`default`, as that `USE` sets), and every relation dbt and this
-adapter name is qualified, so the statement changes nothing they read or write.
+connection, so per model. A thrift connection of this adapter asks for its database in the
+OpenSession request instead (`use:database`, connection/session_sql.open_session_settings),
+which the Spark Thrift Server applies as it opens the session, so the statement is not needed.
 
 `without_use()` makes the PyHive connections the calling thread opens (dbt-spark's `open`
 inside it) instances of `Connection` below, which skips that statement. The switch is a
@@ -21,13 +21,19 @@ from typing import Any, Iterator
 
 from pyhive import hive
 
-_SKIP_USE = contextvars.ContextVar("spark_contracts_pyhive_without_use", default=False)
+# kept across a reload of this module, so that a `without_use` block open meanwhile still resets
+_SKIP_USE: contextvars.ContextVar[bool] = globals().get("_SKIP_USE") or contextvars.ContextVar(
+    "spark_contracts_pyhive_without_use", default=False
+)
 
 
 class _NoStatement:
-    """The cursor PyHive's constructor asks for to send its `USE`: sends nothing."""
+    """The cursor PyHive's constructor asks for to send its `USE`: sends nothing (anything
+    else a later PyHive sent from there is refused, not dropped)."""
 
-    def execute(self, *args: Any, **kwargs: Any) -> None:
+    def execute(self, operation: str, *args: Any, **kwargs: Any) -> None:
+        if not str(operation).lstrip().upper().startswith("USE "):
+            raise RuntimeError(f"PyHive's connection sent {operation!r} as it opened")
         return None
 
     def close(self) -> None:

@@ -22,6 +22,11 @@ def set_sql(key: str, value: Optional[str]) -> str:
     return f"set {quoted(key)}={quoted(value)}"
 
 
+# HiveServer2's OpenSession key for the session's database (the Spark Thrift Server runs
+# `USE <it>` in the new session before it answers)
+USE_DATABASE = "use:database"
+
+
 def open_session_settings(parameters: Mapping[str, Any]) -> Tuple[Dict[str, str], Dict[str, str]]:
     """A thrift connection's `server_side_parameters` as (its OpenSession configuration, the
     settings SET once the session is open). The adapter's own runtime settings
@@ -29,11 +34,15 @@ def open_session_settings(parameters: Mapping[str, Any]) -> Tuple[Dict[str, str]
     Thrift Server applies to the new session before it answers: no statement. Every other key
     is SET after, as before (a static setting is logged and skipped there: in OpenSession it
     would fail the connection), and stays in OpenSession as the plain key dbt-spark sends
-    (which the server ignores)."""
-    opening: Dict[str, str] = {}
+    (which the server ignores). The session opens in `default` (`use:database`, which the
+    server applies as it opens the session: what PyHive's `USE default` did with a round trip
+    of its own, connection/pyhive_open.py), unless the profile names another."""
+    opening: Dict[str, str] = {USE_DATABASE: "default"}
     after: Dict[str, str] = {}
     for key, value in parameters.items():
-        if key in THRIFT_OPEN_SESSION_KEYS:
+        if key == USE_DATABASE:
+            opening[key] = str(value)
+        elif key in THRIFT_OPEN_SESSION_KEYS:
             opening[HIVECONF_PREFIX + key] = str(value)
         else:
             opening[key] = after[key] = str(value)

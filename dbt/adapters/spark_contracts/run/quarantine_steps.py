@@ -3,6 +3,7 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
+import time
 from typing import Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -90,37 +91,45 @@ class Quarantine:
                 if not self._exists(run.quarantine_table):
                     raise
 
-    def _insert_quarantined(self, run: ModelRun, sql: str) -> None:
-        """`sql`, an insert of the run's rows into the quarantine. If Spark refuses it and the
-        table lacks what the model now outputs, the table is given it (core/contracts/quarantine.py)
-        and the insert runs again; a type it could not store raises `QuarantineMismatch`. Refused
-        while the table fits, it runs again only on positive evidence that it wrote nothing: the
-        quarantine holds no row of the run (`_insert_again`)."""
+    def _insert_quarantined(self, run: ModelRun, sql: str, pending: str) -> None:
+        """`sql`, an insert of the run's rows (from `pending`) into the quarantine. If Spark
+        refuses it and the table lacks what the model now outputs, the table is given it
+        (core/contracts/quarantine.py) and the insert runs again; a type it could not store
+        raises `QuarantineMismatch`. Refused while the table fits, a Delta quarantine's insert is
+        sent again as a MERGE that writes nothing where the run's rows are there
+        (`_insert_again`)."""
         try:
             self.spark.run(sql)
             return
         except DbtDatabaseError:
             statements = self._quarantine_evolution(run)
             if not statements:  # the table fits (or was created from these rows)
-                self._insert_again(run, sql)
+                if quarantine_format_for(run.table_format) != "delta":
+                    raise
+                self._insert_again(run, pending)
                 return
         for statement in statements:
             self.spark.run(statement)
         self.spark.run(sql)
 
-    def _insert_again(self, run: ModelRun, sql: str) -> None:
-        """The run's refused insert, again while the quarantine holds none of the run's rows (its
-        `_dbt_run_id`, a batch's tag): Delta refuses an append whose commit meets a concurrent
-        change of the table's metadata (another run of the model noting on the quarantine
-        whether it discarded, `remember`), and that refusal wrote nothing. Rows of the run found
-        there mean the insert committed (its error came after): nothing more is sent. The last
-        refusal is raised (the rows stay in the pending table for the next run)."""
+    def _insert_again(self, run: ModelRun, pending: str) -> None:
+        """The run's refused insert into a Delta quarantine, sent again (whatever the refusal
+        was, up to `INSERT_ATTEMPTS` times, a second more between each): Delta refuses an
+        append whose commit meets a concurrent change of the table's metadata (another run of
+        the model noting on the quarantine whether it discarded, `remember`), and that refusal
+        wrote nothing. Each is behind the lease's fence (`Leases.check`) and is a MERGE on the
+        run's id (`_merge_once`): where the quarantine holds rows of the run (the insert
+        committed although it reported an error, or a run that took the record over moved
+        them), it inserts none. Elsewhere nothing is sent again: Iceberg retries a commit that
+        meets a metadata change itself, and a Parquet insert that failed may have written part
+        of its files. The last refusal is raised (the rows stay pending for the next run)."""
+        schema = self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
         own = RowsOf(run.invocation_id, run.batch_tag or None)
         for attempt in range(1, INSERT_ATTEMPTS + 1):
-            if self._holds(run.quarantine_table, own):
-                return
+            time.sleep(attempt)
+            self.leases.check(run)
             try:
-                self.spark.run(sql)
+                self._merge_once(run.quarantine_table, pending, schema, own)
                 return
             except DbtDatabaseError:
                 if attempt == INSERT_ATTEMPTS:
@@ -259,7 +268,7 @@ class Quarantine:
         if run is None:
             self.spark.run(insert)
         elif self.book.out.rows_discarded:  # the run's own, when it discarded any
-            self._insert_quarantined(run, insert)
+            self._insert_quarantined(run, insert, pending)
         self.spark.run(drop_sql(pending, table_format))
         owner = invocation_id if run is None else run.invocation_id
         if owner is not None:

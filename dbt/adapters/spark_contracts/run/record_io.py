@@ -4,6 +4,7 @@ properties, marked taken over; and a connection behind a lease's fence (`Fenced`
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
+from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
@@ -25,6 +26,8 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.heartbeat import this_client
+
+logger = AdapterLogger("SparkContracts")
 
 
 def table_listed(spark: Spark, relation: str) -> bool:
@@ -100,13 +103,13 @@ def drop_record(spark: Spark, table: str, table_format: Optional[str]) -> None:
     dropped with PURGE, which deletes the files reachable from the table as the session's
     catalog last loaded it (its cache): the metadata file of a later commit by another session
     (the lease's own heartbeat connection, another run's mark) would stay in the warehouse. So
-    it is refreshed first (a record gone already is left to the drop's `if exists`)."""
+    it is refreshed first. The refresh only spares the warehouse a file: one that fails (the
+    record gone already, left to the drop's `if exists`) is logged, and the drop is sent."""
     if table_format is not None and row_of(table_format).drop_purges:
         try:
             spark.fetch(f"refresh table {table}")
-        except DbtDatabaseError:
-            if table_listed(spark, table):
-                raise
+        except DbtDatabaseError as exc:
+            logger.debug(f"could not refresh {table} before dropping it: {exc}")
     spark.run(drop_sql(table, table_format or DEFAULT_FILE_FORMAT))
 
 
