@@ -14,6 +14,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.evolution.steps import DropAdded, Step, undo
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
@@ -354,7 +355,8 @@ def forget(intent: Intent) -> str:
     its run's record, or (an older version's intent) the table's property."""
     record = lease_name(intent.relation, intent.invocation_id)
     return (
-        f"DROP TABLE IF EXISTS {record} (its run's record; or, where an older version wrote "
+        f"{drop_sql(record, intent.table_format)} (its run's record; Iceberg: REFRESH "
+        "TABLE it first, or PURGE leaves its last commit's file; or, where an older version wrote "
         f"the intent on the table, ALTER TABLE {intent.relation} UNSET TBLPROPERTIES "
         f"('{INTENT_PROPERTY}'))"
     )
