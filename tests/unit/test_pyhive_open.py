@@ -67,3 +67,10 @@ def test_importing_again_does_not_wrap_twice() -> None:
     importlib.reload(pyhive_open)
     assert pyhive_open._pyhive_connect is before
     assert hive.connect.__wrapped_pyhive_connect__ is before
+
+
+def test_the_switch_off_leaves_pyhives_own(made: List[str]) -> None:
+    """An http connection opens inside `without_use(False)`: PyHive's own connection."""
+    with pyhive_open.without_use(False):
+        hive.connect(host="h")
+    assert made == ["pyhive"]

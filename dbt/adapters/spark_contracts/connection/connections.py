@@ -6,7 +6,7 @@ import copy
 import json
 import threading
 import uuid
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
@@ -313,14 +313,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             connection.credentials = copy.copy(creds)
             connection.credentials.server_side_parameters = opening
             try:
-                # thrift: the session opens in its database (`use:database`), without PyHive's
-                # `USE` round trip; http (not tested on a server here) keeps PyHive's
-                skip_use = (
-                    without_use()
-                    if creds.method == ContractsConnectionMethod.THRIFT
-                    else nullcontext()
-                )
-                with skip_use:
+                # thrift opens in `use:database`, so PyHive's USE is not sent (http keeps it)
+                with without_use(creds.method == ContractsConnectionMethod.THRIFT):
                     connection = super().open(connection)
             except Exception as exc:
                 raise connect_failure(endpoint_of(creds), exc) from exc

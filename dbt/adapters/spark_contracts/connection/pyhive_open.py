@@ -67,9 +67,9 @@ hive.connect = _connect
 
 
 @contextmanager
-def without_use() -> Iterator[None]:
-    """The PyHive connections this thread opens inside skip their `USE`."""
-    token = _SKIP_USE.set(True)
+def without_use(skip: bool = True) -> Iterator[None]:
+    """The PyHive connections this thread opens inside skip their `USE` (where `skip`)."""
+    token = _SKIP_USE.set(skip)
     try:
         yield
     finally:
