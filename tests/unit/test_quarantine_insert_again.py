@@ -127,3 +127,49 @@ def test_elsewhere_the_refusal_is_raised_and_nothing_sent_again(fmt: str) -> Non
     with pytest.raises(DbtDatabaseError):
         insert(spark, a_run(table_format=fmt), fence)
     assert writes(spark) == ["insert"] and fence.checks == 0
+
+
+class Creating:
+    """The quarantine's create refused `refusals` times; the table there after `appears_after`
+    checks (another run of the model made it), or never."""
+
+    def __init__(self, refusals: int, appears_after: int | None) -> None:
+        self.refusals, self.appears_after, self.checks = refusals, appears_after, 0
+        self.sent: List[str] = []
+
+    def run(self, sql: str) -> None:
+        self.sent.append(sql)
+        if sql.startswith("create") and self.refusals > 0:
+            self.refusals -= 1
+            raise DbtDatabaseError("DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION")
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        self.checks += 1
+        if self.appears_after is None or self.checks <= self.appears_after:
+            raise DbtDatabaseError("TABLE_OR_VIEW_NOT_FOUND")
+        return []
+
+
+def ready(spark: Creating) -> None:
+    Quarantine(spark, book=None, leases=Fence())._ready_quarantine(a_run(), "select 1 as id")  # type: ignore[arg-type]
+
+
+def test_a_create_refused_while_another_run_makes_the_quarantine_waits_for_it() -> None:
+    """Two first discarding runs at once: the second's create is refused while the first's is
+    under way (found on the cluster); it is there at the next look, and the run goes on."""
+    spark = Creating(refusals=100, appears_after=1)
+    ready(spark)
+    assert sum(1 for s in spark.sent if s.startswith("create")) == 2
+
+
+def test_a_create_refused_once_and_then_made_goes_on() -> None:
+    spark = Creating(refusals=1, appears_after=None)
+    ready(spark)
+    assert sum(1 for s in spark.sent if s.startswith("create")) == 2
+
+
+def test_a_create_refused_every_time_with_no_table_raises() -> None:
+    spark = Creating(refusals=100, appears_after=None)
+    with pytest.raises(DbtDatabaseError):
+        ready(spark)
+    assert sum(1 for s in spark.sent if s.startswith("create")) == 1 + INSERT_ATTEMPTS

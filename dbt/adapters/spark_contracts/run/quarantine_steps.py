@@ -59,7 +59,7 @@ from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
 logger = AdapterLogger("SparkContracts")
 
-# times the run's insert into the quarantine is sent again after a refusal that wrote nothing
+# times the quarantine's create or the run's insert into it is sent again after a refusal
 INSERT_ATTEMPTS = 3
 
 
@@ -77,27 +77,31 @@ class Quarantine:
 
     def _ready_quarantine(self, run: ModelRun, select: str) -> None:
         """The quarantine table, created shaped like `select`'s rows (nothing is read: `where
-        false`) unless dbt's cache holds it."""
-        if run.quarantine_format is None:
+        false`) unless dbt's cache holds it. A create refused while another run of the model
+        makes it (Iceberg raises then, IF NOT EXISTS or not; Delta finds files in the location
+        before that commit) is tried again, a second more each time, until the table is there
+        (`INSERT_ATTEMPTS` times; the last refusal is raised)."""
+        if run.quarantine_format is not None:
+            return
+        create = (
+            f"create table if not exists {run.quarantine_table} using "
+            f"{quarantine_format_for(run.table_format)} as select * from ({select}) where false"
+        )
+        for attempt in range(INSERT_ATTEMPTS + 1):
             try:
-                self.spark.run(
-                    f"create table if not exists {run.quarantine_table} using "
-                    f"{quarantine_format_for(run.table_format)} as select * from ({select}) "
-                    "where false"
-                )
+                self.spark.run(create)
+                return
             except DbtDatabaseError:
-                # another run of the model made it between Spark's check and its create (Iceberg
-                # raises then, IF NOT EXISTS or not): there it is, and it is ready
-                if not self._exists(run.quarantine_table):
+                if self._exists(run.quarantine_table):
+                    return  # made by the other run: there it is, and it is ready
+                if attempt == INSERT_ATTEMPTS:
                     raise
+            time.sleep(attempt + 1)
 
     def _insert_quarantined(self, run: ModelRun, sql: str, pending: str) -> None:
-        """`sql`, an insert of the run's rows (from `pending`) into the quarantine. If Spark
-        refuses it and the table lacks what the model now outputs, the table is given it
-        (core/contracts/quarantine.py) and the insert runs again; a type it could not store
-        raises `QuarantineMismatch`. Refused while the table fits, a Delta quarantine's insert is
-        sent again as a MERGE that writes nothing where the run's rows are there
-        (`_insert_again`)."""
+        """`sql`, the run's rows (from `pending`) into the quarantine; refused, the table given
+        what the model now outputs (core/contracts/quarantine.py; else `QuarantineMismatch`) and
+        sent again; refused while the table fits, `_insert_again` (Delta)."""
         try:
             self.spark.run(sql)
             return
@@ -113,16 +117,12 @@ class Quarantine:
         self.spark.run(sql)
 
     def _insert_again(self, run: ModelRun, pending: str) -> None:
-        """The run's refused insert into a Delta quarantine, sent again (whatever the refusal
-        was, up to `INSERT_ATTEMPTS` times, a second more between each): Delta refuses an
-        append whose commit meets a concurrent change of the table's metadata (another run of
-        the model noting on the quarantine whether it discarded, `remember`), and that refusal
-        wrote nothing. Each is behind the lease's fence (`Leases.check`) and is a MERGE on the
-        run's id (`_merge_once`): where the quarantine holds rows of the run (the insert
-        committed although it reported an error, or a run that took the record over moved
-        them), it inserts none. Elsewhere nothing is sent again: Iceberg retries a commit that
-        meets a metadata change itself, and a Parquet insert that failed may have written part
-        of its files. The last refusal is raised (the rows stay pending for the next run)."""
+        """The run's refused insert into a Delta quarantine (Delta refuses an append that meets
+        a concurrent metadata change, e.g. another run's `remember`; that refusal wrote
+        nothing), sent again up to `INSERT_ATTEMPTS` times, each behind the lease's fence, as a
+        MERGE on the run's id that inserts none where the run's rows are there already
+        (`_merge_once`). Iceberg retries such a commit itself; a failed Parquet insert may have
+        written part of its files. The last refusal is raised (the rows stay pending)."""
         schema = self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
         own = RowsOf(run.invocation_id, run.batch_tag or None)
         for attempt in range(1, INSERT_ATTEMPTS + 1):
