@@ -8,11 +8,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.evolution.capabilities import (
-    DEFAULT_FILE_FORMAT,
-    drop_sql,
-    row_of,
-)
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
@@ -98,19 +94,19 @@ def records_of(
     return found
 
 
-def drop_record(spark: Spark, table: str, table_format: Optional[str]) -> None:
+def drop_record(spark: Spark, table: str, table_format: str) -> None:
     """A run record (a lease table) dropped. Beside an Iceberg model it is an Iceberg table,
     dropped with PURGE, which deletes the files reachable from the table as the session's
     catalog last loaded it (its cache): the metadata file of a later commit by another session
     (the lease's own heartbeat connection, another run's mark) would stay in the warehouse. So
     it is refreshed first. The refresh only spares the warehouse a file: one that fails (the
     record gone already, left to the drop's `if exists`) is logged, and the drop is sent."""
-    if table_format is not None and row_of(table_format).drop_purges:
+    if row_of(table_format).drop_purges:
         try:
             spark.fetch(f"refresh table {table}")
         except DbtDatabaseError as exc:
             logger.debug(f"could not refresh {table} before dropping it: {exc}")
-    spark.run(drop_sql(table, table_format or DEFAULT_FILE_FORMAT))
+    spark.run(drop_sql(table, table_format))
 
 
 def take_over_sql(table: str, invocation_id: str) -> str:
