@@ -4,7 +4,7 @@ made ready and evolved; another run's pending table settled from the model table
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
@@ -23,7 +23,7 @@ from dbt.adapters.spark_contracts.core.contracts.quarantine import (
     remember_sql,
 )
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.pending import (
@@ -87,16 +87,8 @@ class Quarantine:
             f"create table if not exists {run.quarantine_table} using "
             f"{quarantine_format_for(run.table_format)} as select * from ({select}) where false"
         )
-        for attempt in range(INSERT_ATTEMPTS + 1):
-            try:
-                self.spark.run(create)
-                return
-            except DbtDatabaseError:
-                if self._exists(run.quarantine_table):
-                    return  # made by the other run: there it is, and it is ready
-                if attempt == INSERT_ATTEMPTS:
-                    raise
-            time.sleep(attempt + 1)
+        made = lambda: self._exists(run.quarantine_table)  # noqa: E731  by the other run
+        _tried_again(lambda: self.spark.run(create), made, first_at_once=True)
 
     def _insert_quarantined(self, run: ModelRun, sql: str, pending: str) -> None:
         """`sql`, the run's rows (from `pending`) into the quarantine; refused, the table given
@@ -108,7 +100,8 @@ class Quarantine:
         except DbtDatabaseError:
             statements = self._quarantine_evolution(run)
             if not statements:  # the table fits (or was created from these rows)
-                if quarantine_format_for(run.table_format) != "delta":
+                quarantine = row_of(quarantine_format_for(run.table_format))
+                if not quarantine.append_refused_by_metadata_change:
                     raise
                 self._insert_again(run, pending)
                 return
@@ -125,15 +118,12 @@ class Quarantine:
         written part of its files. The last refusal is raised (the rows stay pending)."""
         schema = self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
         own = RowsOf(run.invocation_id, run.batch_tag or None)
-        for attempt in range(1, INSERT_ATTEMPTS + 1):
-            time.sleep(attempt)
+
+        def merge() -> None:
             self.leases.check(run)
-            try:
-                self._merge_once(run.quarantine_table, pending, schema, own)
-                return
-            except DbtDatabaseError:
-                if attempt == INSERT_ATTEMPTS:
-                    raise
+            self._merge_once(run.quarantine_table, pending, schema, own)
+
+        _tried_again(merge, lambda: False, first_at_once=False)
 
     def _quarantine_evolution(self, run: ModelRun) -> List[str]:
         """The statements that make an existing quarantine take the model's rows, read from
@@ -372,6 +362,27 @@ class Quarantine:
         if logged(table_format):
             return ModelRecord(self.log(table_format).entries(relation), {})
         return ModelRecord(None, table_properties(self.spark, relation))
+
+
+def _tried_again(
+    action: Callable[[], Any], settled: Callable[[], bool], first_at_once: bool
+) -> None:
+    """`action` sent until it goes through, `INSERT_ATTEMPTS` times after a first try (at once,
+    or a second after the refusal that called for it: `first_at_once`), a second longer before
+    each; a refusal after which `settled()` holds ends it (the other run did it). The last
+    refusal is raised."""
+    first = 0 if first_at_once else 1
+    for attempt in range(first, INSERT_ATTEMPTS + 1):
+        if attempt:
+            time.sleep(attempt)
+        try:
+            action()
+            return
+        except DbtDatabaseError:
+            if settled():
+                return
+            if attempt == INSERT_ATTEMPTS:
+                raise
 
 
 def copy_of(spark: Spark, run: ModelRun, says: Dict[str, str]) -> List[Tuple[str, str]]:

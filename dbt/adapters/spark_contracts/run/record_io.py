@@ -62,11 +62,11 @@ def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
 
 def read_lease(spark: Spark, table: str, table_format: Optional[str] = None) -> Optional[RunRecord]:
     """A lease table as it is now; None once it is gone (read, then listed, fails closed: a
-    table that is listed but cannot be read raises). A record beside an Iceberg model
-    (`table_format`) is an Iceberg table, which the session's catalog caches: refreshed first,
-    or another run's beat, mark or drop would not be seen."""
+    table that is listed but cannot be read raises). A record beside a model whose format's
+    catalog caches its tables (`refresh_to_see_others`: Iceberg) is refreshed first, or another
+    run's beat, mark or drop would not be seen."""
     try:
-        if table_format == "iceberg":
+        if table_format is not None and row_of(table_format).refresh_to_see_others:
             spark.fetch(f"refresh table {table}")
         return RunRecord.from_properties(table, table_properties(spark, table))
     except Exception:
@@ -97,11 +97,13 @@ def records_of(
 def drop_record(spark: Spark, table: str, table_format: str) -> None:
     """A run record (a lease table) dropped. Beside an Iceberg model it is an Iceberg table,
     dropped with PURGE, which deletes the files reachable from the table as the session's
-    catalog last loaded it (its cache): the metadata file of a later commit by another session
-    (the lease's own heartbeat connection, another run's mark) would stay in the warehouse. So
-    it is refreshed first. The refresh only spares the warehouse a file: one that fails (the
-    record gone already, left to the drop's `if exists`) is logged, and the drop is sent."""
-    if row_of(table_format).drop_purges:
+    catalog last loaded it (its cache, `refresh_to_see_others`): the metadata file of a later
+    commit by another session (the lease's own heartbeat connection, another run's mark) would
+    stay in the warehouse. So it is refreshed first. The refresh only spares the warehouse a
+    file: one that fails (the record gone already, left to the drop's `if exists`) is logged,
+    and the drop is sent."""
+    row = row_of(table_format)
+    if row.drop_purges and row.refresh_to_see_others:
         try:
             spark.fetch(f"refresh table {table}")
         except DbtDatabaseError as exc:

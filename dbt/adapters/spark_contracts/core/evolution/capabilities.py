@@ -141,6 +141,12 @@ class FormatCapabilities:
     stage_format: str = "parquet"
     history_format: str = "delta"
     drop_purges: bool = False  # DROP ... PURGE deletes the files (a REST catalog's DROP does not)
+    # the session's catalog caches a table's metadata: another session's commit (a lease's
+    # heartbeat, another run's mark) is seen, and a PURGE reaches its files, after a REFRESH
+    refresh_to_see_others: bool = False
+    # an append that meets another writer's concurrent metadata change (a property set) is
+    # refused, having written nothing (Delta); Iceberg retries such a commit itself
+    append_refused_by_metadata_change: bool = False
     in_own_catalog: bool = False  # lives in a named catalog (spark_catalog is Delta's)
     # the session conf an evolving append (or microbatch) sets for its one statement
     evolving_append_conf: str | None = None
@@ -193,6 +199,7 @@ DELTA = FormatCapabilities(
     default_feature=COLUMN_DEFAULTS,
     variant_feature=VARIANT_TYPE_FEATURE,
     evolving_append_conf="spark.databricks.delta.schema.autoMerge.enabled",
+    append_refused_by_metadata_change=True,
     constraints_as_properties=True,
     batch_load="REPLACE_WHERE",
     managed_properties=(
@@ -218,6 +225,7 @@ ICEBERG = FormatCapabilities(
     stage_format="iceberg",  # Iceberg's catalog makes Iceberg tables only
     history_format="iceberg",
     drop_purges=True,
+    refresh_to_see_others=True,
     in_own_catalog=True,
     not_null_needs_create=True,
     batch_load="MERGE_WINDOW",
