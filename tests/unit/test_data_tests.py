@@ -336,9 +336,11 @@ def test_unique_gates_by_what_the_load_does_to_the_table():
     # a merge on the key updates the table's row of it: the load's own duplicates only
     (merge,) = planned("merge").gates
     assert merge.predicate == whole.predicate
-    # a merge on another key, a load that replaces part of the table: after the load
-    other = AttachedTests(MODEL, (test,), unique_key=("id", "name"))
-    assert "merges on another unique_key" in planned("merge", other).after_load[0].why
+    # a merge on another key: the table's keys but those on the row's own merge key
+    other = AttachedTests(MODEL, (test,), unique_key=("id", "`name`"))
+    (on_other,) = planned("merge", other).gates
+    assert "(`id`, `id`, `name`) IN (SELECT `id`, `id`, `name` FROM db.t" in on_other.predicate
+    # a load that replaces part of the table: after the load
     for strategy in ("insert_overwrite", "microbatch"):
         assert "replaces part of the table" in planned(strategy).after_load[0].why
 
@@ -426,6 +428,54 @@ def test_unique_under_a_merge_on_the_key_turns_away_only_the_loads_duplicates(
     counted = f" and coalesce(({where}), false)" if where else ""
     in_batch = dbt_unique_sql(column, where, "t")
     assert gated == ids(db, f"select id from t where {column} in ({in_batch}){counted}")
+
+
+# a table merged into on `id`: ids from the load's range (its rows 0..24, so some match) or
+# NULL (a row no merge matches), each non-NULL id once
+merged_table_rows = st.lists(
+    st.tuples(st.one_of(st.none(), st.integers(0, 30)), names, statuses, amounts), max_size=12
+).map(
+    lambda rs: [r for i, r in enumerate(rs) if r[0] is None or r[0] not in [x[0] for x in rs[:i]]]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows, merged_table_rows, st.sampled_from(["name", "status", "amount"]), wheres)
+def test_unique_under_a_merge_on_another_key_leaves_the_table_passing_the_test(
+    data, existing, column, where
+):
+    """A merge on `id` gated by `unique(column)`: the load's own duplicates go, and every row
+    whose key the table holds on a row of another id (or a NULL one); after the merge (a kept
+    row updates the table's row of its id, or is inserted) dbt's test returns none."""
+    db = load(data)
+    db.execute("create table tbl (id int, name text, status text, amount int)")
+    db.executemany("insert into tbl values (?, ?, ?, ?)", existing)
+    counted = f"coalesce(({where}), false)" if where else "1 = 1"
+    dup = dbt_unique_sql(column, where, "tbl")  # as a table the test passed on
+    db.execute(
+        f"delete from tbl where {counted} and {column} in ({dup}) and rowid not in "
+        f"(select min(rowid) from tbl where {counted} group by {column})"
+    )
+    test = test_("unique", column, where=where)
+    merge = GatedLoad(table="tbl", merge_keys=("id",))
+    (gate,) = plan_gates(AttachedTests(MODEL, (test,)), R, OUTPUT, OUTPUT, merge).gates
+    db.execute(f"create table g as select *, {gate.predicate} as failing from t")
+    in_batch = dbt_unique_sql(column, where, "t")
+    # (`where` inside the subquery reads the table's row: the inner scope's columns)
+    elsewhere = (
+        f"select 1 from tbl where tbl.{column} = t.{column} and {counted} "
+        "and (tbl.id is null or tbl.id <> t.id)"
+    )
+    expected = ids(
+        db,
+        f"select id from t where {counted} and {column} is not null and "
+        f"({column} in ({in_batch}) or exists ({elsewhere}))",
+    )
+    assert ids(db, "select id from g where failing") == expected
+    db.execute("create table kept as select id, name, status, amount from g where not failing")
+    db.execute("delete from tbl where id in (select id from kept)")  # the merge: updated
+    db.execute("insert into tbl select * from kept")  # ... or inserted
+    assert ids(db, dbt_unique_sql(column, where, "tbl")) == set()
 
 
 def dbt_relationships_sql(column: str, field: str, parent: str, where: str | None) -> str:

@@ -62,6 +62,11 @@ UNIQUE_V2 = (
     "select * from values (3, 'x', 'a'), (3, 'y', 'a'), (4, 'x', 'a'), "
     f"(cast(null as int), 'n', 'a') {COLUMNS}"
 )
+UNIQUE_MERGE_V1 = f"select * from values (1, 'x', 'a'), (2, 'y', 'a') {COLUMNS}"
+UNIQUE_MERGE_V2 = (
+    "select * from values (1, 'x', 'a'), (2, 'z', 'a'), (3, 'x', 'a'), (4, 'w', 'a'), "
+    f"(5, 'w', 'a'), (6, cast(null as string), 'a') {COLUMNS}"
+)
 UNIQUE_PROPERTIES = (
     "  - name: gate_unique_table_delta\n    columns:\n      - name: id\n"
     "        data_tests:\n          - unique\n"
@@ -92,16 +97,30 @@ MODELS = {
         model("{'data_tests': 'freeze'}", v1=V1_GOOD),
         properties("gate_freeze_delta", name_tests="- unique"),
     ),
-    # a merge on id: unique(status) is checked after its load (which rows the merge updates
-    # decides the statuses after it); it gates the creating run
+    # a merge on id; `relationships` to the model itself is checked after the load
     "gate_where_delta": (
         model("{'data_tests': 'discard_row'}", how="merge"),
         properties(
             "gate_where_delta",
             '- not_null:\n              config:\n                where: "id > 3"',
-            "- unique",
+            "- relationships:\n              to: ref('gate_where_delta')\n              field: id",
         ),
     ),
+    # a merge on id gated by unique(name): the load's own duplicates (w twice) go, and a
+    # name the table holds on another id (x, id 1's); one the table holds on the row's own
+    # id (the merge updates that row) or a NULL one stays
+    **{
+        f"gate_unique_merge_{fmt}": (
+            versioned_model(
+                f"materialized='incremental', file_format='{fmt}', incremental_strategy='merge', "
+                f"unique_key='id', schema_contract={ROW_Q}",
+                UNIQUE_MERGE_V1,
+                UNIQUE_MERGE_V2,
+            ),
+            properties(f"gate_unique_merge_{fmt}", name_tests="- unique"),
+        )
+        for fmt in ("delta", "iceberg")
+    },
     "gate_opt_out_delta": (
         model("{'data_tests': 'discard_row'}"),
         properties(
@@ -120,7 +139,13 @@ MODELS = {
     # the shorthand sets every entity but data_tests: dbt's tests run after the load
     "shorthand_delta": (model("'freeze'"), properties("shorthand_delta")),
 }
-GATED_BUILD = ("gate_row_delta", "gate_value_delta", "gate_table_delta", "gate_unique_table_delta")
+GATED_BUILD = (
+    "gate_row_delta",
+    "gate_value_delta",
+    "gate_table_delta",
+    "gate_unique_table_delta",
+    "gate_unique_merge_delta",
+)
 
 
 def reasons(project: Any, name: str) -> Dict[int, set[str]]:
@@ -247,18 +272,30 @@ class TestDataTestsGateTheLoad:
         assert not exists(project, "gate_freeze_create_delta")
 
     def test_where_narrows_the_gate(self, project, outcome):
-        # the creating run writes the whole table: unique(status) gates it, and turns away
-        # both of v1's rows (status 'a' twice); on the incremental run, a merge on id, it is
-        # checked after the load (test_plan_file_lists_the_gates_and_the_tests_after_the_load)
+        # the creating run: v1's id 0 (name NULL, id <= 3) is kept
         first = outcome["first"]["gate_where_delta"].adapter_response
-        assert per_test(first) == {
-            "not_null(name)": ("discard_row", 0),
-            "unique(status)": ("discard_row", 2),
-        }
+        assert per_test(first) == {"not_null(name)": ("discard_row", 0)}
         # not_null(name) where id > 3: id 3 (name NULL, id <= 3) is kept, id 5 turned away
         ids = [r[0] for r in rows_of(project, rel(project, "gate_where_delta"), "id")]
-        assert ids == [2, 3, 4]
+        assert ids == [0, 1, 2, 3, 4]
         assert outcome["second"]["gate_where_delta"].adapter_response["rows_discarded"] == 1
+
+    @pytest.mark.parametrize("name", ["gate_unique_merge_delta", "gate_unique_merge_iceberg"])
+    def test_unique_gates_a_merge_on_another_key(self, project, outcome, name):
+        second = outcome["second"][name]
+        assert str(second.status) == "success", second.message
+        assert per_test(second.adapter_response) == {
+            "unique(name)": ("discard_row", 3),
+            "accepted_values(status)": ("discard_row", 0),
+        }
+        assert rows_of(project, rel(project, name)) == [
+            (1, "x", "a"),
+            (2, "z", "a"),
+            (6, None, "a"),
+        ]
+        assert reasons(project, name) == {i: {"unique(name)"} for i in (3, 4, 5)}
+        results = run_dbt(["test", "--select", name])
+        assert {str(r.status) for r in results} == {"pass"}
 
     def test_opt_out_is_checked_after_the_load(self, project, outcome):
         # accepted_values gates (ids 4, 5); not_null opted out (id 0, 3 loaded)
@@ -288,8 +325,8 @@ class TestDataTestsGateTheLoad:
         assert gates["mode"] == "discard_row"
         assert [g["reason"] for g in gates["gates"]] == ["not_null(name)"]
         (after,) = gates["checked_after_the_load"]
-        assert after["test"].startswith("test.test.unique_gate_where_delta_status")
-        assert "merges on another unique_key" in after["why"]
+        assert after["test"].startswith("test.test.relationships_gate_where_delta_status")
+        assert "the model itself" in after["why"]
         assert (
             "gate_where_delta: data_tests discard_row gates the load: not_null(name)"
             in (outcome["log"])
@@ -300,7 +337,7 @@ class TestDataTestsGateTheLoad:
         selected = " ".join(GATED_BUILD)
         results = run_dbt(["build", "--select", selected, "--vars", "{v: 2}"])
         tests = [r for r in results if r.node.resource_type == "test"]
-        assert len(tests) == 7 and {str(r.status) for r in tests} == {"pass"}
+        assert len(tests) == 9 and {str(r.status) for r in tests} == {"pass"}
 
 
 class TestDataTestsConfigSurface:

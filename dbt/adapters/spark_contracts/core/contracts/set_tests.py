@@ -9,13 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.spark_contracts.core.schema.types import quote_identifier
+
 REPLACES_PART = (
     "a set test: the load replaces part of the table (insert_overwrite, microbatch), so which "
     "of the table's keys stay is not known before it"
-)
-MERGE_ON_ANOTHER_KEY = (
-    "a set test: the load merges on another unique_key, so which of the table's rows the "
-    "merge updates decides the keys after it"
 )
 _REF = re.compile(r"""^\s*ref\(\s*['"]([^'"]+)['"]\s*(?:,\s*['"]([^'"]+)['"]\s*)?\)\s*$""")
 _SOURCE = re.compile(r"""^\s*source\(\s*['"]([^'"]+)['"]\s*,\s*['"]([^'"]+)['"]\s*\)\s*$""")
@@ -63,10 +61,16 @@ def set_test_why_not(
         return None
     if load.table is None:
         return REPLACES_PART
-    keys = [k.strip('`"').lower() for k in load.merge_keys]
-    if keys and keys != [(column or "").strip('`"').lower()]:
-        return MERGE_ON_ANOTHER_KEY
     return None
+
+
+def _bare(name: str) -> str:
+    return name.strip('`"')
+
+
+def _merges_on(column: str, merge_keys: tuple[str, ...]) -> bool:
+    """The merge's unique_key is the tested column alone."""
+    return [_bare(k).lower() for k in merge_keys] == [_bare(column).lower()]
 
 
 def parent_relation(
@@ -98,15 +102,24 @@ def unique_failing(column: str, where: str | None, load: GatedLoad) -> str:
     as the test counts them): a window over the load's rows, in the one pass. Where the load
     appends to a table, also every row whose key the table holds (its rows `where` keeps): a
     semi-join Spark runs in the same pass. A merge on the key updates the table's row of it:
-    only the load's own duplicates."""
+    only the load's own duplicates. A merge on another key updates the table's row of the
+    row's merge key: also every row whose key the table holds on a row of another merge key (or
+    a NULL one, which no merge matches). Such a table row may be one the same load changes,
+    which frees its key only if the load's row for it is kept: the gate does not count on it
+    (conservative: such a row is turned away, counted and quarantined, never loaded to break
+    the test)."""
     counted = f"{column} IS NOT NULL"
     if where:
         counted += f" AND coalesce(({where}), false)"
     window = f"sum(CASE WHEN {counted} THEN 1 ELSE 0 END) OVER (PARTITION BY {column})"
     duplicated = f"{window} > 1"
-    if load.table is not None and not load.merge_keys:
-        held = f"SELECT {column} FROM {load.table} WHERE {counted}"
-        duplicated = f"{duplicated} OR {column} IN ({held})"
+    if load.table is not None and not _merges_on(column, load.merge_keys):
+        held = f"{column} IN (SELECT {column} FROM {load.table} WHERE {counted})"
+        if load.merge_keys:  # held on this row's own merge key: the merge updates that row
+            keys = ", ".join(quote_identifier(_bare(k)) for k in load.merge_keys)
+            own = f"SELECT {column}, {keys} FROM {load.table} WHERE {counted}"
+            held += f" AND NOT coalesce(({column}, {keys}) IN ({own}), false)"
+        duplicated = f"{duplicated} OR ({held})"
     return f"{column} IS NOT NULL AND ({duplicated})"
 
 
