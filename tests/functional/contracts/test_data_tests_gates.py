@@ -62,9 +62,9 @@ UNIQUE_V2 = (
     "select * from values (3, 'x', 'a'), (3, 'y', 'a'), (4, 'x', 'a'), "
     f"(cast(null as int), 'n', 'a') {COLUMNS}"
 )
-UNIQUE_MERGE_V1 = f"select * from values (1, 'x', 'a'), (2, 'y', 'a') {COLUMNS}"
+UNIQUE_MERGE_V1 = f"select * from values (1, 'x', 'a'), (2, 'y', 'a'), (7, 'v', 'a') {COLUMNS}"
 UNIQUE_MERGE_V2 = (
-    "select * from values (1, 'x', 'a'), (2, 'z', 'a'), (3, 'x', 'a'), (4, 'w', 'a'), "
+    "select * from values (1, 'x', 'a'), (2, 'z', 'a'), (3, 'v', 'a'), (4, 'w', 'a'), "
     f"(5, 'w', 'a'), (6, cast(null as string), 'a') {COLUMNS}"
 )
 UNIQUE_PROPERTIES = (
@@ -107,8 +107,8 @@ MODELS = {
         ),
     ),
     # a merge on id gated by unique(name): the load's own duplicates (w twice) go, and a
-    # name the table holds on another id (x, id 1's); one the table holds on the row's own
-    # id (the merge updates that row) or a NULL one stays
+    # name the table holds on another id (v, id 7's); one the table holds on the row's own
+    # id (x: the merge updates that row) or a NULL one stays
     **{
         f"gate_unique_merge_{fmt}": (
             versioned_model(
@@ -292,6 +292,7 @@ class TestDataTestsGateTheLoad:
             (1, "x", "a"),
             (2, "z", "a"),
             (6, None, "a"),
+            (7, "v", "a"),
         ]
         assert reasons(project, name) == {i: {"unique(name)"} for i in (3, 4, 5)}
         results = run_dbt(["test", "--select", name])
