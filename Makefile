@@ -254,11 +254,12 @@ CONNECT_CI_SKIPS := --deselect $(RESILIENCE)::test_ctrl_c_cancels_the_load_on_th
 # the last commit per format (as faults-ci), to keep the two passes near their time target. The
 # kill after every statement of every materialization (its sample) runs in the Thrift pass only,
 # for Iceberg and Parquet, for time: on 2 cores it took 787 (Delta) + 232 + 159 s of the Thrift
-# pass's 2 x 40 worker-minutes (2026-11-29). Delta's whole matrix runs on the session in
+# pass's 2 x 40 worker-minutes (2026-11-29; the 45-minute target is not met even so: see
+# docs/development.md). Delta's whole matrix runs on the session in
 # `make faults` (its sample: `make faults-ci`). Over Connect the kill of a client is still
 # tested by test_kill.py (every commit, sampled) and test_connection_resilience.py.
 KILL_EVERY_STATEMENT := tests/functional/evolution/test_kill_every_statement.py
-CLUSTER_THRIFT_SKIPS := --deselect "$(KILL_EVERY_STATEMENT)::test_kill_9_after_every_statement_of_every_materialization[delta]"
+CLUSTER_THRIFT_SKIPS := --deselect $(KILL_EVERY_STATEMENT)::test_kill_9_after_every_statement_of_every_materialization[delta]
 CLUSTER_CONNECT_SKIPS := --deselect $(KILL_EVERY_STATEMENT)
 cluster-test: export DBT_SPARK_CONTRACTS_KILL_SAMPLE = 1
 cluster-test: install jars

@@ -340,6 +340,11 @@ def test_unique_gates_by_what_the_load_does_to_the_table():
     other = AttachedTests(MODEL, (test,), unique_key=("id", "`name`"))
     (on_other,) = planned("merge", other).gates
     assert "(`id`, `id`, `name`) IN (SELECT `id`, `id`, `name` FROM db.t" in on_other.predicate
+    # a narrowed merge (incremental_predicates, a column list): after the load, on any key
+    for tests in (keyed, other):
+        narrowed = gated_load("merge", "db.t", tests.unique_key, "table", narrowed=True)
+        (after,) = plan_gates(tests, R, OUTPUT, OUTPUT, narrowed).after_load
+        assert "the merge is narrowed" in after.why
     # a load that replaces part of the table: after the load
     for strategy in ("insert_overwrite", "microbatch"):
         assert "replaces part of the table" in planned(strategy).after_load[0].why

@@ -70,6 +70,12 @@ def test_options_from_a_models_config():
     assert options == LoadOptions(("id",), ("x > 1",), (), ("u",), ("d", "h"))
     assert LoadOptions.from_config({"unique_key": ["a", "b"]}).unique_key == ("a", "b")
     assert LoadOptions.from_config({}) == LoadOptions()
+    # what makes a merge narrowed (a unique gate is then checked after it)
+    assert options.narrowed and options.column_lists
+    assert LoadOptions.from_config({"predicates": ["x > 1"]}).narrowed
+    assert not LoadOptions.from_config({"predicates": ["x > 1"]}).column_lists
+    assert LoadOptions.from_config({"merge_update_columns": ["a"]}).column_lists
+    assert not LoadOptions.from_config({"unique_key": "id"}).narrowed
 
 
 def test_an_append_writes_by_name_what_the_table_keeps():

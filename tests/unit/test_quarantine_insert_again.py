@@ -63,9 +63,13 @@ def a_run(table_format: str = "delta", batch_tag: str = "") -> Any:
     )
 
 
+WAITS: List[float] = []
+
+
 @pytest.fixture(autouse=True)
 def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(quarantine_steps.time, "sleep", lambda seconds: None)
+    WAITS.clear()
+    monkeypatch.setattr(quarantine_steps.time, "sleep", WAITS.append)
 
 
 def insert(spark: Refusing, run: Any, fence: Fence) -> None:
@@ -105,6 +109,24 @@ def test_refused_every_time_the_last_refusal_is_raised() -> None:
         insert(spark, a_run(), fence)
     assert writes(spark) == ["insert"] + ["merge"] * INSERT_ATTEMPTS
     assert fence.checks == INSERT_ATTEMPTS
+    assert WAITS == [1, 2, 3][:INSERT_ATTEMPTS]  # a second longer before each
+
+
+def test_a_fence_that_cannot_read_the_lease_is_raised_and_nothing_sent_again() -> None:
+    """The fence fails closed (a lease listed but not readable raises a database error): that
+    error is raised as it is, never taken for a refused merge and tried again."""
+
+    class Unreadable:
+        checks = 0
+
+        def check(self, run: Any) -> None:
+            self.checks += 1
+            raise DbtDatabaseError("lease unreadable")
+
+    spark, fence = Refusing(refusals=1), Unreadable()
+    with pytest.raises(DbtDatabaseError, match="lease unreadable"):
+        insert(spark, a_run(), fence)  # type: ignore[arg-type]
+    assert writes(spark) == ["insert"] and fence.checks == 1
 
 
 def test_a_run_that_lost_its_lease_sends_nothing_again() -> None:
@@ -173,3 +195,4 @@ def test_a_create_refused_every_time_with_no_table_raises() -> None:
     with pytest.raises(DbtDatabaseError):
         ready(spark)
     assert sum(1 for s in spark.sent if s.startswith("create")) == 1 + INSERT_ATTEMPTS
+    assert WAITS == [1, 2, 3][:INSERT_ATTEMPTS]  # the first try at once, then longer each time

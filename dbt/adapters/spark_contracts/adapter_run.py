@@ -270,9 +270,8 @@ class RunPathMethods(metaclass=AdapterMeta):
             settings=settings,
             contract=contract,
             declared=declared,
-            column_lists=bool(
-                config.get("merge_update_columns") or config.get("merge_exclude_columns")
-            ),
+            column_lists=LoadOptions.from_config(config).column_lists,
+            merge_narrowed=LoadOptions.from_config(config).narrowed,
             table_options=table_options,
             observable=spark.can_observe(),
             discarded_last=bool(

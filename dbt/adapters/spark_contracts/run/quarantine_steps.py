@@ -119,11 +119,10 @@ class Quarantine:
         schema = self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
         own = RowsOf(run.invocation_id, run.batch_tag or None)
 
-        def merge() -> None:
-            self.leases.check(run)
-            self._merge_once(run.quarantine_table, pending, schema, own)
-
-        _tried_again(merge, lambda: False, first_at_once=False)
+        merge = lambda: self._merge_once(run.quarantine_table, pending, schema, own)  # noqa: E731
+        _tried_again(
+            merge, lambda: False, first_at_once=False, before=lambda: self.leases.check(run)
+        )
 
     def _quarantine_evolution(self, run: ModelRun) -> List[str]:
         """The statements that make an existing quarantine take the model's rows, read from
@@ -365,16 +364,21 @@ class Quarantine:
 
 
 def _tried_again(
-    action: Callable[[], Any], settled: Callable[[], bool], first_at_once: bool
+    action: Callable[[], Any],
+    settled: Callable[[], bool],
+    first_at_once: bool,
+    before: Callable[[], Any] = lambda: None,
 ) -> None:
     """`action` sent until it goes through, `INSERT_ATTEMPTS` times after a first try (at once,
     or a second after the refusal that called for it: `first_at_once`), a second longer before
-    each; a refusal after which `settled()` holds ends it (the other run did it). The last
-    refusal is raised."""
+    each, `before` each (the lease's fence: what it raises is raised, never tried again); a
+    refusal after which `settled()` holds ends it (the other run did it). The last refusal is
+    raised."""
     first = 0 if first_at_once else 1
     for attempt in range(first, INSERT_ATTEMPTS + 1):
         if attempt:
             time.sleep(attempt)
+        before()
         try:
             action()
             return

@@ -325,7 +325,7 @@ def _why_not(test: DataTest, load: GatedLoad) -> str | None:
     if (test.namespace, test.name) not in GATEABLE:
         return "a generic test the adapter does not gate"
     if test.namespace is None and test.name in (UNIQUE, RELATIONSHIPS):
-        why = set_test_why_not(test.name == UNIQUE, test.column, test.parent, load)
+        why = set_test_why_not(test.name == UNIQUE, test.parent, load)
         if why is not None:
             return why
     texts = [str(v) for _, v in test.kwargs] + [test.where or ""]

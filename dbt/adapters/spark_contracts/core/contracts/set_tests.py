@@ -11,6 +11,11 @@ from typing import Any
 
 from dbt.adapters.spark_contracts.core.schema.types import quote_identifier
 
+NARROWED_MERGE = (
+    "a set test: the merge is narrowed (incremental_predicates, merge_update_columns or "
+    "merge_exclude_columns), so a key it brings may be inserted beside the table's row of it, "
+    "or the row left as it was"
+)
 REPLACES_PART = (
     "a set test: the load replaces part of the table (insert_overwrite, microbatch), so which "
     "of the table's keys stay is not known before it"
@@ -24,31 +29,36 @@ class GatedLoad:
     """What a set test must know of the load it gates. `whole`: the load writes the whole table
     (a rebuild, the creating run): its rows are all the table holds. Else `table`: the table
     the load adds its rows to (None: the load replaces part of it), `merge_keys` the merge's
-    unique_key (empty: an append)."""
+    unique_key (empty: an append), `narrowed`: the merge has incremental_predicates or a column
+    list (`unique` is checked after it)."""
 
     whole: bool = False
     table: str | None = None
     merge_keys: tuple[str, ...] = ()
+    narrowed: bool = False
 
 
 def gated_load(
-    strategy: str, relation: str, unique_key: tuple[str, ...], rebuild: str, merge: str = "merge"
+    strategy: str,
+    relation: str,
+    unique_key: tuple[str, ...],
+    rebuild: str,
+    merge: str = "merge",
+    narrowed: bool = False,
 ) -> GatedLoad:
     """The load of an incremental run or rebuild by its strategy (`rebuild`: the strategy of a
-    load that writes the whole table; `merge`: of one that merges on the model's `unique_key`;
-    any other but `append` replaces part of the table)."""
+    load that writes the whole table; `merge`: of one that merges on the model's `unique_key`,
+    `narrowed` as `LoadOptions.narrowed`; any other but `append` replaces part of the table)."""
     if strategy == rebuild:
         return GatedLoad(whole=True)
     if strategy == "append":
         return GatedLoad(table=relation)
     if strategy == merge:
-        return GatedLoad(table=relation, merge_keys=unique_key)
+        return GatedLoad(table=relation, merge_keys=unique_key, narrowed=narrowed)
     return GatedLoad()
 
 
-def set_test_why_not(
-    unique: bool, column: str | None, parent: str | None, load: GatedLoad
-) -> str | None:
+def set_test_why_not(unique: bool, parent: str | None, load: GatedLoad) -> str | None:
     """Why a `unique` (else `relationships`) test cannot gate this load, or None."""
     if not unique:
         if parent is None:
@@ -61,6 +71,8 @@ def set_test_why_not(
         return None
     if load.table is None:
         return REPLACES_PART
+    if load.merge_keys and load.narrowed:
+        return NARROWED_MERGE
     return None
 
 

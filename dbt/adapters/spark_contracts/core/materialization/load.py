@@ -67,6 +67,17 @@ class LoadOptions:
             partition_by=_names(config.get("partition_by")),
         )
 
+    @property
+    def column_lists(self) -> bool:
+        """merge_update_columns or merge_exclude_columns is set."""
+        return bool(self.update_columns or self.exclude_columns)
+
+    @property
+    def narrowed(self) -> bool:
+        """A merge that may leave a row of a key it brings unmatched (predicates in its ON) or
+        some of its columns unchanged (a column list)."""
+        return bool(self.predicates) or self.column_lists
+
 
 @dataclass(frozen=True)
 class Append:

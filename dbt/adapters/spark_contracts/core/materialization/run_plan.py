@@ -103,6 +103,7 @@ class RunInputs:
     contract: SchemaContract | None = None
     declared: Any = None  # the `pydantic_contract`'s declared columns
     column_lists: bool = False  # merge_update_columns / merge_exclude_columns are set
+    merge_narrowed: bool = False  # incremental_predicates or a column list (LoadOptions.narrowed)
     table_options: str = ""  # the model's `partitioned by` clause, for a rewrite
     observable: bool = False  # the connection reports metrics observed inside a statement
     # a microbatch batch's commit tag (unique per batch): its pending table and its discarded
@@ -207,7 +208,7 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
             check_quarantine_columns(i.relation, i.compiled, i.strategy == MICROBATCH)
         decision = decide(i.contract, i.deployed, i.compiled, diff, i.table_format, i.declared)
         keys = i.data_tests.unique_key if i.data_tests is not None else ()
-        gated = gated_load(i.strategy, i.relation, keys, REBUILD)
+        gated = gated_load(i.strategy, i.relation, keys, REBUILD, narrowed=i.merge_narrowed)
         decision = decision.with_gates(i.data_tests, i.compiled, gated)
         if decision.violations:
             empty = Plan(i.table_format)
