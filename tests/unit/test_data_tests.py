@@ -435,26 +435,45 @@ def test_unique_under_a_merge_on_the_key_turns_away_only_the_loads_duplicates(
     assert gated == ids(db, f"select id from t where {column} in ({in_batch}){counted}")
 
 
-# a table merged into on `id`: ids from the load's range (its rows 0..24, so some match) or
-# NULL (a row no merge matches), each non-NULL id once
-merged_table_rows = st.lists(
-    st.tuples(st.one_of(st.none(), st.integers(0, 30)), names, statuses, amounts), max_size=12
-).map(
-    lambda rs: [r for i, r in enumerate(rs) if r[0] is None or r[0] not in [x[0] for x in rs[:i]]]
+COLUMN_NAMES = ("id", "name", "status", "amount")
+# rows of a merge's load or of the table it merges into: ids from one small range (so keys
+# match) or NULL (a key no merge matches)
+keyed_rows = st.lists(
+    st.tuples(st.one_of(st.none(), st.integers(0, 12)), names, statuses, amounts), max_size=20
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(rows, merged_table_rows, st.sampled_from(["name", "status", "amount"]), wheres)
+def one_row_per_key(rows: list[Any], keys: tuple[str, ...]) -> list[Any]:
+    """`rows` with each non-NULL merge key once (a MERGE fails on two source rows for one
+    target row, and a table merged into on its key holds each key once)."""
+    seen, kept = set(), []
+    for row in rows:
+        key = tuple(row[COLUMN_NAMES.index(k)] for k in keys)
+        if None not in key and key in seen:
+            continue
+        seen.add(key)
+        kept.append(row)
+    return kept
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    keyed_rows,
+    keyed_rows,
+    st.sampled_from(["name", "status", "amount"]),
+    wheres,
+    st.sampled_from([("id",), ("id", "status")]),
+)
 def test_unique_under_a_merge_on_another_key_leaves_the_table_passing_the_test(
-    data, existing, column, where
+    data, existing, column, where, keys
 ):
-    """A merge on `id` gated by `unique(column)`: the load's own duplicates go, and every row
-    whose key the table holds on a row of another id (or a NULL one); after the merge (a kept
-    row updates the table's row of its id, or is inserted) dbt's test returns none."""
-    db = load(data)
+    """A merge on `keys` (not the tested column alone) gated by `unique(column)`: the load's own
+    duplicates go, and every row whose key the table holds on a row of another merge key (or a
+    NULL one); after the merge (a kept row updates the table's row of its merge key, or is
+    inserted) dbt's test returns none. NULL merge keys and composite ones included."""
+    db = load(one_row_per_key(data, keys))
     db.execute("create table tbl (id int, name text, status text, amount int)")
-    db.executemany("insert into tbl values (?, ?, ?, ?)", existing)
+    db.executemany("insert into tbl values (?, ?, ?, ?)", one_row_per_key(existing, keys))
     counted = f"coalesce(({where}), false)" if where else "1 = 1"
     dup = dbt_unique_sql(column, where, "tbl")  # as a table the test passed on
     db.execute(
@@ -462,23 +481,25 @@ def test_unique_under_a_merge_on_another_key_leaves_the_table_passing_the_test(
         f"(select min(rowid) from tbl where {counted} group by {column})"
     )
     test = test_("unique", column, where=where)
-    merge = GatedLoad(table="tbl", merge_keys=("id",))
+    merge = GatedLoad(table="tbl", merge_keys=keys)
     (gate,) = plan_gates(AttachedTests(MODEL, (test,)), R, OUTPUT, OUTPUT, merge).gates
-    db.execute(f"create table g as select *, {gate.predicate} as failing from t")
+    db.execute(f"create table g as select rowid as rid, *, {gate.predicate} as failing from t")
     in_batch = dbt_unique_sql(column, where, "t")
+    same_key = " and ".join(f"tbl.{k} = t.{k}" for k in keys)  # NULL: no match
     # (`where` inside the subquery reads the table's row: the inner scope's columns)
     elsewhere = (
         f"select 1 from tbl where tbl.{column} = t.{column} and {counted} "
-        "and (tbl.id is null or tbl.id <> t.id)"
+        f"and not coalesce({same_key}, 0)"
     )
     expected = ids(
         db,
-        f"select id from t where {counted} and {column} is not null and "
+        f"select rowid from t where {counted} and {column} is not null and "
         f"({column} in ({in_batch}) or exists ({elsewhere}))",
     )
-    assert ids(db, "select id from g where failing") == expected
+    assert ids(db, "select rid from g where failing") == expected
     db.execute("create table kept as select id, name, status, amount from g where not failing")
-    db.execute("delete from tbl where id in (select id from kept)")  # the merge: updated
+    matched = " and ".join(f"kept.{k} = tbl.{k}" for k in keys)
+    db.execute(f"delete from tbl where exists (select 1 from kept where {matched})")  # updated
     db.execute("insert into tbl select * from kept")  # ... or inserted
     assert ids(db, dbt_unique_sql(column, where, "tbl")) == set()
 
