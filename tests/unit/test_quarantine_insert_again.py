@@ -13,8 +13,9 @@ import pytest
 from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
-from dbt.adapters.spark_contracts.run import quarantine_steps
-from dbt.adapters.spark_contracts.run.quarantine_steps import INSERT_ATTEMPTS, Quarantine
+from dbt.adapters.spark_contracts.run import retry
+from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
+from dbt.adapters.spark_contracts.run.retry import INSERT_ATTEMPTS
 
 PENDING = "s.m__quarantine__pending_x"
 INSERT = f"insert into s.m__quarantine by name select * from {PENDING} where d"
@@ -69,7 +70,7 @@ WAITS: List[float] = []
 @pytest.fixture(autouse=True)
 def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     WAITS.clear()
-    monkeypatch.setattr(quarantine_steps.time, "sleep", WAITS.append)
+    monkeypatch.setattr(retry.time, "sleep", WAITS.append)
 
 
 def insert(spark: Refusing, run: Any, fence: Fence) -> None:

@@ -3,8 +3,7 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
-import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
@@ -50,6 +49,7 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     RunBook,
 )
 from dbt.adapters.spark_contracts.run.record_io import application_of, table_properties
+from dbt.adapters.spark_contracts.run.retry import tried_again
 from dbt.adapters.spark_contracts.run.run_errors import (
     LeaseLost,
     QuarantineMismatch,
@@ -58,9 +58,6 @@ from dbt.adapters.spark_contracts.run.run_errors import (
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
 logger = AdapterLogger("SparkContracts")
-
-# times the quarantine's create or the run's insert into it is sent again after a refusal
-INSERT_ATTEMPTS = 3
 
 
 class Quarantine:
@@ -88,7 +85,7 @@ class Quarantine:
             f"{quarantine_format_for(run.table_format)} as select * from ({select}) where false"
         )
         made = lambda: self._exists(run.quarantine_table)  # noqa: E731  by the other run
-        _tried_again(lambda: self.spark.run(create), made, first_at_once=True)
+        tried_again(lambda: self.spark.run(create), made, first_at_once=True)
 
     def _insert_quarantined(self, run: ModelRun, sql: str, pending: str) -> None:
         """`sql`, the run's rows (from `pending`) into the quarantine; refused, the table given
@@ -120,7 +117,7 @@ class Quarantine:
         own = RowsOf(run.invocation_id, run.batch_tag or None)
 
         merge = lambda: self._merge_once(run.quarantine_table, pending, schema, own)  # noqa: E731
-        _tried_again(
+        tried_again(
             merge, lambda: False, first_at_once=False, before=lambda: self.leases.check(run)
         )
 
@@ -361,32 +358,6 @@ class Quarantine:
         if logged(table_format):
             return ModelRecord(self.log(table_format).entries(relation), {})
         return ModelRecord(None, table_properties(self.spark, relation))
-
-
-def _tried_again(
-    action: Callable[[], Any],
-    settled: Callable[[], bool],
-    first_at_once: bool,
-    before: Callable[[], Any] = lambda: None,
-) -> None:
-    """`action` sent until it goes through, `INSERT_ATTEMPTS` times after a first try (at once,
-    or a second after the refusal that called for it: `first_at_once`), a second longer before
-    each, `before` each (the lease's fence: what it raises is raised, never tried again); a
-    refusal after which `settled()` holds ends it (the other run did it). The last refusal is
-    raised."""
-    first = 0 if first_at_once else 1
-    for attempt in range(first, INSERT_ATTEMPTS + 1):
-        if attempt:
-            time.sleep(attempt)
-        before()
-        try:
-            action()
-            return
-        except DbtDatabaseError:
-            if settled():
-                return
-            if attempt == INSERT_ATTEMPTS:
-                raise
 
 
 def copy_of(spark: Spark, run: ModelRun, says: Dict[str, str]) -> List[Tuple[str, str]]:
