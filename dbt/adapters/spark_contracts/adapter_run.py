@@ -168,6 +168,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             view,
             model,
             facts,
+            options,
             settings,
             contract,
             declared,
@@ -236,6 +237,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         view: BaseRelation,
         model: Dict[str, Any],
         facts: BuildFacts,
+        options: LoadOptions,
         settings: Any,
         contract: Any,
         declared: Any,
@@ -243,8 +245,8 @@ class RunPathMethods(metaclass=AdapterMeta):
         table_options: str,
         deployed_read: Optional[Tuple[Any, Dict[str, str]]],
     ) -> Tuple[RunInputs, Optional[Microbatch]]:
-        """What the run is decided from: the model's output schema and the deployed table's
-        (as read after the repair step, or read now)."""
+        """What the run is decided from: the output's schema, the deployed table's (read now or
+        by the repair step) and the load's options."""
         unique_id = model.get("unique_id", str(relation))
         deployed, properties = deployed_read or self._deployed(spark, relation, schema=False)
         if deployed is None:  # over thrift: the table's schema read with the view's, in one
@@ -255,7 +257,6 @@ class RunPathMethods(metaclass=AdapterMeta):
         self._validate_column_settings(unique_id, settings, compiled, relation)
         table_format = self.table_format_of(relation)
         microbatch = plan_batch(unique_id, facts.load_strategy, table_format, model, compiled)
-        config = model.get("config") or {}
         # read only where dbt's cache holds the quarantine: the model's last run quarantined
         quarantine = self._sibling(relation, QUARANTINE_SUFFIX)
         inputs = RunInputs(
@@ -270,8 +271,8 @@ class RunPathMethods(metaclass=AdapterMeta):
             settings=settings,
             contract=contract,
             declared=declared,
-            column_lists=LoadOptions.from_config(config).column_lists,
-            merge_narrowed=LoadOptions.from_config(config).narrowed,
+            column_lists=options.column_lists,
+            merge_narrowed=options.narrowed,
             table_options=table_options,
             observable=spark.can_observe(),
             discarded_last=bool(

@@ -15,8 +15,8 @@ The shape of a run (Jinja calls one step at a time and hands the `ModelRun` back
    back, never over another writer's commit; the intent is cleared.
 
 The parts live in their own modules: `model_run` (the plan Jinja reads), `runner` (carrying it
-out), `quarantine_steps` (the pending table and the quarantine; `retry`, a refused statement sent again), `restore` (putting a table back,
-repairs), `table_log` (each format's log), `lease` (leases and heartbeats), `commit_tag` (a node's
+out), `quarantine_steps` (the pending table and the quarantine; `retry`, a refused statement
+sent again), `restore` (putting a table back, repairs), `table_log` (each format's log), `lease` (leases and heartbeats), `commit_tag` (a node's
 commit tag), `run_errors`, `outcome_events` (what a run did, as events; its working state), `report`. This package names them for the adapter and the tests
 (`from dbt.adapters.spark_contracts import run as runs`).
 """

@@ -115,7 +115,6 @@ class Quarantine:
         written part of its files. The last refusal is raised (the rows stay pending)."""
         schema = self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
         own = RowsOf(run.invocation_id, run.batch_tag or None)
-
         merge = lambda: self._merge_once(run.quarantine_table, pending, schema, own)  # noqa: E731
         tried_again(
             merge, lambda: False, first_at_once=False, before=lambda: self.leases.check(run)

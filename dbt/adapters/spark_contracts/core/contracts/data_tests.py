@@ -22,6 +22,7 @@ from typing import Any
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode
 from dbt.adapters.spark_contracts.core.contracts.set_tests import (
     GatedLoad,
+    bare_name,
     parent_relation,
     relationships_failing,
     set_test_why_not,
@@ -337,7 +338,7 @@ def _why_not(test: DataTest, load: GatedLoad) -> str | None:
 def _nulls_forbidden(tests: tuple[DataTest, ...]) -> frozenset[str]:
     """The columns some not_null test (gating or not) forbids NULL in, lower-cased."""
     return frozenset(
-        (t.column or "").strip('`"').lower() for t in tests if t.name == NOT_NULL and t.column
+        bare_name(t.column or "").lower() for t in tests if t.name == NOT_NULL and t.column
     )
 
 

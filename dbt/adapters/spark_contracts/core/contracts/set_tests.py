@@ -76,13 +76,14 @@ def set_test_why_not(unique: bool, parent: str | None, load: GatedLoad) -> str |
     return None
 
 
-def _bare(name: str) -> str:
+def bare_name(name: str) -> str:
+    """A column or key name as a model's config may quote it, unquoted."""
     return name.strip('`"')
 
 
 def _merges_on(column: str, merge_keys: tuple[str, ...]) -> bool:
     """The merge's unique_key is the tested column alone."""
-    return [_bare(k).lower() for k in merge_keys] == [_bare(column).lower()]
+    return [bare_name(k).lower() for k in merge_keys] == [bare_name(column).lower()]
 
 
 def parent_relation(
@@ -128,7 +129,7 @@ def unique_failing(column: str, where: str | None, load: GatedLoad) -> str:
     if load.table is not None and not _merges_on(column, load.merge_keys):
         held = f"{column} IN (SELECT {column} FROM {load.table} WHERE {counted})"
         if load.merge_keys:  # held on this row's own merge key: the merge updates that row
-            keys = ", ".join(quote_identifier(_bare(k)) for k in load.merge_keys)
+            keys = ", ".join(quote_identifier(bare_name(k)) for k in load.merge_keys)
             own = f"SELECT {column}, {keys} FROM {load.table} WHERE {counted}"
             held += f" AND NOT coalesce(({column}, {keys}) IN ({own}), false)"
         duplicated = f"{duplicated} OR ({held})"
