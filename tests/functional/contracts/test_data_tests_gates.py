@@ -121,6 +121,18 @@ MODELS = {
         )
         for fmt in ("delta", "iceberg")
     },
+    # the same merge narrowed by incremental_predicates (a key may be inserted beside the
+    # table's row of it): unique(name) is checked after the load, not gated
+    "gate_unique_narrowed_delta": (
+        versioned_model(
+            "materialized='incremental', file_format='delta', incremental_strategy='merge', "
+            f"unique_key='id', incremental_predicates=['DBT_INTERNAL_DEST.id > 0'], "
+            f"schema_contract={ROW_Q}",
+            UNIQUE_MERGE_V1,
+            UNIQUE_MERGE_V2,
+        ),
+        properties("gate_unique_narrowed_delta", name_tests="- unique"),
+    ),
     "gate_opt_out_delta": (
         model("{'data_tests': 'discard_row'}"),
         properties(
@@ -302,6 +314,32 @@ class TestDataTestsGateTheLoad:
         assert reasons(project, name) == {i: {"unique(name)"} for i in (3, 4, 5)}
         results = run_dbt(["test", "--select", name])
         assert {str(r.status) for r in results} == {"pass"}
+
+    def test_unique_is_checked_after_a_narrowed_merge(self, project, outcome):
+        name = "gate_unique_narrowed_delta"
+        second = outcome["second"][name]
+        assert str(second.status) == "success", second.message
+        # accepted_values still gates; unique(name) does not: its rows all load
+        assert per_test(second.adapter_response) == {"accepted_values(status)": ("discard_row", 0)}
+        assert rows_of(project, rel(project, name)) == [
+            (1, "x", "a"),
+            (2, "z", "a"),
+            (3, "v", "a"),
+            (4, "w", "a"),
+            (5, "w", "a"),
+            (6, None, "a"),
+            (7, "v", "a"),
+        ]
+        (after,) = outcome["report"][f"model.test.{name}"]["contract"]["data_tests"][
+            "checked_after_the_load"
+        ]
+        assert after["test"].startswith(f"test.test.unique_{name}_name")
+        assert "the merge is narrowed (incremental_predicates" in after["why"]
+        assert f"{name}: " in outcome["log"] and "is checked after the load" in outcome["log"]
+        # dbt's test, after the load, finds what the gate left to it: w and v twice
+        results = run_dbt(["test", "--select", name], expect_pass=False)
+        failed = {r.node.name for r in results if str(r.status) == "fail"}
+        assert failed == {f"unique_{name}_name"}
 
     def test_opt_out_is_checked_after_the_load(self, project, outcome):
         # accepted_values gates (ids 4, 5); not_null opted out (id 0, 3 loaded)

@@ -1,11 +1,10 @@
 """Each format's log, one driver per format: the version a run starts from, the commits after
 it and who made them, putting a table back, the statement that does it by hand, and the log a
-pending table is settled from (core/recovery/pending.py). Delta through `DESCRIBE HISTORY` and `RESTORE`,
-Iceberg through its metadata tables and procedures; a file-source table (Parquet) keeps no log.
-Every per-format choice of the restore path lives here (`table_log`). What a run's own steps take
-back beside the log is their typed inverses (core/evolution/steps.py): Delta's RESTORE needs none,
-Iceberg's rollback keeps the schema (the added columns are dropped by theirs), Parquet has only
-them."""
+pending table is settled from (core/recovery/pending.py). Delta through `DESCRIBE HISTORY` and
+`RESTORE`, Iceberg through its metadata tables and procedures; Parquet keeps no log. Every
+per-format choice of the restore path lives here. Beside the log a run's own steps are taken
+back by their typed inverses (core/evolution/steps.py): Delta's RESTORE needs none, Iceberg's
+rollback keeps the schema (the added columns are dropped by theirs), Parquet has only them."""
 
 import re
 from dataclasses import replace
@@ -223,22 +222,26 @@ class DeltaLog(TableLog):
 
 
 class IcebergLog(TableLog):
+    def _fresh(self, table: str, sql: str) -> List[Any]:
+        """`sql` read after a REFRESH (the catalog caches the table: see others' snapshots)."""
+        self.spark.run(f"refresh table {table}")
+        return self.spark.fetch(sql)
+
     def current_version(self, relation: str) -> Optional[int]:
-        self.spark.run(f"refresh table {relation}")  # not the session catalog's cached copy
-        rows = self.spark.fetch(
+        rows = self._fresh(
+            relation,
             f"select snapshot_id from {relation}.history where is_current_ancestor "
-            "order by made_current_at desc limit 1"
+            "order by made_current_at desc limit 1",
         )
         return int(rows[0]["snapshot_id"]) if rows else None
 
     def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
         relation, version = intent.relation, intent.restore_version
-        # the session's Iceberg catalog caches the table: see other sessions' commits too
-        self.spark.run(f"refresh table {relation}")
-        rows = self.spark.fetch(
+        rows = self._fresh(
+            relation,
             f"select h.snapshot_id, s.operation, s.summary['{ICEBERG_TAG_KEY}'] as tag "
             f"from {relation}.history h join {relation}.snapshots s "
-            "on h.snapshot_id = s.snapshot_id order by h.made_current_at"
+            "on h.snapshot_id = s.snapshot_id order by h.made_current_at",
         )
         ids = [int(r["snapshot_id"]) for r in rows]
         start = ids.index(version) + 1 if version in ids else 0
@@ -278,18 +281,17 @@ class IcebergLog(TableLog):
         return done
 
     def _raced(self, intent: Intent, checked: Tuple[Commit, ...]) -> None:
-        """The rollback procedure sets the current snapshot without comparing it with the one
-        checked: another writer's snapshot committed between the check and the rollback is
-        taken back with the run's. Found in the table's own metadata after the rollback
-        (`rolled_back_with_the_run`) and named, with the repair by hand: its data files stay
-        until its snapshot expires, so nothing is lost that a person cannot put back."""
+        """The rollback sets the current snapshot without comparing it with the one checked: a
+        writer's snapshot committed between the check and the rollback is taken back with the
+        run's. Found in the table's metadata after it (`rolled_back_with_the_run`) and named,
+        with the repair by hand (its files stay until its snapshot expires: nothing lost)."""
         relation, point = intent.relation, int(intent.restore_version or 0)
-        self.spark.run(f"refresh table {relation}")
-        rows = self.spark.fetch(
+        rows = self._fresh(
+            relation,
             f"select s.snapshot_id, s.parent_id, s.operation, "
             f"s.summary['{ICEBERG_TAG_KEY}'] as tag, c.id is not null as current "
             f"from {relation}.snapshots s left join (select distinct snapshot_id as id "
-            f"from {relation}.history where is_current_ancestor) c on s.snapshot_id = c.id"
+            f"from {relation}.history where is_current_ancestor) c on s.snapshot_id = c.id",
         )
         snapshots = [
             Snapshot(
@@ -324,13 +326,13 @@ class IcebergLog(TableLog):
 
     def entries(self, table: str) -> Optional[List[LogEntry]]:
         """A snapshot rolled back, no longer in the current lineage, is no load."""
-        self.spark.run(f"refresh table {table}")
-        rows = self.spark.fetch(
+        rows = self._fresh(
+            table,
             f"select h.snapshot_id, s.operation, "
             f"s.summary['{ICEBERG_TAG_KEY}'] as tag, h.is_current_ancestor as current, "
             f"s.parent_id is null as first_commit "
             f"from {table}.history h join {table}.snapshots s on h.snapshot_id = s.snapshot_id "
-            "order by h.made_current_at"
+            "order by h.made_current_at",
         )
         return [
             LogEntry(
