@@ -97,8 +97,8 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   and the two incremental-predicates classes (CI keeps the merge with predicates and no key;
 #   `make suites` runs every official suite);
 # - a snapshot's change taken back with its failed merge (Delta, Iceberg);
-# - the statements a no-change run sends to a Thrift server against dbt-spark's
-#   (test_thrift_statements.py; `make bench` measures the same).
+# - test_thrift_statements.py: the statements a no-change run sends to a Thrift server against
+#   dbt-spark's (`make bench` measures the same), and the session settings sent with no statement.
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
 EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/evolution/test_kill_every_statement.py \
@@ -263,7 +263,7 @@ CONNECT_CI_SKIPS := --deselect $(RESILIENCE)::test_ctrl_c_cancels_the_load_on_th
 # The kill at every commit runs on the session (`make faults`); on the cluster the middle and
 # the last commit per format (as faults-ci). The kill after every statement of every
 # materialization (its sample) runs in cluster-test-full's Thrift pass only, for Iceberg and
-# Parquet (on 2 cores it took 787 s for Delta, 232 s and 159 s for the others, of a Thrift pass's
+# Parquet (on 2 cores it took 787 s for Delta, 232 s for Parquet, 159 s for Iceberg, of a pass's
 # 2 x 40 worker-minutes, 2026-11-29). Delta's whole matrix runs on the session in `make faults`
 # (its sample: `make faults-ci`). Over Connect the kill of a client is tested by test_kill.py
 # (every commit, sampled) and test_connection_resilience.py.
@@ -299,7 +299,7 @@ cluster-test: export DBT_SPARK_CONTRACTS_KILL_SAMPLE = 1
 cluster-test: install jars
 	$(call with_cluster,$(call thrift_then_connect,$(CLUSTER_TESTS),--deselect $(KILL_EVERY_STATEMENT),$(CLUSTER_CONNECT_TESTS)))
 
-# Every test of CLUSTER_TESTS over both methods (about twice cluster-test's time).
+# Every test of CLUSTER_TESTS over both methods.
 cluster-test-full: export DBT_SPARK_CONTRACTS_KILL_SAMPLE = 1
 cluster-test-full: install jars
 	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_TESTS),$(CLUSTER_CONNECT_SKIPS),$(CLUSTER_THRIFT_SKIPS)))

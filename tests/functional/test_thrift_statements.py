@@ -141,7 +141,7 @@ def counted_run(project: Project, events: Any, operations: List[Any]) -> Any:
     return counts
 
 
-@pytest.mark.profile("session", "thrift")  # its own Thrift server either way; once per CI pass
+@pytest.mark.profile("session", "thrift")  # its own Thrift server either way: run once
 def test_a_no_change_run_sends_at_most_two_statements_more_than_dbt_spark(
     server: Any, tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ import pytest
 from dbt.exceptions import ParsingError
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
+from dbt.adapters.spark_contracts.core.contracts.set_tests import NARROWED_MERGE
 from tests.functional.contracts.test_contract_matrix import exists, rel
 from tests.functional.evolution.test_evolution_matrix import rows_of
 from tests.functional.probes import ROWS, evaluation_probes, versioned_model
@@ -121,12 +122,13 @@ MODELS = {
         )
         for fmt in ("delta", "iceberg")
     },
-    # the same merge narrowed by incremental_predicates (a key may be inserted beside the
-    # table's row of it): unique(name) is checked after the load, not gated
+    # the same merge narrowed by incremental_predicates: id 1's row is outside the predicate,
+    # so v2's id 1 is inserted beside it (x twice), which a gate could not know before the
+    # load: unique(name) is checked after the load, not gated
     "gate_unique_narrowed_delta": (
         versioned_model(
             "materialized='incremental', file_format='delta', incremental_strategy='merge', "
-            f"unique_key='id', incremental_predicates=['DBT_INTERNAL_DEST.id > 0'], "
+            f"unique_key='id', incremental_predicates=['DBT_INTERNAL_DEST.id > 1'], "
             f"schema_contract={ROW_Q}",
             UNIQUE_MERGE_V1,
             UNIQUE_MERGE_V2,
@@ -323,6 +325,7 @@ class TestDataTestsGateTheLoad:
         assert per_test(second.adapter_response) == {"accepted_values(status)": ("discard_row", 0)}
         assert rows_of(project, rel(project, name)) == [
             (1, "x", "a"),
+            (1, "x", "a"),
             (2, "z", "a"),
             (3, "v", "a"),
             (4, "w", "a"),
@@ -335,8 +338,9 @@ class TestDataTestsGateTheLoad:
         ]
         assert after["test"].startswith(f"test.test.unique_{name}_name")
         assert "the merge is narrowed (incremental_predicates" in after["why"]
-        assert f"{name}: " in outcome["log"] and "is checked after the load" in outcome["log"]
-        # dbt's test, after the load, finds what the gate left to it: w and v twice
+        said = f"{name}: data test {after['test']} is checked after the load ({NARROWED_MERGE})"
+        assert said in outcome["log"]
+        # dbt's test, after the load, finds what the gate left to it: x, w and v twice
         results = run_dbt(["test", "--select", name], expect_pass=False)
         failed = {r.node.name for r in results if str(r.status) == "fail"}
         assert failed == {f"unique_{name}_name"}
