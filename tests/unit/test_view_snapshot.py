@@ -8,6 +8,7 @@ from spark_type_strategies import table_schemas
 
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
 from dbt.adapters.spark_contracts.core.contracts.enforce import view_violations
+from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, AlterColumnType
 from dbt.adapters.spark_contracts.core.materialization.snapshot import (
     READ_ONCE_FORMATS,
@@ -15,6 +16,7 @@ from dbt.adapters.spark_contracts.core.materialization.snapshot import (
     merge_columns,
     plan_snapshot,
     source_columns,
+    source_stage,
     staging_query,
 )
 from dbt.adapters.spark_contracts.core.schema.diff import diff_schemas
@@ -187,12 +189,34 @@ def test_parse_refuses_what_a_materialization_would_ignore():
 @pytest.mark.parametrize("fmt", ["delta", "iceberg", "hudi"])
 def test_the_staging_query_is_marked_non_deterministic_only_where_the_merge_takes_it(fmt):
     sql = "select id, n from src -- the model's last line is a comment"
-    read = staging_query(sql, fmt)
+    read = staging_query(sql, fmt, "snap__dbt_snapshot_query")
     if fmt in READ_ONCE_FORMATS:
         assert read.startswith("select * from (\n" + sql + "\n)") and "rand()" in read
         assert read.endswith(") where rand() >= 0")  # the comment ends on its own line
-    else:  # Iceberg's MERGE refuses a non-deterministic source: the query as it is
-        assert read == sql
+        assert source_stage("`s`.`snap`", "v", fmt, "0123-4567-89ab-cdef") is None
+    else:  # Iceberg's MERGE refuses a non-deterministic source: through the query's view
+        assert read == "select * from snap__dbt_snapshot_query"
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "hudi"])
+def test_the_source_stage_writes_the_query_once_and_points_its_view_at_it(fmt):
+    """Where the staging SELECT reads the query through its view, the load first writes the
+    query's rows from that view into a table of the run's own (named by its invocation, beside
+    the snapshot, in the format's stage format), then points the view at it; the drop after."""
+    stage = source_stage(
+        "`iceberg`.`s`.`snap`", "snap__dbt_snapshot_query", fmt, "0123-4567-89ab-cd"
+    )
+    assert stage is not None
+    assert stage.table == "`iceberg`.`s`.`snap__dbt_source_0123456789ab`"
+    drop, create, point = stage.statements()
+    assert drop == stage.drop and drop.startswith(f"drop table if exists {stage.table}")
+    assert create == (
+        f"create table {stage.table} using {row_of(fmt).stage_format} "
+        "as select * from snap__dbt_snapshot_query"
+    )
+    assert point == (
+        f"create or replace temporary view snap__dbt_snapshot_query as select * from {stage.table}"
+    )
 
 
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
@@ -213,5 +237,9 @@ def test_the_staging_view_is_the_snapshots_temporary_view_and_reads_the_staging_
     staging = SnapshotStaging.of(snapshot, "select 1 as id", fmt)
     assert staging.relation.render() == "orders_snap__dbt_tmp"
     assert staging.relation.type == "view"
-    assert staging.query == staging_query("select 1 as id", fmt)
+    source = "orders_snap__dbt_snapshot_query"
+    assert staging.query == staging_query("select 1 as id", fmt, source)
+    assert (staging.source is not None) == (fmt not in READ_ONCE_FORMATS)
+    if staging.source is not None:  # a temporary view: unqualified
+        assert staging.source.render() == source
     assert model_view(snapshot, snapshot=True).render() != staging.relation.render()

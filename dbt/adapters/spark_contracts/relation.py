@@ -8,7 +8,10 @@ from dbt.adapters.base.relation import BaseRelation, Policy
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.relation import SparkQuotePolicy, SparkRelation
 
-from dbt.adapters.spark_contracts.core.materialization.snapshot import staging_query
+from dbt.adapters.spark_contracts.core.materialization.snapshot import (
+    reads_source_view,
+    staging_query,
+)
 
 
 @dataclass
@@ -43,17 +46,27 @@ def model_view(relation: BaseRelation, snapshot: bool = False) -> BaseRelation:
     return view.include(database=False, schema=False)
 
 
+def source_view(snapshot: BaseRelation) -> BaseRelation:
+    """The temporary view of a snapshot's query, where its staging SELECT reads it through one
+    (core/materialization/snapshot.SourceStage)."""
+    view = snapshot.incorporate(path={"identifier": snapshot.identifier + "__dbt_snapshot_query"})
+    return view.include(database=False, schema=False)
+
+
 @dataclass(frozen=True)
 class SnapshotStaging:
     """A snapshot's staging view: dbt's staging SELECT as a temporary view of the thread's
     session (macros/materializations/snapshot.sql), named as dbt-spark names its persistent one
     (`<snapshot>__dbt_tmp`: the model's view, `model_view`), and the snapshot's query as that
-    SELECT reads it (core/materialization/snapshot.staging_query)."""
+    SELECT reads it (core/materialization/snapshot.staging_query); `source`: the temporary
+    view of the query it reads through, made first (None: it reads the query itself)."""
 
     relation: BaseRelation
     query: str
+    source: BaseRelation | None = None
 
     @classmethod
     def of(cls, snapshot: BaseRelation, sql: str, file_format: str) -> SnapshotStaging:
         view = model_view(snapshot).incorporate(type=RelationType.View)
-        return cls(view, staging_query(sql, file_format))
+        source = source_view(snapshot) if reads_source_view(file_format) else None
+        return cls(view, staging_query(sql, file_format, str(source)), source)

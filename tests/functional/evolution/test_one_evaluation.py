@@ -191,19 +191,9 @@ class TestOneEvaluationSnapshot:
 
     @pytest.mark.parametrize(
         "name",
-        [
-            "snap_delta",
-            "snap_delta_deletes",
-            pytest.param(
-                "snap_iceberg",
-                marks=pytest.mark.xfail(
-                    strict=True,
-                    reason="known limit: Iceberg's MERGE refuses a non-deterministic source, so "
-                    "an Iceberg snapshot's query runs once per CTE that reads it, per read of the "
-                    "merge's source (docs/run-guarantees.md)",
-                ),
-            ),
-        ],
+        # Iceberg's MERGE refuses a non-deterministic source: its query is written once
+        # before the merge (core/materialization/snapshot.SourceStage)
+        ["snap_delta", "snap_delta_deletes", "snap_iceberg"],
     )
     def test_snapshot_query_runs_once(self, project: Any, name: str) -> None:
         with evaluation_probes([name]) as count:

@@ -13,6 +13,8 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.constraints import build_not_null
 from dbt.adapters.spark_contracts.core.materialization.load import RENDERED_BY_DBT, render_load
+from dbt.adapters.spark_contracts.core.materialization.snapshot import SnapshotMerge, source_stage
+from dbt.adapters.spark_contracts.relation import source_view
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.build import PlannedBuild
 from dbt.adapters.spark_contracts.run.model_run import ContractsAdapterResponse, ModelRun
@@ -57,7 +59,22 @@ class PlanExecutor:
         if run.full_refresh:
             response = self._build(plan, target, existing, create_sql, clauses)
             return run.response(str(response), self.record(run))
-        return self._execute_run(plan, target, existing, create_sql, clauses)
+        stage = None
+        if isinstance(run.load, SnapshotMerge) and existing is not None:
+            view = str(source_view(existing))
+            stage = source_stage(str(existing), view, run.table_format, run.invocation_id)
+        if stage is None:
+            return self._execute_run(plan, target, existing, create_sql, clauses)
+        spark = self.adapter._spark()
+        try:  # the snapshot's query, once (core/materialization/snapshot.SourceStage)
+            for statement in stage.statements():
+                spark.run(statement)
+            return self._execute_run(plan, target, existing, create_sql, clauses)
+        finally:
+            try:
+                spark.run(stage.drop)
+            except Exception as exc:  # a leftover stage harms nothing; say so
+                logger.warning(f"{run.unique_id}: could not drop the stage {stage.table}: {exc}")
 
     def _build(
         self,

@@ -22,8 +22,10 @@ from dbt.adapters.spark_contracts.core.contracts.enforce import (
     decide,
     type_freeze_violations,
 )
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.plan import plan_schema_change
+from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.materialization.write_path import merged_by_name
 from dbt.adapters.spark_contracts.core.schema.diff import (
     ColumnAdded,
@@ -133,18 +135,64 @@ def _refuse_new_variants(unique_id: str, diff: SchemaDiff) -> None:
 # the formats whose MERGE reads a non-deterministic source once: Delta materializes it first
 # (its default `spark.databricks.delta.merge.materializeSource=auto`); Iceberg's MERGE refuses one
 READ_ONCE_FORMATS = ("delta",)
+SOURCE_STAGE_SUFFIX = "__dbt_source_"
 
 
-def staging_query(sql: str, table_format: str) -> str:
+def reads_source_view(table_format: str) -> bool:
+    """A snapshot's staging SELECT reads its query through a temporary view, which its load
+    points at the query's rows written once (`SourceStage`): where the format's MERGE cannot
+    share a source it reads several times."""
+    return table_format not in READ_ONCE_FORMATS
+
+
+def staging_query(sql: str, table_format: str, source_view: str) -> str:
     """The snapshot's query as dbt's staging SELECT reads it. That SELECT reads the query in two
     CTEs (three with `hard_deletes`), which Spark inlines and runs once each; a non-deterministic
     query it runs once per statement and shares (a shuffle). `rand() >= 0`, true for every row,
-    makes it so where the format's MERGE takes such a source (`READ_ONCE_FORMATS`); elsewhere
-    the query is left as it is, and runs once per reading CTE. The query stands on lines of its
-    own, so a trailing `--` comment ends before the wrapper's `)`."""
-    if table_format not in READ_ONCE_FORMATS:
-        return sql
+    makes it so where the format's MERGE takes such a source (`READ_ONCE_FORMATS`). Elsewhere
+    it reads `source_view`, the query's temporary view, which the load points at the query's
+    rows written once (`SourceStage`). The query stands on lines of its own, so a trailing
+    `--` comment ends before the wrapper's `)`."""
+    if reads_source_view(table_format):
+        return f"select * from {source_view}"
     return f"select * from (\n{sql}\n) where rand() >= 0"
+
+
+@dataclass(frozen=True)
+class SourceStage:
+    """A snapshot's query written once before its merge, where the format's MERGE cannot share
+    a source it reads several times (Iceberg): `statements` write the query's rows from its
+    temporary view (`view`, which dbt's staging SELECT reads) into `table`, then point the view
+    at them, so the merge reads the rows and the snapshot table in its one statement and the
+    query runs once. `drop` after the merge, whatever happened. The table is named by the run's
+    invocation, so it is never another live run's."""
+
+    view: str
+    table: str
+    table_format: str
+
+    def statements(self) -> tuple[str, ...]:
+        return (
+            self.drop,
+            f"create table {self.table} using {row_of(self.table_format).stage_format} "
+            f"as select * from {self.view}",
+            f"create or replace temporary view {self.view} as select * from {self.table}",
+        )
+
+    @property
+    def drop(self) -> str:
+        return drop_sql(self.table, self.table_format)
+
+
+def source_stage(
+    relation: str, view: str, table_format: str, invocation_id: str
+) -> SourceStage | None:
+    """The stage of a snapshot's query before its merge (`SourceStage`), or None where the
+    format's MERGE reads the query once by itself (`READ_ONCE_FORMATS`)."""
+    if not reads_source_view(table_format):
+        return None
+    name = suffixed(relation, SOURCE_STAGE_SUFFIX + invocation_id.replace("-", "")[:12])
+    return SourceStage(view, name, table_format)
 
 
 SNAPSHOT_MODES = (ContractMode.EVOLVE, ContractMode.FREEZE)

@@ -107,9 +107,17 @@
      the snapshot reads is refused there, INVALID_TEMP_OBJ_REFERENCE; an Iceberg snapshot's lands
      in the default database). The plan reads its schema from a temporary view over it. The
      snapshot's query is read as `staging_query` says (once per statement where the format's
-     MERGE allows); both from `adapter.snapshot_staging` (relation.SnapshotStaging). --#}
+     MERGE allows; elsewhere through a temporary view of it, which the executor points at the
+     query's rows written once before the merge); from `adapter.snapshot_staging`
+     (relation.SnapshotStaging). --#}
 {% macro spark_contracts_snapshot_staging_view(strategy, sql, target_relation, file_format) %}
   {%- set staging = adapter.snapshot_staging(target_relation, sql, file_format) -%}
+  {% if staging.source is not none %}
+    {% call statement('build_snapshot_source_view') %}
+      create or replace temporary view {{ staging.source }} as
+      {{ sql }}
+    {% endcall %}
+  {% endif %}
   {% call statement('build_snapshot_staging_relation') %}
     {{ create_table_as(true, staging.relation, snapshot_staging_table(strategy, staging.query, target_relation)) }}
   {% endcall %}
