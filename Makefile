@@ -26,10 +26,12 @@ $(VENV)/.installed: setup.py $(CONSTRAINTS)
 	touch $@
 
 # Fetches only what the folder lacks (Delta, Iceberg, and the cluster's Derby server and client),
-# and the REST catalog server's jars (dev and tests only, not the adapter's) into .jars/rest.
+# the REST catalog server's jars into .jars/rest and Hive's LLAP jars for the Thrift servers into
+# .jars/thrift (dev and tests only, not the adapter's; spark_contracts_dev/servers.py says why).
 jars: install
 	@$(BIN)/python -m dbt.adapters.spark_contracts.jars fetch $(JARS) >/dev/null
 	@$(BIN)/python -m spark_contracts_dev.rest_catalog fetch $(JARS)/rest >/dev/null
+	@$(BIN)/python -c "from spark_contracts_dev.servers import llap_jars; llap_jars('$(JARS)')" >/dev/null
 
 demo: install jars
 	cd integration_tests && ../$(BIN)/python demo.py

@@ -946,27 +946,6 @@ def check_no_schema_change(label: str, runs: List[RunResult]) -> None:
 
 OUR_SERVERS: List[Any] = []  # the local servers this script started (not "other" JVMs)
 
-# Spark 4 ships Hive 2.3's hive-exec without the LLAP jars. The Thrift server then fails a
-# session's close whenever that close has to build Hive's FunctionRegistry (its static init
-# loads GenericUDTFGetSplits, which needs LlapSigner): NoClassDefFoundError in
-# TCloseSessionResp, which fails the model of either adapter, and Hive's function registration
-# stays pending, so later sessions can hang (SPARK-51041 added these jars to Spark's own Thrift
-# server tests for that hang). The benchmark's Thrift server gets them on its class path.
-LLAP_JARS = ("hive-llap-common", "hive-llap-client")
-HIVE_VERSION = "2.3.10"  # pyspark 4.1.1's jars/hive-exec-2.3.10-core.jar
-
-
-def thrift_class_path() -> str:
-    """The Thrift server driver's class path: the Delta/Iceberg jars (as servers.start puts
-    them there) and the LLAP jars, fetched into <jar folder>/bench when missing."""
-    from dbt.adapters.spark_contracts import jars as jar_resolution
-
-    llap = jar_resolution.fetch(
-        jars_dir() / "bench",
-        [jar_resolution.MavenJar("org.apache.hive", a, HIVE_VERSION) for a in LLAP_JARS],
-    )
-    return os.pathsep.join(str(p) for p in jar_resolution.jar_paths(jars_dir()) + llap)
-
 
 def server_profile(name: str, adapter: str, method: str, port: int, schema: str) -> str:
     if method == "thrift":
@@ -1020,7 +999,6 @@ class P1Servers:
                     # one plain JSON file, read as the runs go (thrift_statements.EventLog)
                     "spark.eventLog.rolling.enabled": "false",
                     "spark.eventLog.compress": "false",
-                    "spark.driver.extraClassPath": thrift_class_path(),
                 }
             )
             self.events = thrift_statements.EventLog(events)

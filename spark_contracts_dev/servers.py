@@ -95,6 +95,23 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
+# Spark 4 ships Hive 2.3's hive-exec without the LLAP jars. A Thrift server then fails a
+# session's close whenever that close has to build Hive's FunctionRegistry (its static init
+# loads GenericUDTFGetSplits, which needs LlapSigner): NoClassDefFoundError in
+# TCloseSessionResp, and Hive's function registration stays pending, so a later session's close
+# waits in `Hive.registerAllFunctionsOnce` for ever (seen on 2026-11-29: `make cluster-test`'s
+# Thrift pass hung 20 minutes in PyHive's CloseSession; SPARK-51041 added these jars to
+# Spark's own Thrift server tests for that hang). Every Thrift server started here gets them.
+LLAP_JARS = ("hive-llap-common", "hive-llap-client")
+HIVE_VERSION = "2.3.10"  # pyspark 4.1.1's jars/hive-exec-2.3.10-core.jar
+
+
+def llap_jars(jars_dir: Path) -> list[Path]:
+    """The LLAP jars in `<jars_dir>/thrift`, fetched there when missing (`make jars` does)."""
+    wanted = [jar_resolution.MavenJar("org.apache.hive", a, HIVE_VERSION) for a in LLAP_JARS]
+    return jar_resolution.fetch(Path(jars_dir) / "thrift", wanted)
+
+
 def server_command(
     kind: str,
     port: int,
@@ -117,6 +134,8 @@ def server_command(
         # driver's own class path (in client mode spark-submit's JVM is the driver); `spark.jars`
         # still ships them to the executors.
         class_path = jar_resolution.jar_paths(config.jars_dir) + class_path
+        if kind == "thrift":
+            class_path += llap_jars(config.jars_dir)
     if class_path:
         conf["spark.driver.extraClassPath"] = os.pathsep.join(str(p) for p in class_path)
     conf.update(extra_conf or {})

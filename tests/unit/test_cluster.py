@@ -38,6 +38,9 @@ JARS = (
 )
 
 
+LLAP = ("hive-llap-common-2.3.10.jar", "hive-llap-client-2.3.10.jar")
+
+
 def _confs(command: list[str]) -> dict[str, str]:
     pairs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
     return dict(pair.split("=", 1) for pair in pairs)
@@ -49,6 +52,9 @@ def jars_dir(tmp_path: Path) -> Path:
     folder.mkdir()
     for name in JARS:
         (folder / name).write_bytes(b"PK")
+    (folder / "thrift").mkdir()  # Hive's LLAP jars, there: nothing is fetched
+    for name in LLAP:
+        (folder / "thrift" / name).write_bytes(b"PK")
     return folder
 
 
@@ -68,6 +74,9 @@ def test_local_server_command_is_unchanged_by_the_cluster_options(tmp_path, jars
     thrift = server_command("thrift", 10000, config)
     assert "hive.server2.thrift.bind.host=localhost" in thrift
     assert "hive.server2.thrift.port=10000" in thrift
+    # a Thrift server's driver has Hive's LLAP jars too (a session's close hangs without them)
+    thrift_path = _confs(thrift)["spark.driver.extraClassPath"].split(":")
+    assert thrift_path[3:] == [str(jars_dir / "thrift" / n) for n in LLAP]
 
 
 def test_cluster_server_command(tmp_path, jars_dir):
@@ -88,7 +97,7 @@ def test_cluster_server_command(tmp_path, jars_dir):
     assert conf["spark.jars"].split(",") == [str(jars_dir / n) for n in JARS[:3]]
     assert conf["spark.driver.extraClassPath"].split(":") == [
         str(jars_dir / n) for n in JARS[:3] + JARS[4:]
-    ]
+    ] + [str(jars_dir / "thrift" / n) for n in LLAP]
     assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
         "jdbc:derby://127.0.0.1:1527/metastore;create=true"
     )
