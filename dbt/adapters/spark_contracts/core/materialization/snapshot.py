@@ -140,9 +140,9 @@ SOURCE_STAGE_SUFFIX = "__dbt_source_"
 
 def reads_source_view(table_format: str) -> bool:
     """A snapshot's staging SELECT reads its query through a temporary view, which its load
-    points at the query's rows written once (`SourceStage`): where the format's MERGE cannot
-    share a source it reads several times."""
-    return table_format not in READ_ONCE_FORMATS
+    points at the query's rows written once (`SourceStage`): Iceberg, whose MERGE cannot share
+    a source it reads several times (a Hudi snapshot reads the query as it is, untested)."""
+    return table_format == "iceberg"
 
 
 def staging_query(sql: str, table_format: str, source_view: str) -> str:
@@ -155,6 +155,8 @@ def staging_query(sql: str, table_format: str, source_view: str) -> str:
     `--` comment ends before the wrapper's `)`."""
     if reads_source_view(table_format):
         return f"select * from {source_view}"
+    if table_format not in READ_ONCE_FORMATS:
+        return sql
     return f"select * from (\n{sql}\n) where rand() >= 0"
 
 
