@@ -195,9 +195,10 @@ class SparkContractsAdapter(
             return handle.schema_json(sql)
 
     @available
-    def snapshot_staging(self, relation: Any, sql: str, file_format: str) -> SnapshotStaging:
-        """The snapshot's staging view and the query it reads (relation.SnapshotStaging)."""
-        return SnapshotStaging.of(relation, sql, file_format)
+    def snapshot_staging(self, relation: Any, sql: str) -> SnapshotStaging:
+        """The snapshot's staging view and the query it reads (relation.SnapshotStaging), by
+        the deployed table's format, as the executor's stage (run/execute.py) decides it."""
+        return SnapshotStaging.of(relation, sql, self.table_format_of(relation))
 
     @available.parse_list
     def columns_in_query(self, sql: str) -> List[str]:

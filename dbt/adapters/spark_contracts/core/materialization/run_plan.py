@@ -56,7 +56,7 @@ from dbt.adapters.spark_contracts.core.materialization.write_path import (
     plan_change,
     quarantine_pends,
 )
-from dbt.adapters.spark_contracts.core.recovery.pending import pending_name
+from dbt.adapters.spark_contracts.core.recovery.pending import pending_name, run_key
 from dbt.adapters.spark_contracts.core.schema.diff import ColumnRemoved, SchemaDiff, diff_schemas
 from dbt.adapters.spark_contracts.core.schema.types import Struct
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError, EvolutionSettings
@@ -82,7 +82,7 @@ from dbt.adapters.spark_contracts.core.materialization.build_plan import (  # no
 def stage_name(relation: str, invocation_id: str) -> str:
     """The table a run stages the model's output in: named by its invocation, so a later run
     can drop a dead run's stage (and no live run's)."""
-    return suffixed(relation, STAGE_SUFFIX + invocation_id.replace("-", "")[:12])
+    return suffixed(relation, STAGE_SUFFIX + run_key(invocation_id))
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.plan import plan_schema_change
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.materialization.write_path import merged_by_name
+from dbt.adapters.spark_contracts.core.recovery.pending import run_key
 from dbt.adapters.spark_contracts.core.schema.diff import (
     ColumnAdded,
     FieldAdded,
@@ -193,7 +194,7 @@ def source_stage(
     format's MERGE reads the query once by itself (`READ_ONCE_FORMATS`)."""
     if not reads_source_view(table_format):
         return None
-    name = suffixed(relation, SOURCE_STAGE_SUFFIX + invocation_id.replace("-", "")[:12])
+    name = suffixed(relation, SOURCE_STAGE_SUFFIX + run_key(invocation_id))
     return SourceStage(view, name, table_format)
 
 

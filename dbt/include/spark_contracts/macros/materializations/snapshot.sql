@@ -111,7 +111,7 @@
      query's rows written once before the merge); from `adapter.snapshot_staging`
      (relation.SnapshotStaging). --#}
 {% macro spark_contracts_snapshot_staging_view(strategy, sql, target_relation, file_format) %}
-  {%- set staging = adapter.snapshot_staging(target_relation, sql, file_format) -%}
+  {%- set staging = adapter.snapshot_staging(target_relation, sql) -%}
   {% if staging.source is not none %}
     {% call statement('build_snapshot_source_view') %}
       create or replace temporary view {{ staging.source }} as
