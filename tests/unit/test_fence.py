@@ -735,3 +735,61 @@ def test_an_iceberg_holder_reads_its_record_past_the_catalogs_cache(tmp_path: Pa
     stall(leases)
     with pytest.raises(LeaseLost):
         leases.check(run)  # type: ignore[arg-type]
+
+
+def test_a_renewal_slower_than_the_lease_is_an_unconfirmed_loss_not_a_takeover(monkeypatch):
+    """The holder's beats were late (a busy server): before its step it beats again, but that
+    beat takes longer than the lease allows, so another run may have judged the lease expired
+    meanwhile. Nothing marks it taken over: the fence fails with `LeaseLost`, unconfirmed (how
+    long since its last beat went through), and the message says so rather than naming a run
+    that took it over. The control: the same renewal, fast, is confirmed."""
+    monkeypatch.setenv(heartbeat_module.LEASE_ENV, "1")
+    for slow in (False, True):
+        catalogue = Catalogue()
+        leases = lease_table(catalogue, key())
+        beat = leases.held
+        assert beat is not None
+        stall(leases)
+        if slow:  # the renewing beat returns after more than the lease
+            catalogue.when("heartbeat", lambda: time.sleep(1.0))
+        try:
+            if not slow:
+                leases.check(key())
+                assert leases.held is beat and beat.fresh()
+                continue
+            with pytest.raises(LeaseLost) as lost:
+                leases.check(key())
+        finally:
+            leases.let_go(key())
+        assert lost.value.taken_by is None and lost.value.unconfirmed_after is not None
+        assert lost.value.unconfirmed_after >= 0.9, lost.value.unconfirmed_after
+        message = str(lost.value)
+        assert "could not confirm its lease" in message and "took it over" not in message
+        assert heartbeat_module.LEASE_ENV in message
+
+
+def test_slow_beats_are_sent_on_a_steady_cadence():
+    """A beat that takes most of the interval (a busy server) shortens the wait after it: beats
+    go out every `interval`, not every `interval` plus the beat's own time, so a lease stays
+    fresh as long as a beat takes less than the lease's fresh window."""
+    catalogue = Catalogue()
+    catalogue.tables[LEASE] = {RUN_PROPERTY: "inv2", BEAT_PROPERTY: "5.0"}
+    sent_at: List[float] = []
+
+    def slow_beat() -> None:
+        sent_at.append(time.monotonic())
+        catalogue.when("heartbeat", slow_beat)
+        time.sleep(0.15)
+
+    catalogue.when("heartbeat", slow_beat)
+    beat = Heartbeat(catalogue, LEASE, interval=0.2, since=time.monotonic())
+    beat.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(sent_at) < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        beat.stop()
+    gaps = [b - a for a, b in zip(sent_at, sent_at[1:], strict=False)]
+    assert len(gaps) >= 4, sent_at
+    assert max(gaps[:4]) < 0.3, gaps  # interval + beat would be 0.35

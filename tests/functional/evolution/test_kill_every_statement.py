@@ -30,7 +30,7 @@ import yaml
 from dbt.adapters.spark_contracts.connection.failpoint import KILL_AFTER_ENV, WRITES_LOG_ENV
 from dbt.adapters.spark_contracts.run.lease import LEASE_ENV
 from tests.functional.conftest import JVM_PARAMETERS
-from tests.functional.evolution.test_kill import DBT, LEASE_SECONDS
+from tests.functional.evolution.test_kill import DBT, lease_seconds_for
 
 
 @dataclass(frozen=True)
@@ -275,9 +275,9 @@ def every_target(request, tmp_path) -> dict:
 
 @pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
 def test_kill_9_after_every_statement_of_every_materialization(
-    tmp_path, every_target, fmt, monkeypatch
+    tmp_path, every_target, fmt, monkeypatch, request
 ):
-    monkeypatch.setenv(LEASE_ENV, str(LEASE_SECONDS))
+    monkeypatch.setenv(LEASE_ENV, str(lease_seconds_for(request.config)))
     target = every_target
     project = Project(tmp_path / "project", fmt, target)
     cases = CASES[fmt]

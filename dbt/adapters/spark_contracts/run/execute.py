@@ -67,8 +67,12 @@ class PlanExecutor:
             return self._execute_run(plan, target, existing, create_sql, clauses)
         spark = self.adapter._spark()
         try:  # the snapshot's query, once (core/materialization/snapshot.SourceStage)
-            for statement in stage.statements():
-                spark.run(statement)
+            try:
+                for statement in stage.statements():
+                    spark.run(statement)
+            except Exception:  # the query failed: nothing changed, and the report says so
+                self.record(run)
+                raise
             return self._execute_run(plan, target, existing, create_sql, clauses)
         finally:
             try:

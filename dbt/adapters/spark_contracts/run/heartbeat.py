@@ -79,7 +79,11 @@ class Heartbeat:
     def fresh(self) -> bool:
         """No other run can have taken the lease over yet (see the class's text; a tenth of the
         lease is left for the two clocks' rates)."""
-        return time.monotonic() - self.last < 0.9 * lease_seconds()
+        return self.stale_for() < 0.9 * lease_seconds()
+
+    def stale_for(self) -> float:
+        """Seconds since the last beat that went through was sent."""
+        return time.monotonic() - self.last
 
     def renew(self, spark: Spark, attempts: int = 3) -> None:
         """Beat now, on `spark` (the run's own connection), and wait for it, unless the thread's
@@ -121,7 +125,9 @@ class Heartbeat:
                             failures = 0
                             if not lapsed:  # continuous: still fresh (see the class's text)
                                 self.last = sent
-                        if self._stop.wait(self.interval):
+                        # on a steady cadence: a slow beat (a busy server) shortens the wait
+                        # after it, so beats are sent every `interval`, not `interval` + the beat
+                        if self._stop.wait(max(0.0, self.interval - (time.monotonic() - sent))):
                             return
             except Exception as exc:  # a blip: try again
                 failures += 1

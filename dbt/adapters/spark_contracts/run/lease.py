@@ -113,7 +113,8 @@ def confirm(spark: Spark, beat: Heartbeat, table_format: Optional[str] = None) -
     record = read_lease(spark, beat.table, table_format)
     found = fence(record)
     if found.held and not beat.fresh():  # not taken over, but not renewed either: not confirmed
-        return Fence(False, None, record is not None and record.holds_work)
+        work = record is not None and record.holds_work
+        return Fence(False, None, work, unconfirmed=True, stale_for=beat.stale_for())
     return found
 
 
@@ -315,7 +316,12 @@ class Leases:
             self.held = None
             if not found.work:
                 self._drop(beat.table, owner)
-            raise LeaseLost(owner.unique_id, owner.relation, found.taken_by)
+            raise LeaseLost(
+                owner.unique_id,
+                owner.relation,
+                found.taken_by,
+                unconfirmed_after=found.stale_for if found.unconfirmed else None,
+            )
 
     def write(self, owner: LeaseOwner, properties: Dict[str, str]) -> None:
         """The held record says `properties` from here on (its intent, the steps done, a swap

@@ -10,6 +10,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     describe_commits,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import manual_move
+from dbt.adapters.spark_contracts.run.heartbeat import LEASE_ENV, lease_seconds
 
 if TYPE_CHECKING:
     from dbt.adapters.spark_contracts.core.evolution.plan import Plan
@@ -92,17 +93,40 @@ class RunInProgress(DbtRuntimeError):
 
 class LeaseLost(DbtRuntimeError):
     """The fence (core/recovery/lease.py): another run took this run's lease over while this run was
-    stalled (a long pause, a stopped process, a lost network). This run commits nothing more;
+    stalled (a long pause, a stopped process, a lost network), or this run could not confirm it
+    held it (`unconfirmed_after`: the seconds since its last beat went through, past what the
+    lease allows: another run may have judged it expired). This run commits nothing more;
     the run that took over repaired, or the model's next run repairs, what it left."""
 
-    def __init__(self, unique_id: str, relation: str, taken_by: "str | None"):
+    def __init__(
+        self,
+        unique_id: str,
+        relation: str,
+        taken_by: "str | None",
+        unconfirmed_after: "float | None" = None,
+    ):
         self.unique_id, self.relation, self.taken_by = unique_id, relation, taken_by
-        who = f"run {taken_by}" if taken_by else "another run (its lease is gone)"
-        super().__init__(
-            f"{unique_id}: this run lost its lease on {relation} to {who}, which took it over "
-            "while this run was stalled past the lease; this run committed nothing after that. "
-            "The table is as that run (or the model's next run) leaves it: run the model again."
+        self.unconfirmed_after = unconfirmed_after
+        after = (
+            " The table is as that run (or the model's next run) leaves it: run the model again."
         )
+        if unconfirmed_after is not None:
+            message = (
+                f"{unique_id}: this run could not confirm its lease on {relation}: its last "
+                f"heartbeat that went through was sent {unconfirmed_after:.0f} s ago, longer "
+                f"than a lease of {lease_seconds():.0f} s allows ({LEASE_ENV}), so another run "
+                "may have judged it expired; no run marked it taken over. This run committed "
+                "nothing after that. If the server is this slow to commit a table property, "
+                f"raise {LEASE_ENV}." + after
+            )
+        else:
+            who = f"run {taken_by}" if taken_by else "another run (its lease is gone)"
+            message = (
+                f"{unique_id}: this run lost its lease on {relation} to {who}, which took it "
+                "over while this run was stalled past the lease; this run committed nothing "
+                "after that." + after
+            )
+        super().__init__(message)
 
 
 class TableChangedMeanwhile(DbtRuntimeError):
