@@ -77,13 +77,16 @@ class TestIcebergSnapshotFailingSource:
         snap = f"iceberg.{project.test_schema}.people_snap"
         before = project.run_sql(f"select * from {snap} order by id", fetch="all")
         run_dbt(["run", "--vars", "{fail: true}"])
+        report = Path(project.project_root) / "target/schema_changes.json"
+        earlier = json.loads(report.read_text())["invocation_id"] if report.exists() else None
         results = run_dbt(["snapshot"], expect_pass=False)
         assert "the source fails" in (results[0].message or ""), results[0].message
         assert project.run_sql(f"select * from {snap} order by id", fetch="all") == before
         assert not stages(project)
         # the run's entry in the schema-changes report: nothing executed, nothing loaded
-        entry = json.loads((Path(project.project_root) / "target/schema_changes.json").read_text())
-        entry = entry["models"]["snapshot.test.people_snap"]
+        written = json.loads(report.read_text())
+        assert written["invocation_id"] != earlier  # the failed run's own report
+        entry = written["models"]["snapshot.test.people_snap"]
         assert entry["executed"] == [] and not entry["loaded"], entry
 
 

@@ -73,7 +73,7 @@ FOREIGN_WRITE = f"""
 # on this host (the session); over a server it is watched until it runs out: this soon here
 # (set for every dbt this test starts). Not shorter: a live run confirms its own lease before each
 # step, and on a busy machine a beat (a commit to the lease table) can take seconds. Over a
-# server, the product's default: there a beat took up to 13 s on the 2-core cluster under load
+# server, the product's default: there a beat took up to 12.7 s on the 2-core cluster under load
 # (2026-11-29), longer than a 10-s lease lets a run stay sure of its lease (its fence then
 # failed the retry with `LeaseLost`, unconfirmed).
 SESSION_LEASE_SECONDS = 10.0

@@ -71,7 +71,10 @@ class PlanExecutor:
                 for statement in stage.statements():
                     spark.run(statement)
             except Exception:  # the query failed: nothing changed, and the report says so
-                self.record(run)
+                try:
+                    self.record(run)
+                except Exception as record_exc:  # the query's failure is the one to raise
+                    logger.warning(f"{run.unique_id}: could not record the run: {record_exc}")
                 raise
             return self._execute_run(plan, target, existing, create_sql, clauses)
         finally:

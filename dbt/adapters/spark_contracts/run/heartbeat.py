@@ -17,6 +17,8 @@ from dbt.adapters.spark_contracts.core.recovery.record import Client
 logger = AdapterLogger("SparkContracts")
 
 LEASE_ENV = "DBT_SPARK_CONTRACTS_LEASE_SECONDS"
+# the least wait after a beat, as a share of the interval: the lock is free for `renew`/`write`
+MIN_WAIT = 0.1
 
 
 def lease_seconds() -> float:
@@ -126,8 +128,10 @@ class Heartbeat:
                             if not lapsed:  # continuous: still fresh (see the class's text)
                                 self.last = sent
                         # on a steady cadence: a slow beat (a busy server) shortens the wait
-                        # after it, so beats are sent every `interval`, not `interval` + the beat
-                        if self._stop.wait(max(0.0, self.interval - (time.monotonic() - sent))):
+                        # after it, so beats are sent every `interval`, not `interval` + the
+                        # beat; never back to back (`renew` and `write` wait for the lock)
+                        took = time.monotonic() - sent
+                        if self._stop.wait(max(MIN_WAIT * self.interval, self.interval - took)):
                             return
             except Exception as exc:  # a blip: try again
                 failures += 1

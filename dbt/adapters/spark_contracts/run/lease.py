@@ -106,15 +106,17 @@ def confirm(spark: Spark, beat: Heartbeat, table_format: Optional[str] = None) -
     that beat no run can take it over for a lease's length."""
     if beat.fresh():
         return Fence(True)
+    renew_error = None
     try:
         beat.renew(spark)
     except Exception as exc:  # gone, or unreachable: read it to tell
         logger.debug(f"could not renew {beat.table} before a step: {exc}")
+        renew_error = str(exc) or type(exc).__name__
     record = read_lease(spark, beat.table, table_format)
     found = fence(record)
     if found.held and not beat.fresh():  # not taken over, but not renewed either: not confirmed
         work = record is not None and record.holds_work
-        return Fence(False, None, work, unconfirmed=True, stale_for=beat.stale_for())
+        return Fence(False, None, work, True, beat.stale_for(), renew_error)
     return found
 
 
@@ -321,6 +323,7 @@ class Leases:
                 owner.relation,
                 found.taken_by,
                 unconfirmed_after=found.stale_for if found.unconfirmed else None,
+                renew_error=found.renew_error,
             )
 
     def write(self, owner: LeaseOwner, properties: Dict[str, str]) -> None:

@@ -95,8 +95,9 @@ class LeaseLost(DbtRuntimeError):
     """The fence (core/recovery/lease.py): another run took this run's lease over while this run was
     stalled (a long pause, a stopped process, a lost network), or this run could not confirm it
     held it (`unconfirmed_after`: the seconds since its last beat went through, past what the
-    lease allows: another run may have judged it expired). This run commits nothing more;
-    the run that took over repaired, or the model's next run repairs, what it left."""
+    lease allows, so another run may have judged it expired; `renew_error`: its renewal
+    failed, else it went through too slowly). This run commits nothing more; the run that took
+    over repaired, or the model's next run repairs, what it left."""
 
     def __init__(
         self,
@@ -104,29 +105,39 @@ class LeaseLost(DbtRuntimeError):
         relation: str,
         taken_by: "str | None",
         unconfirmed_after: "float | None" = None,
+        renew_error: "str | None" = None,
     ):
         self.unique_id, self.relation, self.taken_by = unique_id, relation, taken_by
-        self.unconfirmed_after = unconfirmed_after
-        after = (
-            " The table is as that run (or the model's next run) leaves it: run the model again."
-        )
-        if unconfirmed_after is not None:
-            message = (
-                f"{unique_id}: this run could not confirm its lease on {relation}: its last "
-                f"heartbeat that went through was sent {unconfirmed_after:.0f} s ago, longer "
-                f"than a lease of {lease_seconds():.0f} s allows ({LEASE_ENV}), so another run "
-                "may have judged it expired; no run marked it taken over. This run committed "
-                "nothing after that. If the server is this slow to commit a table property, "
-                f"raise {LEASE_ENV}." + after
-            )
-        else:
+        self.unconfirmed_after, self.renew_error = unconfirmed_after, renew_error
+        if unconfirmed_after is None:
             who = f"run {taken_by}" if taken_by else "another run (its lease is gone)"
-            message = (
+            super().__init__(
                 f"{unique_id}: this run lost its lease on {relation} to {who}, which took it "
                 "over while this run was stalled past the lease; this run committed nothing "
-                "after that." + after
+                "after that. The table is as that run (or the model's next run) leaves it: run "
+                "the model again."
             )
-        super().__init__(message)
+            return
+        lease = lease_seconds()
+        why = (
+            f"renewing it failed ({renew_error})"
+            if renew_error
+            else "its renewal went through, but too slowly"
+        )
+        advice = (
+            ""
+            if renew_error
+            else f" A server this slow to commit a table property needs a longer lease: raise "
+            f"{LEASE_ENV}."
+        )
+        super().__init__(
+            f"{unique_id}: this run could not confirm its lease on {relation}: {why}. Its last "
+            f"heartbeat that went through was sent {unconfirmed_after:.1f} s ago, more than "
+            f"{0.9 * lease:.1f} s (nine tenths of the {lease:g}-s lease, {LEASE_ENV}), so another "
+            "run may have judged the lease expired; no run marked it taken over. This run "
+            "committed nothing after that, and the model's next run repairs what it left: run "
+            "the model again." + advice
+        )
 
 
 class TableChangedMeanwhile(DbtRuntimeError):
