@@ -390,7 +390,7 @@ def p1_models(contracts: bool, per_strategy: int) -> Dict[str, str]:
 
 # P3: phase v1 deploys `n bigint`; v2 outputs `n` as a string (A) or casts it (B).
 P3_SQL = """
-{{{{ config(materialized='incremental', incremental_strategy='append', file_format='delta'{contract}) }}}}
+{{{{ config(materialized='incremental', incremental_strategy='append', file_format='{fmt}'{contract}) }}}}
 with base as (
     select
         id,
@@ -445,9 +445,10 @@ FIRST_DISCARDING = frozenset({"p3_quarantine_first"})
 SETUP_CLEAN = " and '{{ var(\"setup\", \"no\") }}' != 'yes'"
 
 
-def p3_models(bad_every: int) -> Dict[str, str]:
+def p3_models(bad_every: int, fmt: str = "delta") -> Dict[str, str]:
     return {
         name: P3_SQL.format(
+            fmt=fmt,
             contract=contract,
             n_v2=n_v2,
             bad_every=every,
@@ -1203,8 +1204,15 @@ class P3:
     heavy = ("p3_heavy_quarantine", "p3_heavy_plain")  # A'', B'', after the light ones
 
     def __init__(
-        self, work: Path, jars: List[Path], sizes: Sizes, figures: Tuple[str, ...], steady: bool
+        self,
+        work: Path,
+        jars: List[Path],
+        sizes: Sizes,
+        figures: Tuple[str, ...],
+        steady: bool,
+        fmt: str = "delta",
     ) -> None:
+        self.fmt = fmt
         self.rows = sizes.p3_rows
         self.count_tables = sizes.count_tables
         self.variants = p3_variants(sizes.p3_bad_every)
@@ -1214,7 +1222,7 @@ class P3:
         project = write_project(
             "p3_uncached_load",
             contracts_profile("p3_uncached_load", 1),
-            p3_models(sizes.p3_bad_every),
+            p3_models(sizes.p3_bad_every, fmt),
         )
         self.target = Target(
             "p3", contracts_dbt(), project, work / "p3" / "wh", jars, work / "logs"
@@ -1249,7 +1257,8 @@ class P3:
         bad = p3_bad_rows(self.variants, name, self.rows)
         table = 2 * P3_DEPLOYED_ROWS - setup_bad + runs * (self.rows - bad)
         quarantined = setup_bad + runs * bad if setup_bad or bad else None
-        count_rows(self.target, name, runs, table, quarantined)
+        schema = "iceberg.bench" if self.fmt == "iceberg" else "bench"
+        count_rows(self.target, name, runs, table, quarantined, schema)
 
     def measure(self, pairs: int) -> List[Row]:
         parts = []
@@ -1266,7 +1275,8 @@ class P3:
         if self.steady:
             parts.append("steady state: consecutive runs on the same tables")
         print(
-            f"P3: incremental append of an uncached {self.rows:,}-row model (n string into a "
+            f"P3 ({self.fmt}): incremental append of an uncached {self.rows:,}-row model (n "
+            "string into a "
             f"bigint column): {'; '.join(parts)}",
             flush=True,
         )
@@ -1339,6 +1349,7 @@ class P3:
 
         rows: List[Row] = []
         for figure, a, b, target in figures:
+            figure = figure if self.fmt == "delta" else f"{figure} {self.fmt}"
             note = (
                 f"{self.rows:,} rows: sha2 over a string, an aggregate joined back; deployed n "
                 f"bigint, model n string with {p3_bad_rows(self.variants, a, self.rows):,} "
@@ -1648,14 +1659,21 @@ class P6:
 CHECKS: List[str] = []
 
 
-def count_rows(target: Any, name: str, runs: int, loaded: int, quarantined: Optional[int]) -> None:
-    """Untimed: `bench.<name>` holds `loaded` rows and its quarantine `quarantined` (None: a
+def count_rows(
+    target: Any,
+    name: str,
+    runs: int,
+    loaded: int,
+    quarantined: Optional[int],
+    schema: str = "bench",
+) -> None:
+    """Untimed: `<schema>.<name>` holds `loaded` rows and its quarantine `quarantined` (None: a
     model that never discarded need not have a quarantine table, none is read)."""
     expected = {"loaded": loaded}
-    sql = f"select (select count(*) from bench.{name}) as loaded"
+    sql = f"select (select count(*) from {schema}.{name}) as loaded"
     if quarantined is not None:
         expected["quarantined"] = quarantined
-        sql += f", (select count(*) from bench.{name}__quarantine) as quarantined"
+        sql += f", (select count(*) from {schema}.{name}__quarantine) as quarantined"
     try:
         got = target.query(sql)[0]
     except (DbtRunFailed, IndexError, subprocess.TimeoutExpired) as exc:
@@ -1761,10 +1779,11 @@ class Report:
     rows: List[Row] = field(default_factory=list)
     statements: List[Dict[str, Any]] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
+    suffix: str = ""  # `-iceberg`: the P3 models on another format (--p3-format)
 
     @property
     def stem(self) -> str:
-        return "bench" if self.mode == "full" else f"bench-{self.mode}"
+        return ("bench" if self.mode == "full" else f"bench-{self.mode}") + self.suffix
 
     def header(self) -> str:
         what = {
@@ -1883,6 +1902,13 @@ def main() -> None:
         "warehouse (reports/bench-steady.*)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the warehouses and logs")
+    parser.add_argument(
+        "--p3-format",
+        choices=("delta", "iceberg"),
+        default="delta",
+        help="the P3 models' file_format (and their baseline's); iceberg: figures named "
+        "`… iceberg`, reports/<stem>-iceberg.*",
+    )
     args = parser.parse_args()
     only = {part.strip().lower() for part in args.only.split(",")}
     unknown = only - set(FIGURES)
@@ -1900,6 +1926,8 @@ def main() -> None:
 
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     report = Report(mode, sizes, date, machine(), git_commit())
+    if args.p3_format != "delta":
+        report.suffix = f"-{args.p3_format}"
     jars = jar_paths()
     print(
         f"bench_run_path ({mode}): {date}; {report.host}; load average {load_average()}; "
@@ -1919,7 +1947,7 @@ def main() -> None:
             scenarios.append(P1(work, jars, sizes, args.steady))
         p3_figures = tuple(sorted(only & {"p3", "p3-heavy"}))
         if p3_figures:
-            scenarios.append(P3(work, jars, sizes, p3_figures, args.steady))
+            scenarios.append(P3(work, jars, sizes, p3_figures, args.steady, args.p3_format))
         if "p5" in only:
             scenarios.append(P5(work, jars, sizes.p5_large_rows))
         if "p6" in only:
