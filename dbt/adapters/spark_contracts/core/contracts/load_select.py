@@ -95,6 +95,11 @@ class LoadSql:
             if name in counts
         )
 
+    def clean_gate_counts(self) -> tuple[GateCount, ...]:
+        """Each gate's rows in a load that discarded nothing (a first pass that went through):
+        none, per gate, as an observed clean load reports them."""
+        return self.gate_counts({name: 0 for name, _ in self.gate_metrics})
+
     def coerced_view(self, view: str) -> str:
         """The relation the model's output is read from: `view`, or the view over it that adds
         the coerced columns and the gates' (`coerced_select`)."""
