@@ -200,3 +200,35 @@ def test_a_set_tests_subquery_is_one_gate_column():
     assert scope.count("FROM db.t WHERE") == 1 and scope.count("FROM db.p WHERE") == 1
     for text in (sql.select, sql.quarantine_row or "", *(e for _, e in sql.discard_metrics)):
         assert "db.t" not in text and "db.p" not in text
+
+
+class _Statements:
+    """A Spark that records statements (run/first_pass.prepare_first_pass sends views only)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def run(self, sql: str) -> None:
+        self.sent.append(sql)
+
+
+def test_an_unobserved_first_pass_records_each_row_gate_at_zero():
+    """Over Thrift and Connect a first pass is not observed (no listener in the client): it
+    records its row gates at 0 (its guard fails the load at any row a gate discards). A first
+    pass that then fails begins the run again: the pending path's own counts replace them."""
+    from types import SimpleNamespace
+
+    from dbt.adapters.spark_contracts.run.first_pass import prepare_first_pass
+    from dbt.adapters.spark_contracts.run.outcome_events import RunBook
+
+    contract = {"data_tests": "discard_row", "quarantine": True}
+    d = c = "id int, name string"
+    first = render(decided(contract, d, c, not_null("name")), d, c)
+    run_ = SimpleNamespace(first_pass=first, repairs=(), view="m", observed=None, source="m_src")
+    book = RunBook()
+    prepare_first_pass(_Statements(), book, run_)  # type: ignore[arg-type]
+    counts = [(g.reason, g.action.value, g.rows) for g in book.out.gate_counts]
+    assert counts == [("not_null(name)", "discard_row", 0)]
+    assert book.out.rows_discarded == 0
+    book.begin(())  # a failed first pass: the run begins again on its pending table
+    assert book.out.gate_counts == ()
