@@ -1,23 +1,15 @@
 """Delta's idempotent writes as a fence: after a higher txnVersion commits, an older one's INSERT, MERGE and UPDATE are skipped (docs/run-guarantees.md, 2026-11-29). A manual check, not a test: run with the project's venv from the project root."""
 
-import glob
-import os
+import sys
 import tempfile
+from pathlib import Path
 
-from pyspark.sql import SparkSession
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-jars = ",".join(
-    glob.glob(os.path.join(os.environ.get("DBT_SPARK_CONTRACTS_JARS", ".jars"), "*.jar"))
-)
+from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
+
 TMP = tempfile.mkdtemp(prefix="experiment_")
-spark = (
-    SparkSession.builder.master("local[1]")
-    .config("spark.jars", jars)
-    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-    .config("spark.sql.warehouse.dir", TMP + "/tw")
-    .getOrCreate()
-)
+spark = build_session(Path(TMP) / "wh")  # Delta on spark_catalog, Iceberg as `iceberg`
 spark.sql("drop table if exists f")
 spark.sql("create table f (id bigint) using delta")
 

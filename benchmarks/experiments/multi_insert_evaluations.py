@@ -1,31 +1,18 @@
 """Counts how often Spark evaluates a multi-insert's query (a non-deterministic Python UDF with an accumulator), on Iceberg tables (docs/benchmarks.md, 2026-11-29). A manual check, not a test: run with the project's venv from the project root."""
 
-import glob
-import os
+import sys
 import tempfile
 import time
+from pathlib import Path
 
-from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
 
-jars = ",".join(
-    glob.glob(os.path.join(os.environ.get("DBT_SPARK_CONTRACTS_JARS", ".jars"), "*.jar"))
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
+
 TMP = tempfile.mkdtemp(prefix="experiment_")
-spark = (
-    SparkSession.builder.master("local[2]")
-    .config("spark.jars", jars)
-    .config(
-        "spark.sql.extensions",
-        "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,io.delta.sql.DeltaSparkSessionExtension",
-    )
-    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-    .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
-    .config("spark.sql.catalog.ice.type", "hadoop")
-    .config("spark.sql.catalog.ice.warehouse", TMP + "/wh")
-    .config("spark.sql.warehouse.dir", TMP + "/sw")
-    .getOrCreate()
-)
+spark = build_session(Path(TMP) / "wh")  # Delta on spark_catalog, Iceberg as `iceberg`
 acc = spark.sparkContext.accumulator(0)
 
 
@@ -35,9 +22,9 @@ def probe(x):
 
 
 spark.udf.register("probe", udf(probe, "bigint").asNondeterministic())
-for fmt, a, b in [("iceberg", "ice.db.a", "ice.db.b")]:
+for fmt, a, b in [("iceberg", "iceberg.db.a", "iceberg.db.b")]:
     if fmt == "iceberg":
-        spark.sql("create namespace if not exists ice.db")
+        spark.sql("create namespace if not exists iceberg.db")
     spark.sql(f"drop table if exists {a}")
     spark.sql(f"drop table if exists {b}")
     spark.sql(f"create table {a} (id bigint) using {fmt}")
