@@ -116,7 +116,7 @@ def confirm(spark: Spark, beat: Heartbeat, table_format: Optional[str] = None) -
     found = fence(record)
     if found.held and not beat.fresh():  # not taken over, but not renewed either: not confirmed
         work = record is not None and record.holds_work
-        return Fence(False, None, work, True, beat.stale_for(), renew_error)
+        return Fence(False, None, work, beat.stale_for(), renew_error)
     return found
 
 
@@ -322,7 +322,7 @@ class Leases:
                 owner.unique_id,
                 owner.relation,
                 found.taken_by,
-                unconfirmed_after=found.stale_for if found.unconfirmed else None,
+                unconfirmed_after=found.unconfirmed_after,
                 renew_error=found.renew_error,
             )
 

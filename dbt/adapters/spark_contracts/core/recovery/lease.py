@@ -110,16 +110,15 @@ def next_epoch(records: tuple[RunRecord, ...] | list[RunRecord]) -> int:
 class Fence:
     """What a holder's check of its own lease found: held, or lost (and to whom). `work`: the
     lost record still says its run was changing a table (run/repair.py reads it there): its
-    holder leaves it to the run that took over. `unconfirmed` (with `held` False): not marked
-    taken over, but this run could not prove that no other run can have judged it expired: its
-    last beat that went through was sent `stale_for` seconds ago, and its renewal failed
-    (`renew_error`) or went through too slowly."""
+    holder leaves it to the run that took over. `unconfirmed_after` (with `held` False): not
+    marked taken over, but this run could not prove that no other run can have judged it
+    expired: its last beat that went through was sent that many seconds ago, and its renewal
+    failed (`renew_error`) or went through too slowly."""
 
     held: bool
     taken_by: str | None = None
     work: bool = False
-    unconfirmed: bool = False
-    stale_for: float = 0.0
+    unconfirmed_after: float | None = None
     renew_error: str | None = None
 
 
