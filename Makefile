@@ -78,8 +78,9 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 # - the real SIGKILLs of a Delta and an Iceberg run (`make faults-ci` runs them too; the
 #   statement-by-statement fault matrices are unit tests, in CI), the SIGSTOPped run that loses
 #   its lease and the quarantining run stalled after its load (delta, iceberg; the fence before
-#   every commit is unit-tested in CI) and the Iceberg retry right after a kill (the Delta one
-#   stays);
+#   every commit is unit-tested in CI), the two Delta runs stopped right before a write after
+#   their fence passed (the fence inside the commit; the Runner against Delta's rule is a unit
+#   test in CI) and the Iceberg retry right after a kill (the Delta one stays);
 # - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a Thrift server stays in
 #   cluster-ci);
 # - test_embedded_spark (dbt in new processes on the embedded session; `make demo` does the same
@@ -118,6 +119,8 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	"tests/functional/evolution/test_kill.py::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
 	"tests/functional/evolution/test_kill.py::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[iceberg]" \
 	"tests/functional/evolution/test_kill.py::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[delta]" \
+	tests/functional/evolution/test_kill.py::test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit \
+	tests/functional/evolution/test_kill.py::test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit \
 	tests/functional/contracts/test_snapshot_undone.py::TestASnapshotsChangeIsTakenBackWithItsMerge \
 	tests/functional/adapter/test_basic.py::TestSingularTests \
 	tests/functional/adapter/test_basic.py::TestSingularTestsEphemeral \

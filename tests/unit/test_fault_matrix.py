@@ -25,13 +25,15 @@ import pytest
 
 from dbt.adapters.spark_contracts.core.evolution.plan import ColumnEvolution, Policy
 from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
-from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, commit_tag
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, commit_tag, is_marker
 from dbt.adapters.spark_contracts.core.recovery.pending import Application
+from dbt.adapters.spark_contracts.core.recovery.txn_fence import TXN_APP_ID, TXN_VERSION, marker_sql
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 from dbt.adapters.spark_contracts.run import (
     DELTA_USER_METADATA,
     ForeignCommits,
+    LeaseLost,
     ModelRun,
     Runner,
     RunReport,
@@ -84,6 +86,8 @@ class FakeDelta:
     stages: set = field(default_factory=set)
     leases: Dict[str, Dict[str, str]] = field(default_factory=dict)  # lease tables' properties
     alive: bool = False  # leases made from here on name this (running) process as their holder
+    # Delta's idempotent writes: each application id's highest version committed (`txn`)
+    txn: Dict[str, int] = field(default_factory=dict)
 
     def holder(self, pairs: Dict[str, str]) -> Dict[str, str]:
         """Each run is a dbt process of its own: once killed (or ended), its process is gone,
@@ -99,6 +103,24 @@ class FakeDelta:
     def _commit(self, operation: str, **changes: Any) -> None:
         tag = self.conf.get(DELTA_USER_METADATA)
         self.versions.append(replace(self.current, operation=operation, tag=tag, **changes))
+
+    def _write(self, operation: str, **changes: Any) -> None:
+        """A data write to the table, as Delta's idempotent writes take it (`goes_in`)."""
+        if self.goes_in(self.txn):
+            self._commit(operation, **changes)
+
+    def goes_in(self, txn: Dict[str, int]) -> bool:
+        """A data write to a Delta table whose log holds `txn` (application ids' versions):
+        with a transaction id (both settings, or neither: else refused) whose version the log
+        holds already (or a higher one), skipped: it returns, and nothing is committed."""
+        app, version = self.conf.get(TXN_APP_ID), self.conf.get(TXN_VERSION)
+        if (app is None) != (version is None):
+            raise RuntimeError("DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS")
+        if app is not None and version is not None:
+            if txn.get(app, -1) >= int(version):
+                return False
+            txn[app] = int(version)
+        return True
 
     def _properties(self, update: Dict[str, Optional[str]]) -> Tuple[Tuple[str, str], ...]:
         props = dict(self.current.properties)
@@ -142,11 +164,13 @@ class FakeDelta:
         if re.match(r"alter table db\.t alter column `\w+` set default", low):
             return self._commit("CHANGE COLUMN")
         if m := re.match(r"update db\.t set `(\w+)` = (.*)$", text, re.I):
-            return self._commit("UPDATE", rows=f"{self.current.rows}|update {m.group(1)}")
+            return self._write("UPDATE", rows=f"{self.current.rows}|update {m.group(1)}")
+        if low == marker_sql(TABLE):  # a lease taker's empty marker: no row changes
+            return self._write("MERGE")
         if low.startswith("merge into db.t"):
-            return self._commit("MERGE", rows=f"{self.current.rows}|merge")
+            return self._write("MERGE", rows=f"{self.current.rows}|merge")
         if low.startswith("insert into db.t "):
-            return self._commit("WRITE", rows=f"{self.current.rows}|insert {text}")
+            return self._write("WRITE", rows=f"{self.current.rows}|insert {text}")
         if m := re.match(r"restore table db\.t to version as of (\d+)$", low):
             old = self.versions[int(m.group(1))]
             return self._commit(
@@ -194,6 +218,8 @@ class FakeDelta:
             if m.group(1) not in self.leases:
                 raise RuntimeError(f"Table or view not found: {m.group(1)}")
             return [{"key": k, "value": v} for k, v in self.leases[m.group(1)].items()]
+        if low == "show tables in db like 't'":  # the model table is there
+            return [{"tableName": "t"}]
         if low == "show tblproperties db.t":
             return [{"key": k, "value": v} for k, v in self.current.properties]
         if low.startswith("describe history db.t"):
@@ -237,10 +263,12 @@ def planned_run(inputs: RunInputs, unique_id: str) -> ModelRun:
     )
 
 
-def a_run(table: FakeDelta, invocation: str, tmp_path: Path) -> None:
+def a_run(
+    table: FakeDelta, invocation: str, tmp_path: Path, runner: Optional[Runner] = None
+) -> None:
     """One dbt run of the model: the repair step first (run/repair.py: a dead run's record),
     then plan and execute."""
-    runner = Runner(table, RunReport(), tmp_path)
+    runner = runner or Runner(table, RunReport(), tmp_path)
     CommitTags().set(table, commit_tag(invocation, MODEL))  # before the repair, as adapter_run does
     key = ModelKey(TABLE, invocation, "delta", MODEL)
     deployed = table.deployed(TABLE, True)
@@ -315,7 +343,10 @@ def test_another_writers_commit_after_the_kill_is_never_undone(kill_at: int, tmp
     table.conf.clear()
     with pytest.raises(ForeignCommits):
         a_run(table, "inv-next", tmp_path)
-    assert table.current.operation == "WRITE" and table.current.tag == "streaming-job"
+    # the other writer's commit stays, the last but the taker's empty marker
+    *_, foreign, marker = table.versions
+    assert foreign.operation == "WRITE" and foreign.tag == "streaming-job"
+    assert is_marker(marker.tag) and marker.state() == foreign.state()
 
 
 def test_a_run_that_repaired_first_and_then_fails_keeps_the_repair(tmp_path: Path):
@@ -331,7 +362,7 @@ def test_a_run_that_repaired_first_and_then_fails_keeps_the_repair(tmp_path: Pat
     original = table.run
 
     def failing_load(sql: str) -> Any:
-        if sql.lower().startswith("merge into"):
+        if sql.lower().startswith("merge into") and sql.lower() != marker_sql(TABLE):
             table._statement()
             raise RuntimeError("the load failed")
         return original(sql)
@@ -340,3 +371,38 @@ def test_a_run_that_repaired_first_and_then_fails_keeps_the_repair(tmp_path: Pat
     with pytest.raises(RunUndone):
         a_run(table, "inv-next", tmp_path)
     assert table.current.state() == BEFORE, table.versions
+
+
+def test_a_write_sent_after_its_lease_was_taken_over_is_skipped_inside_its_commit(tmp_path: Path):
+    """The window the fence before a step leaves open: run A passes its fence before its load,
+    then stalls (past its lease); run B takes A's lease over, commits its marker under A's
+    transaction id, repairs the table and carries the plan out itself; then A's load reaches
+    the table. Delta skips it (A's version is below the marker's), and A's fence after the
+    write finds the lease taken over: `LeaseLost`, no success, and the table ends as B left it
+    (nothing of A's after the marker). Without the transaction id A's load would commit a
+    second merge over B's run."""
+    table = new_table()
+    runner_a = Runner(table, RunReport(), tmp_path)
+    original, stalled = table.run, []
+
+    def stall_before_the_load(sql: str) -> Any:
+        own = ":inv-a:" in str(table.conf.get(DELTA_USER_METADATA))
+        load = sql.startswith(f"merge into {TABLE} using") and sql != marker_sql(TABLE)
+        if load and own and not stalled:
+            stalled.append(sql)  # A stalls here, its fence passed; its lease runs out
+            assert runner_a.leases.held is not None
+            runner_a.leases.held.last -= 3600
+            a_conf, table.conf = table.conf, {}  # B: a dbt process (a session) of its own
+            a_run(table, "inv-b", tmp_path)
+            table.conf = a_conf
+        return original(sql)
+
+    table.run = stall_before_the_load  # type: ignore[method-assign]
+    with pytest.raises(LeaseLost):
+        a_run(table, "inv-a", tmp_path, runner_a)
+    assert stalled, "A's load was never sent"
+    assert table.current.rows.count("|merge") == 1, table.current.rows  # B's load, once
+    assert table.current.state() == control(tmp_path)
+    marker = next(i for i, v in enumerate(table.versions) if is_marker(v.tag))
+    assert table.versions[marker].tag.endswith("t__dbt_lease_inva")  # A's record's, by B
+    assert not [v for v in table.versions[marker:] if v.tag and ":inv-a:" in v.tag]

@@ -43,6 +43,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     TAG_PROPERTY,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import PENDING_PROPERTY
+from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_sql
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 from dbt.adapters.spark_contracts.run import (
@@ -98,6 +99,7 @@ class FakeTables(FakeDelta):
     taken: Dict[str, str] = field(default_factory=dict)  # pending tables taken over, by whom
     discards: int = DISCARDED
     loads: List[str] = field(default_factory=list)  # the loads' `row_key`s, as committed
+    quarantine_txn: Dict[str, int] = field(default_factory=dict)  # the quarantine's (Delta)
 
     def run(self, sql: str) -> Any:
         text = " ".join(sql.split())
@@ -158,7 +160,13 @@ class FakeTables(FakeDelta):
                 raise DbtDatabaseError(f"table not found: {QUARANTINE}")
             if self.pendings[m.group(1)].batch and not self.quarantine_batch:
                 raise DbtDatabaseError("cannot resolve `_dbt_batch_tag`")  # by name
-            self.quarantine += self.pendings[m.group(1)].rows
+            if self.goes_in(self.quarantine_txn):
+                self.quarantine += self.pendings[m.group(1)].rows
+            return None
+        if low == marker_sql(QUARANTINE):  # a lease taker's empty marker on the quarantine
+            self._statement()
+            assert self.quarantine is not None
+            self.goes_in(self.quarantine_txn)
             return None
         if m := re.match(
             rf"merge into {re.escape(QUARANTINE)} q using \(select \* from (\S+) where "
@@ -178,7 +186,7 @@ class FakeTables(FakeDelta):
             assert pending.batch == bool(m.group(2)) == ("`_dbt_batch_tag`)" in low)
             matches = set(pending.rows) if m.group(2) else {run_of(r) for r in pending.rows}
             held = set(self.quarantine) if m.group(2) else {run_of(r) for r in self.quarantine}
-            if not matches & held:
+            if not matches & held and self.goes_in(self.quarantine_txn):
                 self.quarantine += pending.rows
             return None
         if m := re.match(r"drop table if exists (\S+__pending_\w+)(?: purge)?$", low):
@@ -216,6 +224,9 @@ class FakeTables(FakeDelta):
             if m.group(1) in self.beating:  # its run is alive: each read sees a new beat
                 self.leases[m.group(1)]["dbt_spark_contracts.heartbeat"] = str(next(BEATS))
             return super().fetch(sql)
+        if low == f"show tables in db like '{QUARANTINE.split('.')[1]}'":
+            self._statement()
+            return [{"tableName": QUARANTINE.split(".")[1]}] if self.quarantine is not None else []
         if m := re.match(r"show tables in db like '(t__quarantine__pending_\w+)'$", low):
             self._statement()
             return [{"tableName": m.group(1)}] if f"db.{m.group(1)}" in self.pendings else []

@@ -33,11 +33,13 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
     SHARED_PROPERTY,
     TAKEN_PROPERTY,
 )
+from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_sql
 from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 from dbt.adapters.spark_contracts.run import Runner, RunReport
 from dbt.adapters.spark_contracts.run import heartbeat as heartbeat_module
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat, this_client
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
+from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.outcome_events import Executed
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunUndone
 from dbt.adapters.spark_contracts.run.settle import settle_pending
@@ -64,6 +66,7 @@ class Catalogue:
         self.hooks: List[tuple] = []
         self.fail: Optional[str] = None  # statements matching it fail
         self.cached: Dict[str, Dict[str, str]] = {}  # Iceberg tables as the catalog cached them
+        self.conf: Dict[str, Optional[str]] = {}  # the session's settings
 
     def when(self, pattern: str, hook: Callable[[], None]) -> None:
         self.hooks.append((pattern, hook))
@@ -72,8 +75,13 @@ class Catalogue:
     def own_connection(self, name: str):  # a heartbeat's: the same catalogue
         yield self
 
-    def get_conf(self, key: str) -> str:
-        return REPAIR_TAG  # the session's commit tag: a RESTORE it makes carries it
+    def get_conf(self, key: str) -> Optional[str]:
+        # the session's commit tag: a RESTORE it makes carries it
+        return self.conf.get(key, REPAIR_TAG)
+
+    def set_conf(self, key: str, value: Optional[str]) -> None:
+        self.sent.append(f"set {key}={value}")
+        self.conf[key] = value
 
     def relation_schema(self, relation: str, describable: bool) -> Any:
         return parse_type(f"struct<{','.join(c + ':string' for c in self.columns)}>")
@@ -106,6 +114,8 @@ class Catalogue:
             self.tables[unset.group(1).lower()].pop(unset.group(2), None)
         if sql.startswith("restore table db.t"):
             self.history.append((len(self.history), "RESTORE", REPAIR_TAG))
+        if sql == marker_sql("db.t"):  # a lease taker's empty marker commit, as it is tagged
+            self.history.append((len(self.history), "MERGE", self.conf[DELTA_USER_METADATA]))
         if " drop columns " in sql:
             self.columns = ["id"]
         if "rollback_to_snapshot" in sql:

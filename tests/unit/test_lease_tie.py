@@ -76,6 +76,11 @@ class Connection:
                     for t in cat.tables
                     if t.startswith(f"{schema}.{prefix}".lower())
                 ]
+        exact = re.match(r"show tables in (\S+) like '(\w+)'$", sql)  # is the table there
+        if exact:
+            with cat.lock:
+                name = ".".join(exact.groups()).lower()
+                return [{"tableName": exact.group(2)}] if name in cat.tables else []
         props = re.match(r"show tblproperties (\S+)$", sql)
         assert props, sql
         with cat.lock:

@@ -667,3 +667,132 @@ def test_a_quarantining_run_stalled_after_its_load_commits_nothing_more(
     assert sorted(r["id"] for r in quarantined) == [4, 4, 6, 6, 8, 8], quarantined
     assert len({r["_dbt_run_id"] for r in quarantined}) == 2, quarantined  # each run's once
     assert leftovers(project, "q_stalled") == []
+
+
+def _stop_before(project: Project, table: str, argv_vars: str, write: int) -> subprocess.Popen:
+    """A `dbt run` of `table` that stops itself (SIGSTOP, connection/failpoint.py) right before
+    it sends its `write`-th statement that changes something: after every check the run makes
+    before that statement (its fence too), before the statement reaches Spark."""
+    argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", table]
+    env = dict(os.environ, DBT_SPARK_CONTRACTS_STOP_BEFORE=str(write))
+    with open(project.root / "dbt-stalled.log", "wb") as out:  # its story, for a failure
+        process = subprocess.Popen(
+            [*argv, "--vars", argv_vars],
+            cwd=project.root,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline:
+        state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state == "T":
+            return process
+        time.sleep(0.05)
+    raise AssertionError(f"{table}: the run ended (or ran on) without stopping")
+
+
+def write_index(log: Path, start: str) -> int:
+    """The number, among a run's writes (its `DBT_SPARK_CONTRACTS_WRITES_LOG`), of the first
+    statement that starts with `start` (the load: `insert into <model> `)."""
+    for line in log.read_text().splitlines():
+        number, statement = line.split("\t", 1)
+        statement = statement.split("*/", 1)[-1].strip()  # after dbt's query comment
+        if statement.lower().startswith(start.lower()):
+            return int(number)
+    raise AssertionError(f"no {start!r} in {log.read_text()}")
+
+
+@pytest.mark.profile("session", "thrift")
+def test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit(
+    tmp_path, stall_target, monkeypatch
+):
+    """The window the fence before each step leaves: a quarantining Delta run stopped (SIGSTOP)
+    right before its load reaches Spark, after its fence passed, and past its lease. The model
+    run again takes the lease of the stopped run's record over, commits an empty marker under
+    that run's transaction id, finds no load of it in the table's log and drops its discarded
+    rows at once (the marker is the positive evidence that the load can no longer commit;
+    before, they were kept while the stopped process lived, and its load then committed a
+    second time), and loads. The first run, resumed, sends its load, which commits nothing
+    (its rows' table is gone, and the marker fences it off), and fails naming its lost lease.
+    Every row is in the table once, every discarded row of the load that stands is in the
+    quarantine once, nothing is left pending."""
+    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+    body = QUARANTINE_MODEL.format(fmt="delta")
+    names = ["q_control", "q_fenced"]
+    project = Project(tmp_path / "project", "delta", stall_target, body, names=names)
+    assert project.dbt() == 0
+    writes = tmp_path / "writes.log"
+    monkeypatch.setenv("DBT_SPARK_CONTRACTS_WRITES_LOG", str(writes))
+    assert project.dbt("--select", "q_control", "--vars", "{v: 2}") == 0
+    monkeypatch.delenv("DBT_SPARK_CONTRACTS_WRITES_LOG")
+    load = write_index(writes, f"insert into {project.relation('q_control')} ")
+    first = _stop_before(project, "q_fenced", "{v: 2}", load)
+    try:
+        time.sleep(STALL_LEASE)
+        assert project.dbt("--select", "q_fenced", "--vars", "{v: 2}") == 0, project.results()
+        second = project.results()["q_fenced"]["adapter_response"]
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait(timeout=600) != 0
+    resumed = resumed_result(project, "q_fenced")
+    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+    settled = [r for r in second.get("repairs") or [] if "settled run" in r]
+    assert settled and "fences that run's writes off" in settled[0], second
+    project.settle("q_fenced")
+    rows = project.rows(["q_fenced", "q_fenced__quarantine", "q_control"])
+    assert [r["id"] for r in rows["q_fenced"]] == [0, 1, 2, 3, 5, 7], rows
+    assert rows["q_fenced"] == rows["q_control"], rows
+    quarantined = rows["q_fenced__quarantine"]
+    assert sorted(r["id"] for r in quarantined) == [4, 6, 8], quarantined
+    assert len({r["_dbt_run_id"] for r in quarantined}) == 1, quarantined
+    # the taker's marker, and after it nothing of the resumed run (it ended last)
+    results = json.loads((project.root / "target" / "run_results.json").read_text())
+    stopped = results["metadata"]["invocation_id"]
+    history = project.history("q_fenced")
+    markers = [v for v, _, tag in history if tag.startswith("dbt-spark-contracts-fence")]
+    assert markers and not [h for h in history if h[0] > markers[0] and h[2] == stopped], history
+    assert leftovers(project, "q_fenced") == []
+
+
+@pytest.mark.profile("session", "thrift")
+def test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit(
+    tmp_path, stall_target, monkeypatch
+):
+    """Delta's skip itself: a multi-step Delta run stopped (SIGSTOP) right before its backfill
+    UPDATE reaches Spark (its fence passed), past its lease. The model run again takes the
+    lease over, commits its marker under the stopped run's transaction id, repairs the table
+    (RESTORE) and carries the whole change out itself. The first run, resumed, sends its
+    UPDATE: it has no source a repair could drop, so without the fence it would commit over
+    the second run's load; Delta skips it (its version is below the marker's), and the run
+    fails naming its lost lease. No commit of the first run follows the marker."""
+    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+    names = ["control", "stalled"]
+    project = Project(tmp_path / "project", "delta", stall_target, names=names)
+    assert project.dbt() == 0
+    writes = tmp_path / "writes.log"
+    monkeypatch.setenv("DBT_SPARK_CONTRACTS_WRITES_LOG", str(writes))
+    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+    monkeypatch.delenv("DBT_SPARK_CONTRACTS_WRITES_LOG")
+    after = project.state("control")
+    update = write_index(writes, f"update {project.relation('control')} ")
+    first = _stop_before(project, "stalled", "{v: 2}", update)
+    try:
+        time.sleep(STALL_LEASE)
+        assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+        assert project.results()["stalled"]["adapter_response"].get("repairs")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait(timeout=600) != 0
+    resumed = resumed_result(project, "stalled")
+    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+    results = json.loads((project.root / "target" / "run_results.json").read_text())
+    stopped = results["metadata"]["invocation_id"]
+    project.settle("stalled")
+    history = project.history("stalled")
+    markers = [v for v, _, tag in history if tag.startswith("dbt-spark-contracts-fence")]
+    assert markers and not [h for h in history if h[0] > markers[0] and h[2] == stopped], history
+    assert project.state("stalled") == after
+    rows = project.rows(["control", "stalled"])
+    assert rows["stalled"] == rows["control"], rows
+    assert leftovers(project, "stalled") == []

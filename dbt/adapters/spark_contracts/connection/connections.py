@@ -285,7 +285,9 @@ class SparkContractsConnectionManager(SparkConnectionManager):
     TYPE = "spark_contracts"
 
     def add_query(self, sql: str, *args: Any, **kwargs: Any) -> Tuple[Connection, Any]:
-        """dbt's, then the fault-injection point (connection/failpoint.py; off unless set)."""
+        """dbt's, between the fault-injection points (connection/failpoint.py; off unless
+        set)."""
+        failpoint.before_statement(sql)
         connection, cursor = super().add_query(sql, *args, **kwargs)
         failpoint.after_statement(sql)
         return connection, cursor

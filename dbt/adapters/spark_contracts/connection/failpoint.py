@@ -3,7 +3,9 @@
 
 With `DBT_SPARK_CONTRACTS_KILL_AFTER=<n>`, the dbt process kills itself with SIGKILL (no
 cleanup, no `finally`, as `kill -9` from outside) right after the n-th statement it sent that
-can change something has returned. With `DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such
+can change something has returned. With `DBT_SPARK_CONTRACTS_STOP_BEFORE=<n>`, it stops itself
+with SIGSTOP (every thread, its lease's heartbeat too: a stalled process) right before it sends
+the n-th such statement, after every check the run made before it; SIGCONT sends it on. With `DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such
 statement is appended to the file (how a test learns the kill points of a run). Statements a
 lease's heartbeat thread sends are not counted: they come when a clock says, so counting them
 would make the n-th statement differ from run to run.
@@ -18,26 +20,48 @@ import threading
 from dbt.adapters.spark_contracts.core.recovery.statements import changes_something
 
 KILL_AFTER_ENV = "DBT_SPARK_CONTRACTS_KILL_AFTER"
+STOP_BEFORE_ENV = "DBT_SPARK_CONTRACTS_STOP_BEFORE"
 WRITES_LOG_ENV = "DBT_SPARK_CONTRACTS_WRITES_LOG"
 HEARTBEAT_THREAD_PREFIX = "lease "  # run/heartbeat.py names its thread so
 
 
 class _Counter:
-    """The writes this process has sent (one per process: the kill ends the process)."""
+    """The writes this process has sent (one per process: the kill ends the process), and
+    whether it has stopped itself (once: a write that fails is not counted)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.sent = 0
+        self.stopped = False
 
 
 _COUNTER = _Counter()
+
+
+def _point(name: str) -> int:
+    value = (os.environ.get(name) or "").strip()
+    return int(value) if value.isdigit() else 0
+
+
+def before_statement(sql: str) -> None:
+    """Called before a statement is sent; stops the process before the configured write."""
+    stop_before = _point(STOP_BEFORE_ENV)
+    if not stop_before or not changes_something(sql):
+        return
+    if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
+        return
+    with _COUNTER.lock:
+        due = _COUNTER.sent + 1 == stop_before and not _COUNTER.stopped
+        _COUNTER.stopped = _COUNTER.stopped or due
+    if due:
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def after_statement(sql: str) -> None:
     """Called once a statement has returned; kills the process at the configured write."""
     kill_after = os.environ.get(KILL_AFTER_ENV)
     log = os.environ.get(WRITES_LOG_ENV)
-    if not (kill_after or log) or not changes_something(sql):
+    if not (kill_after or log or _point(STOP_BEFORE_ENV)) or not changes_something(sql):
         return
     if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
         return

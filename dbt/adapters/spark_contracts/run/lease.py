@@ -16,18 +16,16 @@ go, and read other runs' leases."""
 import random
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.recovery.lease import (
-    Fence,
     Seen,
     State,
     Watch,
     beat_interval,
-    fence,
     holder_gone,
     judge,
     next_epoch,
@@ -44,6 +42,12 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
     RunRecord,
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
+from dbt.adapters.spark_contracts.run.fence import (  # noqa: F401 (confirm: named from here too)
+    carrying,
+    commit_markers,
+    confirm,
+    fences,
+)
 from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named from here too)
     LEASE_ENV,
     Heartbeat,
@@ -55,7 +59,6 @@ from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
 from dbt.adapters.spark_contracts.run.record_io import (
     drop_record,
     lease_properties,
-    read_lease,
     records_of,
     set_properties_sql,
     take_over_sql,
@@ -98,28 +101,6 @@ def record_name(owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> str:
     return name + (f"_{batch_key(owner.batch_tag)}" if owner.batch_tag else "")
 
 
-def confirm(spark: Spark, beat: Heartbeat, table_format: Optional[str] = None) -> Fence:
-    """The fence, before an irreversible step. While the lease is `fresh` no other run can have
-    taken it over (it must first watch the heartbeat unchanged for a lease's length), so nothing
-    is read. Otherwise (the run was paused, or its beats were slow) one beat is sent and waited
-    for and the lease read back: a run that took it over has marked it (or dropped it), and after
-    that beat no run can take it over for a lease's length."""
-    if beat.fresh():
-        return Fence(True)
-    renew_error = None
-    try:
-        beat.renew(spark)
-    except Exception as exc:  # gone, or unreachable: read it to tell
-        logger.debug(f"could not renew {beat.table} before a step: {exc}")
-        renew_error = str(exc) or type(exc).__name__
-    record = read_lease(spark, beat.table, table_format)
-    found = fence(record)
-    if found.held and not beat.fresh():  # not taken over, but not renewed either: not confirmed
-        work = record is not None and record.holds_work
-        return Fence(False, None, work, beat.stale_for(), renew_error)
-    return found
-
-
 # rounds of two runs taking their leases at one moment before this one gives up (Leases.alone)
 LEASE_ROUNDS = 5
 
@@ -138,6 +119,7 @@ class Leases:
         self.spark = spark
         self.held: Optional[Heartbeat] = None
         self.swapping = False  # the held record says a swap is under way
+        self.txn_version = 0  # the last transaction version its writes carried (`fenced`)
 
     def take(
         self,
@@ -187,7 +169,7 @@ class Leases:
                 if binding and first_of(owner, binding):
                     others, binding = self._outwait(owner, suffix, watch)
                 if not binding:
-                    self._take_over(owner, others, watch)
+                    self._take_over(owner, others, watch, fence=suffix == LEASE_SUFFIX)
                     return [r for r in others if r.holds_work]
             except BaseException:
                 self.let_go(owner)
@@ -263,9 +245,13 @@ class Leases:
                 told = True
             time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
 
-    def _take_over(self, owner: LeaseOwner, others: Sequence[RunRecord], watch: Watch) -> None:
+    def _take_over(
+        self, owner: LeaseOwner, others: Sequence[RunRecord], watch: Watch, fence: bool = True
+    ) -> None:
         """Other runs' leases that are dead or expired marked taken over by this run, which
-        holds the next epoch. A lease taken over (now, or by an earlier run) whose holder's
+        holds the next epoch; `fence`: each one's holder's writes to the model table then
+        fenced off inside the commit where its format can (run/txn_fence.commit_markers), before
+        this run reads the table's log (a settler's lease: its writes carry no transaction id). A lease taken over (now, or by an earlier run) whose holder's
         process on this host is gone is dropped: only that process's fence ever read the mark
         (`holder_gone`). One whose holder may be alive (its process still runs: stalled; or it
         ran on another host) stays marked, for its run to find (the fence), which then drops
@@ -281,6 +267,8 @@ class Leases:
         for record in taken:
             dead = self._state(record) is State.DEAD
             self.spark.run(take_over_sql(record.table, owner.invocation_id))
+            if fence:
+                commit_markers(self.spark, record.table, [(owner.relation, owner.table_format)])
             why = (
                 "its process on this host has ended"
                 if dead
@@ -325,6 +313,20 @@ class Leases:
                 unconfirmed_after=found.unconfirmed_after,
                 renew_error=found.renew_error,
             )
+
+    def fenced(self, table_format: str, action: Callable[[], Any]) -> Any:
+        """`action`, a write to a table of `table_format` this run answers for under the lease it
+        holds (its model table, its quarantine), sent under the record's transaction id at the
+        next version where the format fences inside the commit (core/recovery/txn_fence.py):
+        once a taker's marker is in, that write is skipped or fails. A skipped write returns
+        as if done: the caller checks the lease after it (the mark came before the marker, so
+        the fence finds it)."""
+        beat = self.held
+        if beat is None or not fences(table_format):
+            return action()
+        self.txn_version += 1
+        with carrying(self.spark, beat.table, self.txn_version):
+            return action()
 
     def write(self, owner: LeaseOwner, properties: Dict[str, str]) -> None:
         """The held record says `properties` from here on (its intent, the steps done, a swap

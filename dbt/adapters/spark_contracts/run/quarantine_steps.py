@@ -3,7 +3,7 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
@@ -37,8 +37,10 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     manual_move,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import PENDING_PROPERTY, pending_properties
+from dbt.adapters.spark_contracts.core.recovery.txn_fence import app_id
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
-from dbt.adapters.spark_contracts.run.lease import Leases
+from dbt.adapters.spark_contracts.run.fence import fences
+from dbt.adapters.spark_contracts.run.lease import Leases, record_name
 from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
     quarantine_format_for,
@@ -92,7 +94,7 @@ class Quarantine:
         what the model now outputs (core/contracts/quarantine.py; else `QuarantineMismatch`) and
         sent again; refused while the table fits, `_insert_again` (Delta)."""
         try:
-            self.spark.run(sql)
+            self._fenced(run, lambda: self.spark.run(sql))
             return
         except DbtDatabaseError:
             statements = self._quarantine_evolution(run)
@@ -104,7 +106,14 @@ class Quarantine:
                 return
         for statement in statements:
             self.spark.run(statement)
-        self.spark.run(sql)
+        self._fenced(run, lambda: self.spark.run(sql))
+
+    def _fenced(self, run: ModelRun, write: Callable[[], Any]) -> None:
+        """`write` into the run's quarantine under its lease's transaction id
+        (`Leases.fenced`), then the lease checked: a write skipped because the run that took
+        the lease over moves the rows is never taken for done (`LeaseLost`)."""
+        self.leases.fenced(quarantine_format_for(run.table_format), write)
+        self.leases.check(run)
 
     def _insert_again(self, run: ModelRun, pending: str) -> None:
         """The run's refused insert into a Delta quarantine (Delta refuses an append that meets
@@ -115,7 +124,9 @@ class Quarantine:
         written part of its files. The last refusal is raised (the rows stay pending)."""
         schema = self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
         own = RowsOf(run.invocation_id, run.batch_tag or None)
-        merge = lambda: self._merge_once(run.quarantine_table, pending, schema, own)  # noqa: E731
+        merge = lambda: self._fenced(  # noqa: E731
+            run, lambda: self._merge_once(run.quarantine_table, pending, schema, own)
+        )
         tried_again(
             merge, lambda: False, first_at_once=False, before=lambda: self.leases.check(run)
         )
@@ -146,7 +157,9 @@ class Quarantine:
         pending = run.pending_table
         creates = run.replace_by is Build.CREATE  # no table yet: no version to record
         version = None if creates else self.log(run.table_format).current_version(run.relation)
-        says = pending_properties(pending, run.commit_tag, version)
+        record = self.leases.held.table if self.leases.held is not None else record_name(run)
+        fenced = app_id(record) if fences(run.table_format) else None  # its load carries it
+        says = pending_properties(pending, run.commit_tag, version, fenced)
         if self.leases.held is not None:
             self.leases.write(run, says)
         else:
@@ -182,6 +195,9 @@ class Quarantine:
                     f"('{loaded_property(run.invocation_id)}' = {sql_string(run.commit_tag)})"
                 )
             self.move(run.relation, run.table_format, run.quarantine_table, pending, None, run)
+        except LeaseLost:  # the run that took it over moves them (its write was skipped)
+            self.book.state.pending = None
+            raise
         except Exception as exc:
             try:
                 self.leases.check(run)

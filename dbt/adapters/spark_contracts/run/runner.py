@@ -3,7 +3,7 @@ changes under the run's record, the one load; every failure after a change resto
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, NoReturn, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -224,7 +224,7 @@ class Runner:
         state.intent = intent
         done: List[Done] = []
         for index, step in enumerate(run.statements):
-            self._step(run, step.sql, lambda s=step.sql: self.spark.run(s))
+            self._step(run, step.sql, lambda s=step.sql: self.spark.run(s), writes=True)
             self.events.add(Executed(step))
 
             def tell(index: int = index) -> None:  # what the step produced, into the record
@@ -245,20 +245,24 @@ class Runner:
                 run.unique_id, run.relation, run.deployed.simple_string(), now.simple_string()
             )
 
-    def _step(self, run: ModelRun, step: str, action: Callable[[], Any]) -> Any:
+    def _step(self, run: ModelRun, step: str, action: Callable[[], Any], writes=False) -> Any:
+        """`action` behind the fence; `writes` (the model table): under the lease's transaction
+        id (`Leases.fenced`), the fence checked after it too (a skipped write is never done)."""
         try:
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
-            return action()
+            result = self.leases.fenced(run.table_format, action) if writes else action()
         except (LeaseLost, FirstPassFailed):  # a failed first pass changed nothing
             raise
         except Exception as exc:  # the step, or confirming the lease before it, failed
             self.undo(run, exc, step)
+        if writes:
+            self.fence(run)
+        return result
 
     def fence(self, run: ModelRun) -> None:
-        """Before an irreversible step: the leases this run holds (the model's, its pending
-        table) are still its own, or `LeaseLost` (core/recovery/lease.py). A run that lost one commits
-        nothing more, puts nothing back and settles nothing: the run that took over, or the
-        model's next run, does."""
+        """Before an irreversible step: the run's lease is still its own, or `LeaseLost`
+        (core/recovery/lease.py): it commits, puts back and settles nothing more (the run that
+        took over, or the model's next run, does)."""
         try:
             self.leases.check(run)
         except LeaseLost as lost:
@@ -287,7 +291,7 @@ class Runner:
                 self.spark.set_conf(conf, "true")
             try:
                 write = sql if callable(sql) else lambda: self._run_load(run, sql)
-                response = self._step(run, "the load", write)
+                response = self._step(run, "the load", write, writes=not callable(sql))
                 if after is not None:
                     self._step(run, "the swap", after)
             finally:
@@ -337,7 +341,7 @@ class Runner:
             except Exception as exc:  # a leftover stage harms nothing; say so
                 logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
 
-    def undo(self, run: ModelRun, exc: BaseException, step: str) -> None:
+    def undo(self, run: ModelRun, exc: BaseException, step: str) -> NoReturn:
         """Put the table back after `step` failed (if this run changed it), then raise. A run
         that lost its lease meanwhile restores and settles nothing (`LeaseLost`); where the
         lease cannot be confirmed (the fence's read failed too), it restores as before: the

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
@@ -17,9 +17,12 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.recovery import pending as protocol
 from dbt.adapters.spark_contracts.core.recovery.lease import Seen, State, Watch, judge
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+from dbt.adapters.spark_contracts.core.recovery.txn_fence import app_id
 from dbt.adapters.spark_contracts.run import record_io
+from dbt.adapters.spark_contracts.run.fence import commit_markers
 from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
 from dbt.adapters.spark_contracts.run.outcome_events import RunBook
 from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
 from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
@@ -143,6 +146,9 @@ def settle_others(
         if lease is not None:  # else its run let go of it meanwhile: settled
             leases[claim.lease] = lease
     binding = watch_leases(spark, leases, unique_id, table_format)
+    fenced = take_over(
+        spark, found, (leases, binding, listed), invocation_id, (relation, quarantine), table_format
+    )
     for claim in found:
         if claim.lease not in leases:
             continue
@@ -151,7 +157,6 @@ def settle_others(
         if claim.record and bare(name) not in listed:
             if claim.lease in binding:
                 continue
-            spark.run(record_io.take_over_sql(claim.lease, invocation_id))
             record_io.drop_record(spark, claim.lease, table_format)
             logger.info(
                 f"{unique_id}: dropped run {run}'s record {claim.lease}: its pending table "
@@ -166,7 +171,10 @@ def settle_others(
         if here is None:
             here = spark.application()
         gone = protocol.application_gone(pending.application, here, process_running)
-        decision = protocol.decide_pending(pending, record, claim.lease in binding, gone)
+        fenced_off = claim.lease in fenced and pending.fenced_writes == app_id(claim.lease)
+        decision = protocol.decide_pending(
+            pending, record, claim.lease in binding, gone, fenced_off
+        )
         if decision.action is protocol.Action.WAIT:
             logger.info(
                 f"{unique_id}: {name} belongs to run {run}, which may be alive "
@@ -180,8 +188,6 @@ def settle_others(
                 f"{protocol.manual_move(name, quarantine, table_format)}"
             )
             continue
-        # taken over first: that run, if it was only stalled, can commit nothing after this
-        spark.run(record_io.take_over_sql(claim.lease, invocation_id))
         if decision.action is protocol.Action.MOVE:
             what = quarantine_steps.move(
                 relation, table_format, quarantine, name, run, None, pending.tag
@@ -195,6 +201,38 @@ def settle_others(
         logger.warning(f"{unique_id}: {message}")
         done.append(message)
     return done
+
+
+def take_over(
+    spark: Spark,
+    found: Sequence[Claim],
+    seen: Tuple[Dict[str, RunRecord], Set[str], Set[str]],
+    invocation_id: str,
+    tables: Tuple[str, str],
+    table_format: str,
+) -> Set[str]:
+    """Each claim's lease that no longer binds marked taken over by `invocation_id` (this run)
+    first, before the model table's log is read: that run, if it was only stalled, can commit
+    nothing after its fence finds the mark. Then, where its pending table is there, its writes
+    to `tables` (the model table, the quarantine) are fenced off inside the commit where their
+    format can (run/txn_fence.commit_markers): the leases (by table) whose model table got a
+    marker. `seen`: the claims' leases read now, those that bind, the pending tables listed."""
+    (leases, binding, listed), (relation, quarantine) = seen, tables
+    fenced: Set[str] = set()
+    for claim in found:
+        if claim.lease not in leases or claim.lease in binding:
+            continue
+        spark.run(record_io.take_over_sql(claim.lease, invocation_id))
+        if not claim.record or bare(claim.pending.name) not in listed:
+            continue
+        marked = commit_markers(
+            spark,
+            claim.lease,
+            [(relation, table_format), (quarantine, quarantine_format_for(table_format))],
+        )
+        if relation in marked:
+            fenced.add(claim.lease)
+    return fenced
 
 
 def settle_pending(

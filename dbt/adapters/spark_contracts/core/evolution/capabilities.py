@@ -156,6 +156,9 @@ class FormatCapabilities:
     not_null_needs_create: bool = False
     # how a microbatch batch replaces its window (core/materialization/microbatch.BatchLoad's names)
     batch_load: str = "PARTITION_OVERWRITE"
+    # a write carries a transaction id that a lease's taker can fence off inside the commit
+    # (Delta's idempotent writes: core/recovery/txn_fence.py)
+    fences_in_commit: bool = False
 
     def can_widen(self, from_type: SparkType, to_type: SparkType, nested: bool) -> bool:
         """True when ALTER COLUMN TYPE does this widening without rewriting data."""
@@ -198,6 +201,7 @@ DELTA = FormatCapabilities(
     drop_column_feature=COLUMN_MAPPING,
     default_feature=COLUMN_DEFAULTS,
     variant_feature=VARIANT_TYPE_FEATURE,
+    fences_in_commit=True,
     evolving_append_conf="spark.databricks.delta.schema.autoMerge.enabled",
     append_refused_by_metadata_change=True,
     constraints_as_properties=True,

@@ -27,6 +27,14 @@ TAG_PREFIX = "dbt-spark-contracts"
 # matches Spark's redaction patterns (`url`, `token`, `secret`, `password`, `access key`), which
 # a model's or a column's name in the intent can; hex digits never match them.
 HEX_PREFIX = "hex:"
+# a lease taker's empty marker commit (core/recovery/txn_fence.py): nobody's change to take back
+MARKER_TAG_PREFIX = f"{TAG_PREFIX}-fence:"
+
+
+def is_marker(tag: str | None) -> bool:
+    """A commit is a lease taker's marker (core/recovery/txn_fence.py): it changes no row and
+    no schema."""
+    return bool(tag) and str(tag).startswith(MARKER_TAG_PREFIX)
 
 
 class IntentUnreadable(ValueError):
@@ -133,8 +141,9 @@ class Commit:
 
 
 def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ...]:
-    """Commits not made by the run tagged `own_tag` (a restore would undo them)."""
-    return tuple(c for c in commits if c.tag != own_tag)
+    """Commits not made by the run tagged `own_tag` (a restore would undo them); a lease
+    taker's empty marker (core/recovery/txn_fence.py) is nobody's change."""
+    return tuple(c for c in commits if c.tag != own_tag and not is_marker(c.tag))
 
 
 def describe_commits(commits: Iterable[Commit]) -> str:

@@ -66,6 +66,9 @@ BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # changes with each beat; "0": 
 CREATED_VERSION_PROPERTY = "dbt_spark_contracts.created_version"
 # where the run's statements run: "<endpoint> <Spark application id>" (`Application`)
 APP_PROPERTY = "dbt_spark_contracts.application"
+# the transaction id its run's writes to the model table and the quarantine carry (Delta:
+# core/recovery/txn_fence.py): a taker's marker under it fences them off
+FENCED_PROPERTY = "dbt_spark_contracts.fenced_writes"
 SESSION_ENDPOINT = "session://"  # session://<host>/<pid>: an embedded session, in that process
 # parquet keeps no log: the run sets this on the model's table right after its load
 LOADED_PREFIX = "dbt_spark_contracts.loaded_"
@@ -203,6 +206,8 @@ class Pending:
     # it records (an empty `CREATED_VERSION_PROPERTY`) that the model table had no version when
     # it was made: the run was creating the table (or the table had no commit yet)
     before_any_version: bool = False
+    # the transaction id its run's writes carry (`FENCED_PROPERTY`); None: they carry none
+    fenced_writes: str | None = None
 
     @classmethod
     def from_properties(cls, name: str, properties: Mapping[str, str]) -> Pending:
@@ -212,7 +217,8 @@ class Pending:
         recorded = lowered.get(CREATED_VERSION_PROPERTY)
         version = (recorded or "").strip() or None
         before = recorded is not None and version is None
-        return cls(name, tag, run, heartbeat_of(properties), version, application, before)
+        fenced = (lowered.get(FENCED_PROPERTY) or "").strip() or None
+        return cls(name, tag, run, heartbeat_of(properties), version, application, before, fenced)
 
 
 @dataclass(frozen=True)
@@ -255,11 +261,18 @@ LOAD_OPERATIONS = {
 
 
 def decide_pending(
-    pending: Pending, record: ModelRecord, binds: bool = False, gone: bool = False
+    pending: Pending,
+    record: ModelRecord,
+    binds: bool = False,
+    gone: bool = False,
+    fenced_off: bool = False,
 ) -> Decision:
     """What to do with another run's pending table (see the module's text). `binds`: its lease
     may still be held (core/recovery/lease.py); `gone`: its run's Spark application is provably gone
-    (`application_gone`). No clock is read: the log is compared by version."""
+    (`application_gone`); `fenced_off`: its run's writes carry a transaction id
+    (`Pending.fenced_writes`) and the settler committed a marker under it on the model table
+    before it read `record` (core/recovery/txn_fence.py), so a load of that run not in `record`
+    never commits. No clock is read: the log is compared by version."""
     if pending.heartbeat is None or pending.tag is None or pending.run is None:
         return Decision(Action.KEEP, "its properties do not name its run and lease")
     if binds:
@@ -293,6 +306,11 @@ def decide_pending(
         )
     else:
         no_load = ""
+    if no_load and fenced_off:
+        return Decision(
+            Action.DROP,
+            f"{no_load}, and a marker in the table's log fences that run's writes off",
+        )
     if no_load:
         if not gone:
             return Decision(

@@ -54,6 +54,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
     CREATED_VERSION_PROPERTY,
+    FENCED_PROPERTY,
     RUN_PROPERTY,
     TAG_PROPERTY,
     Application,
@@ -174,11 +175,17 @@ class RunRecord:
 INTENT_CLEARED = {INTENT_PROPERTY: "", DONE_PROPERTY: ""}
 
 
-def pending_properties(pending: str, tag: str, version: object) -> dict[str, str]:
+def pending_properties(
+    pending: str, tag: str, version: object, fenced_writes: str | None = None
+) -> dict[str, str]:
     """What a record says of its run's pending table (`RunRecord.pending`): its name, the run's
-    commit tag, and the model table's version before it was made (empty: the table had none)."""
-    return {
+    commit tag, the model table's version before it was made (empty: the table had none), and
+    the transaction id its writes carry, if any (core/recovery/txn_fence.py)."""
+    says = {
         PENDING_PROPERTY: pending,
         TAG_PROPERTY: tag,
         CREATED_VERSION_PROPERTY: "" if version is None else str(version),
     }
+    if fenced_writes:
+        says[FENCED_PROPERTY] = fenced_writes
+    return says

@@ -1,0 +1,107 @@
+"""The fence inside the commit (core/recovery/txn_fence.py), pure: a run's writes carry its record's
+application id whatever way the record's name is written; a taker's marker is nobody's change to
+take back; a pending table is dropped without its Spark application being provably gone only
+where its run's writes were fenced off by a marker in the model table's own log, never where its
+load is there. Property-tested; the fence on real Delta is in
+tests/functional/evolution/test_kill.py, and the Runner against a table that keeps Delta's rule
+in tests/unit/test_fault_matrix.py."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
+from dbt.adapters.spark_contracts.core.recovery.intent import Commit, foreign_commits, is_marker
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    FENCED_PROPERTY,
+    Action,
+    LogEntry,
+    ModelRecord,
+    Pending,
+    decide_pending,
+)
+from dbt.adapters.spark_contracts.core.recovery.record import RunRecord, pending_properties
+from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
+    MARKER_VERSION,
+    app_id,
+    marker_sql,
+    marker_tag,
+)
+
+TAG = "dbt-spark-contracts:inv-1:abc:model.p.t"
+OTHER = "dbt-spark-contracts:inv-2:def:model.p.t"
+RECORD = "db.t__dbt_lease_inv1"
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True)
+
+
+@given(names, names, st.sampled_from(["", "spark_catalog."]))
+def test_a_records_application_id_is_the_same_however_its_name_is_written(schema, name, cat):
+    """Its holder names it with its catalog and schema, a listing gives it bare, quoted or in
+    another case: one id (else a marker would fence off nobody)."""
+    record = f"{name}__dbt_lease_inv1"
+    written = [record, f"{schema}.{record}", f"{cat}{schema}.`{record}`", record.upper()]
+    assert len({app_id(w) for w in written}) == 1
+    assert len({marker_tag(w) for w in written}) == 1
+    assert app_id(record) != app_id(f"{name}__dbt_lease_inv2")  # each run its own
+
+
+def test_the_markers_version_is_above_every_version_a_holder_sends():
+    assert MARKER_VERSION == 2**63 - 1  # Delta's txnVersion is a long
+    assert "when matched then delete" in marker_sql("db.t") and " on false " in marker_sql("db.t")
+
+
+def test_only_delta_fences_inside_the_commit():
+    assert row_of("delta").fences_in_commit
+    assert not row_of("iceberg").fences_in_commit and not row_of("parquet").fences_in_commit
+
+
+tags = st.sampled_from([TAG, OTHER, None, marker_tag(RECORD), "streaming-job"])
+
+
+@given(st.lists(tags, max_size=8))
+def test_a_marker_is_never_a_foreign_commit_and_never_the_runs_own(sequence):
+    commits = [Commit(v, "MERGE", tag) for v, tag in enumerate(sequence)]
+    foreign = foreign_commits(commits, TAG)
+    assert not [c for c in foreign if is_marker(c.tag)]
+    assert [c.tag for c in foreign] == [t for t in sequence if t != TAG and not is_marker(t)]
+    assert not is_marker(TAG) and not is_marker(None) and is_marker(marker_tag(RECORD))
+
+
+def test_a_records_pending_rows_say_the_transaction_id_its_writes_carry():
+    says = pending_properties("db.t__quarantine__pending_inv1", TAG, 3, app_id(RECORD))
+    assert says[FENCED_PROPERTY] == app_id(RECORD)
+    record = RunRecord.from_properties(RECORD, {**says, "dbt_spark_contracts.heartbeat": "0"})
+    assert record.pending is not None and record.pending.fenced_writes == app_id(RECORD)
+    assert FENCED_PROPERTY not in pending_properties("p", TAG, 3)  # a format that cannot
+
+
+OPERATIONS = ("WRITE", "MERGE", "RESTORE", "SET TBLPROPERTIES")
+entries = st.lists(
+    st.tuples(st.sampled_from([TAG, OTHER, None, marker_tag(RECORD)]), st.sampled_from(OPERATIONS)),
+    max_size=8,
+).map(lambda t: [LogEntry(tag, op, 4 + i) for i, (tag, op) in enumerate(t)])
+
+
+@given(entries, st.booleans(), st.booleans())
+def test_a_fenced_off_run_without_its_load_in_the_log_is_dropped_at_once(log, fenced_off, gone):
+    """A run whose writes a marker fenced off: its load is in the log the settler read after the
+    marker, or it never commits. So its rows are dropped when that log reaches back to the
+    version its pending table was made at and holds no load of it, also while its Spark
+    application may still run; moved when its load is there; and a lease that binds is left
+    alone whatever the marker."""
+    made = Pending("db.t__quarantine__pending_inv1", TAG, "inv-1", 0, "3", None, False, "x")
+    whole = [LogEntry(None, "WRITE", 3), *log]
+    decision = decide_pending(made, ModelRecord(whole, {}), gone=gone, fenced_off=fenced_off)
+    loads = [e for e in whole if e.tag == TAG and e.operation in ("WRITE", "MERGE")]
+    undone = loads and any(e.tag == TAG and e.operation == "RESTORE" for e in whole)
+    if loads and not undone:
+        assert decision.action is Action.MOVE
+    if not loads and (fenced_off or gone):
+        assert decision.action is Action.DROP
+    if not loads and not fenced_off and not gone:
+        assert decision.action is Action.KEEP
+    assert decide_pending(made, ModelRecord(whole, {}), binds=True, fenced_off=True).action is (
+        Action.WAIT
+    )
