@@ -24,6 +24,7 @@ from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.record_io import read_lease
+from dbt.adapters.spark_contracts.run.retry import tried_again
 
 logger = AdapterLogger("SparkContracts")
 
@@ -86,8 +87,9 @@ def commit_markers(
     format)) whose format fences inside the commit and that exists, an empty commit under the
     record's transaction id at `MARKER_VERSION`, tagged as a marker (so no restore takes it
     for anybody's change). From here on the old holder's writes to it are skipped, or fail.
-    Returns the tables marked. A failure raises: the taker cannot show the window closed,
-    and repairs nothing."""
+    Returns the tables marked. A marker refused because a write of the old holder committed
+    while it ran is sent again (`tried_again`); the last refusal raises: the taker cannot show
+    the window closed, and repairs nothing."""
     marked = []
     for table, table_format in tables:
         if not fences(table_format) or not exists(spark, table):
@@ -96,7 +98,9 @@ def commit_markers(
         spark.set_conf(DELTA_USER_METADATA, marker_tag(record_table))
         try:
             with carrying(spark, record_table, MARKER_VERSION):
-                spark.run(marker_sql(table))
+                # refused where a write of the old holder committed while it ran (Delta's
+                # conflict check on the id): that write is in the log now; sent again
+                tried_again(lambda t=table: spark.run(marker_sql(t)), lambda: False, True)
         finally:
             spark.set_conf(DELTA_USER_METADATA, previous)
         marked.append(table)
