@@ -110,13 +110,31 @@ EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/adapter/test_constraints.py tests/functional/adapter/test_microbatch_suites.py \
 	tests/functional/evolution/test_column_settings_timing.py \
 	tests/functional/test_snapshot_keys_and_deletes.py tests/functional/test_embedded_spark.py \
-	tests/functional/adapter/test_python_model.py tests/functional/test_thrift_statements.py
+	tests/functional/adapter/test_python_model.py tests/functional/test_thrift_statements.py \
+	tests/functional/contracts/test_quarantine_is_not_the_journal.py \
+	tests/functional/contracts/test_data_tests_set_gates.py \
+	tests/functional/contracts/test_pydantic_refresh_run.py \
+	tests/functional/contracts/test_pydantic_contract.py \
+	tests/functional/contracts/test_microbatch_quarantine.py \
+	tests/functional/contracts/test_table_contracts.py tests/functional/evolution/test_swap.py \
+	tests/functional/contracts/test_quarantine_evolves.py \
+	tests/functional/contracts/test_native_variant.py tests/functional/test_python_models.py \
+	tests/functional/test_iceberg_snapshot.py tests/functional/test_rest_catalog.py \
+	tests/functional/test_long_view_text.py tests/functional/evolution/test_run_story.py
 EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
 	"$(CONCURRENT)[q_delta]" tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
 	tests/functional/evolution/test_kill.py::TestKillMidRunIceberg \
 	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[delta]" \
 	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[iceberg]" \
 	"tests/functional/evolution/test_kill.py::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
+	"tests/functional/evolution/test_kill.py::test_a_retry_at_once_after_a_kill_repairs_and_loads[delta]" \
+	tests/functional/test_microbatch.py::TestMicrobatchDelta \
+	tests/functional/contracts/test_data_tests_gates.py::TestDocsExampleRuns \
+	tests/functional/contracts/test_data_tests_gates.py::TestGatesReadTheCoercedOutput \
+	tests/functional/contracts/test_data_tests_gates.py::TestDataTestsConfigSurface \
+	tests/functional/contracts/test_pydantic_create_run.py::TestFailedCreatingRunLeavesNothing \
+	tests/functional/adapter/test_basic.py::TestAdapterMethod \
+	tests/functional/adapter/test_basic.py::TestDefaultsAreDelta \
 	"tests/functional/evolution/test_kill.py::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[iceberg]" \
 	"tests/functional/evolution/test_kill.py::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[delta]" \
 	tests/functional/evolution/test_kill.py::test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit \
@@ -130,12 +148,7 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	tests/functional/test_microbatch.py::TestMicrobatchIceberg \
 	tests/functional/cluster/test_feature_tour.py \
 	tests/functional/adapter/test_basic.py::TestSimpleMaterializations \
-	tests/functional/contracts/test_native_variant.py::TestSnapshotOfANativeVariantColumn \
-	tests/functional/contracts/test_native_variant.py::TestAnIcebergSnapshotRefusesANewVariantColumn \
-	tests/functional/contracts/test_native_variant.py::TestNativeVariantThroughMicrobatch \
 	tests/functional/contracts/test_view_snapshot_contracts.py::TestSnapshotEvolution \
-	tests/functional/contracts/test_pydantic_contract.py::TestPredicatesAgreeWithPydantic \
-	tests/functional/test_long_view_text.py::test_a_metastore_from_before_is_widened_in_place \
 	tests/functional/adapter/test_basic.py::TestIncrementalUniqueKey \
 	tests/functional/adapter/test_basic.py::TestSnapshotCheckCols \
 	tests/functional/adapter/test_basic.py::TestSnapshotTimestamp \
