@@ -87,8 +87,9 @@ def writes(spark: Refusing) -> List[str]:
 def test_a_refused_insert_is_sent_again_behind_the_fence_as_a_merge_on_the_runs_id() -> None:
     spark, fence = Refusing(refusals=1), Fence()
     insert(spark, a_run(), fence)
-    # the fence before the merge, and after it (a write skipped inside its commit: LeaseLost)
-    assert writes(spark) == ["insert", "merge"] and fence.checks == 2
+    # the fence after the refusal (a taker's marker refuses too), before the merge, and after
+    # it (a write skipped inside its commit: LeaseLost)
+    assert writes(spark) == ["insert", "merge"] and fence.checks == 3
     merge = next(s for s in spark.sent if s.startswith("merge"))
     assert "q.`_dbt_run_id` = p.`_dbt_run_id`" in merge and f"from {PENDING} where" in merge
 
@@ -113,7 +114,7 @@ def test_refused_every_time_the_last_refusal_is_raised() -> None:
     with pytest.raises(DbtDatabaseError):
         insert(spark, a_run(), fence)
     assert writes(spark) == ["insert"] + ["merge"] * INSERT_ATTEMPTS
-    assert fence.checks == INSERT_ATTEMPTS
+    assert fence.checks == 1 + INSERT_ATTEMPTS  # after the refusal, then before each merge
     assert WAITS == [1, 2, 3][:INSERT_ATTEMPTS]  # a second longer before each
 
 
@@ -151,7 +152,7 @@ def test_elsewhere_the_refusal_is_raised_and_nothing_sent_again(fmt: str) -> Non
     spark, fence = Refusing(refusals=1), Fence()
     with pytest.raises(DbtDatabaseError):
         insert(spark, a_run(table_format=fmt), fence)
-    assert writes(spark) == ["insert"] and fence.checks == 0
+    assert writes(spark) == ["insert"] and fence.checks == 1  # the lease, then the refusal
 
 
 class Creating:

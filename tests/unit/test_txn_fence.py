@@ -8,6 +8,7 @@ in tests/unit/test_fault_matrix.py."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,13 +22,21 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     Pending,
     decide_pending,
 )
-from dbt.adapters.spark_contracts.core.recovery.record import RunRecord, pending_properties
+from dbt.adapters.spark_contracts.core.recovery.record import (
+    TXN_APP_PROPERTY,
+    RunRecord,
+    pending_properties,
+)
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
     MARKER_VERSION,
+    TXN_APP_ID,
+    TXN_VERSION,
     app_id,
     marker_sql,
     marker_tag,
 )
+from dbt.adapters.spark_contracts.run.fence import carrying, commit_markers
+from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 
 TAG = "dbt-spark-contracts:inv-1:abc:model.p.t"
 OTHER = "dbt-spark-contracts:inv-2:def:model.p.t"
@@ -42,9 +51,10 @@ def test_a_records_application_id_is_the_same_however_its_name_is_written(schema
     another case: one id (else a marker would fence off nobody)."""
     record = f"{name}__dbt_lease_inv1"
     written = [record, f"{schema}.{record}", f"{cat}{schema}.`{record}`", record.upper()]
-    assert len({app_id(w) for w in written}) == 1
+    assert len({app_id(w, "n1") for w in written}) == 1
     assert len({marker_tag(w) for w in written}) == 1
-    assert app_id(record) != app_id(f"{name}__dbt_lease_inv2")  # each run its own
+    assert app_id(record, "n1") != app_id(f"{name}__dbt_lease_inv2", "n1")  # each run its own
+    assert app_id(record, "n1") != app_id(record, "n2")  # and each taking of the lease
 
 
 def test_the_markers_version_is_above_every_version_a_holder_sends():
@@ -60,21 +70,28 @@ def test_only_delta_fences_inside_the_commit():
 tags = st.sampled_from([TAG, OTHER, None, marker_tag(RECORD), "streaming-job"])
 
 
-@given(st.lists(tags, max_size=8))
+@given(st.lists(st.tuples(tags, st.sampled_from(["MERGE", "WRITE", "UPDATE"])), max_size=8))
 def test_a_marker_is_never_a_foreign_commit_and_never_the_runs_own(sequence):
-    commits = [Commit(v, "MERGE", tag) for v, tag in enumerate(sequence)]
+    """A marker is an empty MERGE with the marker tag; any other commit under that tag (a
+    session the tag leaked into) is still another writer's."""
+    commits = [Commit(v, op, tag) for v, (tag, op) in enumerate(sequence)]
     foreign = foreign_commits(commits, TAG)
-    assert not [c for c in foreign if is_marker(c.tag)]
-    assert [c.tag for c in foreign] == [t for t in sequence if t != TAG and not is_marker(t)]
+    markers = [(t, op) for t, op in sequence if is_marker(t) and op == "MERGE"]
+    expected = [(t, op) for t, op in sequence if t != TAG and (t, op) not in markers]
+    assert [(c.tag, c.operation) for c in foreign] == expected
     assert not is_marker(TAG) and not is_marker(None) and is_marker(marker_tag(RECORD))
 
 
-def test_a_records_pending_rows_say_the_transaction_id_its_writes_carry():
-    says = pending_properties("db.t__quarantine__pending_inv1", TAG, 3, app_id(RECORD))
-    assert says[FENCED_PROPERTY] == app_id(RECORD)
-    record = RunRecord.from_properties(RECORD, {**says, "dbt_spark_contracts.heartbeat": "0"})
-    assert record.pending is not None and record.pending.fenced_writes == app_id(RECORD)
-    assert FENCED_PROPERTY not in pending_properties("p", TAG, 3)  # a format that cannot
+def test_a_record_says_the_transaction_id_its_holders_writes_and_load_carry():
+    app = app_id(RECORD, "n1")
+    says = pending_properties("db.t__quarantine__pending_inv1", TAG, 3, app)
+    assert says[FENCED_PROPERTY] == app
+    properties = {**says, TXN_APP_PROPERTY: app, "dbt_spark_contracts.heartbeat": "0"}
+    record = RunRecord.from_properties(RECORD, properties)
+    assert record.txn_app == app
+    assert record.pending is not None and record.pending.fenced_writes == app
+    assert FENCED_PROPERTY not in pending_properties("p", TAG, 3)  # a load into a new log
+    assert RunRecord.from_properties(RECORD, {}).txn_app is None  # an earlier build's record
 
 
 OPERATIONS = ("WRITE", "MERGE", "RESTORE", "SET TBLPROPERTIES")
@@ -105,3 +122,57 @@ def test_a_fenced_off_run_without_its_load_in_the_log_is_dropped_at_once(log, fe
     assert decide_pending(made, ModelRecord(whole, {}), binds=True, fenced_off=True).action is (
         Action.WAIT
     )
+
+
+class Session:
+    """A session's settings as `set_conf`/`get_conf` see them; `fail_on`: keys whose setting
+    fails; `ran`: the statements with the transaction id they carried."""
+
+    def __init__(self, fail_on: tuple = ()) -> None:
+        self.conf: dict = {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
+        self.fail_on, self.ran = fail_on, []
+
+    def set_conf(self, key: str, value: str | None) -> None:
+        if (key, value) in self.fail_on:
+            raise RuntimeError(f"could not set {key}")
+        if value is None:
+            self.conf.pop(key, None)
+        else:
+            self.conf[key] = value
+
+    def get_conf(self, key: str) -> str | None:
+        return self.conf.get(key)
+
+    def run(self, sql: str) -> None:
+        self.ran.append((sql, self.conf.get(TXN_APP_ID), self.conf.get(DELTA_USER_METADATA)))
+        if sql.startswith("fail"):
+            raise RuntimeError("the write failed")
+
+    def fetch(self, sql: str) -> list:
+        return [{"tableName": "t"}] if sql == "show tables in db like 't'" else []
+
+
+def test_the_transaction_id_leaves_the_session_whatever_the_write_did():
+    session = Session()
+    with carrying(session, "app", 3):  # type: ignore[arg-type]
+        session.run("insert")
+    assert TXN_APP_ID not in session.conf and TXN_VERSION not in session.conf
+    with pytest.raises(RuntimeError, match="the write failed"):  # its own error, not the unset's
+        with carrying(Session(fail_on=((TXN_VERSION, None),)), "app", 4):  # type: ignore[arg-type]
+            raise RuntimeError("the write failed")
+    failing = Session(fail_on=((TXN_VERSION, "5"),))  # the version cannot be set: nothing stays
+    with pytest.raises(RuntimeError, match="could not set"):
+        with carrying(failing, "app", 5):  # type: ignore[arg-type]
+            pass
+    assert TXN_APP_ID not in failing.conf
+
+
+def test_a_marker_carries_the_records_id_and_tag_and_the_nodes_tag_comes_back():
+    session = Session()
+    record = RunRecord(RECORD, "inv1", "0", txn_app=app_id(RECORD, "n1"))
+    marked = commit_markers(session, record, [("db.t", "delta"), ("iceberg.db.t", "iceberg")])  # type: ignore[arg-type]
+    assert marked == ("db.t",)  # Iceberg has no transaction id: no marker
+    assert session.ran == [(marker_sql("db.t"), app_id(RECORD, "n1"), marker_tag(RECORD))]
+    assert session.conf == {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
+    unfenced = RunRecord(RECORD, "inv1", "0")  # an earlier build's: its writes carry no id
+    assert commit_markers(session, unfenced, [("db.t", "delta")]) == ()  # type: ignore[arg-type]

@@ -13,14 +13,15 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence, fence
+from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
     MARKER_VERSION,
     TXN_APP_ID,
     TXN_VERSION,
-    app_id,
     marker_sql,
     marker_tag,
 )
+from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.record_io import read_lease
@@ -57,53 +58,72 @@ def fences(table_format: str) -> bool:
 
 
 @contextmanager
-def carrying(spark: Spark, record_table: str, version: int) -> Iterator[None]:
-    """Every write the session sends inside carries `record_table`'s transaction id at
-    `version`; both settings leave the session after it, whatever happened (Delta refuses a
-    write with one of them set, and a version left set would be spent by a later write)."""
-    spark.set_conf(TXN_APP_ID, app_id(record_table))
+def carrying(spark: Spark, app: str, version: int) -> Iterator[None]:
+    """Every write the session sends inside carries the transaction id `app` at `version`;
+    both settings leave the session after it, whatever happened (Delta refuses a write with one
+    of them set, and a version left set would be spent by a later write). Leaving them fails
+    loudly after a write that went through, and is logged after one that failed (its own error
+    is the one raised)."""
     try:
+        spark.set_conf(TXN_APP_ID, app)
         spark.set_conf(TXN_VERSION, str(version))
         yield
-    finally:
+    except BaseException:
+        _unset(spark, quiet=True)
+        raise
+    _unset(spark, quiet=False)
+
+
+def _unset(spark: Spark, quiet: bool) -> None:
+    failed = None
+    for key in (TXN_VERSION, TXN_APP_ID):
         try:
-            spark.set_conf(TXN_VERSION, None)
-        finally:
-            spark.set_conf(TXN_APP_ID, None)
+            spark.set_conf(key, None)
+        except Exception as exc:
+            failed = failed or exc
+            logger.warning(f"could not unset {key} in this session: {exc}")
+    if failed is not None and not quiet:
+        raise failed
 
 
 def exists(spark: Spark, table: str) -> bool:
     """`table` (`schema.name`) is in its catalog now."""
     schema, name = table.rsplit(".", 1)
-    rows = spark.fetch(f"show tables in {schema} like '{name.strip('`')}'")
-    return any(str(r.get("tableName") or "").lower() == name.strip("`").lower() for r in rows)
+    bare = name.strip("`")
+    rows = spark.fetch(f"show tables in {schema} like {sql_string(bare)}")
+    return any(str(r.get("tableName") or "").lower() == bare.lower() for r in rows)
 
 
 def commit_markers(
-    spark: Spark, record_table: str, tables: Sequence[Tuple[str, str]]
+    spark: Spark, record: RunRecord, tables: Sequence[Tuple[str, str]]
 ) -> Tuple[str, ...]:
-    """After `record_table`'s lease was marked taken over, and before anything reads those
-    tables' logs to repair or settle what the record says: on each of `tables` ((table,
-    format)) whose format fences inside the commit and that exists, an empty commit under the
-    record's transaction id at `MARKER_VERSION`, tagged as a marker (so no restore takes it
-    for anybody's change). From here on the old holder's writes to it are skipped, or fail.
-    Returns the tables marked. A marker refused because a write of the old holder committed
-    while it ran is sent again (`tried_again`); the last refusal raises: the taker cannot show
-    the window closed, and repairs nothing."""
-    marked = []
+    """After `record`'s lease was marked taken over, and before anything reads those tables'
+    logs to repair or settle what the record says: on each of `tables` ((table, format)) whose
+    format fences inside the commit and that exists, an empty commit under the transaction id
+    the record names at `MARKER_VERSION`, tagged as a marker (no restore takes it for anybody's
+    change). From here on the old holder's writes to it are skipped, or fail. Returns the
+    tables marked (none where the record names no id: its holder's writes carry none). A
+    marker refused because a write of the old holder committed while it ran is sent again
+    (`tried_again`: that write is in the log then); the last refusal raises: the taker cannot
+    show the window closed, and repairs nothing."""
+    marked: list = []
+    if record.txn_app is None:
+        return ()
     for table, table_format in tables:
         if not fences(table_format) or not exists(spark, table):
             continue
         previous = spark.get_conf(DELTA_USER_METADATA)  # the node's own tag, set back after
-        spark.set_conf(DELTA_USER_METADATA, marker_tag(record_table))
+        spark.set_conf(DELTA_USER_METADATA, marker_tag(record.table))
         try:
-            with carrying(spark, record_table, MARKER_VERSION):
-                # refused where a write of the old holder committed while it ran (Delta's
-                # conflict check on the id): that write is in the log now; sent again
-                tried_again(lambda t=table: spark.run(marker_sql(t)), lambda: False, True)
+
+            def mark(t: str = table, app: str = record.txn_app) -> None:
+                with carrying(spark, app, MARKER_VERSION):
+                    spark.run(marker_sql(t))
+
+            tried_again(mark, lambda: False, True)
         finally:
             spark.set_conf(DELTA_USER_METADATA, previous)
         marked.append(table)
     if marked:
-        logger.debug(f"fenced off the writes of {record_table}'s holder on {', '.join(marked)}")
+        logger.debug(f"fenced off the writes of {record.table}'s holder on {', '.join(marked)}")
     return tuple(marked)

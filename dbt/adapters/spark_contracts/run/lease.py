@@ -15,8 +15,8 @@ go, and read other runs' leases."""
 
 import random
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -32,15 +32,16 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     LEASE_SUFFIX,
-    batch_key,
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
     EPOCH_PROPERTY,
     SHARED_PROPERTY,
     SWAP_PROPERTY,
+    TXN_APP_PROPERTY,
     RunRecord,
 )
+from dbt.adapters.spark_contracts.core.recovery.txn_fence import app_id
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.fence import (  # noqa: F401 (confirm: named from here too)
     carrying,
@@ -56,9 +57,12 @@ from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named fr
     this_client,
 )
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
-from dbt.adapters.spark_contracts.run.record_io import (
+from dbt.adapters.spark_contracts.run.record_io import (  # noqa: F401 (named from here too)
+    LeaseOwner,
+    ModelKey,
     drop_record,
     lease_properties,
+    record_name,
     records_of,
     set_properties_sql,
     take_over_sql,
@@ -66,39 +70,6 @@ from dbt.adapters.spark_contracts.run.record_io import (
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunInProgress
 
 logger = AdapterLogger("SparkContracts")
-
-
-class LeaseOwner(Protocol):
-    """Who holds a model's run lease: a planned `ModelRun`, or a `ModelKey` while settling."""
-
-    @property
-    def relation(self) -> str: ...
-    @property
-    def invocation_id(self) -> str: ...
-    @property
-    def table_format(self) -> str: ...
-    @property
-    def unique_id(self) -> str: ...
-    @property
-    def batch_tag(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class ModelKey:
-    """One invocation's run of one model, before its run is planned."""
-
-    relation: str
-    invocation_id: str
-    table_format: str
-    unique_id: str
-    batch_tag: str = ""
-
-
-def record_name(owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> str:
-    """The table of `owner`'s record (or lease): `<model>__dbt_lease_<run>`, and for a
-    microbatch batch `..._<batch>` (the batches of one invocation each keep their own)."""
-    name = lease_name(owner.relation, owner.invocation_id, suffix)
-    return name + (f"_{batch_key(owner.batch_tag)}" if owner.batch_tag else "")
 
 
 # rounds of two runs taking their leases at one moment before this one gives up (Leases.alone)
@@ -119,7 +90,11 @@ class Leases:
         self.spark = spark
         self.held: Optional[Heartbeat] = None
         self.swapping = False  # the held record says a swap is under way
-        self.txn_version = 0  # the last transaction version its writes carried (`fenced`)
+        # the held record's transaction id, drawn when it was taken (`draw`), and the last
+        # version its writes carried (`fenced`); None where its format has none
+        self.txn_app: Optional[str] = None
+        self.txn_version = 0
+        self._drawn: Optional[str] = None
 
     def take(
         self,
@@ -135,6 +110,10 @@ class Leases:
         extra = dict(says or {})
         if says is not None:
             extra[SHARED_PROPERTY] = "true"
+        app = self._drawn or (self.draw(owner) if suffix == LEASE_SUFFIX else None)
+        self._drawn, self.txn_app, self.txn_version = None, app, 0
+        if app is not None:
+            extra[TXN_APP_PROPERTY] = app
         pairs = "".join(f", '{k}' = {sql_string(v)}" for k, v in extra.items())
         self.spark.run(
             f"create table if not exists {lease} (lease int) using "
@@ -267,8 +246,6 @@ class Leases:
         for record in taken:
             dead = self._state(record) is State.DEAD
             self.spark.run(take_over_sql(record.table, owner.invocation_id))
-            if fence:
-                commit_markers(self.spark, record.table, [(owner.relation, owner.table_format)])
             why = (
                 "its process on this host has ended"
                 if dead
@@ -280,6 +257,9 @@ class Leases:
             )
             if not record.holds_work and holder_gone(record, host, process_running):
                 stale.append(record)
+        if fence:  # also a record taken over before (its taker may have died before this)
+            for record in [*taken, *(r for r in others if r.taken_by and r.holds_work)]:
+                commit_markers(self.spark, record, [(owner.relation, owner.table_format)])
         if taken and self.held is not None:
             self.write(owner, {EPOCH_PROPERTY: str(next_epoch(taken))})
         for record in stale:  # no one can read them any more: their holders are gone
@@ -303,7 +283,7 @@ class Leases:
         found = confirm(self.spark, beat, owner.table_format)
         if not found.held:
             beat.stop()
-            self.held = None
+            self.held, self.txn_app = None, None
             if not found.work:
                 self._drop(beat.table, owner)
             raise LeaseLost(
@@ -314,6 +294,15 @@ class Leases:
                 renew_error=found.renew_error,
             )
 
+    def draw(self, owner: LeaseOwner) -> Optional[str]:
+        """The transaction id of the record the next `take` of `owner`'s lease makes, where its
+        format fences inside the commit: its name and a nonce (core/recovery/txn_fence.app_id),
+        so no two holders of one record name share a version sequence."""
+        if not fences(owner.table_format):
+            return None
+        self._drawn = app_id(record_name(owner), uuid.uuid4().hex[:12])
+        return self._drawn
+
     def fenced(self, table_format: str, action: Callable[[], Any]) -> Any:
         """`action`, a write to a table of `table_format` this run answers for under the lease it
         holds (its model table, its quarantine), sent under the record's transaction id at the
@@ -321,11 +310,10 @@ class Leases:
         once a taker's marker is in, that write is skipped or fails. A skipped write returns
         as if done: the caller checks the lease after it (the mark came before the marker, so
         the fence finds it)."""
-        beat = self.held
-        if beat is None or not fences(table_format):
+        if self.held is None or self.txn_app is None or not fences(table_format):
             return action()
         self.txn_version += 1
-        with carrying(self.spark, beat.table, self.txn_version):
+        with carrying(self.spark, self.txn_app, self.txn_version):
             return action()
 
     def write(self, owner: LeaseOwner, properties: Dict[str, str]) -> None:
@@ -343,7 +331,7 @@ class Leases:
         """The held record dropped, once what it says stands (the run's change is done): a
         failure raises, since the record would have the next run repair a change that is
         done."""
-        beat, self.held = self.held, None
+        beat, self.held, self.txn_app = self.held, None, None
         if beat is None:
             return
         beat.stop()
@@ -356,7 +344,7 @@ class Leases:
     def release(self, owner: LeaseOwner, keep: bool) -> None:
         """The held lease stopped; `keep`: left (its heartbeat "0": the next run need not wait
         for it), else dropped. A failure is logged: the lease runs out by itself."""
-        beat, self.held = self.held, None
+        beat, self.held, self.txn_app = self.held, None, None
         if beat is None:
             return
         beat.stop()

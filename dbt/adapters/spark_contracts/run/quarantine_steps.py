@@ -3,7 +3,7 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
@@ -37,10 +37,9 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     manual_move,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import PENDING_PROPERTY, pending_properties
-from dbt.adapters.spark_contracts.core.recovery.txn_fence import app_id
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
-from dbt.adapters.spark_contracts.run.fence import fences
-from dbt.adapters.spark_contracts.run.lease import Leases, record_name
+from dbt.adapters.spark_contracts.run.fence import exists, fences
+from dbt.adapters.spark_contracts.run.lease import Leases
 from dbt.adapters.spark_contracts.run.model_run import (
     ModelRun,
     quarantine_format_for,
@@ -93,26 +92,22 @@ class Quarantine:
         """`sql`, the run's rows (from `pending`) into the quarantine; refused, the table given
         what the model now outputs (core/contracts/quarantine.py; else `QuarantineMismatch`) and
         sent again; refused while the table fits, `_insert_again` (Delta)."""
+        fmt = quarantine_format_for(run.table_format)
         try:
-            self._fenced(run, lambda: self.spark.run(sql))
-            return
+            self.leases.fenced(fmt, lambda: self.spark.run(sql))
         except DbtDatabaseError:
+            self.leases.check(run)  # refused by a taker's marker: the lease is lost
             statements = self._quarantine_evolution(run)
             if not statements:  # the table fits (or was created from these rows)
-                quarantine = row_of(quarantine_format_for(run.table_format))
-                if not quarantine.append_refused_by_metadata_change:
+                if not row_of(fmt).append_refused_by_metadata_change:
                     raise
                 self._insert_again(run, pending)
                 return
-        for statement in statements:
-            self.spark.run(statement)
-        self._fenced(run, lambda: self.spark.run(sql))
-
-    def _fenced(self, run: ModelRun, write: Callable[[], Any]) -> None:
-        """`write` into the run's quarantine under its lease's transaction id
-        (`Leases.fenced`), then the lease checked: a write skipped because the run that took
-        the lease over moves the rows is never taken for done (`LeaseLost`)."""
-        self.leases.fenced(quarantine_format_for(run.table_format), write)
+            for statement in statements:
+                self.spark.run(statement)
+            self.leases.fenced(fmt, lambda: self.spark.run(sql))
+        # under the lease's transaction id (`Leases.fenced`) a write skipped because the run
+        # that took the lease over moves the rows is never taken for done (`LeaseLost`)
         self.leases.check(run)
 
     def _insert_again(self, run: ModelRun, pending: str) -> None:
@@ -124,12 +119,14 @@ class Quarantine:
         written part of its files. The last refusal is raised (the rows stay pending)."""
         schema = self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
         own = RowsOf(run.invocation_id, run.batch_tag or None)
-        merge = lambda: self._fenced(  # noqa: E731
-            run, lambda: self._merge_once(run.quarantine_table, pending, schema, own)
+        fmt = quarantine_format_for(run.table_format)
+        merge = lambda: self.leases.fenced(  # noqa: E731
+            fmt, lambda: self._merge_once(run.quarantine_table, pending, schema, own)
         )
         tried_again(
             merge, lambda: False, first_at_once=False, before=lambda: self.leases.check(run)
         )
+        self.leases.check(run)  # a merge skipped inside its commit is never taken for done
 
     def _quarantine_evolution(self, run: ModelRun) -> List[str]:
         """The statements that make an existing quarantine take the model's rows, read from
@@ -157,10 +154,15 @@ class Quarantine:
         pending = run.pending_table
         creates = run.replace_by is Build.CREATE  # no table yet: no version to record
         version = None if creates else self.log(run.table_format).current_version(run.relation)
-        record = self.leases.held.table if self.leases.held is not None else record_name(run)
-        fenced = app_id(record) if fences(run.table_format) else None  # its load carries it
+        # its load carries the record's transaction id into the table's own log (not a rebuild
+        # that drops or swaps the table: its load writes a new log): a settler's marker under it
+        # is positive evidence that a load not in that log never commits
+        held = self.leases.held is not None
+        app = self.leases.txn_app if held else self.leases.draw(run)
+        new_log = run.drops_before_load or run.swaps_after_load
+        fenced = app if fences(run.table_format) and not new_log else None
         says = pending_properties(pending, run.commit_tag, version, fenced)
-        if self.leases.held is not None:
+        if held:
             self.leases.write(run, says)
         else:
             self.leases.take(run, says=says)
@@ -279,10 +281,7 @@ class Quarantine:
     def _absent(self, relation: str) -> bool:
         """The catalog lists no table `relation` (a failed listing raises: absence is never
         concluded from an error)."""
-        schema, _, quoted = relation.rpartition(".")
-        name = quoted.strip("`")
-        rows = self.spark.fetch(f"show tables in {schema} like {sql_string(name)}")
-        return not any(str(r.get("tableName") or "").lower() == name.lower() for r in rows)
+        return not exists(self.spark, relation)
 
     def _exists(self, table: str) -> bool:
         try:

@@ -2,7 +2,8 @@
 properties, marked taken over; and a connection behind a lease's fence (`Fenced`)."""
 
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
@@ -12,7 +13,10 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, r
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
+    LEASE_SUFFIX,
     RUN_PROPERTY,
+    batch_key,
+    lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
     CLIENT_PROPERTY,
@@ -131,3 +135,36 @@ class Fenced:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._spark, name)
+
+
+class LeaseOwner(Protocol):
+    """Who holds a model's run lease: a planned `ModelRun`, or a `ModelKey` while settling."""
+
+    @property
+    def relation(self) -> str: ...
+    @property
+    def invocation_id(self) -> str: ...
+    @property
+    def table_format(self) -> str: ...
+    @property
+    def unique_id(self) -> str: ...
+    @property
+    def batch_tag(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    """One invocation's run of one model, before its run is planned."""
+
+    relation: str
+    invocation_id: str
+    table_format: str
+    unique_id: str
+    batch_tag: str = ""
+
+
+def record_name(owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> str:
+    """The table of `owner`'s record (or lease): `<model>__dbt_lease_<run>`, and for a
+    microbatch batch `..._<batch>` (the batches of one invocation each keep their own)."""
+    name = lease_name(owner.relation, owner.invocation_id, suffix)
+    return name + (f"_{batch_key(owner.batch_tag)}" if owner.batch_tag else "")

@@ -246,17 +246,16 @@ class Runner:
             )
 
     def _step(self, run: ModelRun, step: str, action: Callable[[], Any], writes=False) -> Any:
-        """`action` behind the fence; `writes` (the model table): under the lease's transaction
-        id (`Leases.fenced`), the fence checked after it too (a skipped write is never done)."""
+        """`action` behind the fence; `writes`: under the lease's id, and fenced after too."""
         try:
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
             result = self.leases.fenced(run.table_format, action) if writes else action()
+            if writes:
+                self.fence(run)
         except (LeaseLost, FirstPassFailed):  # a failed first pass changed nothing
             raise
-        except Exception as exc:  # the step, or confirming the lease before it, failed
+        except Exception as exc:  # the step, or confirming the lease around it, failed
             self.undo(run, exc, step)
-        if writes:
-            self.fence(run)
         return result
 
     def fence(self, run: ModelRun) -> None:

@@ -17,9 +17,8 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.recovery import pending as protocol
 from dbt.adapters.spark_contracts.core.recovery.lease import Seen, State, Watch, judge
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
-from dbt.adapters.spark_contracts.core.recovery.txn_fence import app_id
 from dbt.adapters.spark_contracts.run import record_io
-from dbt.adapters.spark_contracts.run.fence import commit_markers
+from dbt.adapters.spark_contracts.run.fence import commit_markers, fences
 from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
@@ -146,9 +145,17 @@ def settle_others(
         if lease is not None:  # else its run let go of it meanwhile: settled
             leases[claim.lease] = lease
     binding = watch_leases(spark, leases, unique_id, table_format)
-    fenced = take_over(
-        spark, found, (leases, binding, listed), invocation_id, (relation, quarantine), table_format
-    )
+    marked: Set[str] = set()
+    fenced: Set[str] = set()
+    if fences(table_format):  # marked, and fenced off, before the model table's log is read
+        marked, fenced = take_over(
+            spark,
+            found,
+            (leases, binding, listed),
+            invocation_id,
+            (relation, quarantine),
+            table_format,
+        )
     for claim in found:
         if claim.lease not in leases:
             continue
@@ -157,6 +164,8 @@ def settle_others(
         if claim.record and bare(name) not in listed:
             if claim.lease in binding:
                 continue
+            if claim.lease not in marked:
+                spark.run(record_io.take_over_sql(claim.lease, invocation_id))
             record_io.drop_record(spark, claim.lease, table_format)
             logger.info(
                 f"{unique_id}: dropped run {run}'s record {claim.lease}: its pending table "
@@ -171,7 +180,9 @@ def settle_others(
         if here is None:
             here = spark.application()
         gone = protocol.application_gone(pending.application, here, process_running)
-        fenced_off = claim.lease in fenced and pending.fenced_writes == app_id(claim.lease)
+        seen = leases[claim.lease]
+        fenced_off = claim.lease in fenced and pending.fenced_writes is not None
+        fenced_off = fenced_off and pending.fenced_writes == seen.txn_app
         decision = protocol.decide_pending(
             pending, record, claim.lease in binding, gone, fenced_off
         )
@@ -188,6 +199,8 @@ def settle_others(
                 f"{protocol.manual_move(name, quarantine, table_format)}"
             )
             continue
+        if claim.lease not in marked:  # taken over first: that run can commit nothing after
+            spark.run(record_io.take_over_sql(claim.lease, invocation_id))
         if decision.action is protocol.Action.MOVE:
             what = quarantine_steps.move(
                 relation, table_format, quarantine, name, run, None, pending.tag
@@ -210,29 +223,28 @@ def take_over(
     invocation_id: str,
     tables: Tuple[str, str],
     table_format: str,
-) -> Set[str]:
+) -> Tuple[Set[str], Set[str]]:
     """Each claim's lease that no longer binds marked taken over by `invocation_id` (this run)
     first, before the model table's log is read: that run, if it was only stalled, can commit
     nothing after its fence finds the mark. Then, where its pending table is there, its writes
     to `tables` (the model table, the quarantine) are fenced off inside the commit where their
     format can (run/txn_fence.commit_markers): the leases (by table) whose model table got a
-    marker. `seen`: the claims' leases read now, those that bind, the pending tables listed."""
+    marker. `seen`: the claims' leases read now, those that bind, the pending tables listed.
+    Returns (the leases marked, those whose model table got a marker)."""
     (leases, binding, listed), (relation, quarantine) = seen, tables
+    marked: Set[str] = set()
     fenced: Set[str] = set()
     for claim in found:
         if claim.lease not in leases or claim.lease in binding:
             continue
         spark.run(record_io.take_over_sql(claim.lease, invocation_id))
+        marked.add(claim.lease)
         if not claim.record or bare(claim.pending.name) not in listed:
             continue
-        marked = commit_markers(
-            spark,
-            claim.lease,
-            [(relation, table_format), (quarantine, quarantine_format_for(table_format))],
-        )
-        if relation in marked:
+        tables_of = [(relation, table_format), (quarantine, quarantine_format_for(table_format))]
+        if relation in commit_markers(spark, leases[claim.lease], tables_of):
             fenced.add(claim.lease)
-    return fenced
+    return marked, fenced
 
 
 def settle_pending(

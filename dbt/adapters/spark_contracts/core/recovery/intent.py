@@ -142,8 +142,13 @@ class Commit:
 
 def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ...]:
     """Commits not made by the run tagged `own_tag` (a restore would undo them); a lease
-    taker's empty marker (core/recovery/txn_fence.py) is nobody's change."""
-    return tuple(c for c in commits if c.tag != own_tag and not is_marker(c.tag))
+    taker's empty marker (core/recovery/txn_fence.py: a MERGE with its tag) is nobody's
+    change."""
+    return tuple(
+        c
+        for c in commits
+        if c.tag != own_tag and not (is_marker(c.tag) and c.operation.upper() == "MERGE")
+    )
 
 
 def describe_commits(commits: Iterable[Commit]) -> str:

@@ -66,8 +66,9 @@ BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # changes with each beat; "0": 
 CREATED_VERSION_PROPERTY = "dbt_spark_contracts.created_version"
 # where the run's statements run: "<endpoint> <Spark application id>" (`Application`)
 APP_PROPERTY = "dbt_spark_contracts.application"
-# the transaction id its run's writes to the model table and the quarantine carry (Delta:
-# core/recovery/txn_fence.py): a taker's marker under it fences them off
+# the transaction id its run's load into the model table's own log carries (Delta:
+# core/recovery/txn_fence.py): a taker's marker under it fences that load off; not said where
+# the load writes a new table's log (a rebuild that drops or swaps the table)
 FENCED_PROPERTY = "dbt_spark_contracts.fenced_writes"
 SESSION_ENDPOINT = "session://"  # session://<host>/<pid>: an embedded session, in that process
 # parquet keeps no log: the run sets this on the model's table right after its load

@@ -65,6 +65,8 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 CLIENT_PROPERTY = "dbt_spark_contracts.client"  # "<host>/<pid>" of the run's dbt process
 EPOCH_PROPERTY = "dbt_spark_contracts.epoch"  # grows by one on each takeover
 TAKEN_PROPERTY = "dbt_spark_contracts.taken_by"  # the run that took the lease over
+# the transaction id its holder's Delta writes carry (core/recovery/txn_fence.py)
+TXN_APP_PROPERTY = "dbt_spark_contracts.txn_app_id"
 DONE_PROPERTY = "dbt_spark_contracts.done"  # "<step>@<version>,...": the steps done
 SWAP_PROPERTY = "dbt_spark_contracts.swap"  # the relation a swap under way renames
 PENDING_PROPERTY = "dbt_spark_contracts.pending"  # the run's pending table of discarded rows
@@ -127,6 +129,7 @@ class RunRecord:
     swap: str | None = None
     pending: Pending | None = None  # its pending table, as the record describes it
     shared: bool = False
+    txn_app: str | None = None  # the transaction id its holder's writes carry, if any
 
     @classmethod
     def from_properties(cls, table: str, properties: Mapping[str, str]) -> RunRecord:
@@ -152,6 +155,7 @@ class RunRecord:
             lowered.get(SWAP_PROPERTY) or None,
             Pending.from_properties(pending, properties) if pending else None,
             (lowered.get(SHARED_PROPERTY) or "").strip().lower() == "true",
+            (lowered.get(TXN_APP_PROPERTY) or "").strip() or None,
         )
 
     @property

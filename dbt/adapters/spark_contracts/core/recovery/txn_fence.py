@@ -8,8 +8,8 @@ version for that application id at least as high, and fails it
 (`ConcurrentTransactionException`) where such a version is committed while it runs.
 
 So a run that holds a lease sends each write to a Delta table it may have to answer for (its
-steps, its load, its discarded rows' move) under the application id of its record
-(`app_id`), each at the next version from 1. A run that takes that lease over first marks the
+steps, its load, its discarded rows' move) under the application id its record names
+(`app_id`, drawn when it took the lease), each at the next version from 1. A run that takes that lease over first marks the
 record (taken over), then commits an empty write on each such table under that id at
 `MARKER_VERSION` (`marker_sql`, tagged `marker_tag`), and only then reads the table's log to
 repair or settle what the record says. Every write of the old holder either is in the log the
@@ -17,17 +17,14 @@ taker reads, or is never committed: skipped (the statement returns; the holder's
 its lease taken over, since the mark came first) or failed.
 
 A marker is the taker's, not the dead run's, and changes no row or schema: a restore passes over
-it (`is_marker`), and Delta's RESTORE keeps the id's version (measured on Delta 4.3.1: a write
-under that id after a RESTORE is still skipped).
+it (`is_marker`), and Delta's RESTORE keeps the id's version (measured on Delta 4.3.1,
+`benchmarks/experiments/delta_txn_fence.py`: a write under that id after a RESTORE is still
+skipped).
 """
 
 from __future__ import annotations
 
-from dbt.adapters.spark_contracts.core.recovery.intent import (  # noqa: F401 (named from here too)
-    MARKER_TAG_PREFIX,
-    TAG_PREFIX,
-    is_marker,
-)
+from dbt.adapters.spark_contracts.core.recovery.intent import MARKER_TAG_PREFIX, TAG_PREFIX
 
 APP_ID_PREFIX = f"{TAG_PREFIX}-lease:"
 MARKER_VERSION = 2**63 - 1  # Delta's txnVersion is a long: no holder's version reaches it
@@ -42,9 +39,11 @@ def record_key(record_table: str) -> str:
     return record_table.rsplit(".", 1)[-1].strip("`").lower()
 
 
-def app_id(record_table: str) -> str:
-    """The application id the writes of the run holding `record_table` carry."""
-    return APP_ID_PREFIX + record_key(record_table)
+def app_id(record_table: str, nonce: str) -> str:
+    """The application id the writes of the run holding `record_table` carry: its record's
+    name and a `nonce` of its own, drawn each time a run takes a lease (its record says it,
+    `TXN_APP_PROPERTY`), so two holders of one record name never share a version sequence."""
+    return f"{APP_ID_PREFIX}{record_key(record_table)}:{nonce}"
 
 
 def marker_tag(record_table: str) -> str:
