@@ -81,8 +81,8 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   every commit is unit-tested in CI), the two Delta runs stopped right before a write after
 #   their fence passed (the fence inside the commit; the Runner against Delta's rule is a unit
 #   test in CI) and the Iceberg retry right after a kill (the Delta one stays);
-# - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a Thrift server stays in
-#   cluster-ci);
+# - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a Thrift server is in
+#   cluster-test);
 # - test_embedded_spark (dbt in new processes on the embedded session; `make demo` does the same
 #   from a clean clone);
 # - the feature tour on the session (cluster-ci runs it over Thrift and Connect);
