@@ -5,10 +5,11 @@ With `DBT_SPARK_CONTRACTS_KILL_AFTER=<n>`, the dbt process kills itself with SIG
 cleanup, no `finally`, as `kill -9` from outside) right after the n-th statement it sent that
 can change something has returned. With `DBT_SPARK_CONTRACTS_STOP_BEFORE=<n>`, it stops itself
 with SIGSTOP (every thread, its lease's heartbeat too: a stalled process) right before it sends
-the n-th such statement, after every check the run made before it; SIGCONT sends it on. With `DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such
-statement is appended to the file (how a test learns the kill points of a run). Statements a
-lease's heartbeat thread sends are not counted: they come when a clock says, so counting them
-would make the n-th statement differ from run to run.
+the n-th such statement, after every check the run made before it; SIGCONT sends it on. With
+`DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such statement is appended to the file (how a
+test learns the kill points of a run). Statements a lease's heartbeat thread sends are not
+counted: they come when a clock says, so counting them would make the n-th statement differ
+from run to run.
 """
 
 from __future__ import annotations

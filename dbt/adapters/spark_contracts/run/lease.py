@@ -94,24 +94,25 @@ class Leases:
         # version its writes carried (`fenced`); None where its format has none
         self.txn_app: Optional[str] = None
         self.txn_version = 0
-        self._drawn: Optional[str] = None
 
     def take(
         self,
         owner: LeaseOwner,
         suffix: str = LEASE_SUFFIX,
         says: Optional[Dict[str, str]] = None,
+        txn_app: Optional[str] = None,
     ) -> None:
         """The run's record made, saying `says` from the start, and its lease held. With `says`
         (a run that only quarantines: its pending table) the record is `shared`: it does not
-        hold the model alone (`alone` passes it by)."""
+        hold the model alone (`alone` passes it by). `txn_app`: the transaction id it names (one
+        `draw` gave), else one is drawn for a run's lease where its format has them."""
         lease = record_name(owner, suffix)
         since = time.monotonic()
         extra = dict(says or {})
         if says is not None:
             extra[SHARED_PROPERTY] = "true"
-        app = self._drawn or (self.draw(owner) if suffix == LEASE_SUFFIX else None)
-        self._drawn, self.txn_app, self.txn_version = None, app, 0
+        app = txn_app or (self.draw(owner) if suffix == LEASE_SUFFIX else None)
+        self.txn_app, self.txn_version = app, 0
         if app is not None:
             extra[TXN_APP_PROPERTY] = app
         pairs = "".join(f", '{k}' = {sql_string(v)}" for k, v in extra.items())
@@ -229,8 +230,9 @@ class Leases:
     ) -> None:
         """Other runs' leases that are dead or expired marked taken over by this run, which
         holds the next epoch; `fence`: each one's holder's writes to the model table then
-        fenced off inside the commit where its format can (run/txn_fence.commit_markers), before
-        this run reads the table's log (a settler's lease: its writes carry no transaction id). A lease taken over (now, or by an earlier run) whose holder's
+        fenced off inside the commit where its format can (run/fence.commit_markers), before
+        this run reads the table's log (a settler's lease: its writes carry no transaction id).
+        A lease taken over (now, or by an earlier run) whose holder's
         process on this host is gone is dropped: only that process's fence ever read the mark
         (`holder_gone`). One whose holder may be alive (its process still runs: stalled; or it
         ran on another host) stays marked, for its run to find (the fence), which then drops
@@ -295,13 +297,12 @@ class Leases:
             )
 
     def draw(self, owner: LeaseOwner) -> Optional[str]:
-        """The transaction id of the record the next `take` of `owner`'s lease makes, where its
-        format fences inside the commit: its name and a nonce (core/recovery/txn_fence.app_id),
-        so no two holders of one record name share a version sequence."""
+        """A new transaction id for `owner`'s record, where its format fences inside the commit:
+        its name and a nonce (core/recovery/txn_fence.app_id), so no two holders of one record
+        name share a version sequence."""
         if not fences(owner.table_format):
             return None
-        self._drawn = app_id(record_name(owner), uuid.uuid4().hex[:12])
-        return self._drawn
+        return app_id(record_name(owner), uuid.uuid4().hex[:12])
 
     def fenced(self, table_format: str, action: Callable[[], Any]) -> Any:
         """`action`, a write to a table of `table_format` this run answers for under the lease it

@@ -165,7 +165,7 @@ class Quarantine:
         if held:
             self.leases.write(run, says)
         else:
-            self.leases.take(run, says=says)
+            self.leases.take(run, says=says, txn_app=app)
         self.book.state.pending = pending  # from here on, a failure settles it
         copy = ", ".join(f"'{k}' = {sql_string(v)}" for k, v in copy_of(self.spark, run, says))
         self.spark.run(

@@ -245,8 +245,9 @@ class Runner:
                 run.unique_id, run.relation, run.deployed.simple_string(), now.simple_string()
             )
 
-    def _step(self, run: ModelRun, step: str, action: Callable[[], Any], writes=False) -> Any:
-        """`action` behind the fence; `writes`: under the lease's id, and fenced after too."""
+    def _step(
+        self, run: ModelRun, step: str, action: Callable[[], Any], writes: bool = False
+    ) -> Any:  # `action` behind the fence; `writes`: under the lease's id, fenced after too
         try:
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
             result = self.leases.fenced(run.table_format, action) if writes else action()
@@ -259,9 +260,8 @@ class Runner:
         return result
 
     def fence(self, run: ModelRun) -> None:
-        """Before an irreversible step: the run's lease is still its own, or `LeaseLost`
-        (core/recovery/lease.py): it commits, puts back and settles nothing more (the run that
-        took over, or the model's next run, does)."""
+        """Before an irreversible step: the run's lease is its own, or `LeaseLost`: it commits,
+        puts back and settles nothing more (the run that took over, or the next run, does)."""
         try:
             self.leases.check(run)
         except LeaseLost as lost:

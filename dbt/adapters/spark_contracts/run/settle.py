@@ -180,9 +180,8 @@ def settle_others(
         if here is None:
             here = spark.application()
         gone = protocol.application_gone(pending.application, here, process_running)
-        seen = leases[claim.lease]
-        fenced_off = claim.lease in fenced and pending.fenced_writes is not None
-        fenced_off = fenced_off and pending.fenced_writes == seen.txn_app
+        # a marker went in under the record's id, and the load said it carries that id
+        fenced_off = claim.lease in fenced and pending.fenced_writes == leases[claim.lease].txn_app
         decision = protocol.decide_pending(
             pending, record, claim.lease in binding, gone, fenced_off
         )
@@ -228,8 +227,7 @@ def take_over(
     first, before the model table's log is read: that run, if it was only stalled, can commit
     nothing after its fence finds the mark. Then, where its pending table is there, its writes
     to `tables` (the model table, the quarantine) are fenced off inside the commit where their
-    format can (run/txn_fence.commit_markers): the leases (by table) whose model table got a
-    marker. `seen`: the claims' leases read now, those that bind, the pending tables listed.
+    format can (run/fence.commit_markers). `seen`: the claims' leases read now, those that bind, the pending tables listed.
     Returns (the leases marked, those whose model table got a marker)."""
     (leases, binding, listed), (relation, quarantine) = seen, tables
     marked: Set[str] = set()
