@@ -327,9 +327,11 @@ cluster-test-full: install jars
 cluster-ci: install jars
 	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_CI_TESTS),$(CONNECT_CI_SKIPS)))
 
-# CI: each step's minutes printed at the end (.ci/steps.py); stops at the first failing step.
+# CI: two lanes at once (.ci/steps.py): the unit and functional tests in one, lint, the cluster,
+# dbt-core 1.12 and the wheel in the other; each step's output printed whole as it ends, its
+# minutes at the end. No step starts after one has failed.
 test: install jars
-	@$(BIN)/python .ci/steps.py lint unit functional-ci cluster-ci dbt112-ci wheel-test
+	@$(BIN)/python .ci/steps.py "unit functional-ci" "lint cluster-ci dbt112-ci wheel-test"
 
 # dbt-core 1.12 (not in `make test`): on .venv-1.12 (dbt-core 1.12.0, .ci/constraints-dbt1.12.txt)
 # the unit tests, dbt's official suites (with `dbt seed --empty`) and the functional tests of
