@@ -100,6 +100,8 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   and the two incremental-predicates classes (CI keeps the merge with predicates and no key;
 #   `make suites` runs every official suite);
 # - a snapshot's change taken back with its failed merge (Delta, Iceberg);
+# - dbt's official empty-flag suite (test_empty.py): CI runs it on dbt-core 1.12 (dbt112-ci),
+#   with `seed --empty`, which 1.11 lacks;
 # - test_thrift_statements.py: the statements a no-change run sends to a Thrift server against
 #   dbt-spark's (`make bench` measures the same), and the session settings sent with no statement.
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
@@ -120,7 +122,8 @@ EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/contracts/test_quarantine_evolves.py \
 	tests/functional/contracts/test_native_variant.py tests/functional/test_python_models.py \
 	tests/functional/test_iceberg_snapshot.py tests/functional/test_rest_catalog.py \
-	tests/functional/test_long_view_text.py tests/functional/evolution/test_run_story.py
+	tests/functional/test_long_view_text.py tests/functional/evolution/test_run_story.py \
+	tests/functional/adapter/test_empty.py
 EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
 	"$(CONCURRENT)[q_delta]" tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
 	tests/functional/evolution/test_kill.py::TestKillMidRunIceberg \
@@ -275,10 +278,14 @@ for profile in thrift connect; do \
 	done
 endef
 # cluster-ci's Connect pass leaves to the Thrift pass what does not depend on the method's
-# client: Ctrl-C on a server and a server lost mid-run (both run on Connect in cluster-test).
+# client: Ctrl-C on a server and a server lost mid-run (both run on Connect in cluster-test),
+# and the Iceberg and Parquet legs of the feature tour (on Connect in cluster-test).
 RESILIENCE := tests/functional/test_connection_resilience.py
+# The feature tour over Connect: Delta's class (the Thrift pass tours every format).
+TOUR := tests/functional/cluster/test_feature_tour.py
 CONNECT_CI_SKIPS := --deselect $(RESILIENCE)::test_ctrl_c_cancels_the_load_on_the_server \
-	--deselect $(RESILIENCE)::test_server_lost_in_the_middle_of_a_run
+	--deselect $(RESILIENCE)::test_server_lost_in_the_middle_of_a_run \
+	--deselect $(TOUR)::TestFeatureTourIceberg --deselect $(TOUR)::TestFeatureTourParquet
 
 # The kill at every commit runs on the session (`make faults`); on the cluster the middle and
 # the last commit per format (as faults-ci). The kill after every statement of every
