@@ -66,7 +66,9 @@ def q(rows: int, probed: bool) -> str:
 def reset() -> None:
     for t in ("t", "quarantine", "pending"):
         spark.sql(f"drop table if exists {t}")
-    spark.sql("create table t (id bigint, h string, cnt bigint, max_h string, n bigint) using delta")
+    spark.sql(
+        "create table t (id bigint, h string, cnt bigint, max_h string, n bigint) using delta"
+    )
     spark.sql(
         "create table quarantine (id bigint, h string, cnt bigint, max_h string, n bigint, "
         "_contract_reason string) using delta"
@@ -79,7 +81,9 @@ def plain(query: str) -> None:
 
 def pending(query: str) -> None:
     spark.sql(f"create table pending using parquet as {WITH_REASON.format(q=query)}")
-    spark.sql("insert into t select id, h, cnt, max_h, n from pending where _contract_reason is null")
+    spark.sql(
+        "insert into t select id, h, cnt, max_h, n from pending where _contract_reason is null"
+    )
     spark.sql("insert into quarantine select * from pending where _contract_reason is not null")
     spark.sql("drop table pending")
 
