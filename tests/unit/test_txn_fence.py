@@ -9,6 +9,7 @@ in tests/unit/test_fault_matrix.py."""
 from __future__ import annotations
 
 import pytest
+from dbt_common.exceptions import DbtDatabaseError
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,8 +36,10 @@ from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
     marker_sql,
     marker_tag,
 )
+from dbt.adapters.spark_contracts.run import retry
 from dbt.adapters.spark_contracts.run.fence import carrying, commit_markers
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
+from dbt.adapters.spark_contracts.run.retry import INSERT_ATTEMPTS
 
 TAG = "dbt-spark-contracts:inv-1:abc:model.p.t"
 OTHER = "dbt-spark-contracts:inv-2:def:model.p.t"
@@ -176,3 +179,44 @@ def test_a_marker_carries_the_records_id_and_tag_and_the_nodes_tag_comes_back():
     assert session.conf == {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
     unfenced = RunRecord(RECORD, "inv1", "0")  # an earlier build's: its writes carry no id
     assert commit_markers(session, unfenced, [("db.t", "delta")]) == ()  # type: ignore[arg-type]
+
+
+class Refusing(Session):
+    """A session whose first `refusals` markers Delta refuses: a write of the old holder under
+    the same id committed while each ran (`ConcurrentTransactionException`, which dbt raises
+    as a database error)."""
+
+    def __init__(self, refusals: int) -> None:
+        super().__init__()
+        self.refusals = refusals
+
+    def run(self, sql: str) -> None:
+        super().run(sql)
+        if self.refusals:
+            self.refusals -= 1
+            raise DbtDatabaseError("ConcurrentTransactionException: txn app id committed")
+
+
+@pytest.mark.parametrize("refusals", [1, INSERT_ATTEMPTS])
+def test_a_refused_marker_is_sent_again(refusals: int, monkeypatch: pytest.MonkeyPatch):
+    """The marker that loses to the old holder's write (that write is in the log then) is sent
+    again with the same id, version and tag, up to `INSERT_ATTEMPTS` more times."""
+    monkeypatch.setattr(retry.time, "sleep", lambda seconds: None)
+    session = Refusing(refusals)
+    record = RunRecord(RECORD, "inv1", "0", txn_app=app_id(RECORD, "n1"))
+    assert commit_markers(session, record, [("db.t", "delta")]) == ("db.t",)  # type: ignore[arg-type]
+    sent = (marker_sql("db.t"), app_id(RECORD, "n1"), marker_tag(RECORD))
+    assert session.ran == [sent] * (refusals + 1)
+    assert session.conf == {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
+
+
+def test_a_marker_refused_every_time_raises_the_last_refusal(monkeypatch: pytest.MonkeyPatch):
+    """Refused on every try, the taker cannot show the window closed: the last refusal raises
+    (it repairs nothing), and the node's own tag is back in the session."""
+    monkeypatch.setattr(retry.time, "sleep", lambda seconds: None)
+    session = Refusing(INSERT_ATTEMPTS + 1)
+    record = RunRecord(RECORD, "inv1", "0", txn_app=app_id(RECORD, "n1"))
+    with pytest.raises(DbtDatabaseError, match="ConcurrentTransactionException"):
+        commit_markers(session, record, [("db.t", "delta")])  # type: ignore[arg-type]
+    assert len(session.ran) == INSERT_ATTEMPTS + 1
+    assert session.conf == {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
