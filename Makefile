@@ -85,7 +85,7 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   cluster-test);
 # - test_embedded_spark (dbt in new processes on the embedded session; `make demo` does the same
 #   from a clean clone);
-# - the feature tour on the session (cluster-ci runs it over Thrift and Connect);
+# - the feature tour on the session (cluster-ci runs it over Thrift, and Delta's class over Connect);
 # - the Iceberg microbatch class (Delta's stays), snapshots of a native variant column (Delta,
 #   Iceberg) and of an evolving view (the snapshot contracts stay), a native variant column
 #   through microbatch;
@@ -227,7 +227,7 @@ CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
 	tests/functional/test_python_models.py tests/functional/test_connection_methods.py \
 	tests/functional/test_schema_reads.py tests/functional/test_connection_resilience.py \
 	tests/functional/cluster --ignore=tests/functional/contracts/test_quarantine_bad_day.py
-# CI's share (`make test`): every feature once per format in one project (feature tour), schema
+# CI's share (`make test`): every feature once per format, a project per format (feature tour), schema
 # analysis through the servers, a failed start, and the connection error naming method and
 # server. `make cluster-test` adds cancel, retries, TLS and the token
 # (test_connection_resilience.py, against a server of its own; out of CI on 2026-11-29 for

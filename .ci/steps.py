@@ -4,11 +4,11 @@ is the record).
     python .ci/steps.py lint unit functional-ci           # in turn
     python .ci/steps.py "unit functional-ci" "lint cluster-ci"   # two lanes at once
 
-An argument with spaces is a lane: its steps run in turn, and the lanes run at the same time
-(Spark's small jobs wait more than they compute, so a second lane uses cores the first leaves
-idle). A step's output goes to reports/steps/<step>.log and is printed whole when the step ends,
-so lanes do not interleave their lines. After a step fails no lane starts another step; the
-steps running then finish.
+An argument with spaces is a lane: its steps run in turn, and the lanes run at the same time.
+With more than one lane, every line a step prints is printed as it comes, prefixed with the
+step's name (`[cluster-ci] ...`), and kept in reports/steps/<step>.log. After a step fails no
+lane starts another step; the steps running then finish. A lane that breaks (make cannot be
+started, say) counts as a failed step.
 """
 
 from __future__ import annotations
@@ -23,56 +23,59 @@ LOGS = Path("reports/steps")
 
 
 class Lanes:
-    def __init__(self) -> None:
-        self.took: list[tuple[str, float, int]] = []
+    def __init__(self, prefixed: bool) -> None:
+        self.took: list[tuple[str, float, str]] = []
         self.failed = False
+        self.prefixed = prefixed
         self.lock = threading.Lock()
 
-    def run_lane(self, steps: list[str], echo_live: bool) -> None:
+    def run_lane(self, steps: list[str]) -> None:
         for step in steps:
             with self.lock:
                 if self.failed:
                     return
             began = time.monotonic()
-            status = self._run_step(step, echo_live)
+            try:
+                status = self._run_step(step)
+                result = "ok" if status == 0 else f"FAILED ({status})"
+            except BaseException as exc:  # the lane broke: a failed step, never a pass
+                status, result = 1, f"FAILED ({type(exc).__name__}: {exc})"
             with self.lock:
-                self.took.append((step, (time.monotonic() - began) / 60, status))
+                self.took.append((step, (time.monotonic() - began) / 60, result))
                 self.failed = self.failed or status != 0
 
-    def _run_step(self, step: str, echo_live: bool) -> int:
+    def _run_step(self, step: str) -> int:
         command = ["make", "--no-print-directory", step]
-        if echo_live:
+        if not self.prefixed:
             return subprocess.call(command)
         LOGS.mkdir(parents=True, exist_ok=True)
-        log = LOGS / f"{step}.log"
-        with log.open("wb") as out:
-            status = subprocess.call(command, stdout=out, stderr=subprocess.STDOUT)
-        with self.lock:
-            print(f"\n===== {step} ({'ok' if status == 0 else f'FAILED ({status})'}) =====")
-            sys.stdout.flush()
-            sys.stdout.buffer.write(log.read_bytes())
-            sys.stdout.flush()
-        return status
+        with (LOGS / f"{step}.log").open("wb") as log:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                with self.lock:
+                    sys.stdout.buffer.write(f"[{step}] ".encode() + line)
+                    sys.stdout.flush()
+            return process.wait()
 
 
 def main(arguments: list[str]) -> int:
     lanes = [argument.split() for argument in arguments]
     if all(len(lane) == 1 for lane in lanes):
         lanes = [[step for lane in lanes for step in lane]]
-    runner = Lanes()
+    runner = Lanes(prefixed=len(lanes) > 1)
     began = time.monotonic()
-    live = len(lanes) == 1
-    threads = [threading.Thread(target=runner.run_lane, args=(lane, live)) for lane in lanes]
+    threads = [threading.Thread(target=runner.run_lane, args=(lane,)) for lane in lanes]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     wall = (time.monotonic() - began) / 60
-    print("\nper-step minutes:" + ("" if live else f" ({len(lanes)} lanes at once)"))
-    for step, minutes, code in runner.took:
-        print(f"  {step:<16} {minutes:6.1f}  {'ok' if code == 0 else f'FAILED ({code})'}")
-    label = "total" if live else "wall clock"
-    print(f"  {label:<16} {wall:6.1f}")
+    print("\nper-step minutes:" + (f" ({len(lanes)} lanes at once)" if len(lanes) > 1 else ""))
+    for step, minutes, result in runner.took:
+        print(f"  {step:<16} {minutes:6.1f}  {result}")
+    print(f"  {'wall clock':<16} {wall:6.1f}")
     return 1 if runner.failed else 0
 
 

@@ -133,7 +133,7 @@ class Session:
 
     def __init__(self, fail_on: tuple = ()) -> None:
         self.conf: dict = {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
-        self.fail_on, self.ran = fail_on, []
+        self.fail_on, self.ran, self.versions = fail_on, [], []
 
     def set_conf(self, key: str, value: str | None) -> None:
         if (key, value) in self.fail_on:
@@ -148,6 +148,7 @@ class Session:
 
     def run(self, sql: str) -> None:
         self.ran.append((sql, self.conf.get(TXN_APP_ID), self.conf.get(DELTA_USER_METADATA)))
+        self.versions.append(self.conf.get(TXN_VERSION))
         if sql.startswith("fail"):
             raise RuntimeError("the write failed")
 
@@ -207,6 +208,7 @@ def test_a_refused_marker_is_sent_again(refusals: int, monkeypatch: pytest.Monke
     assert commit_markers(session, record, [("db.t", "delta")]) == ("db.t",)  # type: ignore[arg-type]
     sent = (marker_sql("db.t"), app_id(RECORD, "n1"), marker_tag(RECORD))
     assert session.ran == [sent] * (refusals + 1)
+    assert session.versions == [str(MARKER_VERSION)] * (refusals + 1)
     assert session.conf == {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
 
 
@@ -219,4 +221,5 @@ def test_a_marker_refused_every_time_raises_the_last_refusal(monkeypatch: pytest
     with pytest.raises(DbtDatabaseError, match="ConcurrentTransactionException"):
         commit_markers(session, record, [("db.t", "delta")])  # type: ignore[arg-type]
     assert len(session.ran) == INSERT_ATTEMPTS + 1
+    assert session.versions == [str(MARKER_VERSION)] * (INSERT_ATTEMPTS + 1)
     assert session.conf == {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}

@@ -1,6 +1,7 @@
-"""Every feature once per table format, in one project and two `dbt run`s: CI's share of the
-suites over the wire (`make cluster-ci` runs it over thrift and over connect on the cluster; the
-whole evolution/contract suites run in `make cluster-test`).
+"""Every feature once per table format, a project and two `dbt run`s per format: CI's share of
+the suites over the wire (`make cluster-ci` runs every format over thrift and Delta's over
+connect on the cluster; `make cluster-test` every format over both, and the whole
+evolution/contract suites).
 
 Per format: schema evolution (a new column, and int -> bigint where the format widens in place),
 a `columns: freeze` contract that stops a run and leaves its table as it was, `discard_row` with
@@ -56,6 +57,9 @@ select 1 as id, named_struct('a', 1, 'b', 'x') as s
 select 2 as id, named_struct('a', 2, 'b', 3) as s
 {{% endif %}}
 """
+
+
+KINDS = ("evolving", "frozen", "discarding", "enforced")
 
 
 def _enforced_yml(formats: Tuple[str, ...]) -> str:
@@ -120,8 +124,11 @@ class FeatureTour:
 
     def test_every_feature_once_per_format(self, project):
         FORMATS = self.FORMATS
+        assert FORMATS, "a tour names its formats"
         first = run_dbt(["run"])
         assert all(r.status == "success" for r in first), [(r.node.name, r.message) for r in first]
+        expected = {f"{kind}_{fmt}" for fmt in FORMATS for kind in KINDS}
+        assert {r.node.name for r in first} == expected, [r.node.name for r in first]
 
         second = run_dbt(["run", "--vars", "{v: 2}"], expect_pass=False)
         status = {r.node.name: str(r.status) for r in second}
