@@ -406,3 +406,30 @@ def test_a_write_sent_after_its_lease_was_taken_over_is_skipped_inside_its_commi
     marker = next(i for i, v in enumerate(table.versions) if is_marker(v.tag))
     assert table.versions[marker].tag.endswith("t__dbt_lease_inva")  # A's record's, by B
     assert not [v for v in table.versions[marker:] if v.tag and ":inv-a:" in v.tag]
+
+
+class CarryingDelta(FakeDelta):
+    """The same table, noting which statements carry the lease's transaction id."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.carried: List[Tuple[str, bool]] = []
+
+    def run(self, sql: str) -> Any:
+        self.carried.append((" ".join(sql.split()).lower(), self.conf.get(TXN_APP_ID) is not None))
+        return super().run(sql)
+
+
+def test_only_the_steps_that_write_rows_carry_the_transaction_id(tmp_path: Path):
+    """An ALTER takes no transaction id in Delta: the run sends its ALTER steps without one (no
+    settings to set and unset around them), and each step that writes rows (the backfills) and
+    the load with it."""
+    table = CarryingDelta(new_table().versions)
+    a_run(table, "inv-carry", tmp_path)
+    to_table = [(sql, carried) for sql, carried in table.carried if " db.t " in f"{sql} "]
+    alters = [carried for sql, carried in to_table if sql.startswith("alter table db.t ")]
+    writes = [
+        carried for sql, carried in to_table if sql.startswith(("update db.t", "merge into db.t"))
+    ]
+    assert alters and not any(alters), to_table
+    assert len(writes) == 3 and all(writes), to_table  # two backfills and the load

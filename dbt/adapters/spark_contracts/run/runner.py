@@ -224,7 +224,7 @@ class Runner:
         state.intent = intent
         done: List[Done] = []
         for index, step in enumerate(run.statements):
-            self._step(run, step.sql, lambda s=step.sql: self.spark.run(s), writes=True)
+            self._step(run, step.sql, lambda s=step.sql: self.spark.run(s), writes=step.writes)
             self.events.add(Executed(step))
 
             def tell(index: int = index) -> None:  # what the step produced, into the record

@@ -106,7 +106,7 @@ def _set_default(op: SetColumnDefault, t: _Target) -> list[Step]:
 
 
 def _backfill(op: Backfill, t: _Target) -> list[Step]:
-    return [Step(f"UPDATE {t.relation} SET {quote_identifier(op.column)} = {op.expr}")]
+    return [Step(f"UPDATE {t.relation} SET {quote_identifier(op.column)} = {op.expr}", writes=True)]
 
 
 def _not_null_check(op: AddNotNullCheck, t: _Target) -> list[Step]:
@@ -139,7 +139,7 @@ def _rewrite(op: Rewrite, t: _Target) -> list[Step]:
     properties = tblproperties_clause(op.table_properties)
     if op.in_place:
         using = f"USING {t.table_format}{options}{properties}"
-        return [Step(f"CREATE OR REPLACE TABLE {t.relation} {using} AS {select}")]
+        return [Step(f"CREATE OR REPLACE TABLE {t.relation} {using} AS {select}", writes=True)]
     beside, backup = (
         suffixed(t.relation, REWRITE_SUFFIX),
         suffixed(t.relation, BACKUP_SUFFIX),

@@ -84,11 +84,15 @@ _INVERSES: dict[str, type] = {c.__name__: c for c in (Rename, DropTable, DropAdd
 class Step:
     """One statement of a change. `inverse`: what takes it back where one exists (None: nothing
     of its own to take back, or only the table's log can); `stands`: once it ran, the change
-    stands and nothing before it is taken back (the new table took the name)."""
+    stands and nothing before it is taken back (the new table took the name); `writes`: it
+    writes the table's rows (a backfill, a rewrite in place), so the run sends it under its
+    lease's transaction id where the format fences inside the commit (an ALTER takes no id:
+    run/fence.py). Not kept in the intent: only the run sending it needs it."""
 
     sql: str
     inverse: Inverse | None = None
     stands: bool = False
+    writes: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Its record in the intent: what is not set is left out (a table property is small)."""
