@@ -335,8 +335,8 @@ cluster-ci: install jars
 	$(call with_cluster,$(call passes_on_cluster,$(CLUSTER_CI_TESTS),$(CONNECT_CI_SKIPS)))
 
 # CI: two lanes at once (.ci/steps.py): the unit and functional tests in one, lint, the cluster,
-# dbt-core 1.12 and the wheel in the other; each step's output printed whole as it ends, its
-# minutes at the end. No step starts after one has failed.
+# dbt-core 1.12 and the wheel in the other; each line printed as it comes, prefixed with its
+# step, the minutes at the end. No step starts after one has failed.
 test: install jars
 	@$(BIN)/python .ci/steps.py "unit functional-ci" "lint cluster-ci dbt112-ci wheel-test"
 
