@@ -8,7 +8,8 @@ An argument with spaces is a lane: its steps run in turn, and the lanes run at t
 With more than one lane, every line a step prints is printed as it comes, prefixed with the
 step's name (`[cluster-ci] ...`), and kept in reports/steps/<step>.log. After a step fails no
 lane starts another step; the steps running then finish. A lane that breaks (make cannot be
-started, say) counts as a failed step.
+started, say) counts as a failed step. A CI log keeps only its tail, so the last lines printed
+are each failed step's pytest verdicts (`FAILED ...`, `ERROR ...`) and make errors.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ class Lanes:
             return process.wait()
 
 
+VERDICTS = ("FAILED ", "ERROR ", "make[", "make: ***", "Timeout", "error:")
+
+
+def verdicts(log: str, most: int = 40) -> list[str]:
+    """The lines of a step's log that say what failed: pytest's short summary lines, make's
+    errors, timeouts (the last `most` of them)."""
+    lines = [line.strip() for line in log.splitlines()]
+    return [line for line in lines if line.startswith(VERDICTS) or " FAILED" in line][-most:]
+
+
 def main(arguments: list[str]) -> int:
     lanes = [argument.split() for argument in arguments]
     if all(len(lane) == 1 for lane in lanes):
@@ -76,6 +87,11 @@ def main(arguments: list[str]) -> int:
     for step, minutes, result in runner.took:
         print(f"  {step:<16} {minutes:6.1f}  {result}")
     print(f"  {'wall clock':<16} {wall:6.1f}")
+    for step, _, result in runner.took:
+        if result != "ok" and (LOGS / f"{step}.log").exists():
+            print(f"\n{step} failed; its verdicts:")
+            for line in verdicts((LOGS / f"{step}.log").read_text(errors="replace")):
+                print(f"  {line}")
     return 1 if runner.failed else 0
 
 
