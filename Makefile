@@ -142,6 +142,7 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	"tests/functional/evolution/test_kill.py::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[delta]" \
 	tests/functional/evolution/test_kill.py::test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit \
 	tests/functional/evolution/test_kill.py::test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit \
+	tests/functional/evolution/test_kill.py::test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_by_the_next_run \
 	tests/functional/contracts/test_snapshot_undone.py::TestASnapshotsChangeIsTakenBackWithItsMerge \
 	tests/functional/adapter/test_basic.py::TestSingularTests \
 	tests/functional/adapter/test_basic.py::TestSingularTestsEphemeral \

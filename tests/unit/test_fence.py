@@ -21,10 +21,12 @@ import pytest
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, NewColumn
 from dbt.adapters.spark_contracts.core.evolution.render import render_operation
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
+from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
     RUN_PROPERTY,
+    Application,
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
@@ -41,7 +43,7 @@ from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat, this_client
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey, confirm
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.outcome_events import Executed
-from dbt.adapters.spark_contracts.run.run_errors import LeaseLost, RunUndone
+from dbt.adapters.spark_contracts.run.run_errors import LateCommits, LeaseLost, RunUndone
 from dbt.adapters.spark_contracts.run.settle import settle_pending
 
 TAG = "dbt-spark-contracts:inv:model.p.m"
@@ -62,6 +64,8 @@ class Catalogue:
         self.history = [(0, "CREATE TABLE AS SELECT", None), (1, "WRITE", None)]
         self.history.append((2, "ADD COLUMNS", TAG))
         self.snapshot = 2  # Iceberg: the current snapshot
+        self.snapshots = [(1, None, None), (2, 1, TAG)]  # Iceberg: (id, parent, tag)
+        self.here = Application("thrift://server:10000", "app-1")  # where statements run
         self.columns = ["id", "note"]
         self.hooks: List[tuple] = []
         self.fail: Optional[str] = None  # statements matching it fail
@@ -74,6 +78,9 @@ class Catalogue:
     @contextlib.contextmanager
     def own_connection(self, name: str):  # a heartbeat's: the same catalogue
         yield self
+
+    def application(self) -> Application:
+        return self.here
 
     def get_conf(self, key: str) -> Optional[str]:
         # the session's commit tag: a RESTORE it makes carries it
@@ -118,8 +125,9 @@ class Catalogue:
             self.history.append((len(self.history), "MERGE", self.conf[DELTA_USER_METADATA]))
         if " drop columns " in sql:
             self.columns = ["id"]
-        if "rollback_to_snapshot" in sql:
-            self.snapshot = 1
+        rollback = re.search(r"rollback_to_snapshot\('[^']+', (\d+)\)", sql)
+        if rollback:
+            self.snapshot = int(rollback.group(1))
 
     def fetch(self, sql: str) -> List[Dict[str, Any]]:
         listed = re.match(r"show tables in (\S+) like '(\S+?)\*?'$", sql)
@@ -153,10 +161,16 @@ class Catalogue:
             return [{"version": v, "operation": o, "userMetadata": t} for v, o, t in self.history]
         if "snapshot_id from iceberg.db.t.history" in sql:  # the current snapshot
             return [{"snapshot_id": self.snapshot}]
-        if "from iceberg.db.t.snapshots s left join" in sql:  # after a rollback: no race
+        if "from iceberg.db.t.snapshots s left join" in sql:  # every snapshot, with its parent
+            parents = {i: p for i, p, _ in self.snapshots}
+            current, at = set(), self.snapshot
+            while at is not None:
+                current.add(at)
+                at = parents.get(at)
             return [
-                {"snapshot_id": 1, "parent_id": None, "operation": "append", "tag": None},
-                {"snapshot_id": 2, "parent_id": 1, "operation": "overwrite", "tag": TAG},
+                {"snapshot_id": i, "parent_id": p, "operation": "overwrite", "tag": t}
+                | {"current": i in current}
+                for i, p, t in self.snapshots
             ]
         if "from iceberg.db.t.history h join" in sql:  # the commits after the restore point
             return [
@@ -439,7 +453,70 @@ def test_an_iceberg_repair_stops_between_its_own_statements(tmp_path: Path, lost
     else:
         done = runner.repair(key(table_format="iceberg"), False) or ""
         assert "rolled back to Iceberg snapshot 1" in done, done
-        assert record_of(intent) not in catalogue.tables
+        # the dead run's statements may still run (its record names no application that is
+        # provably gone): its record stays, its intent cleared, watched for a late commit
+        record = catalogue.tables[record_of(intent)]
+        assert not record.get(INTENT_PROPERTY), record
+        assert LateWatch.from_property(record[LATE_PROPERTY]) == LateWatch(1, TAG)
+
+
+def late_catalogue(tmp_path: Path, app: str = "app-1") -> tuple:
+    """An Iceberg table repaired after run `inv` by run `inv2`, which left `inv`'s record with
+    its watch (snapshot 1, `inv`'s tag) where `inv` ran in the Spark application `app` the
+    server (`Catalogue.here`) runs now; another one: the server restarted since, so no
+    statement of `inv` can still run."""
+    intent = dead_intent("iceberg")
+    catalogue = repair_catalogue(intent)
+    catalogue.tables[record_of(intent)][APP_PROPERTY] = f"thrift://server:10000 {app}"
+    Runner(catalogue, RunReport(), tmp_path).repair(key(table_format="iceberg"), False)  # type: ignore[arg-type]
+    return catalogue, record_of(intent)
+
+
+def test_a_late_snapshot_of_a_repaired_iceberg_run_is_rolled_back_by_the_next_repair(
+    tmp_path: Path,
+):
+    """The dead run's statement past its fence commits after the repair (snapshot 3 on 1, its
+    tag): the next run's repair step rolls it back to 1 and drops the record."""
+    catalogue, record = late_catalogue(tmp_path)
+    assert LATE_PROPERTY in catalogue.tables[record]
+    catalogue.snapshots.append((3, 1, TAG))
+    catalogue.snapshot = 3
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    done = runner.repair(key("inv4", "iceberg"), False) or ""
+    assert "rolled back snapshot 3 of run inv" in done and "to snapshot 1" in done, done
+    assert catalogue.snapshot == 1
+    assert record not in catalogue.tables
+
+
+def test_a_late_snapshot_under_another_writers_is_named_and_nothing_undone(tmp_path: Path):
+    catalogue, record = late_catalogue(tmp_path)
+    catalogue.snapshots += [(3, 1, TAG), (4, 3, "streaming-job")]
+    catalogue.snapshot = 4
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(LateCommits) as failed:
+        runner.repair(key("inv4", "iceberg"), False)
+    assert failed.value.theirs[0].version == 3 and failed.value.under[0].version == 4
+    assert "rollback_to_snapshot('db.t', <the parent" in str(failed.value), str(failed.value)
+    assert catalogue.snapshot == 4  # nothing undone
+    assert LATE_PROPERTY in catalogue.tables[record]  # still watched, for a person to settle
+
+
+@pytest.mark.parametrize("gone", [False, True])
+def test_a_watch_with_nothing_landed_stays_until_its_run_can_no_longer_commit(
+    tmp_path: Path, gone: bool
+):
+    catalogue, record = late_catalogue(tmp_path)
+    if gone:  # the server restarted: another Spark application runs there now
+        catalogue.here = Application("thrift://server:10000", "app-2")
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    assert not runner.repair(key("inv4", "iceberg"), False)
+    assert (record in catalogue.tables) is not gone
+    assert catalogue.snapshot == 1  # nothing rolled back
+
+
+def test_no_watch_where_the_dead_runs_application_is_gone(tmp_path: Path):
+    catalogue, record = late_catalogue(tmp_path, app="app-0")
+    assert record not in catalogue.tables  # repaired, and nothing of it can commit any more
 
 
 @pytest.mark.parametrize("lost", [False, True])

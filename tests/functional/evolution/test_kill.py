@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from dbt.adapters.spark_contracts import run as runs
+from dbt.adapters.spark_contracts.core.recovery.pending import run_key
 from dbt.adapters.spark_contracts.run.lease import LEASE_ENV
 from tests.functional.conftest import JVM_PARAMETERS, iceberg_rest
 
@@ -755,26 +756,18 @@ def test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_com
     assert leftovers(project, "q_fenced") == []
 
 
-@pytest.mark.profile("session", "thrift")
-def test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit(
-    tmp_path, stall_target, monkeypatch
-):
-    """Delta's skip itself: a multi-step Delta run stopped (SIGSTOP) right before its backfill
-    UPDATE reaches Spark (its fence passed), past its lease. The model run again takes the
-    lease over, commits its marker under the stopped run's transaction id, repairs the table
-    (RESTORE) and carries the whole change out itself. The first run, resumed, sends its
-    UPDATE: it has no source a repair could drop, so without the fence it would commit over
-    the second run's load; Delta skips it (its version is below the marker's), and the run
-    fails naming its lost lease. No commit of the first run follows the marker."""
+def _backfill_sent_after_a_takeover(project: Project, tmp_path: Path, monkeypatch) -> str:
+    """Models `control` and `stalled` built, `control` run to v 2 (its writes logged), then a run
+    of `stalled` to v 2 stopped right before its backfill UPDATE (its fence passed) and left
+    stopped past its lease, while the model runs again (it takes the lease over, repairs and
+    loads); then resumed: it fails naming its lost lease. Returns its invocation id, once the
+    table's commits settled."""
     monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-    names = ["control", "stalled"]
-    project = Project(tmp_path / "project", "delta", stall_target, names=names)
     assert project.dbt() == 0
     writes = tmp_path / "writes.log"
     monkeypatch.setenv("DBT_SPARK_CONTRACTS_WRITES_LOG", str(writes))
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
     monkeypatch.delenv("DBT_SPARK_CONTRACTS_WRITES_LOG")
-    after = project.state("control")
     update = write_index(writes, f"update {project.relation('control')} ")
     first = _stop_before(project, "stalled", "{v: 2}", update)
     try:
@@ -787,12 +780,93 @@ def test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_co
     resumed = resumed_result(project, "stalled")
     assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
     results = json.loads((project.root / "target" / "run_results.json").read_text())
-    stopped = results["metadata"]["invocation_id"]
     project.settle("stalled")
+    return results["metadata"]["invocation_id"]
+
+
+@pytest.mark.profile("session", "thrift")
+def test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit(
+    tmp_path, stall_target, monkeypatch
+):
+    """Delta's skip itself: a multi-step Delta run stopped (SIGSTOP) right before its backfill
+    UPDATE reaches Spark (its fence passed), past its lease. The model run again takes the
+    lease over, commits its marker under the stopped run's transaction id, repairs the table
+    (RESTORE) and carries the whole change out itself. The first run, resumed, sends its
+    UPDATE: it has no source a repair could drop, so without the fence it would commit over
+    the second run's load; Delta skips it (its version is below the marker's), and the run
+    fails naming its lost lease. No commit of the first run follows the marker."""
+    project = Project(tmp_path / "project", "delta", stall_target, names=["control", "stalled"])
+    stopped = _backfill_sent_after_a_takeover(project, tmp_path, monkeypatch)
+    after = project.state("control")
     history = project.history("stalled")
     markers = [v for v, _, tag in history if tag.startswith("dbt-spark-contracts-fence")]
     assert markers and not [h for h in history if h[0] > markers[0] and h[2] == stopped], history
     assert project.state("stalled") == after
     rows = project.rows(["control", "stalled"])
     assert rows["stalled"] == rows["control"], rows
+    assert leftovers(project, "stalled") == []
+
+
+def lineage_runs(project: Project, table: str) -> list[str]:
+    """Iceberg: the invocation id tagging each snapshot of the current lineage, oldest first
+    (by parent ids, from the newest metadata file; "" for an untagged one)."""
+    metadata = project.table_dir(table) / "metadata"
+    version = max(int(p.name[1:].split(".")[0]) for p in metadata.glob("v*.metadata.json"))
+    meta = json.loads((metadata / f"v{version}.metadata.json").read_text())
+    by_id = {s["snapshot-id"]: s for s in meta.get("snapshots", [])}
+    runs_, at = [], meta.get("current-snapshot-id")
+    while at is not None and at in by_id:
+        tag = str(by_id[at].get("summary", {}).get(runs.ICEBERG_TAG_KEY) or "")
+        runs_.append(tag.split(":")[1] if tag.count(":") >= 2 else tag)
+        at = by_id[at].get("parent-snapshot-id")
+    return runs_[::-1]
+
+
+# Iceberg, a backfill: a multi-step change whose UPDATE reads no table a repair drops (a MERGE
+# reads the run's stage, which the repair drops: a late MERGE fails). Its new rows carry other
+# values than the backfill gives old ones, so an UPDATE that lands after the next run's load
+# changes rows that load wrote.
+ICEBERG_BACKFILL = """
+{{ config(materialized='incremental', file_format='iceberg', unique_key='id',
+          schema_evolution=({'columns': {'twice': {'backfill': 'id * 10'}}} if var('v', 1) != 1 else {})) }}
+{% if var('v', 1) == 1 %}
+select id from range(3)
+{% else %}
+select id, id * 100 as twice from range(3, 6)
+{% endif %}
+"""
+
+
+@pytest.mark.profile("session", "thrift")
+def test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_by_the_next_run(
+    tmp_path, stall_target, monkeypatch
+):
+    """Iceberg has no transaction id, so the window the fence before each step leaves stays
+    open: a multi-step Iceberg run (ADD COLUMNS, its backfill UPDATE, its MERGE) stopped
+    (SIGSTOP) right before its UPDATE reaches Spark, after its fence passed, past its lease.
+    The model run again takes the lease over, repairs the table (drops the column, rolls back)
+    and carries the change out itself; since the stopped run's statements may still run, it
+    keeps that run's record with a watch (its tag, the snapshot after the repair). Resumed, the
+    first run sends its UPDATE, which commits on top (it sets the backfill's value on the rows
+    the second run loaded too), and fails naming its lost lease. The run after that finds the
+    late snapshot at the head of the table's lineage, rolls it back, drops the record and
+    loads: no snapshot of the stopped run is left on the lineage, and the table is as a run
+    never stopped."""
+    names = ["control", "stalled"]
+    project = Project(tmp_path / "project", "iceberg", stall_target, ICEBERG_BACKFILL, names)
+    stopped = _backfill_sent_after_a_takeover(project, tmp_path, monkeypatch)
+    after = project.state("control")
+    # the late UPDATE landed on top (what Delta's marker refuses), and the record stays watched
+    assert lineage_runs(project, "stalled")[-1] == stopped, lineage_runs(project, "stalled")
+    rows = project.rows(["control", "stalled"])
+    assert rows["stalled"] != rows["control"], rows
+    assert any(run_key(stopped) in name for name in leftovers(project, "stalled"))
+    assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+    repairs = project.results()["stalled"]["adapter_response"].get("repairs") or []
+    assert any("rolled back snapshot" in r and stopped in r for r in repairs), repairs
+    assert stopped not in lineage_runs(project, "stalled"), lineage_runs(project, "stalled")
+    assert project.state("stalled") == after
+    rows = project.rows(["control", "stalled"])
+    assert rows["stalled"] == rows["control"], rows
+    assert [r["twice"] for r in rows["stalled"]] == [0, 10, 20, 300, 400, 500], rows
     assert leftovers(project, "stalled") == []

@@ -53,6 +53,12 @@ def set_properties_sql(table: str, properties: Dict[str, str]) -> str:
     return f"alter table {table} set tblproperties ({pairs})"
 
 
+def unset_properties_sql(table: str, *keys: str) -> str:
+    """`keys` taken off `table`'s properties (a record no longer says them)."""
+    names = ", ".join(sql_string(k) for k in keys)
+    return f"alter table {table} unset tblproperties if exists ({names})"
+
+
 def lease_properties(spark: Spark, invocation_id: str, epoch: int = 0) -> str:
     """The properties a lease (a run's record) is made with."""
     app = application_of(spark)

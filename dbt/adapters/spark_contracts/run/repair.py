@@ -53,7 +53,8 @@ def repair(
     older = find_intent(deployed[1])  # written into the table's properties before the run record
     on_table = older is not None and older.invocation_id != key.invocation_id
     records, pendings = recovery_tables(spark, key)
-    dead = [r for r in records if r.intent is not None]
+    # a dead run's intent, or a repaired run's late commit to look for (core/recovery/late.py)
+    dead = [r for r in records if r.intent is not None or r.late is not None]
     if on_table or dead:
         done = runner.repair(key, on_table)
         if done:

@@ -16,8 +16,10 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     find_intent,
     foreign_commits,
 )
+from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY
 from dbt.adapters.spark_contracts.core.recovery.record import INTENT_CLEARED, Done
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
+from dbt.adapters.spark_contracts.run import late
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
 from dbt.adapters.spark_contracts.run.model_run import (
     stage_name,
@@ -27,6 +29,7 @@ from dbt.adapters.spark_contracts.run.record_io import (
     drop_record,
     set_properties_sql,
     table_properties,
+    unset_properties_sql,
 )
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, LeaseLost, RestoreFailed
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
@@ -105,7 +108,10 @@ class Restorer:
     def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
         """What dead runs of the model left half done, put back before anything else, under the
         model's lease (`key`: this run): each other run's record that carries an intent
-        (core/recovery/record.py), then dropped; `on_table`: an intent on the table's own
+        (core/recovery/record.py), then dropped (on Iceberg, where the dead run's statements may
+        still run, kept with a watch for its late commit instead: run/late.py; each record
+        with such a watch is looked at first, its late snapshot rolled back); `on_table`: an
+        intent on the table's own
         properties, as earlier builds (before the run record) wrote it, read again and cleared. The lease is
         taken over from the dead run (its process is gone, or its lease ran out while this run
         watched it, or it let go after a failure it could not undo; a run that renews it is
@@ -121,15 +127,26 @@ class Restorer:
                 found = find_intent(table_properties(self.spark, key.relation))
                 if found is not None and found.invocation_id != key.invocation_id:
                     done.append(self._repair(found, key.unique_id, fence, on_table=True))
+            spark = Fenced(self.spark, fence)
             for record in sorted(records, key=lambda r: -r.epoch):
+                if record.late is not None:  # repaired before; its holder may commit once more
+                    taken = late.take_back(spark, record, key.relation, key.unique_id)
+                    done.extend([taken] if taken else [])
+                    if taken or not late.may_still_commit(spark, record):  # watched out
+                        if record.pending is None:
+                            drop_record(spark, record.table, key.table_format)
+                        else:  # its pending rows are still the settler's
+                            spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
                 if record.intent is None or record.intent.invocation_id == key.invocation_id:
                     continue
                 done.append(self._repair(record.intent, key.unique_id, fence, record.done))
-                spark = Fenced(self.spark, fence)
-                if record.pending is not None:
+                watch = late.watch(spark, record, record.intent)
+                if record.pending is not None or watch is not None:
                     # its pending rows are the settler's (decide_pending, from the table's own
-                    # log): the record, its intent cleared, stays for it
-                    spark.run(set_properties_sql(record.table, INTENT_CLEARED))
+                    # log), a late commit the next repair's: the record, its intent cleared,
+                    # stays for them
+                    told = {LATE_PROPERTY: watch.to_property()} if watch is not None else {}
+                    spark.run(set_properties_sql(record.table, {**INTENT_CLEARED, **told}))
                 else:
                     drop_record(spark, record.table, key.table_format)
             return "; ".join(done) or None
@@ -194,4 +211,4 @@ class Restorer:
 
 def clear_intent_sql(relation: str) -> str:
     """An older version's intent taken off the table's properties."""
-    return f"alter table {relation} unset tblproperties if exists ('{INTENT_PROPERTY}')"
+    return unset_properties_sql(relation, INTENT_PROPERTY)

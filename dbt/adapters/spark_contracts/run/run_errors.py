@@ -221,6 +221,32 @@ class ForeignCommits(DbtRuntimeError):
         )
 
 
+class LateCommits(DbtRuntimeError):
+    """A run whose lease was taken over committed after the repair (core/recovery/late.py), and
+    another writer's snapshot lies over it, or it has no snapshot to go back to: nothing is
+    undone (that would undo the other commit); both named, with the repair by hand."""
+
+    def __init__(
+        self,
+        relation: str,
+        run: str,
+        record: str,
+        theirs: Tuple[Commit, ...],
+        under: Tuple[Commit, ...],
+    ):
+        self.relation, self.run, self.theirs, self.under = relation, run, theirs, under
+        catalog, ident = relation.split(".", 1)
+        over = f"; after it: {describe_commits(under)}" if under else ""
+        super().__init__(
+            f"{relation}: run {run}, whose lease was taken over and whose change was repaired, "
+            f"committed once more after the repair: {describe_commits(theirs)}{over}. Nothing "
+            f"was undone. Repair by hand: read `{relation}.snapshots`, then either CALL "
+            f"{catalog}.system.rollback_to_snapshot('{ident}', <the parent of its first "
+            "snapshot>) (undoing the later commits too) or replay them; then drop that run's "
+            f"record, {record} (REFRESH TABLE it first)."
+        )
+
+
 class RestoreFailed(DbtRuntimeError):
     """A step failed and putting the table back failed too: both named, and the manual fix."""
 

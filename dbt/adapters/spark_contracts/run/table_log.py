@@ -25,7 +25,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     rolled_back_with_the_run,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry, lease_name
-from dbt.adapters.spark_contracts.core.schema.types import Struct
+from dbt.adapters.spark_contracts.core.schema.types import has_path
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_TAG_KEY
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, RestoreFailed
 
@@ -264,7 +264,7 @@ class IcebergLog(TableLog):
             added = tuple(p for i in undo(executed) if isinstance(i, DropAdded) for p in i.paths)
         if added:
             schema = self.spark.relation_schema(relation, False)
-            present = tuple(p for p in added if _has_path(schema, p))
+            present = tuple(p for p in added if has_path(schema, p))
             if present:
                 self.spark.run(DropAdded(relation, present).sql)
                 done.append("dropped the columns the run added")
@@ -280,12 +280,9 @@ class IcebergLog(TableLog):
             self._raced(intent, after)
         return done
 
-    def _raced(self, intent: Intent, checked: Tuple[Commit, ...]) -> None:
-        """The rollback sets the current snapshot without comparing it with the one checked: a
-        writer's snapshot committed between the check and the rollback is taken back with the
-        run's. Found in the table's metadata after it (`rolled_back_with_the_run`) and named,
-        with the repair by hand (its files stay until its snapshot expires: nothing lost)."""
-        relation, point = intent.relation, int(intent.restore_version or 0)
+    def snapshots(self, relation: str) -> List[Snapshot]:
+        """Every snapshot of `relation` with its parent, and whether it is an ancestor of the
+        current one, read fresh."""
         rows = self._fresh(
             relation,
             f"select s.snapshot_id, s.parent_id, s.operation, "
@@ -293,7 +290,7 @@ class IcebergLog(TableLog):
             f"from {relation}.snapshots s left join (select distinct snapshot_id as id "
             f"from {relation}.history where is_current_ancestor) c on s.snapshot_id = c.id",
         )
-        snapshots = [
+        return [
             Snapshot(
                 Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("tag") or None),
                 None if r.get("parent_id") is None else int(r["parent_id"]),
@@ -301,8 +298,20 @@ class IcebergLog(TableLog):
             )
             for r in rows
         ]
+
+    def _raced(self, intent: Intent, checked: Tuple[Commit, ...]) -> None:
+        point = int(intent.restore_version or 0)
         checked_ids = [point, *(c.version for c in checked)]
-        raced = rolled_back_with_the_run(snapshots, point, checked_ids, intent.commit_tag)
+        self.raced(intent.relation, point, checked_ids, intent.commit_tag)
+
+    def raced(self, relation: str, point: int, checked: Sequence[int], tag: str) -> None:
+        """A rollback to `point` sets the current snapshot without comparing it with the one
+        checked: a writer's snapshot committed between the check (`checked`: the snapshots it
+        read from `point` on) and the rollback is taken back with those tagged `tag`. Found in
+        the table's metadata after it (`rolled_back_with_the_run`) and named, with the repair by
+        hand (its files stay until its snapshot expires: nothing lost)."""
+        snapshots = self.snapshots(relation)
+        raced = rolled_back_with_the_run(snapshots, point, checked, tag)
         if raced:
             catalog, ident = relation.split(".", 1)
             leaves = [c.version for c in raced if all(s.parent != c.version for s in snapshots)]
@@ -367,23 +376,6 @@ def forget(intent: Intent) -> str:
 def table_log(spark: Spark, table_format: str) -> TableLog:
     """The log driver of a table in `table_format`."""
     return _DRIVERS.get(table_format, TableLog)(spark)
-
-
-def _has_path(schema: Struct, path: Tuple[str, ...]) -> bool:
-    current: Any = schema
-    for segment in path:
-        if isinstance(current, Struct):
-            found = current.field(segment)
-            if found is None:
-                return False
-            current = found.type
-        elif segment == "element" and hasattr(current, "element"):
-            current = current.element
-        elif segment == "value" and hasattr(current, "value"):
-            current = current.value
-        else:
-            return False
-    return True
 
 
 def _true(value: Any) -> bool:

@@ -27,7 +27,12 @@ The states a later run finds, and what it does (run/repair.py, run/swap.py):
   (its process on this host is gone) or expired (not renewed for a lease's length while watched)
   and that carries an intent: the run that takes the lease over puts the table back to the
   intent's version, after checking in the table's own log that every commit after it carries
-  the dead run's tag, then drops the record;
+  the dead run's tag, then drops the record (on Iceberg, where the dead run's statements may
+  still run, it keeps it, its intent cleared, with a `late` watch instead);
+- a record with a `late` watch (core/recovery/late.py): the table's snapshots after the watch's
+  are read for its run's tag; one found at the head is rolled back, one under another writer's
+  snapshot fails the run naming both; the record is dropped once a late snapshot was taken back
+  or its run's statements can no longer run;
 - a record that carries a swap, its relation missing, the backup and the table built beside it
   there: the backup is renamed back (the relation, the backup, the new table and the record
   together are the evidence);
@@ -50,6 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
+from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
@@ -130,6 +136,8 @@ class RunRecord:
     pending: Pending | None = None  # its pending table, as the record describes it
     shared: bool = False
     txn_app: str | None = None  # the transaction id its holder's writes carry, if any
+    # taken over and repaired, its holder may still commit once (core/recovery/late.py)
+    late: LateWatch | None = None
 
     @classmethod
     def from_properties(cls, table: str, properties: Mapping[str, str]) -> RunRecord:
@@ -156,6 +164,7 @@ class RunRecord:
             Pending.from_properties(pending, properties) if pending else None,
             (lowered.get(SHARED_PROPERTY) or "").strip().lower() == "true",
             (lowered.get(TXN_APP_PROPERTY) or "").strip() or None,
+            LateWatch.from_property(lowered.get(LATE_PROPERTY)),
         )
 
     @property
@@ -168,10 +177,15 @@ class RunRecord:
 
     @property
     def holds_work(self) -> bool:
-        """It says its run was changing a table (an intent, or a swap) or has discarded rows
-        waiting (its pending table): only a run that has repaired or settled that, or its own
-        run, drops it."""
-        return self.intent is not None or self.swap is not None or self.pending is not None
+        """It says its run was changing a table (an intent, or a swap), has discarded rows
+        waiting (its pending table), or may still commit once after a repair (`late`): only a
+        run that has repaired, settled or watched that out, or its own run, drops it."""
+        return (
+            self.intent is not None
+            or self.swap is not None
+            or self.pending is not None
+            or self.late is not None
+        )
 
 
 # what a record says once its intent is no longer to be put back (its load is in, or a repair

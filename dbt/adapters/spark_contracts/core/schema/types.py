@@ -284,6 +284,24 @@ def through_structs(t: SparkType, path: Sequence[str]) -> tuple[SparkType, tuple
     return t, ()
 
 
+def has_path(t: SparkType, path: Sequence[str]) -> bool:
+    """`path` names a field of `t`, through structs, array elements (`element`) and map values
+    (`value`)."""
+    for segment in path:
+        if isinstance(t, Struct):
+            found = t.field(segment)
+            if found is None:
+                return False
+            t = found.type
+        elif segment == "element" and isinstance(t, Array):
+            t = t.element
+        elif segment == "value" and isinstance(t, Map):
+            t = t.value
+        else:
+            return False
+    return True
+
+
 def as_nullable(t: SparkType) -> SparkType:
     """`t` with every field, array element and map value nullable (Spark's `asNullable`)."""
     if isinstance(t, Struct):

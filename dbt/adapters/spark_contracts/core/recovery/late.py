@@ -1,0 +1,106 @@
+"""A fenced-off run's late commit on a format that cannot fence inside the commit (Iceberg). Pure.
+
+A run that stalls between its fence (core/recovery/lease.py) and its statement reaching the table,
+or whose statement a server goes on running after its client died, can commit once more after a
+later run took its lease over and repaired the table. Delta refuses that commit (the taker's
+marker, core/recovery/txn_fence.py); Iceberg has no transaction id, so the commit lands. At most
+one lands per run: the holder checks its lease before each statement it sends, and its process
+beats its lease while a statement runs (a lease is taken over only from a stopped or dead
+process), so only the statement already past its fence is left.
+
+So the taker, where the holder's statements may still run (a server; a process still alive),
+keeps the holder's run record after the repair, its intent cleared, with a `LateWatch`: the
+holder's commit tag and the snapshot current after the repair. Every later repair step of the
+model reads the table's own metadata for snapshots with that tag descending from that snapshot on
+the current lineage (positive evidence in the table's own log, ordered by parent ids, never by
+commit times):
+
+- none: nothing landed (yet); the watch stays until the holder is provably gone;
+- at the head of the lineage (only the holder's own after the first of them): rolled back to the
+  snapshot before them, and the watch ends (that was the statement past the fence);
+- under another writer's snapshot: nothing is undone (that would undo the other commit); the run
+  fails naming both and the repair by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dbt.adapters.spark_contracts.core.recovery.intent import Commit, Snapshot
+
+# "<snapshot id or none> <commit tag>": kept on a taken-over run record
+LATE_PROPERTY = "dbt_spark_contracts.late_after"
+
+
+@dataclass(frozen=True)
+class LateWatch:
+    """What a repair of a run that may still commit once watches for: `tag`, the run's commit
+    tag, on a snapshot descending from `after` (None: the table had no snapshot then)."""
+
+    after: int | None
+    tag: str
+
+    def to_property(self) -> str:
+        return f"{'none' if self.after is None else self.after} {self.tag}"
+
+    @classmethod
+    def from_property(cls, value: str | None) -> LateWatch | None:
+        after, _, tag = (value or "").strip().partition(" ")
+        if not after or not tag.strip():
+            return None
+        try:
+            return cls(None if after == "none" else int(after), tag.strip())
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Late:
+    """What a watch found on the current lineage after its snapshot: the watched run's snapshots
+    (`theirs`, oldest first), other writers' after the first of them (`under`), and the
+    snapshot to roll back to (`back_to`, where `under` is empty and `theirs` is not)."""
+
+    theirs: tuple[Commit, ...] = ()
+    under: tuple[Commit, ...] = ()
+    back_to: int | None = None
+
+
+def lineage(snapshots: Iterable[Snapshot]) -> tuple[Snapshot, ...]:
+    """The current snapshot's ancestors, oldest first, by parent ids: the head is the current
+    ancestor no other current ancestor names as its parent."""
+    current = [s for s in snapshots if s.current]
+    by_id = {s.commit.version: s for s in current}
+    parents = {s.parent for s in current}
+    heads = [s for s in current if s.commit.version not in parents]
+    if not heads:
+        return ()
+    chain: list[Snapshot] = []
+    at: Snapshot | None = heads[0]
+    while at is not None and len(chain) <= len(current):
+        chain.append(at)
+        at = by_id.get(at.parent) if at.parent is not None else None
+    return tuple(reversed(chain))
+
+
+def late_commits(snapshots: Iterable[Snapshot], watch: LateWatch) -> Late:
+    """The watched run's snapshots after the watch's snapshot on the current lineage, and what
+    may be done with them (see the module's text). A watch whose snapshot left the current
+    lineage (the table was rolled back past it) finds nothing: no snapshot there descends from
+    it."""
+    chain = lineage(snapshots)
+    ids = [s.commit.version for s in chain]
+    if watch.after is None:
+        after = chain
+    elif watch.after in ids:
+        after = chain[ids.index(watch.after) + 1 :]
+    else:
+        return Late()
+    first = next((i for i, s in enumerate(after) if s.commit.tag == watch.tag), None)
+    if first is None:
+        return Late()
+    theirs = tuple(s.commit for s in after[first:] if s.commit.tag == watch.tag)
+    under = tuple(s.commit for s in after[first:] if s.commit.tag != watch.tag)
+    if under:
+        return Late(theirs, under)
+    return Late(theirs, (), after[first].parent)

@@ -1,0 +1,106 @@
+"""A taken-over run's late commit on Iceberg, decided from the table's snapshots
+(core/recovery/late.py): found by its tag after the watch's snapshot on the current lineage,
+ordered by parent ids; rolled back only where nothing of another writer lies over it."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dbt.adapters.spark_contracts.core.recovery.intent import Commit, Snapshot
+from dbt.adapters.spark_contracts.core.recovery.late import (
+    Late,
+    LateWatch,
+    late_commits,
+    lineage,
+)
+from dbt.adapters.spark_contracts.core.recovery.record import LATE_PROPERTY, RunRecord
+
+TAG = "dbt-spark-contracts:inv-a:model.p.m"
+
+
+def chain(tags: list, start: int = 10, shuffle: int = 0) -> list[Snapshot]:
+    """Snapshots start, start+1, ... each the parent of the next, all current; listed in a
+    shuffled order (the metadata table's order is no promise)."""
+    snaps = [
+        Snapshot(Commit(start + i, "append", tag), start + i - 1 if i else None, True)
+        for i, tag in enumerate(tags)
+    ]
+    random.Random(shuffle).shuffle(snaps)
+    return snaps
+
+
+def test_a_late_snapshot_at_the_head_is_rolled_back_to_its_parent():
+    snaps = chain(["b", "taker", TAG])  # 10, 11 (after the repair), 12 the late one
+    assert late_commits(snaps, LateWatch(11, TAG)) == Late((Commit(12, "append", TAG),), (), 11)
+
+
+def test_nothing_of_the_run_after_the_watch_is_nothing_to_do():
+    # its own snapshots before the watch point are the repaired change's, not late ones
+    snaps = chain([TAG, "taker", "other"])
+    assert late_commits(snaps, LateWatch(11, TAG)) == Late()
+
+
+def test_a_late_snapshot_under_another_writers_is_named_not_rolled_back():
+    snaps = chain(["taker", TAG, "streaming-job"])
+    found = late_commits(snaps, LateWatch(10, TAG))
+    assert found.theirs == (Commit(11, "append", TAG),)
+    assert found.under == (Commit(12, "append", "streaming-job"),)
+    assert found.back_to is None
+
+
+def test_a_watch_point_off_the_current_lineage_finds_nothing():
+    # the table was rolled back past the watch's snapshot: nothing current descends from it
+    snaps = chain(["taker", TAG]) + [Snapshot(Commit(50, "append", "x"), 10, False)]
+    assert late_commits(snaps, LateWatch(50, TAG)) == Late()
+
+
+def test_snapshots_rolled_back_before_are_not_on_the_lineage():
+    # 12 (the run's) was rolled back already: a later snapshot 13 hangs off 11
+    snaps = chain(["b", "taker"]) + [
+        Snapshot(Commit(12, "append", TAG), 11, False),
+        Snapshot(Commit(13, "append", "c"), 11, True),
+    ]
+    assert [s.commit.version for s in lineage(snaps)] == [10, 11, 13]
+    assert late_commits(snaps, LateWatch(11, TAG)) == Late()
+
+
+def test_a_table_without_a_snapshot_at_the_watch_and_the_late_one_first_cannot_go_back():
+    found = late_commits(chain([TAG]), LateWatch(None, TAG))
+    assert found.theirs and found.back_to is None  # the caller raises: nothing to go back to
+
+
+@given(
+    st.lists(st.booleans(), max_size=8),  # each snapshot after the watch: the run's own?
+    st.integers(min_value=0, max_value=10_000),
+)
+def test_decided_by_parents_whatever_the_listing_order(after_watch, shuffle):
+    tags = ["b", "taker", *(TAG if own else "other" for own in after_watch)]
+    found = late_commits(chain(tags, shuffle=shuffle), LateWatch(11, TAG))
+    ids = list(range(12, 12 + len(after_watch)))
+    own = [i for i, mine in zip(ids, after_watch, strict=True) if mine]
+    assert [c.version for c in found.theirs] == own
+    if not own:
+        assert found == Late()
+        return
+    others_after = [i for i, mine in zip(ids, after_watch, strict=True) if not mine and i > own[0]]
+    assert [c.version for c in found.under] == others_after
+    # rolled back only where nothing of another writer lies over the first late snapshot
+    assert found.back_to == (None if others_after else own[0] - 1)
+
+
+@given(st.one_of(st.none(), st.integers(min_value=0, max_value=2**62)))
+def test_the_watch_round_trips_through_its_record(after):
+    watch = LateWatch(after, TAG)
+    record = RunRecord.from_properties(
+        "s.m__dbt_lease_x", {LATE_PROPERTY.upper(): watch.to_property(), "other": "1"}
+    )
+    assert record.late == watch
+    assert record.holds_work  # neither its holder's fence nor a takeover drops it
+
+
+def test_an_unreadable_watch_is_none():
+    for value in ("", "12", "x tag", " "):
+        assert LateWatch.from_property(value) is None, value
