@@ -22,6 +22,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import yaml
@@ -209,7 +210,10 @@ class Project:
         intent, or (an earlier build's) the table's own properties do."""
         schema, properties = self.meta(self.table_dir(table))
         records = self.table_dir(table).parent.glob(f"{table}__dbt_lease_*")
-        intent = INTENT in properties or any(INTENT in self.meta(d, True)[1] for d in records)
+        # an intent cleared (an empty value: a record kept for its pending rows or a watch) is none
+        intent = bool(properties.get(INTENT)) or any(
+            self.meta(d, True)[1].get(INTENT) for d in records
+        )
         return schema, intent
 
     def meta(self, folder: Path, being_made: bool = False) -> tuple[list, dict]:
@@ -539,21 +543,40 @@ def test_a_retry_at_once_after_a_kill_repairs_and_loads(tmp_path, kill_target, f
     assert rows["dead"] == rows["control"], rows
 
 
+def _stopped_run(
+    project: Project, table: str, argv_vars: str, stopped: Callable[[subprocess.Popen], bool], **env
+) -> subprocess.Popen:
+    """A `dbt run` of `table` (its output in dbt-stalled.log, for a failure's story), returned
+    once `stopped(process)` says it is stopped (it may stop it); `env`: beside os.environ."""
+    argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", table]
+    with open(project.root / "dbt-stalled.log", "wb") as out:
+        process = subprocess.Popen(
+            [*argv, "--vars", argv_vars],
+            cwd=project.root,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, **env),
+        )
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline:
+        if stopped(process):
+            return process
+        time.sleep(0.02)
+    raise AssertionError(f"{table}: the run ended (or ran on) without stopping")
+
+
 def _stop_at(project: Project, table: str, argv_vars: str, commits: int) -> subprocess.Popen:
     """A `dbt run` of `table` started, and stopped (SIGSTOP) once `commits` new commits of
     its table are there: mid-run, alive but stalled (a long pause, a stopped laptop)."""
-    argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", table]
-    with open(project.root / "dbt-stalled.log", "wb") as out:  # its story, for a failure
-        process = subprocess.Popen(
-            [*argv, "--vars", argv_vars], cwd=project.root, stdout=out, stderr=subprocess.STDOUT
-        )
-    start, deadline = len(project.commits(table)), time.monotonic() + 300
-    while process.poll() is None and time.monotonic() < deadline:
-        if len(project.commits(table)) - start >= commits:
-            os.kill(process.pid, signal.SIGSTOP)
-            return process
-        time.sleep(0.02)
-    raise AssertionError(f"{table}: the run ended before it could be stopped")
+    start = len(project.commits(table))
+
+    def stop(process: subprocess.Popen) -> bool:
+        if len(project.commits(table)) - start < commits:
+            return False
+        os.kill(process.pid, signal.SIGSTOP)
+        return True
+
+    return _stopped_run(project, table, argv_vars, stop)
 
 
 STALL_LEASE = 15.0  # seconds: the stopped run's lease runs out this soon here
@@ -626,7 +649,16 @@ def test_a_stalled_run_that_lost_its_lease_commits_nothing(
     assert project.state("stalled") == after
     rows = project.rows(["control", "stalled"])
     assert rows["stalled"] == rows["control"], rows
-    # the run record taken over: the run that took it over repaired what it said and dropped it
+    # the run record taken over: the run that took it over repaired what it said and dropped it;
+    # on Iceberg it kept it, watched for a late commit of the stopped run (core/recovery/late.py),
+    # which the model's next run drops where that run's statements can no longer run (its
+    # embedded session ended with it; a server's application still runs)
+    if fmt == "iceberg":
+        assert len(leftovers(project, "stalled")) == 1, leftovers(project, "stalled")
+        assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+        if project.reader is None:  # over a server: kept until it runs another application
+            assert len(leftovers(project, "stalled")) == 1, leftovers(project, "stalled")
+            return
     assert leftovers(project, "stalled") == []
 
 
@@ -674,23 +706,14 @@ def _stop_before(project: Project, table: str, argv_vars: str, write: int) -> su
     """A `dbt run` of `table` that stops itself (SIGSTOP, connection/failpoint.py) right before
     it sends its `write`-th statement that changes something: after every check the run makes
     before that statement (its fence too), before the statement reaches Spark."""
-    argv = [DBT, "run", "--profiles-dir", str(project.root), "--select", table]
-    env = dict(os.environ, DBT_SPARK_CONTRACTS_STOP_BEFORE=str(write))
-    with open(project.root / "dbt-stalled.log", "wb") as out:  # its story, for a failure
-        process = subprocess.Popen(
-            [*argv, "--vars", argv_vars],
-            cwd=project.root,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    deadline = time.monotonic() + 300
-    while process.poll() is None and time.monotonic() < deadline:
+
+    def stopped(process: subprocess.Popen) -> bool:
         state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        if state == "T":
-            return process
-        time.sleep(0.05)
-    raise AssertionError(f"{table}: the run ended (or ran on) without stopping")
+        return state == "T"
+
+    return _stopped_run(
+        project, table, argv_vars, stopped, DBT_SPARK_CONTRACTS_STOP_BEFORE=str(write)
+    )
 
 
 def write_index(log: Path, start: str) -> int:
