@@ -5,8 +5,8 @@ is the record).
     python .ci/steps.py "unit functional-ci" "lint cluster-ci"   # two lanes at once
 
 An argument with spaces is a lane: its steps run in turn, and the lanes run at the same time.
-With more than one lane, every line a step prints is printed as it comes, prefixed with the
-step's name (`[cluster-ci] ...`), and kept in reports/steps/<step>.log. After a step fails no
+Every line a step prints is printed as it comes (with more than one lane, prefixed with the
+step's name: `[cluster-ci] ...`) and kept in reports/steps/<step>.log, written afresh. After a step fails no
 lane starts another step; the steps running then finish. A lane that breaks (make cannot be
 started, say) counts as a failed step. A CI log keeps only its tail, so the last lines printed
 are each failed step's pytest verdicts (`FAILED ...`, `ERROR ...`) and make errors.
@@ -46,9 +46,10 @@ class Lanes:
                 self.failed = self.failed or status != 0
 
     def _run_step(self, step: str) -> int:
+        """The step's output printed as it comes (prefixed with its name where lanes run at
+        once) and written afresh to its log (an older run's log is overwritten)."""
         command = ["make", "--no-print-directory", step]
-        if not self.prefixed:
-            return subprocess.call(command)
+        prefix = f"[{step}] ".encode() if self.prefixed else b""
         LOGS.mkdir(parents=True, exist_ok=True)
         with (LOGS / f"{step}.log").open("wb") as log:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -56,7 +57,7 @@ class Lanes:
             for line in process.stdout:
                 log.write(line)
                 with self.lock:
-                    sys.stdout.buffer.write(f"[{step}] ".encode() + line)
+                    sys.stdout.buffer.write(prefix + line)
                     sys.stdout.flush()
             return process.wait()
 

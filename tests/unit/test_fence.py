@@ -159,6 +159,8 @@ class Catalogue:
             return [{"key": k, "value": v} for k, v in table.items()]
         if sql.startswith("describe history db.t"):
             return [{"version": v, "operation": o, "userMetadata": t} for v, o, t in self.history]
+        if "from iceberg.db.t.refs where name = 'main'" in sql:  # the current snapshot
+            return [{"snapshot_id": self.snapshot}]
         if "snapshot_id from iceberg.db.t.history" in sql:  # the current snapshot
             return [{"snapshot_id": self.snapshot}]
         if "from iceberg.db.t.snapshots s left join" in sql:  # every snapshot, with its parent
@@ -926,3 +928,84 @@ def test_beats_slower_than_the_interval_keep_the_lease_fresh_on_a_steady_cadence
     assert max(gaps) < 1.0, gaps  # every beat (0.7 s) and a short wait, not 0.67 + 0.7 s
     assert not any(stale[fast]), "a lease under 0.7-s beats lapsed"
     assert any(stale[slow]), "a lease under 1.2-s beats stayed fresh"
+
+
+def test_a_snapshot_rolled_back_before_is_no_race_of_the_late_rollback(tmp_path: Path):
+    """Another writer's snapshot taken off the lineage before the watch looked (4 on 1, not
+    current) is not one that raced the rollback of the late snapshot 3: no `ForeignCommits`."""
+    catalogue, record = late_catalogue(tmp_path)
+    catalogue.snapshots += [(4, 1, "streaming-job"), (3, 1, TAG)]
+    catalogue.snapshot = 3
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    done = runner.repair(key("inv4", "iceberg"), False) or ""
+    assert "rolled back snapshot 3" in done and catalogue.snapshot == 1, done
+    assert record not in catalogue.tables
+
+
+def test_a_watch_is_acted_on_only_when_its_run_committed_late_or_is_gone(tmp_path: Path):
+    """The repair step looks without the lease first (`late.to_do`, reads only): a watch with
+    nothing landed and its run's application alive takes no lease (a concurrent run of the
+    model is not held up); a late snapshot, or the application gone, does."""
+    from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+    from dbt.adapters.spark_contracts.run import late
+
+    catalogue, record_table = late_catalogue(tmp_path)
+
+    def record() -> RunRecord:
+        return RunRecord.from_properties(record_table, catalogue.tables[record_table])
+
+    sent = len(catalogue.sent)
+    assert not late.to_do(catalogue, record(), "iceberg.db.t")  # type: ignore[arg-type]
+    assert not [s for s in catalogue.sent[sent:] if not s.startswith(("refresh", "select"))]
+    catalogue.snapshots.append((3, 1, TAG))
+    catalogue.snapshot = 3
+    assert late.to_do(catalogue, record(), "iceberg.db.t")  # type: ignore[arg-type]
+    catalogue.snapshot = 1
+    catalogue.here = Application("thrift://server:10000", "app-2")  # the server restarted
+    assert late.to_do(catalogue, record(), "iceberg.db.t")  # type: ignore[arg-type]
+
+
+def test_the_settler_leaves_a_record_whose_late_commit_is_watched(tmp_path: Path):
+    """A record with pending rows and a watch is its repair's first (a late load rolled back is
+    no load): no claim of the settler names it or its pending table."""
+    from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+    from dbt.adapters.spark_contracts.run.settle import claims
+
+    properties = {
+        RUN_PROPERTY: "inv",
+        BEAT_PROPERTY: "0",
+        PENDING_PROPERTY: "iceberg.db.t__quarantine__pending_inv",
+        LATE_PROPERTY: f"1 {TAG}",
+    }
+    watched = RunRecord.from_properties("iceberg.db.t__dbt_lease_inv", properties)
+    assert watched.pending is not None and watched.late is not None
+    pendings = ["iceberg.db.t__quarantine__pending_inv"]
+    assert claims(Catalogue(), [watched], pendings, "model.p.m") == []  # type: ignore[arg-type]
+    unwatched = RunRecord.from_properties(
+        "iceberg.db.t__dbt_lease_inv", {k: v for k, v in properties.items() if k != LATE_PROPERTY}
+    )
+    assert [c.lease for c in claims(Catalogue(), [unwatched], pendings, "m")] == [  # type: ignore[arg-type]
+        "iceberg.db.t__dbt_lease_inv"
+    ]
+
+
+def test_a_late_snapshot_landing_during_the_repair_is_watched_from_the_restore_point(
+    tmp_path: Path,
+):
+    """The dead run's statement commits right after the repair's rollback (snapshot 3 on 1):
+    the watch starts at the snapshot the repair went back to (1), not at the one current after
+    it, so the next repair finds snapshot 3 and rolls it back."""
+    intent = dead_intent("iceberg")
+    catalogue = repair_catalogue(intent)
+    catalogue.tables[record_of(intent)][APP_PROPERTY] = "thrift://server:10000 app-1"
+
+    def lands() -> None:
+        catalogue.snapshots.append((3, 1, TAG))
+        catalogue.snapshot = 3
+
+    catalogue.when("rollback_to_snapshot", lands)
+    Runner(catalogue, RunReport(), tmp_path).repair(key(table_format="iceberg"), False)  # type: ignore[arg-type]
+    watch = LateWatch.from_property(catalogue.tables[record_of(intent)][LATE_PROPERTY])
+    assert watch == LateWatch(1, TAG)
+    done = Runner(catalogue, RunReport(), tmp_path).repair(key("inv4", "iceberg"), False) or ""  # type: ignore[arg-type]
+    assert "rolled back snapshot 3" in done and catalogue.snapshot == 1, done

@@ -5,6 +5,7 @@ ordered by parent ids; rolled back only where nothing of another writer lies ove
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -34,18 +35,19 @@ def chain(tags: list, start: int = 10, shuffle: int = 0) -> list[Snapshot]:
 
 def test_a_late_snapshot_at_the_head_is_rolled_back_to_its_parent():
     snaps = chain(["b", "taker", TAG])  # 10, 11 (after the repair), 12 the late one
-    assert late_commits(snaps, LateWatch(11, TAG)) == Late((Commit(12, "append", TAG),), (), 11)
+    found = late_commits(snaps, 12, LateWatch(11, TAG))
+    assert found == Late((Commit(12, "append", TAG),), (), 11)
 
 
 def test_nothing_of_the_run_after_the_watch_is_nothing_to_do():
     # its own snapshots before the watch point are the repaired change's, not late ones
     snaps = chain([TAG, "taker", "other"])
-    assert late_commits(snaps, LateWatch(11, TAG)) == Late()
+    assert late_commits(snaps, 12, LateWatch(11, TAG)) == Late()
 
 
 def test_a_late_snapshot_under_another_writers_is_named_not_rolled_back():
     snaps = chain(["taker", TAG, "streaming-job"])
-    found = late_commits(snaps, LateWatch(10, TAG))
+    found = late_commits(snaps, 12, LateWatch(10, TAG))
     assert found.theirs == (Commit(11, "append", TAG),)
     assert found.under == (Commit(12, "append", "streaming-job"),)
     assert found.back_to is None
@@ -54,7 +56,7 @@ def test_a_late_snapshot_under_another_writers_is_named_not_rolled_back():
 def test_a_watch_point_off_the_current_lineage_finds_nothing():
     # the table was rolled back past the watch's snapshot: nothing current descends from it
     snaps = chain(["taker", TAG]) + [Snapshot(Commit(50, "append", "x"), 10, False)]
-    assert late_commits(snaps, LateWatch(50, TAG)) == Late()
+    assert late_commits(snaps, 11, LateWatch(50, TAG)) == Late()
 
 
 def test_snapshots_rolled_back_before_are_not_on_the_lineage():
@@ -63,12 +65,30 @@ def test_snapshots_rolled_back_before_are_not_on_the_lineage():
         Snapshot(Commit(12, "append", TAG), 11, False),
         Snapshot(Commit(13, "append", "c"), 11, True),
     ]
-    assert [s.commit.version for s in lineage(snaps)] == [10, 11, 13]
-    assert late_commits(snaps, LateWatch(11, TAG)) == Late()
+    assert [s.commit.version for s in lineage(snaps, 13)] == [10, 11, 13]
+    assert late_commits(snaps, 13, LateWatch(11, TAG)) == Late()
+
+
+def test_a_snapshot_without_a_history_entry_is_on_the_lineage_by_its_parent():
+    # a transaction's snapshot in between (12, another writer's) has no history entry (not
+    # marked current), yet it lies under the late one: nothing may be rolled back
+    snaps = chain(["b", "taker", "other", TAG, "other"])
+    snaps = [replace(s, current=s.commit.version != 12) for s in snaps]
+    assert [s.commit.version for s in lineage(snaps, 14)] == [10, 11, 12, 13, 14]
+    found = late_commits(snaps, 14, LateWatch(11, TAG))
+    assert [c.version for c in found.under] == [14] and found.back_to is None
+
+
+def test_a_cycle_in_the_parents_ends():
+    snaps = [
+        Snapshot(Commit(1, "append", TAG), 2, True),
+        Snapshot(Commit(2, "append", "x"), 1, True),
+    ]
+    assert len(lineage(snaps, 1)) <= 3
 
 
 def test_a_table_without_a_snapshot_at_the_watch_and_the_late_one_first_cannot_go_back():
-    found = late_commits(chain([TAG]), LateWatch(None, TAG))
+    found = late_commits(chain([TAG]), 10, LateWatch(None, TAG))
     assert found.theirs and found.back_to is None  # the caller raises: nothing to go back to
 
 
@@ -78,7 +98,8 @@ def test_a_table_without_a_snapshot_at_the_watch_and_the_late_one_first_cannot_g
 )
 def test_decided_by_parents_whatever_the_listing_order(after_watch, shuffle):
     tags = ["b", "taker", *(TAG if own else "other" for own in after_watch)]
-    found = late_commits(chain(tags, shuffle=shuffle), LateWatch(11, TAG))
+    head = 11 + len(after_watch)
+    found = late_commits(chain(tags, shuffle=shuffle), head, LateWatch(11, TAG))
     ids = list(range(12, 12 + len(after_watch)))
     own = [i for i, mine in zip(ids, after_watch, strict=True) if mine]
     assert [c.version for c in found.theirs] == own

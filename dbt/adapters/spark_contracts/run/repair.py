@@ -18,6 +18,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+from dbt.adapters.spark_contracts.run import late
 from dbt.adapters.spark_contracts.run.lease import ModelKey
 from dbt.adapters.spark_contracts.run.record_io import records_of
 from dbt.adapters.spark_contracts.run.settle import settle_pending
@@ -53,8 +54,10 @@ def repair(
     older = find_intent(deployed[1])  # written into the table's properties before the run record
     on_table = older is not None and older.invocation_id != key.invocation_id
     records, pendings = recovery_tables(spark, key)
-    # a dead run's intent, or a repaired run's late commit to look for (core/recovery/late.py)
-    dead = [r for r in records if r.intent is not None or r.late is not None]
+    # a dead run's intent, or a repaired run's late commit landed (or its run gone: the watch
+    # ends), looked for without the lease first, so a watch alone holds up no concurrent run
+    dead = [r for r in records if r.intent is not None]
+    dead += [r for r in records if r.late is not None and late.to_do(spark, r, key.relation)]
     if on_table or dead:
         done = runner.repair(key, on_table)
         if done:

@@ -109,9 +109,9 @@ class Restorer:
         """What dead runs of the model left half done, put back before anything else, under the
         model's lease (`key`: this run): each other run's record that carries an intent
         (core/recovery/record.py), then dropped (on Iceberg, where the dead run's statements may
-        still run, kept with a watch for its late commit instead: run/late.py; each record
-        with such a watch is looked at first, its late snapshot rolled back); `on_table`: an
-        intent on the table's own
+        still run, kept with a watch for its late commit instead: run/late.py); a record with
+        such a watch has its run's late snapshot rolled back, and goes once that is done or
+        its run can no longer commit; `on_table`: an intent on the table's own
         properties, as earlier builds (before the run record) wrote it, read again and cleared. The lease is
         taken over from the dead run (its process is gone, or its lease ran out while this run
         watched it, or it let go after a failure it could not undo; a run that renews it is
@@ -129,18 +129,20 @@ class Restorer:
                     done.append(self._repair(found, key.unique_id, fence, on_table=True))
             spark = Fenced(self.spark, fence)
             for record in sorted(records, key=lambda r: -r.epoch):
+                # whether its run can still commit, read before the table's log (run/late.py)
+                gone = late.watched(record) and not late.may_still_commit(spark, record)
                 if record.late is not None:  # repaired before; its holder may commit once more
                     taken = late.take_back(spark, record, key.relation, key.unique_id)
                     done.extend([taken] if taken else [])
-                    if taken or not late.may_still_commit(spark, record):  # watched out
+                    if taken or gone:  # watched out
                         if record.pending is None:
                             drop_record(spark, record.table, key.table_format)
-                        else:  # its pending rows are still the settler's
+                        else:  # its pending rows are the settler's now
                             spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
                 if record.intent is None or record.intent.invocation_id == key.invocation_id:
                     continue
                 done.append(self._repair(record.intent, key.unique_id, fence, record.done))
-                watch = late.watch(spark, record, record.intent)
+                watch = None if gone else late.watch(spark, record.intent)
                 if record.pending is not None or watch is not None:
                     # its pending rows are the settler's (decide_pending, from the table's own
                     # log), a late commit the next repair's: the record, its intent cleared,

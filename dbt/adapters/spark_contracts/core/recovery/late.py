@@ -10,7 +10,7 @@ process), so only the statement already past its fence is left.
 
 So the taker, where the holder's statements may still run (a server; a process still alive),
 keeps the holder's run record after the repair, its intent cleared, with a `LateWatch`: the
-holder's commit tag and the snapshot current after the repair. Every later repair step of the
+holder's commit tag and the snapshot the repair put the table back to. Every later repair step of the
 model reads the table's own metadata for snapshots with that tag descending from that snapshot on
 the current lineage (positive evidence in the table's own log, ordered by parent ids, never by
 commit times):
@@ -66,29 +66,25 @@ class Late:
     back_to: int | None = None
 
 
-def lineage(snapshots: Iterable[Snapshot]) -> tuple[Snapshot, ...]:
-    """The current snapshot's ancestors, oldest first, by parent ids: the head is the current
-    ancestor no other current ancestor names as its parent."""
-    current = [s for s in snapshots if s.current]
-    by_id = {s.commit.version: s for s in current}
-    parents = {s.parent for s in current}
-    heads = [s for s in current if s.commit.version not in parents]
-    if not heads:
-        return ()
+def lineage(snapshots: Iterable[Snapshot], head: int | None) -> tuple[Snapshot, ...]:
+    """The snapshot `head` (the table's current one, as its `main` ref names it) and its
+    ancestors, oldest first, by parent ids over every snapshot listed (a snapshot a
+    transaction committed in between has no history entry, but it has its parent)."""
+    by_id = {s.commit.version: s for s in snapshots}
     chain: list[Snapshot] = []
-    at: Snapshot | None = heads[0]
-    while at is not None and len(chain) <= len(current):
+    at = by_id.get(head) if head is not None else None
+    while at is not None and len(chain) <= len(by_id):  # never round a cycle
         chain.append(at)
         at = by_id.get(at.parent) if at.parent is not None else None
     return tuple(reversed(chain))
 
 
-def late_commits(snapshots: Iterable[Snapshot], watch: LateWatch) -> Late:
-    """The watched run's snapshots after the watch's snapshot on the current lineage, and what
-    may be done with them (see the module's text). A watch whose snapshot left the current
-    lineage (the table was rolled back past it) finds nothing: no snapshot there descends from
-    it."""
-    chain = lineage(snapshots)
+def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWatch) -> Late:
+    """The watched run's snapshots after the watch's snapshot on the lineage of `head` (the
+    current snapshot), and what may be done with them (see the module's text). A watch whose
+    snapshot left that lineage (the table was rolled back past it) finds nothing: no snapshot
+    there descends from it (a late commit there stays unseen)."""
+    chain = lineage(snapshots, head)
     ids = [s.commit.version for s in chain]
     if watch.after is None:
         after = chain
