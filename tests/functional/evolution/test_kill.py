@@ -702,10 +702,13 @@ def test_a_quarantining_run_stalled_after_its_load_commits_nothing_more(
     assert leftovers(project, "q_stalled") == []
 
 
-def _stop_before(project: Project, table: str, argv_vars: str, write: int) -> subprocess.Popen:
+def _stop_before(
+    project: Project, table: str, argv_vars: str, write: int | str
+) -> subprocess.Popen:
     """A `dbt run` of `table` that stops itself (SIGSTOP, connection/failpoint.py) right before
-    it sends its `write`-th statement that changes something: after every check the run makes
-    before that statement (its fence too), before the statement reaches Spark."""
+    it sends its `write`-th statement that changes something (or, `sql:<start>`, the first one
+    whose text starts so): after every check the run makes before that statement (its fence
+    too), before the statement reaches Spark."""
 
     def stopped(process: subprocess.Popen) -> bool:
         state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -779,20 +782,17 @@ def test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_com
     assert leftovers(project, "q_fenced") == []
 
 
-def _backfill_sent_after_a_takeover(project: Project, tmp_path: Path, monkeypatch) -> str:
-    """Models `control` and `stalled` built, `control` run to v 2 (its writes logged), then a run
+def _backfill_sent_after_a_takeover(project: Project, monkeypatch) -> str:
+    """Models `control` and `stalled` built, `control` run to v 2, then a run
     of `stalled` to v 2 stopped right before its backfill UPDATE (its fence passed) and left
     stopped past its lease, while the model runs again (it takes the lease over, repairs and
     loads); then resumed: it fails naming its lost lease. Returns its invocation id, once the
     table's commits settled."""
     monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
     assert project.dbt() == 0
-    writes = tmp_path / "writes.log"
-    monkeypatch.setenv("DBT_SPARK_CONTRACTS_WRITES_LOG", str(writes))
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
-    monkeypatch.delenv("DBT_SPARK_CONTRACTS_WRITES_LOG")
-    update = write_index(writes, f"update {project.relation('control')} ")
-    first = _stop_before(project, "stalled", "{v: 2}", update)
+    # by its text: a run's n-th write differs between methods (Iceberg over Thrift)
+    first = _stop_before(project, "stalled", "{v: 2}", f"sql:update {project.relation('stalled')} ")
     try:
         time.sleep(STALL_LEASE)
         assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
@@ -819,7 +819,7 @@ def test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_co
     the second run's load; Delta skips it (its version is below the marker's), and the run
     fails naming its lost lease. No commit of the first run follows the marker."""
     project = Project(tmp_path / "project", "delta", stall_target, names=["control", "stalled"])
-    stopped = _backfill_sent_after_a_takeover(project, tmp_path, monkeypatch)
+    stopped = _backfill_sent_after_a_takeover(project, monkeypatch)
     after = project.state("control")
     history = project.history("stalled")
     markers = [v for v, _, tag in history if tag.startswith("dbt-spark-contracts-fence")]
@@ -877,7 +877,7 @@ def test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_
     never stopped."""
     names = ["control", "stalled"]
     project = Project(tmp_path / "project", "iceberg", stall_target, ICEBERG_BACKFILL, names)
-    stopped = _backfill_sent_after_a_takeover(project, tmp_path, monkeypatch)
+    stopped = _backfill_sent_after_a_takeover(project, monkeypatch)
     after = project.state("control")
     # the late UPDATE landed on top (what Delta's marker refuses), and the record stays watched
     assert lineage_runs(project, "stalled")[-1] == stopped, lineage_runs(project, "stalled")

@@ -5,7 +5,9 @@ With `DBT_SPARK_CONTRACTS_KILL_AFTER=<n>`, the dbt process kills itself with SIG
 cleanup, no `finally`, as `kill -9` from outside) right after the n-th statement it sent that
 can change something has returned. With `DBT_SPARK_CONTRACTS_STOP_BEFORE=<n>`, it stops itself
 with SIGSTOP (every thread, its lease's heartbeat too: a stalled process) right before it sends
-the n-th such statement, after every check the run made before it; SIGCONT sends it on. With
+the n-th such statement, after every check the run made before it; SIGCONT sends it on (with
+`DBT_SPARK_CONTRACTS_STOP_BEFORE=sql:<start>`: the first such statement whose text, after
+dbt's query comment, starts with `<start>`, any case: the n-th differs between methods). With
 `DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such statement is appended to the file (how a
 test learns the kill points of a run). Statements a lease's heartbeat thread sends are not
 counted: they come when a clock says, so counting them would make the n-th statement differ
@@ -24,6 +26,7 @@ KILL_AFTER_ENV = "DBT_SPARK_CONTRACTS_KILL_AFTER"
 STOP_BEFORE_ENV = "DBT_SPARK_CONTRACTS_STOP_BEFORE"
 WRITES_LOG_ENV = "DBT_SPARK_CONTRACTS_WRITES_LOG"
 HEARTBEAT_THREAD_PREFIX = "lease "  # run/heartbeat.py names its thread so
+SQL_PREFIX = "sql:"  # STOP_BEFORE by the statement's start, not its number
 
 
 class _Counter:
@@ -47,12 +50,16 @@ def _point(name: str) -> int:
 def before_statement(sql: str) -> None:
     """Called before a statement is sent; stops the process before the configured write."""
     stop_before = _point(STOP_BEFORE_ENV)
-    if not stop_before or not changes_something(sql):
+    start = (os.environ.get(STOP_BEFORE_ENV) or "").strip()
+    start = start[len(SQL_PREFIX) :].lower() if start.startswith(SQL_PREFIX) else ""
+    if not (stop_before or start) or not changes_something(sql):
         return
     if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
         return
+    text = " ".join(sql.split("*/", 1)[-1].split()).lower() if start else ""
     with _COUNTER.lock:
-        due = _COUNTER.sent + 1 == stop_before and not _COUNTER.stopped
+        at = text.startswith(start) if start else _COUNTER.sent + 1 == stop_before
+        due = at and not _COUNTER.stopped
         _COUNTER.stopped = _COUNTER.stopped or due
     if due:
         os.kill(os.getpid(), signal.SIGSTOP)
