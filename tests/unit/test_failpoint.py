@@ -25,6 +25,7 @@ def test_stops_before_the_first_write_whose_text_starts_so(monkeypatch, stops):
     monkeypatch.setenv(failpoint.STOP_BEFORE_ENV, "sql:update iceberg.s.m ")
     failpoint.before_statement(COMMENT + "ALTER TABLE iceberg.s.m ADD COLUMNS (x INT)")
     failpoint.before_statement(COMMENT + "select * from iceberg.s.m")  # a read: never
+    failpoint.before_statement(COMMENT + "update iceberg.s.m_2 set x = 1")  # another table
     assert stops == []
     failpoint.before_statement(COMMENT + "UPDATE  iceberg.s.m SET `x` = id * 10")
     assert stops == [signal.SIGSTOP]

@@ -50,7 +50,7 @@ def _point(name: str) -> int:
 def before_statement(sql: str) -> None:
     """Called before a statement is sent; stops the process before the configured write."""
     stop_before = _point(STOP_BEFORE_ENV)
-    start = (os.environ.get(STOP_BEFORE_ENV) or "").strip()
+    start = (os.environ.get(STOP_BEFORE_ENV) or "").lstrip()  # a trailing space is meant
     start = start[len(SQL_PREFIX) :].lower() if start.startswith(SQL_PREFIX) else ""
     if not (stop_before or start) or not changes_something(sql):
         return
