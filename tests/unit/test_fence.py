@@ -55,7 +55,7 @@ class Catalogue:
     """Tables as the lease and restore paths see them: `create table if not exists`, `drop
     table`, `alter table ... set/unset tblproperties`, `show tables`, `show tblproperties`;
     the model table `db.t` with a Delta history (`describe history`, `restore table`) or an
-    Iceberg one (its `history` and `snapshots`). `sent`: every statement; `when(pattern,
+    Iceberg one (its `refs` and `snapshots`). `sent`: every statement; `when(pattern,
     hook)`: `hook()` runs after the first statement matching `pattern` is sent."""
 
     def __init__(self, model_properties: Optional[Dict[str, str]] = None) -> None:
@@ -161,23 +161,10 @@ class Catalogue:
             return [{"version": v, "operation": o, "userMetadata": t} for v, o, t in self.history]
         if "from iceberg.db.t.refs where name = 'main'" in sql:  # the current snapshot
             return [{"snapshot_id": self.snapshot}]
-        if "snapshot_id from iceberg.db.t.history" in sql:  # the current snapshot
-            return [{"snapshot_id": self.snapshot}]
-        if "from iceberg.db.t.snapshots s left join" in sql:  # every snapshot, with its parent
-            parents = {i: p for i, p, _ in self.snapshots}
-            current, at = set(), self.snapshot
-            while at is not None:
-                current.add(at)
-                at = parents.get(at)
+        if "from iceberg.db.t.snapshots" in sql:  # every snapshot, with its parent
             return [
                 {"snapshot_id": i, "parent_id": p, "operation": "overwrite", "tag": t}
-                | {"current": i in current}
                 for i, p, t in self.snapshots
-            ]
-        if "from iceberg.db.t.history h join" in sql:  # the commits after the restore point
-            return [
-                {"snapshot_id": 1, "operation": "append", "tag": None},
-                {"snapshot_id": 2, "operation": "overwrite", "tag": TAG},
             ]
         raise AssertionError(sql)
 

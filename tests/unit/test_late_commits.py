@@ -125,3 +125,47 @@ def test_the_watch_round_trips_through_its_record(after):
 def test_an_unreadable_watch_is_none():
     for value in ("", "12", "x tag", " "):
         assert LateWatch.from_property(value) is None, value
+
+
+class Listed:
+    """An Iceberg table's metadata as IcebergLog reads it: the `main` ref and the snapshots
+    table (in the order given: no promise), nothing from the history's commit times."""
+
+    def __init__(self, head: int, rows: list[tuple]) -> None:
+        self.head, self.rows, self.sent = head, rows, []
+
+    def run(self, sql: str) -> None:
+        self.sent.append(sql)
+
+    def fetch(self, sql: str) -> list[dict]:
+        self.sent.append(sql)
+        assert ".history" not in sql, sql  # made_current_at: each committer's clock
+        if "refs where name = 'main'" in sql:
+            return [{"snapshot_id": self.head}]
+        assert sql.endswith(".snapshots"), sql
+        return [
+            {"snapshot_id": i, "parent_id": p, "operation": "append", "tag": t}
+            for i, p, t in self.rows
+        ]
+
+
+@given(st.integers(min_value=0, max_value=5), st.integers(min_value=0, max_value=10**6))
+def test_the_iceberg_log_reads_its_lineage_by_parents_whatever_the_listing_order(cut, seed):
+    """0 <- 1 <- ... <- 6 is the current lineage (5 a transaction's snapshot, with no history
+    entry); 7 and 8 hang off 3, rolled back. The commits after snapshot `cut` are the lineage's
+    after it, oldest first; the log's entries are the lineage then the rolled-back ones."""
+    from dbt.adapters.spark_contracts.core.recovery.intent import Intent
+    from dbt.adapters.spark_contracts.run.table_log import IcebergLog
+
+    rows = [(i, i - 1 if i else None, f"t{i}") for i in range(7)] + [(7, 3, "x"), (8, 7, "y")]
+    random.Random(seed).shuffle(rows)
+    log = IcebergLog(Listed(6, rows))  # type: ignore[arg-type]
+    intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", cut, TAG)
+    assert [c.version for c in log.commits_after(intent)] == list(range(cut + 1, 7))
+    entries = log.entries("ice.s.t") or []
+    assert [e.version for e in entries[:7]] == list(range(7))
+    assert entries[0].first and not any(e.first for e in entries[1:])
+    assert {e.version: e.operation for e in entries[7:]} == {7: "rolled back", 8: "rolled back"}
+    assert log.current_version("ice.s.t") == 6
+    gone = replace(intent, restore_version=7)  # off the lineage: all of it is after
+    assert [c.version for c in log.commits_after(gone)] == list(range(7))

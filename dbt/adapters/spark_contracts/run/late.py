@@ -1,12 +1,12 @@
 """A taken-over run's late commit on Iceberg (core/recovery/late.py): the watch the repair of its
 intent leaves on its record, and what every later repair step does with it."""
 
-from typing import Any, List, Optional
+from typing import Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
-from dbt.adapters.spark_contracts.core.recovery.intent import Intent, Snapshot
+from dbt.adapters.spark_contracts.core.recovery.intent import Intent
 from dbt.adapters.spark_contracts.core.recovery.late import Late, LateWatch, late_commits
 from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
@@ -30,13 +30,6 @@ def may_still_commit(spark: Spark, record: RunRecord) -> bool:
     return not application_gone(record.application, spark.application(), process_running)
 
 
-def head(spark: Any, relation: str) -> Optional[int]:
-    """The table's current snapshot, as its `main` ref names it (read fresh)."""
-    spark.run(f"refresh table {relation}")
-    rows = spark.fetch(f"select snapshot_id from {relation}.refs where name = 'main'")
-    return int(rows[0]["snapshot_id"]) if rows else None
-
-
 def watch(spark: Spark, intent: Intent) -> Optional[LateWatch]:
     """After the repair of a run's Iceberg `intent` (whose holder may still commit): the watch
     its late commit is found by, from the snapshot the repair put the table back to (the
@@ -45,15 +38,15 @@ def watch(spark: Spark, intent: Intent) -> Optional[LateWatch]:
         return None
     after = intent.restore_version
     return LateWatch(
-        after if after is not None else head(spark, intent.relation), intent.commit_tag
+        after if after is not None else IcebergLog(spark).current_version(intent.relation),
+        intent.commit_tag,
     )
 
 
 def look(spark: Spark, record: RunRecord, relation: str) -> tuple:
     """(what `record`'s watch finds on `relation`, every snapshot listed): reads only."""
     assert record.late is not None
-    current = head(spark, relation)  # first: the snapshots listed after it include it
-    snapshots: List[Snapshot] = IcebergLog(spark).snapshots(relation)
+    current, snapshots = IcebergLog(spark).listed(relation)
     return late_commits(snapshots, current, record.late), snapshots
 
 

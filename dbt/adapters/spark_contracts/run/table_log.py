@@ -24,6 +24,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     foreign_commits,
     rolled_back_with_the_run,
 )
+from dbt.adapters.spark_contracts.core.recovery.late import lineage
 from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry, lease_name
 from dbt.adapters.spark_contracts.core.schema.types import has_path
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_TAG_KEY
@@ -228,27 +229,41 @@ class IcebergLog(TableLog):
         return self.spark.fetch(sql)
 
     def current_version(self, relation: str) -> Optional[int]:
-        rows = self._fresh(
-            relation,
-            f"select snapshot_id from {relation}.history where is_current_ancestor "
-            "order by made_current_at desc limit 1",
-        )
+        """The table's current snapshot, as its `main` ref names it (read fresh): never the
+        history's order, whose times are each committer's clock."""
+        rows = self._fresh(relation, f"select snapshot_id from {relation}.refs where name = 'main'")
         return int(rows[0]["snapshot_id"]) if rows else None
 
+    def listed(self, relation: str) -> Tuple[Optional[int], List[Snapshot]]:
+        """(the current snapshot, every snapshot of `relation` with its parent and whether it is
+        on the current lineage), read fresh: the head first, so the listing after it holds it.
+        The lineage is by parent ids (`lineage`): a snapshot a transaction committed in between
+        has no history entry, but it has its parent."""
+        head = self.current_version(relation)
+        rows = self.spark.fetch(
+            f"select snapshot_id, parent_id, operation, summary['{ICEBERG_TAG_KEY}'] as tag "
+            f"from {relation}.snapshots"
+        )
+        found = [
+            Snapshot(
+                Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("tag") or None),
+                None if r.get("parent_id") is None else int(r["parent_id"]),
+                False,
+            )
+            for r in rows
+        ]
+        on = {s.commit.version for s in lineage(found, head)}
+        return head, [replace(s, current=s.commit.version in on) for s in found]
+
     def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
-        relation, version = intent.relation, intent.restore_version
-        rows = self._fresh(
-            relation,
-            f"select h.snapshot_id, s.operation, s.summary['{ICEBERG_TAG_KEY}'] as tag "
-            f"from {relation}.history h join {relation}.snapshots s "
-            "on h.snapshot_id = s.snapshot_id order by h.made_current_at",
-        )
-        ids = [int(r["snapshot_id"]) for r in rows]
+        """The commits on the current lineage after the intent's snapshot (all of it where that
+        snapshot left the lineage): what a rollback to it takes back."""
+        head, found = self.listed(intent.relation)
+        chain = lineage(found, head)
+        ids = [s.commit.version for s in chain]
+        version = intent.restore_version
         start = ids.index(version) + 1 if version in ids else 0
-        return tuple(
-            Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("tag") or None)
-            for r in rows[start:]
-        )
+        return tuple(s.commit for s in chain[start:])
 
     def put_back(
         self, intent: Intent, after: Tuple[Commit, ...], executed: Optional[Sequence[Step]]
@@ -283,21 +298,7 @@ class IcebergLog(TableLog):
     def snapshots(self, relation: str) -> List[Snapshot]:
         """Every snapshot of `relation` with its parent, and whether it is an ancestor of the
         current one, read fresh."""
-        rows = self._fresh(
-            relation,
-            f"select s.snapshot_id, s.parent_id, s.operation, "
-            f"s.summary['{ICEBERG_TAG_KEY}'] as tag, c.id is not null as current "
-            f"from {relation}.snapshots s left join (select distinct snapshot_id as id "
-            f"from {relation}.history where is_current_ancestor) c on s.snapshot_id = c.id",
-        )
-        return [
-            Snapshot(
-                Commit(int(r["snapshot_id"]), str(r["operation"]), r.get("tag") or None),
-                None if r.get("parent_id") is None else int(r["parent_id"]),
-                _true(r.get("current")),
-            )
-            for r in rows
-        ]
+        return self.listed(relation)[1]
 
     def _raced(self, intent: Intent, checked: Tuple[Commit, ...]) -> None:
         point = int(intent.restore_version or 0)
@@ -334,27 +335,18 @@ class IcebergLog(TableLog):
         )
 
     def entries(self, table: str) -> Optional[List[LogEntry]]:
-        """A snapshot rolled back, no longer in the current lineage, is no load."""
-        rows = self._fresh(
-            table,
-            f"select h.snapshot_id, s.operation, "
-            f"s.summary['{ICEBERG_TAG_KEY}'] as tag, h.is_current_ancestor as current, "
-            f"s.parent_id is null as first_commit "
-            f"from {table}.history h join {table}.snapshots s on h.snapshot_id = s.snapshot_id "
-            "order by h.made_current_at",
-        )
+        """The current lineage, oldest first, then every other snapshot as "rolled back": a
+        snapshot rolled back, no longer in the current lineage, is no load."""
+        head, found = self.listed(table)
+        chain = lineage(found, head)
+        on = {s.commit.version for s in chain}
         return [
-            LogEntry(
-                r.get("tag") or None,
-                str(r.get("operation") or ""),
-                int(r["snapshot_id"]),
-                first=_true(r.get("first_commit")),
-            )
-            if _true(r.get("current"))
-            else LogEntry(
-                None, "rolled back", int(r["snapshot_id"]), first=_true(r.get("first_commit"))
-            )
-            for r in rows
+            LogEntry(s.commit.tag, s.commit.operation, s.commit.version, first=s.parent is None)
+            for s in chain
+        ] + [
+            LogEntry(None, "rolled back", s.commit.version, first=s.parent is None)
+            for s in found
+            if s.commit.version not in on
         ]
 
 
