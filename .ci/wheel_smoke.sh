@@ -30,8 +30,9 @@ step() { printf '\n== %s (%ss)\n' "$1" $(($(date +%s) - began)); }
 
 step "fresh venv in $work/venv, the wheel and its dependencies from PyPI"
 "$python" -m venv venv
-venv/bin/pip install --quiet --upgrade pip
-venv/bin/pip install --quiet ${constraints:+-c "$constraints"} "$wheel"
+# uv resolves the wheel's declared dependencies from PyPI as pip does, in half the time
+venv/bin/pip install --quiet --disable-pip-version-check ${constraints:+-c "$constraints"} uv
+venv/bin/uv pip install --quiet --python venv/bin/python ${constraints:+-c "$constraints"} "$wheel"
 venv/bin/pip list 2>/dev/null | grep -Ei '^(dbt-core|dbt-spark|dbt-adapters|pyspark|delta-spark) '
 venv/bin/python - <<'EOF'
 import importlib.util, pathlib, sys

@@ -85,33 +85,67 @@ MODELS = {
     ),
 }
 DISCARDING = [name for name in MODELS if name.startswith("discard_")]
+# CI's share (`make functional-ci`): each run shape once per format, each discard mode with and
+# without the quarantine; TestOneEvaluationMoreShapes (`make functional-extra`) has the rest.
+CORE = (
+    "evolve_delta_merge",
+    "evolve_iceberg_merge",
+    "evolve_parquet_append",
+    "discard_row_delta_merge",
+    "discard_row_quarantine",
+    "discard_row_coerced_name_iceberg",
+    "discard_value_iceberg_append",
+    "discard_value_parquet",
+    "discard_value_quarantine",
+    "evolve_delta_table",
+    "columns_discard_value",
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`name` over the class's shapes (`SHAPES`), those a test takes (its `shapes` filter)."""
+    if "name" in metafunc.fixturenames and hasattr(metafunc.cls, "SHAPES"):
+        pick = getattr(metafunc.function, "shapes", lambda name: True)
+        metafunc.parametrize("name", [n for n in metafunc.cls.SHAPES if pick(n)])
+
+
+def shapes(pick):
+    """The shapes a test of the class takes."""
+
+    def mark(test):
+        test.shapes = pick
+        return test
+
+    return mark
 
 
 @pytest.mark.profile("session")  # counts in this process's SparkContext
 class TestOneEvaluationEveryShape:
+    SHAPES = CORE
+
     @pytest.fixture(scope="class")
     def models(self):
-        return {f"{name}.sql": sql.replace("{name}", name) for name, sql in MODELS.items()}
+        return {f"{name}.sql": MODELS[name].replace("{name}", name) for name in self.SHAPES}
 
     @pytest.fixture(scope="class")
     def runs(self, project: Any) -> Iterator[Dict[str, Any]]:
         """The two runs under the probes: each model's status, its evaluations in the changing
         run, that run's adapter responses and its schema_changes.json."""
-        with evaluation_probes(MODELS) as count:
+        names = list(self.SHAPES)
+        with evaluation_probes(names) as count:
             first = run_dbt(["run"], expect_pass=None)  # type: ignore[arg-type]
-            before = {name: count(name) for name in MODELS}
+            before = {name: count(name) for name in names}
             changed = run_dbt(["run", "--vars", "{v: 2}"], expect_pass=None)  # type: ignore[arg-type]
-            after = {name: count(name) for name in MODELS}
+            after = {name: count(name) for name in names}
         report = Path(project.project_root) / "target" / "schema_changes.json"
         yield {
             "first": {r.node.name: str(r.status) for r in first},
             "changed": {r.node.name: str(r.status) for r in changed},
-            "evaluations": {n: after[n] - before[n] for n in MODELS},
+            "evaluations": {n: after[n] - before[n] for n in names},
             "responses": {r.node.name: r.adapter_response for r in changed},
             "report": json.loads(report.read_text())["models"],
         }
 
-    @pytest.mark.parametrize("name", list(MODELS))
     def test_model_query_runs_once(self, runs: Dict[str, Any], name: str) -> None:
         assert (runs["first"][name], runs["changed"][name]) == ("success", "success"), name
         evaluated = runs["evaluations"][name]
@@ -122,14 +156,14 @@ class TestOneEvaluationEveryShape:
         else:
             assert evaluated == ROWS, (name, runs["evaluations"])
 
-    @pytest.mark.parametrize("name", ["evolve_delta_merge", "evolve_delta_append"])
+    @shapes(lambda name: name in ("evolve_delta_merge", "evolve_delta_append"))
     def test_delta_evolution_reads_the_model_without_a_stage(
         self, runs: Dict[str, Any], name: str
     ) -> None:
         entry = runs["report"][f"model.test.{name}"]
         assert entry["staged"] is False, entry
 
-    @pytest.mark.parametrize("name", DISCARDING)
+    @shapes(lambda name: name in DISCARDING)
     def test_discards_counted_where_they_land(
         self, project: Any, runs: Dict[str, Any], name: str
     ) -> None:
@@ -151,6 +185,12 @@ class TestOneEvaluationEveryShape:
         quarantining = name == "discard_row_quarantine"
         assert entry["staged"] is (name.endswith("iceberg_merge") or quarantining), entry
         assert (entry["pending_table"] is not None) is quarantining, entry
+
+
+class TestOneEvaluationMoreShapes(TestOneEvaluationEveryShape):
+    """The other shapes (`make functional-extra`)."""
+
+    SHAPES = tuple(name for name in MODELS if name not in CORE)
 
 
 SNAPSHOT = """
