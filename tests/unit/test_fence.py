@@ -22,6 +22,7 @@ from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, N
 from dbt.adapters.spark_contracts.core.evolution.render import render_operation
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
 from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch
+from dbt.adapters.spark_contracts.core.recovery.lease import State as LeaseState
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
@@ -611,6 +612,55 @@ def test_an_expired_lease_of_a_client_gone_from_this_host_is_taken_over_and_drop
     assert "db.t__dbt_lease_dead" not in catalogue.tables
 
 
+@pytest.mark.parametrize(
+    "fmt,app,taken",
+    [
+        # over a server: the client's process here ended, its statement may still run there
+        ("delta", "thrift://server:10000 app-1", True),  # fenced off inside the commit
+        ("parquet", "thrift://server:10000 app-1", False),  # no log: nothing could guard it
+        ("parquet", "thrift://server:10000 app-0", True),  # the server restarted since: gone
+        ("parquet", f"session://{this_client().host}/{{pid}} local-1", True),  # died with it
+    ],
+)
+def test_a_lease_whose_holder_may_still_write_to_a_parquet_table_is_never_taken_over(
+    monkeypatch: pytest.MonkeyPatch, fmt: str, app: str, taken: bool
+):
+    """A run out lease proves only a silent holder. Where the model's format can neither fence
+    its late write off nor take it back (Parquet), it is taken over only on positive evidence
+    that no statement of its holder can run any more; else the run fails naming it, with the
+    repair by hand, having marked nothing (its own record let go)."""
+    from dbt.adapters.spark_contracts.run import lease as lease_module
+    from dbt.adapters.spark_contracts.run.run_errors import UnguardedTakeover
+
+    monkeypatch.setenv(heartbeat_module.LEASE_ENV, "0.3")
+    sleep = lease_module.time.sleep
+    monkeypatch.setattr(lease_module.time, "sleep", lambda s: sleep(min(s, 0.1)))
+    catalogue = Catalogue()
+    pid = gone_pid()
+    expired = marked(pid, app=app.format(pid=pid))
+    del expired[TAKEN_PROPERTY]
+    expired[BEAT_PROPERTY] = "12.5"
+    catalogue.tables["db.t__dbt_lease_dead"] = expired
+    leases = Leases(catalogue)  # type: ignore[arg-type]
+    owner = key(table_format=fmt)
+    marks = lambda: [  # noqa: E731
+        s for s in catalogue.sent if s.startswith("alter table db.t__dbt_lease_dead")
+    ]
+    if taken:
+        leases.alone(owner)
+        leases.let_go(owner)
+        assert any(TAKEN_PROPERTY in s for s in marks()), catalogue.sent
+        return
+    with pytest.raises(UnguardedTakeover) as refused:
+        leases.alone(owner)
+    message = str(refused.value)
+    assert f"run run-{pid}" in message and "DROP TABLE db.t__dbt_lease_dead" in message, message
+    assert "parquet table keeps no log" in message, message
+    assert marks() == [], catalogue.sent  # nothing marked: its holder finds its lease its own
+    assert catalogue.tables["db.t__dbt_lease_dead"][BEAT_PROPERTY] == "12.5"
+    assert leases.held is None  # the run's own lease let go
+
+
 # -- settling other runs' pending tables
 
 
@@ -996,3 +1046,24 @@ def test_a_late_snapshot_landing_during_the_repair_is_watched_from_the_restore_p
     assert watch == LateWatch(1, TAG)
     done = Runner(catalogue, RunReport(), tmp_path).repair(key("inv4", "iceberg"), False) or ""  # type: ignore[arg-type]
     assert "rolled back snapshot 3" in done and catalogue.snapshot == 1, done
+
+
+@pytest.mark.parametrize("state", list(LeaseState))
+@pytest.mark.parametrize("guarded", [False, True])
+@pytest.mark.parametrize("gone", [False, True])
+def test_only_an_unguarded_format_with_a_holder_not_proven_gone_refuses_a_takeover(
+    state, guarded, gone
+):
+    from dbt.adapters.spark_contracts.core.recovery.lease import unguarded_takeover
+
+    expected = not guarded and not gone and state is not LeaseState.DEAD
+    assert unguarded_takeover(state, guarded, gone) is expected
+
+
+def test_the_formats_that_guard_a_late_write():
+    from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
+
+    assert [f for f in ("delta", "iceberg", "parquet") if row_of(f).guards_late_writes] == [
+        "delta",
+        "iceberg",
+    ]

@@ -1,7 +1,8 @@
 """The fence of a lease holder's run on a connection: before each step (`confirm`: its lease is
 still its own), and inside the commit where the table's format can (core/recovery/txn_fence.py:
 a holder's write sent under its record's transaction id, and the marker a lease's taker commits
-before it reads a table's log)."""
+before it reads a table's log); and no lease taken over where neither can be done
+(`refuse_unguarded`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Iterator, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
-from dbt.adapters.spark_contracts.core.recovery.lease import Fence, fence
+from dbt.adapters.spark_contracts.core.recovery.lease import Fence, State, fence, unguarded_takeover
+from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
     MARKER_VERSION,
@@ -24,8 +26,9 @@ from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
-from dbt.adapters.spark_contracts.run.record_io import read_lease
+from dbt.adapters.spark_contracts.run.record_io import LeaseOwner, read_lease
 from dbt.adapters.spark_contracts.run.retry import tried_again
+from dbt.adapters.spark_contracts.run.run_errors import UnguardedTakeover
 
 logger = AdapterLogger("SparkContracts")
 
@@ -127,3 +130,27 @@ def commit_markers(
     if marked:
         logger.debug(f"fenced off the writes of {record.table}'s holder on {', '.join(marked)}")
     return tuple(marked)
+
+
+def refuse_unguarded(
+    spark: Spark, owner: LeaseOwner, taken: Sequence[Tuple[RunRecord, State]]
+) -> None:
+    """Before `owner`'s run marks the leases `taken` (each with how it was judged) taken over:
+    `UnguardedTakeover` for the first whose holder could still write to the model's table,
+    which cannot guard against it (core/recovery/lease.unguarded_takeover). Nothing is sent."""
+    if row_of(owner.table_format).guards_late_writes:
+        return
+    here = spark.application()
+    for record, state in taken:
+        gone = application_gone(record.application, here, process_running)
+        if unguarded_takeover(state, False, gone):
+            client = record.client.to_property() if record.client else "not recorded"
+            app = record.application.to_property() if record.application else "not recorded"
+            raise UnguardedTakeover(
+                owner.unique_id,
+                owner.relation,
+                record.holder,
+                record.table,
+                f"its client {client}, its Spark application {app}",
+                owner.table_format,
+            )

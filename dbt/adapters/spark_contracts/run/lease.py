@@ -48,6 +48,7 @@ from dbt.adapters.spark_contracts.run.fence import (  # noqa: F401 (confirm: nam
     commit_markers,
     confirm,
     fences,
+    refuse_unguarded,
 )
 from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named from here too)
     LEASE_ENV,
@@ -240,6 +241,8 @@ class Leases:
         here: the run that repairs it does."""
         host = this_client().host
         taken = [r for r in others if not r.released and not r.taken_by]
+        if fence:  # a model's lease (a settler's moves rows only where the log proves a load)
+            refuse_unguarded(self.spark, owner, [(r, self._state(r)) for r in taken])
         stale = [
             r
             for r in others

@@ -221,6 +221,31 @@ class ForeignCommits(DbtRuntimeError):
         )
 
 
+class UnguardedTakeover(DbtRuntimeError):
+    """Another run's lease on a model whose format cannot guard against a late write (Parquet:
+    no log, core/recovery/lease.unguarded_takeover) ran out while that run may still run a
+    statement: this run takes nothing over and changes nothing."""
+
+    def __init__(
+        self, unique_id: str, relation: str, holder: str, record: str, where: str, table_format: str
+    ):
+        self.unique_id, self.relation, self.holder, self.record = (
+            unique_id,
+            relation,
+            holder,
+            record,
+        )
+        super().__init__(
+            f"{unique_id}: the lease of run {holder} on {relation} ran out, but that run may "
+            f"still run a statement ({where}), and a {table_format} table keeps no log: a write "
+            "of it landing after this run's load could not be fenced off or taken back (rows "
+            "would repeat). This run changed nothing. Repair by hand: make sure that run is "
+            "over (its dbt process ended; over a Thrift or Connect server, its statement no "
+            f"longer running there, or the server restarted), then DROP TABLE {record} and run "
+            "the model again."
+        )
+
+
 class LateCommits(DbtRuntimeError):
     """A run whose lease was taken over committed after the repair (core/recovery/late.py), and
     another writer's snapshot lies over it, or it has no snapshot to go back to: nothing is

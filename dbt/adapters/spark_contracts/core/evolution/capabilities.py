@@ -159,6 +159,15 @@ class FormatCapabilities:
     # a write carries a transaction id that a lease's taker can fence off inside the commit
     # (Delta's idempotent writes: core/recovery/txn_fence.py)
     fences_in_commit: bool = False
+    # a commit that lands after its run's lease was taken over is found in the table's own
+    # metadata and taken back by a later run (Iceberg's snapshots: core/recovery/late.py)
+    takes_late_commits_back: bool = False
+
+    @property
+    def guards_late_writes(self) -> bool:
+        """A run that lost its lease cannot leave a write behind in a table of this format: it
+        is fenced off inside the commit, or found and taken back."""
+        return self.fences_in_commit or self.takes_late_commits_back
 
     def can_widen(self, from_type: SparkType, to_type: SparkType, nested: bool) -> bool:
         """True when ALTER COLUMN TYPE does this widening without rewriting data."""
@@ -232,6 +241,7 @@ ICEBERG = FormatCapabilities(
     refresh_to_see_others=True,
     in_own_catalog=True,
     not_null_needs_create=True,
+    takes_late_commits_back=True,
     batch_load="MERGE_WINDOW",
     managed_properties=(
         "current-snapshot-",

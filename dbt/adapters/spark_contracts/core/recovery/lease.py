@@ -130,3 +130,13 @@ def fence(record: RunRecord | None) -> Fence:
     if record.taken_by:
         return Fence(False, record.taken_by, record.holds_work)
     return Fence(True)
+
+
+def unguarded_takeover(state: State, guarded: bool, gone: bool) -> bool:
+    """Taking over a lease judged `state` would let its holder write after the taker: its
+    table's format neither fences a late write off inside the commit nor takes it back
+    (`guarded` False: Parquet, no log), and nothing proves its holder can run no statement
+    any more (not DEAD, its Spark application not provably `gone`). A lease run out proves
+    only a silent holder (a stopped process; a server still running a dead client's statement),
+    so such a lease is never taken over: the run fails naming it, with the repair by hand."""
+    return not guarded and state is not State.DEAD and not gone
