@@ -309,8 +309,9 @@ class RacedIceberg:
     before the rollback saw them. `raced`: another writer's snapshot 4 (on 3) committed between
     that check and the rollback, which the rollback then took out of the current lineage."""
 
-    def __init__(self, raced: bool):
+    def __init__(self, raced: bool, stale: bool = False):
         self.raced, self.statements, self.rolled = raced, [], False
+        self.stale = stale  # snapshot 5 on 1: an earlier repair rolled it back before the check
 
     def fetch(self, sql):
         if "refs where name = 'main'" in sql:
@@ -322,6 +323,8 @@ class RacedIceberg:
         )
         rows = [{"snapshot_id": 0, "parent_id": None, "operation": "append", "tag": None}]
         rows += [{"snapshot_id": 1, "parent_id": 0, "operation": "append", "tag": None}]
+        if self.stale:
+            rows += [{"snapshot_id": 5, "parent_id": 1, "operation": "append", "tag": "dead"}]
         return rows + [
             {"snapshot_id": i, "parent_id": p, "operation": "append", "tag": t} for i, p, t in own
         ]
@@ -381,3 +384,12 @@ def test_rolled_back_with_the_run_reads_parents_not_times():
         assert list(rolled_back_with_the_run(snaps, 1, seen, TAG)) == expected
 
     check()
+
+
+def test_a_snapshot_off_the_lineage_before_the_check_did_not_race_the_rollback():
+    """Snapshot 5 (an earlier killed run's, rolled back by its repair) hangs off the restore
+    point 1 and was listed by the check: the rollback took nothing of it, so nothing is named
+    (naming it would advise bringing the dead run's rows back)."""
+    intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 1, TAG)
+    table = RacedIceberg(False, stale=True)
+    assert "rolled back to Iceberg snapshot 1" in restorer(table).restore(intent, [])

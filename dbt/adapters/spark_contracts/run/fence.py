@@ -138,12 +138,13 @@ def refuse_unguarded(
     """Before `owner`'s run marks the leases `taken` (each with how it was judged) taken over:
     `UnguardedTakeover` for the first whose holder could still write to the model's table,
     which cannot guard against it (core/recovery/lease.unguarded_takeover). Nothing is sent."""
-    if row_of(owner.table_format).guards_late_writes:
+    guarded = row_of(owner.table_format).guards_late_writes
+    if guarded or not taken:
         return
     here = spark.application()
     for record, state in taken:
         gone = application_gone(record.application, here, process_running)
-        if unguarded_takeover(state, False, gone):
+        if unguarded_takeover(state, guarded, gone):
             client = record.client.to_property() if record.client else "not recorded"
             app = record.application.to_property() if record.application else "not recorded"
             raise UnguardedTakeover(

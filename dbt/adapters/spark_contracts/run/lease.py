@@ -241,7 +241,8 @@ class Leases:
         here: the run that repairs it does."""
         host = this_client().host
         taken = [r for r in others if not r.released and not r.taken_by]
-        if fence:  # a model's lease (a settler's moves rows only where the log proves a load)
+        if fence:  # a model's lease (a settler's late move into a Parquet quarantine is the
+            # at-least-once gap run-guarantees.md names)
             refuse_unguarded(self.spark, owner, [(r, self._state(r)) for r in taken])
         stale = [
             r

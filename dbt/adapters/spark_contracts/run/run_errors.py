@@ -9,7 +9,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     Commit,
     describe_commits,
 )
-from dbt.adapters.spark_contracts.core.recovery.pending import manual_move
+from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY, manual_move
 from dbt.adapters.spark_contracts.run.heartbeat import LEASE_ENV, lease_seconds
 
 if TYPE_CHECKING:
@@ -241,8 +241,10 @@ class UnguardedTakeover(DbtRuntimeError):
             "of it landing after this run's load could not be fenced off or taken back (rows "
             "would repeat). This run changed nothing. Repair by hand: make sure that run is "
             "over (its dbt process ended; over a Thrift or Connect server, its statement no "
-            f"longer running there, or the server restarted), then DROP TABLE {record} and run "
-            "the model again."
+            "longer running there, or the server restarted), then release its lease, ALTER "
+            f"TABLE {record} SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0') (not a DROP: the "
+            "record may say what that run left half done, which the next run repairs from "
+            "it), and run the model again."
         )
 
 

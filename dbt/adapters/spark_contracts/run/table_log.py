@@ -8,7 +8,7 @@ rollback keeps the schema (the added columns are dropped by theirs), Parquet has
 
 import re
 from dataclasses import replace
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
@@ -223,6 +223,10 @@ class DeltaLog(TableLog):
 
 
 class IcebergLog(TableLog):
+    def __init__(self, spark: Spark) -> None:
+        super().__init__(spark)
+        self._seen: Dict[str, List[int]] = {}  # per table, the snapshots commits_after listed
+
     def _fresh(self, table: str, sql: str) -> List[Any]:
         """`sql` read after a REFRESH (the catalog caches the table: see others' snapshots)."""
         self.spark.run(f"refresh table {table}")
@@ -257,8 +261,10 @@ class IcebergLog(TableLog):
 
     def commits_after(self, intent: Intent) -> Tuple[Commit, ...]:
         """The commits on the current lineage after the intent's snapshot (all of it where that
-        snapshot left the lineage): what a rollback to it takes back."""
+        snapshot left the lineage): what a rollback to it takes back. Every snapshot listed is
+        kept as seen by this check (`_raced`: one off the lineage then did not race)."""
         head, found = self.listed(intent.relation)
+        self._seen[intent.relation] = [s.commit.version for s in found]
         chain = lineage(found, head)
         ids = [s.commit.version for s in chain]
         version = intent.restore_version
@@ -302,7 +308,8 @@ class IcebergLog(TableLog):
 
     def _raced(self, intent: Intent, checked: Tuple[Commit, ...]) -> None:
         point = int(intent.restore_version or 0)
-        checked_ids = [point, *(c.version for c in checked)]
+        seen = self._seen.get(intent.relation, [])
+        checked_ids = [point, *seen, *(c.version for c in checked)]
         self.raced(intent.relation, point, checked_ids, intent.commit_tag)
 
     def raced(self, relation: str, point: int, checked: Sequence[int], tag: str) -> None:
@@ -368,11 +375,6 @@ def forget(intent: Intent) -> str:
 def table_log(spark: Spark, table_format: str) -> TableLog:
     """The log driver of a table in `table_format`."""
     return _DRIVERS.get(table_format, TableLog)(spark)
-
-
-def _true(value: Any) -> bool:
-    """A boolean as a connection method returns it (Thrift: its text)."""
-    return str(value).lower() in ("true", "1")
 
 
 def _restored_to(row: Any) -> Optional[int]:
