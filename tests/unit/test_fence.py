@@ -654,9 +654,8 @@ def test_a_lease_whose_holder_may_still_write_to_a_parquet_table_is_never_taken_
     with pytest.raises(UnguardedTakeover) as refused:
         leases.alone(owner)
     message = str(refused.value)
-    release = f"ALTER TABLE db.t__dbt_lease_dead SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0')"
-    assert f"run run-{pid}" in message and release in message, message
-    assert "DROP TABLE" not in message, message  # the record may hold what the run left
+    assert f"run run-{pid}" in message and "then DROP TABLE db.t__dbt_lease_dead" in message
+    assert "DROP TABLE" in message, message  # its record holds no change half done
     assert "parquet table keeps no log" in message, message
     assert marks() == [], catalogue.sent  # nothing marked: its holder finds its lease its own
     assert catalogue.tables["db.t__dbt_lease_dead"][BEAT_PROPERTY] == "12.5"
@@ -1069,3 +1068,27 @@ def test_the_formats_that_guard_a_late_write():
         "delta",
         "iceberg",
     ]
+
+
+def test_a_refused_lease_whose_record_holds_work_is_released_by_hand_not_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The record of a Parquet swap stopped between its renames is what the next run puts the
+    old table back from: the repair by hand releases the lease and keeps the record."""
+    from dbt.adapters.spark_contracts.core.recovery.record import SWAP_PROPERTY
+    from dbt.adapters.spark_contracts.run import lease as lease_module
+    from dbt.adapters.spark_contracts.run.run_errors import UnguardedTakeover
+
+    monkeypatch.setenv(heartbeat_module.LEASE_ENV, "0.3")
+    sleep = lease_module.time.sleep
+    monkeypatch.setattr(lease_module.time, "sleep", lambda s: sleep(min(s, 0.1)))
+    catalogue = Catalogue()
+    expired = marked(gone_pid(), app="thrift://server:10000 app-1")
+    del expired[TAKEN_PROPERTY]
+    expired[BEAT_PROPERTY] = "12.5"
+    expired[SWAP_PROPERTY] = "db.t"
+    catalogue.tables["db.t__dbt_lease_dead"] = expired
+    with pytest.raises(UnguardedTakeover) as refused:
+        Leases(catalogue).alone(key(table_format="parquet"))  # type: ignore[arg-type]
+    release = f"ALTER TABLE db.t__dbt_lease_dead SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0')"
+    assert release in str(refused.value) and "DROP TABLE" not in str(refused.value)

@@ -154,4 +154,5 @@ def refuse_unguarded(
                 record.table,
                 f"its client {client}, its Spark application {app}",
                 owner.table_format,
+                record.holds_work,
             )

@@ -227,7 +227,14 @@ class UnguardedTakeover(DbtRuntimeError):
     statement: this run takes nothing over and changes nothing."""
 
     def __init__(
-        self, unique_id: str, relation: str, holder: str, record: str, where: str, table_format: str
+        self,
+        unique_id: str,
+        relation: str,
+        holder: str,
+        record: str,
+        where: str,
+        table_format: str,
+        holds_work: bool,
     ):
         self.unique_id, self.relation, self.holder, self.record = (
             unique_id,
@@ -235,16 +242,21 @@ class UnguardedTakeover(DbtRuntimeError):
             holder,
             record,
         )
+        by_hand = (
+            f"release its lease, ALTER TABLE {record} SET TBLPROPERTIES ('{BEAT_PROPERTY}' = "
+            "'0') (not a DROP: the record says what that run left half done, which the next "
+            "run repairs from it)"
+            if holds_work
+            else f"DROP TABLE {record} (its record, which says of no change half done)"
+        )
         super().__init__(
             f"{unique_id}: the lease of run {holder} on {relation} ran out, but that run may "
             f"still run a statement ({where}), and a {table_format} table keeps no log: a write "
             "of it landing after this run's load could not be fenced off or taken back (rows "
             "would repeat). This run changed nothing. Repair by hand: make sure that run is "
             "over (its dbt process ended; over a Thrift or Connect server, its statement no "
-            "longer running there, or the server restarted), then release its lease, ALTER "
-            f"TABLE {record} SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0') (not a DROP: the "
-            "record may say what that run left half done, which the next run repairs from "
-            "it), and run the model again."
+            f"longer running there, or the server restarted), then {by_hand}, and run the "
+            "model again."
         )
 
 
