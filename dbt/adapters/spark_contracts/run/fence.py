@@ -11,10 +11,9 @@ from typing import Iterator, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence, State, fence, unguarded_takeover
-from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
     MARKER_VERSION,
@@ -25,6 +24,7 @@ from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat
+from dbt.adapters.spark_contracts.run.late import may_still_commit
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.record_io import LeaseOwner, read_lease
 from dbt.adapters.spark_contracts.run.retry import tried_again
@@ -137,14 +137,12 @@ def refuse_unguarded(
 ) -> None:
     """Before `owner`'s run marks the leases `taken` (each with how it was judged) taken over:
     `UnguardedTakeover` for the first whose holder could still write to the model's table,
-    which cannot guard against it (core/recovery/lease.unguarded_takeover). Nothing is sent."""
+    which cannot guard against it (core/recovery/lease.unguarded_takeover). Reads only."""
     guarded = row_of(owner.table_format).guards_late_writes
-    if guarded or not taken:
+    if guarded:
         return
-    here = spark.application()
     for record, state in taken:
-        gone = application_gone(record.application, here, process_running)
-        if unguarded_takeover(state, guarded, gone):
+        if unguarded_takeover(state, guarded, not may_still_commit(spark, record)):
             client = record.client.to_property() if record.client else "not recorded"
             app = record.application.to_property() if record.application else "not recorded"
             raise UnguardedTakeover(
