@@ -23,7 +23,9 @@ python=${PYTHON:-python3}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dbt-spark-contracts-wheel.XXXXXX")
 keep=${KEEP_WHEEL_SMOKE:-0}
-trap 'status=$?; if [ "$keep" = 1 ] || [ $status != 0 ]; then echo "left in $work"; else rm -rf "$work"; fi' EXIT
+# Removed once the Spark JVMs dbt started have exited (their shutdown hooks read the venv's jars).
+gone() { for _ in $(seq 30); do pgrep -f "$work/venv" >/dev/null || return 0; sleep 1; done; }
+trap 'status=$?; if [ "$keep" = 1 ] || [ $status != 0 ]; then echo "left in $work"; else gone; rm -rf "$work"; fi' EXIT
 cd "$work"                       # nothing of the repository on the path from here on
 unset PYTHONPATH DBT_SPARK_CONTRACTS_JARS DBT_PROFILES_DIR
 began=$(date +%s)

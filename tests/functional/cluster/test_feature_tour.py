@@ -1,7 +1,7 @@
 """Every feature once per table format, a project and two `dbt run`s per format: CI's share of
-the suites over the wire (`make cluster-ci` runs every format over thrift and Delta's over
-connect on the cluster; `make cluster-test` every format over both, and the whole
-evolution/contract suites).
+the suites over the wire (`make cluster-ci` runs each format once on the cluster: Delta's over
+connect, Iceberg's and Parquet's over thrift; `make cluster-test` every format over both, and
+the whole evolution/contract suites).
 
 Per format: schema evolution (a new column, and int -> bigint where the format widens in place),
 a `columns: freeze` contract that stops a run and leaves its table as it was, `discard_row` with

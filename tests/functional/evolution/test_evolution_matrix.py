@@ -2,7 +2,9 @@
 
 One dbt project holds a model per (change, format). Each model has a v1 and a v2 body selected
 by `--vars '{v: 2}'`, so a handful of dbt invocations cover the whole matrix; the assertions then
-read the real tables (schema, rows, Delta history)."""
+read the real tables (schema, rows, Delta history). `TestEvolutionMatrix` holds the Delta and
+Iceberg models (CI), `TestEvolutionMatrixParquet` the Parquet ones (`make functional-extra`: each
+blocked Parquet change is a rebuild when permitted)."""
 
 from __future__ import annotations
 
@@ -121,21 +123,50 @@ class Outcome:
     permitted: dict[str, str] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)
     report: dict = field(default_factory=dict)
-    snapshots: dict[str, tuple] = field(default_factory=dict)
 
 
-class TestEvolutionMatrix:
+BLOCKED = (
+    (3, "parquet", "allow_full_refresh"),
+    (5, "parquet", "allow_full_refresh"),
+    (6, "parquet", "allow_full_refresh"),
+    (7, "delta", "allow_column_removal"),
+    (7, "iceberg", "allow_column_removal"),
+    (7, "parquet", "allow_column_removal"),
+    (8, "delta", "allow_full_refresh"),
+    (8, "iceberg", "allow_full_refresh"),
+    (8, "parquet", "allow_full_refresh"),
+    (9, "parquet", "allow_full_refresh"),
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test's `fmt` over the formats its class holds (`FORMATS`): `TestEvolutionMatrix`
+    holds Delta and Iceberg (CI), `TestEvolutionMatrixParquet` Parquet (functional-extra)."""
+    held = getattr(metafunc.cls, "FORMATS", ())
+    if "case_index" in metafunc.fixturenames:
+        metafunc.parametrize("case_index,fmt,var", [b for b in BLOCKED if b[1] in held])
+    elif "fmt" in metafunc.fixturenames:
+        metafunc.parametrize("fmt", held)
+
+
+class EvolutionMatrix:
+    """The matrix's models of the formats in `FORMATS`: one project, a v1 run, a v2 run and a
+    permitted run of what v2 blocked."""
+
+    FORMATS: tuple[str, ...] = ()
+
     @pytest.fixture(scope="class")
     def models(self):
-        return {f"{model_name(c, f)}.sql": model_sql(c, f) for c, f in ALL_MODELS}
+        return {f"{model_name(c, f)}.sql": model_sql(c, f) for c, f in self.held()}
+
+    @classmethod
+    def held(cls) -> list[tuple[Case, str]]:
+        return [(case, fmt) for case, fmt in ALL_MODELS if fmt in cls.FORMATS]
 
     @pytest.fixture(scope="class")
     def outcome(self, project) -> Outcome:
         out = Outcome()
         run_dbt(["run"])
-        for case, fmt in ALL_MODELS:
-            rel = relation(project, case, fmt)
-            out.snapshots[model_name(case, fmt)] = (schema_of(project, rel), rows_of(project, rel))
         results = run_dbt_any(["run", "--vars", "{v: 2}"])
         out.v2 = statuses(results)
         out.messages = {r.node.name: r.message or "" for r in results}
@@ -157,8 +188,7 @@ class TestEvolutionMatrix:
             out.messages.update({f"permitted:{r.node.name}": r.message or "" for r in results})
         return out
 
-    # ---- safe changes: applied in place on every format that can --------------------------
-    @pytest.mark.parametrize("fmt", FORMATS)
+    # ---- safe changes every format makes in place -----------------------------------------
     def test_add_nullable_column(self, project, outcome, fmt):
         case = CASES[0]
         assert outcome.v2[model_name(case, fmt)] == "success"
@@ -166,19 +196,41 @@ class TestEvolutionMatrix:
         assert schema_of(project, rel) == {"id": "int", "note": "string"}
         assert rows_of(project, rel) == [(1, None), (2, "x")]
 
-    @pytest.mark.parametrize("fmt", FORMATS)
     def test_add_column_with_default(self, project, outcome, fmt):
         case = CASES[1]
         assert outcome.v2[model_name(case, fmt)] == "success", outcome.messages
         assert rows_of(project, relation(project, case, fmt)) == [(1, "pending"), (2, "done")]
 
-    @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
+    # ---- unsafe or unsupported without permission: blocked, table untouched ----------------
+    def test_blocked_until_permitted(self, project, outcome, case_index, fmt, var):
+        case = CASES[case_index]
+        name = model_name(case, fmt)
+        assert outcome.v2[name] == "error"
+        message = outcome.messages[name]
+        assert var in message and "nothing was changed" in message, message
+        # the permitted run succeeds
+        assert outcome.permitted[name] == "success", outcome.messages.get(f"permitted:{name}")
+
+    def test_permitted_removal_keeps_rows(self, project, outcome, fmt):
+        rel = relation(project, CASES[7], fmt)
+        assert schema_of(project, rel) == {"id": "int"}
+        assert rows_of(project, rel) == [(1,), (2,)]
+
+    def test_permitted_narrowing_is_a_full_refresh(self, project, outcome, fmt):
+        rel = relation(project, CASES[8], fmt)
+        assert schema_of(project, rel)["n"] == "int"
+        assert rows_of(project, rel) == [(2, 2)]  # rebuilt from the model's SQL
+
+
+class TestEvolutionMatrix(EvolutionMatrix):
+    FORMATS = ("delta", "iceberg")
+
+    # ---- safe changes Parquet cannot make in place ----------------------------------------
     def test_add_column_with_backfill(self, project, outcome, fmt):
         case = CASES[2]
         assert outcome.v2[model_name(case, fmt)] == "success", outcome.messages
         assert rows_of(project, relation(project, case, fmt)) == [(1, 2), (2, 20)]
 
-    @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
     def test_add_struct_field_in_place(self, project, outcome, fmt):
         case = CASES[3]
         assert outcome.v2[model_name(case, fmt)] == "success", outcome.messages
@@ -186,7 +238,6 @@ class TestEvolutionMatrix:
         assert schema_of(project, rel)["s"] == "struct<a:int,b:string>"
         assert rows_of(project, rel, "id, s.a, s.b") == [(1, 1, None), (2, 2, "x")]
 
-    @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
     def test_add_field_to_array_of_struct(self, project, outcome, fmt):
         case = CASES[4]
         assert outcome.v2[model_name(case, fmt)] == "success", outcome.messages
@@ -194,7 +245,6 @@ class TestEvolutionMatrix:
         assert schema_of(project, rel)["items"] == "array<struct<a:int,b:string>>"
         assert rows_of(project, rel, "id, items[0].b") == [(1, None), (2, "x")]
 
-    @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
     def test_widen_scalar_in_place(self, project, outcome, fmt):
         case = CASES[5]
         assert outcome.v2[model_name(case, fmt)] == "success", outcome.messages
@@ -202,7 +252,6 @@ class TestEvolutionMatrix:
         assert schema_of(project, rel)["n"] == "bigint"
         assert rows_of(project, rel) == [(1, 1), (2, 2)]
 
-    @pytest.mark.parametrize("fmt", ("delta", "iceberg"))
     def test_widen_nested(self, project, outcome, fmt):
         case = CASES[6]
         assert outcome.v2[model_name(case, fmt)] == "success", outcome.messages
@@ -235,60 +284,6 @@ class TestEvolutionMatrix:
             entry = outcome.report["models"][f"model.test.{model_name(case, 'delta')}"]
             assert entry["write_path"] == "in_write" and entry["executed"] == [], entry
 
-    # ---- unsafe or unsupported without permission: blocked, table untouched ----------------
-    @pytest.mark.parametrize(
-        "case_index,fmt,var",
-        [
-            (3, "parquet", "allow_full_refresh"),
-            (5, "parquet", "allow_full_refresh"),
-            (6, "parquet", "allow_full_refresh"),
-            (7, "delta", "allow_column_removal"),
-            (7, "iceberg", "allow_column_removal"),
-            (7, "parquet", "allow_column_removal"),
-            (8, "delta", "allow_full_refresh"),
-            (8, "iceberg", "allow_full_refresh"),
-            (8, "parquet", "allow_full_refresh"),
-            (9, "parquet", "allow_full_refresh"),
-        ],
-    )
-    def test_blocked_until_permitted(self, project, outcome, case_index, fmt, var):
-        case = CASES[case_index]
-        name = model_name(case, fmt)
-        assert outcome.v2[name] == "error"
-        message = outcome.messages[name]
-        assert var in message and "nothing was changed" in message, message
-        # the permitted run succeeds
-        assert outcome.permitted[name] == "success", outcome.messages.get(f"permitted:{name}")
-
-    def test_blocked_parquet_combo_was_not_half_applied(self, project, outcome):
-        """dbt-spark leaves the new column behind when the struct change fails; here the
-        blocked v2 changed nothing (checked in the report: no statement executed)."""
-        entry = outcome.report["models"]["model.test.combo_parquet"]
-        assert entry["plan"]["blocked"]
-        assert entry["executed"] == [] or entry["dry_run"]
-
-    @pytest.mark.parametrize("fmt", FORMATS)
-    def test_permitted_removal_keeps_rows(self, project, outcome, fmt):
-        rel = relation(project, CASES[7], fmt)
-        assert schema_of(project, rel) == {"id": "int"}
-        assert rows_of(project, rel) == [(1,), (2,)]
-
-    @pytest.mark.parametrize("fmt", FORMATS)
-    def test_permitted_narrowing_is_a_full_refresh(self, project, outcome, fmt):
-        rel = relation(project, CASES[8], fmt)
-        assert schema_of(project, rel)["n"] == "int"
-        assert rows_of(project, rel) == [(2, 2)]  # rebuilt from the model's SQL
-
-    def test_permitted_parquet_rewrite_keeps_rows(self, project, outcome):
-        rel = relation(project, CASES[9], "parquet")
-        schema = schema_of(project, rel)
-        assert (schema["n"], schema["s"], schema["extra"]) == (
-            "bigint",
-            "struct<a:int,b:string>",
-            "string",
-        )
-        assert rows_of(project, rel, "id, n, s.b, extra") == [(1, 1, None, None), (2, 2, "x", "y")]
-
     def test_report_and_adapter_response(self, project, outcome):
         assert outcome.report["invocation_id"]
         entry = outcome.report["models"]["model.test.add_col_delta"]
@@ -303,3 +298,26 @@ class TestEvolutionMatrix:
             for r in results["results"]
             if r["status"] == "success"
         )
+
+
+class TestEvolutionMatrixParquet(EvolutionMatrix):
+    """Parquet's share (`make functional-extra`): its blocked changes rebuild the table."""
+
+    FORMATS = ("parquet",)
+
+    def test_blocked_parquet_combo_was_not_half_applied(self, project, outcome):
+        """dbt-spark leaves the new column behind when the struct change fails; here the
+        blocked v2 changed nothing (checked in the report: no statement executed)."""
+        entry = outcome.report["models"]["model.test.combo_parquet"]
+        assert entry["plan"]["blocked"]
+        assert entry["executed"] == [] or entry["dry_run"]
+
+    def test_permitted_parquet_rewrite_keeps_rows(self, project, outcome):
+        rel = relation(project, CASES[9], "parquet")
+        schema = schema_of(project, rel)
+        assert (schema["n"], schema["s"], schema["extra"]) == (
+            "bigint",
+            "struct<a:int,b:string>",
+            "string",
+        )
+        assert rows_of(project, rel, "id, n, s.b, extra") == [(1, 1, None, None), (2, 2, "x", "y")]
