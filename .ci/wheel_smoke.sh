@@ -22,12 +22,17 @@ jars=${3:+$(realpath "$3")}
 python=${PYTHON:-python3}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dbt-spark-contracts-wheel.XXXXXX")
+work=$(cd "$work" && pwd -P)     # as the Spark JVMs' command lines name it (pyspark resolves links)
 keep=${KEEP_WHEEL_SMOKE:-0}
 # Removed once the Spark JVMs dbt started have exited (their shutdown hooks read the venv's jars).
-gone() { for _ in $(seq 30); do pgrep -f "$work/venv" >/dev/null || return 0; sleep 1; done; }
-trap 'status=$?; if [ "$keep" = 1 ] || [ $status != 0 ]; then echo "left in $work"; else gone; rm -rf "$work"; fi' EXIT
+gone() {
+  command -v pgrep >/dev/null || return 0
+  for _ in $(seq 30); do pgrep -f "$work/venv" >/dev/null || return 0; sleep 1; done
+  echo "a process of $work/venv still runs after 30 s; removing $work anyway"
+}
+trap 'status=$?; if [ "$keep" = 1 ] || [ $status != 0 ]; then echo "left in $work"; else gone; rm -rf "$work" || echo "could not remove $work"; fi' EXIT
 cd "$work"                       # nothing of the repository on the path from here on
-unset PYTHONPATH DBT_SPARK_CONTRACTS_JARS DBT_PROFILES_DIR
+unset PYTHONPATH DBT_SPARK_CONTRACTS_JARS DBT_PROFILES_DIR SPARK_HOME  # the wheel's own pyspark
 began=$(date +%s)
 step() { printf '\n== %s (%ss)\n' "$1" $(($(date +%s) - began)); }
 

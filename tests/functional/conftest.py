@@ -78,20 +78,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # The scopes (a class, or a module of test functions) that took longest in CI, in seconds of
-# test time (2026-11-30, session profile, functional-ci on 6ebc598; EveryShape since halved),
+# test time (2026-11-30, session profile, functional-ci on b0afeba plus the evolution matrix's
+# split, whose Parquet share and unused reads left; PendingSettled since lost a 41 s test),
 # scheduled first: xdist hands a worker the next scope as it finishes one, so a long scope
 # started last becomes the run's tail. The Makefile passes `--no-loadscope-reorder` to keep this
 # order (xdist's own puts the scopes with most tests first).
 LONGEST_FIRST = (
-    "tests/functional/evolution/test_evolution_matrix.py::TestEvolutionMatrix",  # 389
-    "tests/functional/contracts/test_data_tests_gates.py::TestDataTestsGateTheLoad",  # 240
-    "tests/functional/contracts/test_contract_matrix.py::TestContractMatrix",  # 174
-    "tests/functional/evolution/test_one_evaluation.py::TestOneEvaluationEveryShape",  # 289
-    "tests/functional/evolution/test_pending_settled.py::TestPendingSettled",  # 175
+    "tests/functional/contracts/test_data_tests_gates.py::TestDataTestsGateTheLoad",  # 398
+    "tests/functional/contracts/test_contract_matrix.py::TestContractMatrix",  # 302
+    "tests/functional/evolution/test_evolution_matrix.py::TestEvolutionMatrix",  # 298
+    "tests/functional/evolution/test_atomicity.py::TestAtomicity",  # 132
     "tests/functional/contracts/test_pydantic_create_run.py::TestCreatingRunCountsAndQuarantines",
-    "tests/functional/evolution/test_atomicity.py::TestAtomicity",  # 113
-    "tests/functional/contracts/test_quarantine_first_pass.py::TestFirstPassEveryMethod",  # 97
-    "tests/functional/evolution/test_change_policy.py::TestChangePolicy",  # 93
+    "tests/functional/evolution/test_pending_settled.py::TestPendingSettled",  # 149
+    "tests/functional/contracts/test_quarantine_first_pass.py::TestFirstPassEveryMethod",  # 90
+    "tests/functional/evolution/test_change_policy.py::TestChangePolicy",  # 85
+    "tests/functional/contracts/test_quarantine_first_pass.py::TestFirstPassEvaluations",  # 81
+    "tests/functional/evolution/test_one_evaluation.py::TestOneEvaluationEveryShape",  # 79
     "tests/functional/evolution/test_kill.py::TestKillMidRunDelta",  # functional-extra
     "tests/functional/test_connection_resilience.py",
     "tests/functional/test_embedded_spark.py",

@@ -114,7 +114,7 @@ def _columns(project: Any, relation: str) -> Dict[str, str]:
 
 class FeatureTour:
     """The tour over the formats `FORMATS` (a class per format: xdist spreads them, and
-    `make cluster-ci`'s Connect pass takes Delta's only)."""
+    `make cluster-ci`'s Connect pass takes Delta's, its Thrift pass Iceberg's and Parquet's)."""
 
     FORMATS: Tuple[str, ...] = ()
 
