@@ -3,9 +3,9 @@
 # its dependencies from PyPI (resolved by uv, pinned in the constraints, for time: pip's own
 # resolver is not what this checks, the wheel's declared dependencies are), the jars fetched
 # with the documented command (`python -m dbt.adapters.spark_contracts.jars fetch <dir>`), then,
-# in a dbt project outside the repository, `dbt debug` and a one-model `dbt build` on the embedded Spark (method:
-# session): the model's run and a data test of its row, in one Spark start. Passes when
-# run_results.json says the model succeeded and the test passed.
+# in a dbt project outside the repository, `dbt debug` and a one-model `dbt build` on the
+# embedded Spark (method: session): the model's run and a data test of its row, in one Spark
+# start. Passes when run_results.json says the model succeeded and the test passed.
 #
 #   .ci/wheel_smoke.sh <wheel> [constraints.txt] [jars dir]
 #

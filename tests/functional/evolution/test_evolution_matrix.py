@@ -157,11 +157,9 @@ class EvolutionMatrix:
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {f"{model_name(c, f)}.sql": model_sql(c, f) for c, f in self.held()}
-
-    @classmethod
-    def held(cls) -> list[tuple[Case, str]]:
-        return [(case, fmt) for case, fmt in ALL_MODELS if fmt in cls.FORMATS]
+        return {
+            f"{model_name(c, f)}.sql": model_sql(c, f) for c, f in ALL_MODELS if f in self.FORMATS
+        }
 
     @pytest.fixture(scope="class")
     def outcome(self, project) -> Outcome:
