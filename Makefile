@@ -1,10 +1,10 @@
 # Two commands from a fresh clone: `make demo` and `make test` (Python 3.10+, Java 17, Maven or HTTPS).
 PYTHON ?= python3
 # The dbt-core line of the venv (setup.py allows 1.10-1.12): `make <target>` uses .venv with
-# dbt-core 1.11; `make <target> DBT=1.12` (or 1.10) uses .venv-1.12, each installed under
-# .ci/constraints-dbt$(DBT).txt.
-DBT    ?= 1.11
-VENV   := $(if $(filter 1.11,$(DBT)),.venv,.venv-$(DBT))
+# dbt-core 1.12.0; `make <target> DBT=1.11` (or 1.10) uses .venv-1.11, each installed under
+# .ci/constraints-dbt$(DBT).txt. The stamp names the line, so a .venv of another line reinstalls.
+DBT    ?= 1.12
+VENV   := $(if $(filter 1.12,$(DBT)),.venv,.venv-$(DBT))
 CONSTRAINTS := .ci/constraints-dbt$(DBT).txt
 BIN    := $(VENV)/bin
 JARS   := $(CURDIR)/.jars
@@ -16,12 +16,12 @@ WORKERS ?= 3
 export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
 .PHONY: install jars demo test unit functional functional-ci functional-extra suites suites-servers faults faults-ci servers lint bench bench-quick clean bad-day \
-	cluster cluster-stop cluster-test cluster-test-full cluster-ci bench-methods test-dbt112 dbt112-ci steps functional-tests wheel wheel-test
+	cluster cluster-stop cluster-test cluster-test-full cluster-ci bench-methods test-dbt111 steps functional-tests wheel wheel-test
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed-dbt$(DBT)
 # uv (pinned in the constraints, installed by the venv's pip) installs the rest: on a clean clone
 # 62 s against pip's 139 s here, and a second venv from its cache in 43 s (2026-11-30).
-$(VENV)/.installed: setup.py $(CONSTRAINTS)
+$(VENV)/.installed-dbt$(DBT): setup.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) uv
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -c $(CONSTRAINTS) -e '.[dev]'
@@ -51,7 +51,7 @@ functional: install jars
 
 # dbt's official dbt-tests-adapter suites (tests/functional/adapter) on the session method, Delta
 # by default; prints the per-suite table the README quotes.
-SUITES_XML := reports/suites-session$(if $(filter 1.11,$(DBT)),,-dbt$(DBT)).xml
+SUITES_XML := reports/suites-session$(if $(filter 1.12,$(DBT)),,-dbt$(DBT)).xml
 suites: install jars
 	mkdir -p reports
 	$(BIN)/pytest tests/functional/adapter -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=15 --junitxml=$(SUITES_XML) $(PYTEST_ARGS); \
@@ -103,8 +103,9 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_ki
 #   and the two incremental-predicates classes (CI keeps the merge with predicates and no key;
 #   `make suites` runs every official suite);
 # - a snapshot's change taken back with its failed merge (Delta, Iceberg);
-# - dbt's official empty-flag suite (test_empty.py): CI runs it on dbt-core 1.12 (dbt112-ci),
-#   with `seed --empty`, which 1.11 lacks;
+# - on_error's default, skip_children and two-parent classes (test_on_error.py; CI keeps
+#   TestOnErrorContinue: a failed model's child runs on what the model built before, which this
+#   adapter's all-or-nothing run keeps, and --fail-fast overriding it);
 # - test_thrift_statements.py: the statements a no-change run sends to a Thrift server against
 #   dbt-spark's (`make bench` measures the same), and the session settings sent with no statement.
 # - for time (2026-11-30: CI took 38.6 min against its 30): the one-evaluation shapes beyond one
@@ -138,8 +139,7 @@ EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/contracts/test_quarantine_evolves.py \
 	tests/functional/contracts/test_native_variant.py tests/functional/test_python_models.py \
 	tests/functional/test_iceberg_snapshot.py tests/functional/test_rest_catalog.py \
-	tests/functional/test_long_view_text.py tests/functional/evolution/test_run_story.py \
-	tests/functional/adapter/test_empty.py
+	tests/functional/test_long_view_text.py tests/functional/evolution/test_run_story.py
 EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
 	"$(CONCURRENT)[q_delta]" tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
 	tests/functional/evolution/test_kill.py::TestKillMidRunIceberg \
@@ -189,7 +189,10 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	"$(CREATING)::TestCreatingRunCountsAndQuarantines::test_full_refresh[iceberg]" \
 	"tests/functional/adapter/test_incremental_predicates.py::TestMergeWithPredicatesAndNoKeyOnlyInserts::test_every_row_is_inserted[iceberg]" \
 	tests/functional/evolution/test_atomicity.py::TestParquetRewriteKilledBetweenRenamesByAnEarlierVersion \
-	tests/functional/evolution/test_evolution_matrix.py::TestEvolutionMatrixParquet
+	tests/functional/evolution/test_evolution_matrix.py::TestEvolutionMatrixParquet \
+	tests/functional/test_on_error.py::TestOnErrorDefaultSkipsChildren \
+	tests/functional/test_on_error.py::TestOnErrorSkipChildren \
+	tests/functional/test_on_error.py::TestOnErrorTwoParents
 NOT_IN_CI := $(foreach f,$(EXTRA_FILES),--ignore=$(f)) $(foreach n,$(EXTRA_NODES),--deselect $(n))
 functional-extra: install jars
 	$(BIN)/pytest $(EXTRA_FILES) $(EXTRA_NODES) -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=20 $(PYTEST_ARGS)
@@ -369,34 +372,23 @@ cluster-ci: install jars
 # the lanes gained 3 minutes here and none on the project's CI, where cluster-ci's Thrift pass,
 # run beside functional-ci, took 19 minutes instead of 8 and failed (2026-11-29 landing).
 test: install jars
-	@$(BIN)/python .ci/steps.py lint unit functional-ci cluster-ci dbt112-ci wheel-test
+	@$(BIN)/python .ci/steps.py lint unit functional-ci cluster-ci wheel-test
 
-# dbt-core 1.12 (not in `make test`): on .venv-1.12 (dbt-core 1.12.0, .ci/constraints-dbt1.12.txt)
-# the unit tests, dbt's official suites (with `dbt seed --empty`) and the functional tests of
-# what 1.12 changed: the model config on_error, and parse-time validation (1.12's var() broke it).
-DBT112_TESTS := tests/functional/test_on_error.py tests/functional/test_parse_validation.py \
-	tests/functional/test_model_contract.py
-# CI's share on dbt-core 1.12.0, in .venv-1.12: dbt's official empty-flag suites (test_empty.py,
-# `seed --empty` among them) and the functional tests of what 1.12 changed: on_error's
-# `continue` (TestOnErrorContinue: a failed model's child runs on what the model built before,
-# which this adapter's all-or-nothing run keeps, and --fail-fast overriding it; the default,
-# skip_children and two-parent classes run in test-dbt112) and parse-time validation (which
-# 1.12's var() broke).
-DBT112_CI_TESTS := tests/functional/test_on_error.py::TestOnErrorContinue \
-	tests/functional/test_parse_validation.py tests/functional/adapter/test_empty.py
-dbt112-ci:
-	@$(MAKE) --no-print-directory DBT=1.12 install jars
-	@$(MAKE) --no-print-directory DBT=1.12 functional-tests TESTS="$(DBT112_CI_TESTS)"
-test-dbt112:
-	@$(MAKE) --no-print-directory DBT=1.12 install jars
-	@$(MAKE) --no-print-directory DBT=1.12 steps STEPS="unit suites functional-tests" \
-	  TESTS="$(DBT112_TESTS)"
+# dbt-core 1.11 (not in `make test`, whose wheel-test installs the wheel with dbt-core 1.11): on
+# .venv-1.11 (.ci/constraints-dbt1.11.txt) the unit tests, dbt's official suites and the
+# functional tests whose dbt-core calls changed between the lines (parse-time validation: 1.12's
+# var() broke it; the model contract).
+DBT111_TESTS := tests/functional/test_parse_validation.py tests/functional/test_model_contract.py
+test-dbt111:
+	@$(MAKE) --no-print-directory DBT=1.11 install jars
+	@$(MAKE) --no-print-directory DBT=1.11 steps STEPS="unit suites functional-tests" \
+	  TESTS="$(DBT111_TESTS)"
 
-# Steps in turn with their minutes (.ci/steps.py): make steps STEPS="unit suites" [DBT=1.12]
+# Steps in turn with their minutes (.ci/steps.py): make steps STEPS="unit suites" [DBT=1.11]
 steps: install
 	@$(BIN)/python .ci/steps.py $(STEPS)
 
-# Named functional tests: make functional-tests TESTS="tests/functional/a.py ..." [DBT=1.12]
+# Named functional tests: make functional-tests TESTS="tests/functional/a.py ..." [DBT=1.11]
 functional-tests: install jars
 	$(BIN)/pytest $(TESTS) -q -p no:cacheprovider --show-capture=no -n $(WORKERS) --dist loadscope --durations=10 $(PYTEST_ARGS)
 
@@ -407,12 +399,13 @@ wheel: install
 	$(BIN)/python -m build --outdir dist .
 	$(BIN)/twine check --strict dist/*
 
-# The wheel in a fresh venv outside the repository, its dependencies from PyPI (the dbt-core line
-# of $(CONSTRAINTS)), the jars fetched with the documented command into the filled .jars (a
-# check, no download), then `dbt debug` and a one-model `dbt build` (the model and a data test of
+# The wheel in a fresh venv outside the repository, its dependencies from PyPI (dbt-core 1.11,
+# .ci/constraints-dbt1.11.txt: CI's check of the older line, the rest of `make test` being on
+# 1.12.0), the jars fetched with the documented command into the filled .jars (a check, no
+# download), then `dbt debug` and a one-model `dbt build` (the model and a data test of
 # its row) on the embedded Spark in a dbt project outside the repository (.ci/wheel_smoke.sh).
 wheel-test: wheel jars
-	.ci/wheel_smoke.sh dist/*.whl $(CONSTRAINTS) $(JARS)
+	.ci/wheel_smoke.sh dist/*.whl .ci/constraints-dbt1.11.txt $(JARS)
 
 # The run path's figures (P1 on the session, P1-thrift and P1-connect over local servers started
 # and stopped here, P3, P3q-few, P3q-clean, P3-heavy, P5, P6; docs/benchmarks.md) are printed as each

@@ -9,7 +9,7 @@
 #
 #   .ci/wheel_smoke.sh <wheel> [constraints.txt] [jars dir]
 #
-# constraints: the dbt-core line to install (`make wheel-test` passes .ci/constraints-dbt$(DBT).txt:
+# constraints: the dbt-core line to install (`make wheel-test` passes .ci/constraints-dbt1.11.txt:
 #   without it pip takes the newest dbt-core 1.12.x, whose parser package builds only with
 #   access to GitHub). jars dir: a folder to fetch into; `make wheel-test` passes the repository's
 #   filled .jars, so the documented fetch runs and finds every jar there (no download); without
