@@ -23,6 +23,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     decide_pending,
     is_pending_of,
     loaded_property,
+    manual_move,
     pending_name,
 )
 
@@ -218,3 +219,15 @@ def test_a_pending_table_is_named_by_its_run_and_read_back_from_its_properties()
     assert not read.before_any_version
     unnamed = Pending.from_properties(name, {BEAT_PROPERTY: "x"})
     assert decide_pending(unnamed, ModelRecord([], {})).action is Action.KEEP
+
+
+def test_the_move_by_hand_appends_only_the_discarded_rows():
+    """A pending table holds the run's kept rows too (`_contract_reason` null): the statements a
+    warning names for a move by hand append the discarded ones only, then drop it."""
+    said = manual_move("s.m__quarantine__pending_r", "s.m__quarantine", "parquet")
+    move, rest = said.split("; ", 1)
+    assert move == (
+        "INSERT INTO s.m__quarantine BY NAME SELECT * FROM s.m__quarantine__pending_r "
+        "WHERE `_contract_reason` IS NOT NULL"
+    )
+    assert rest.startswith("drop table if exists s.m__quarantine__pending_r (if the model's load")

@@ -53,7 +53,11 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dbt.adapters.spark_contracts.core.contracts.load_select import BATCH_COLUMN, RUN_ID_COLUMN
+from dbt.adapters.spark_contracts.core.contracts.load_select import (
+    BATCH_COLUMN,
+    PENDING_DISCARDED,
+    RUN_ID_COLUMN,
+)
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.schema.types import quote_identifier, sql_string
@@ -352,10 +356,12 @@ def load_state(record: ModelRecord, tag: str) -> Loaded:
 
 
 def manual_move(pending: str, quarantine: str, table_format: str) -> str:
-    """The statements that settle a pending table by hand (beside a model in `table_format`)."""
+    """The statements that settle a pending table by hand (beside a model in `table_format`):
+    its discarded rows appended (the pending table holds the kept rows too), then dropped."""
     drop = drop_sql(pending, table_format)
     return (
-        f"INSERT INTO {quarantine} BY NAME SELECT * FROM {pending}; {drop} "
+        f"INSERT INTO {quarantine} BY NAME SELECT * FROM {pending} WHERE {PENDING_DISCARDED}; "
+        f"{drop} "
         f"(if the model's load of that run is in its table), or {drop} (if not)"
     )
 
