@@ -1,8 +1,9 @@
 # Two commands from a fresh clone: `make demo` and `make test` (Python 3.10+, Java 17, Maven or HTTPS).
 PYTHON ?= python3
 # The dbt-core line of the venv (setup.py allows 1.10-1.12): `make <target>` uses .venv with
-# dbt-core 1.12.0; `make <target> DBT=1.11` (or 1.10) uses .venv-1.11, each installed under
-# .ci/constraints-dbt$(DBT).txt. The stamp names the line, so a .venv of another line reinstalls.
+# dbt-core 1.12.0; `make <target> DBT=1.11` (or 1.10) uses .venv-1.11 (or .venv-1.10), each
+# installed under .ci/constraints-dbt$(DBT).txt. The stamp names the line, so a .venv of another
+# line reinstalls.
 DBT    ?= 1.12
 VENV   := $(if $(filter 1.12,$(DBT)),.venv,.venv-$(DBT))
 CONSTRAINTS := .ci/constraints-dbt$(DBT).txt
@@ -159,6 +160,7 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	tests/functional/evolution/test_kill.py::test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit \
 	tests/functional/evolution/test_kill.py::test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit \
 	tests/functional/evolution/test_kill.py::test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_by_the_next_run \
+	tests/functional/evolution/test_kill.py::test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_row_twice \
 	tests/functional/contracts/test_snapshot_undone.py::TestASnapshotsChangeIsTakenBackWithItsMerge \
 	tests/functional/adapter/test_basic.py::TestSingularTests \
 	tests/functional/adapter/test_basic.py::TestSingularTestsEphemeral \

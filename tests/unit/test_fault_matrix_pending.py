@@ -171,7 +171,8 @@ class FakeTables(FakeDelta):
         if m := re.match(
             rf"merge into {re.escape(QUARANTINE)} q using \(select \* from (\S+) where "
             r"`_contract_reason` is not null\) p on q.`_dbt_run_id` = p.`_dbt_run_id`"
-            r"( and q.`_dbt_batch_tag` = p.`_dbt_batch_tag`)? "
+            r" and q.`_dbt_run_id` = '([^']+)'"
+            r"( and q.`_dbt_batch_tag` = p.`_dbt_batch_tag` and q.`_dbt_batch_tag` = '[^']+')? "
             r"when matched and q.`_dbt_run_id` is null then delete "
             r"when not matched then insert \(`id`, `n`, `_contract_reason`, `_dbt_run_id`"
             r"(?:, `_dbt_batch_tag`)?\) "
@@ -183,9 +184,11 @@ class FakeTables(FakeDelta):
             if self.quarantine is None:
                 raise DbtDatabaseError(f"table not found: {QUARANTINE}")
             pending = self.pendings[m.group(1)]
-            assert pending.batch == bool(m.group(2)) == ("`_dbt_batch_tag`)" in low)
-            matches = set(pending.rows) if m.group(2) else {run_of(r) for r in pending.rows}
-            held = set(self.quarantine) if m.group(2) else {run_of(r) for r in self.quarantine}
+            # the run's id as a literal: the pending table's own run
+            assert {run_of(r) for r in pending.rows} <= {m.group(2)}, (m.group(2), pending.rows)
+            assert pending.batch == bool(m.group(3)) == ("`_dbt_batch_tag`)" in low)
+            matches = set(pending.rows) if m.group(3) else {run_of(r) for r in pending.rows}
+            held = set(self.quarantine) if m.group(3) else {run_of(r) for r in self.quarantine}
             if not matches & held and self.goes_in(self.quarantine_txn):
                 self.quarantine += pending.rows
             return None

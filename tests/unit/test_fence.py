@@ -793,7 +793,7 @@ def test_a_move_that_fails_after_the_pending_table_was_taken_over_is_a_lost_leas
         PENDING_PROPERTY: pending,
         SHARED_PROPERTY: "true",
     }
-    catalogue.fail = r"^insert into"
+    catalogue.fail = r"^(insert|merge) into"  # the move (Iceberg: a MERGE on the run's id)
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
     run = SimpleNamespace(
         relation="iceberg.db.t",
@@ -1068,6 +1068,15 @@ def test_the_formats_that_guard_a_late_write():
         "delta",
         "iceberg",
     ]
+
+
+def test_only_iceberg_moves_a_runs_own_discarded_rows_by_a_merge():
+    """Delta fences the append inside its commit; Parquet checks no commit; Iceberg checks a
+    MERGE's commit against appends since it read, and fences no append."""
+    from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
+
+    formats = ("delta", "iceberg", "parquet")
+    assert [f for f in formats if row_of(f).moves_own_rows_by_merge] == ["iceberg"]
 
 
 def test_a_refused_lease_whose_record_holds_work_is_released_by_hand_not_dropped(

@@ -2,7 +2,9 @@
 is sent again behind the lease's fence as a MERGE on the run's id, which inserts nothing where
 the quarantine holds the run's rows (Delta refuses an append that meets a concurrent change of
 the quarantine's metadata, and that refusal wrote nothing; found by two concurrent quarantining
-runs in `make cluster-test`). Iceberg and Parquet quarantines are not sent again."""
+runs in `make cluster-test`). An Iceberg quarantine takes the run's own rows by a MERGE on its
+id from the first, sent again likewise where its commit met another's; a Parquet quarantine's
+refused insert is not sent again."""
 
 from __future__ import annotations
 
@@ -106,7 +108,7 @@ def test_a_batch_merges_on_its_own_tag_among_its_invocations_rows() -> None:
     spark, fence = Refusing(refusals=1), Fence()
     insert(spark, a_run(batch_tag="tag-3"), fence)
     merge = next(s for s in spark.sent if s.startswith("merge"))
-    assert "q.`_dbt_batch_tag` = p.`_dbt_batch_tag`" in merge
+    assert "q.`_dbt_batch_tag` = p.`_dbt_batch_tag` and q.`_dbt_batch_tag` = 'tag-3'" in merge
 
 
 def test_refused_every_time_the_last_refusal_is_raised() -> None:
@@ -147,12 +149,52 @@ def test_a_run_that_lost_its_lease_sends_nothing_again() -> None:
     assert writes(spark) == ["insert"]
 
 
-@pytest.mark.parametrize("fmt", ["iceberg", "parquet"])
-def test_elsewhere_the_refusal_is_raised_and_nothing_sent_again(fmt: str) -> None:
+def test_a_parquet_refusal_is_raised_and_nothing_sent_again() -> None:
     spark, fence = Refusing(refusals=1), Fence()
     with pytest.raises(DbtDatabaseError):
-        insert(spark, a_run(table_format=fmt), fence)
+        insert(spark, a_run(table_format="parquet"), fence)
     assert writes(spark) == ["insert"] and fence.checks == 1  # the lease, then the refusal
+
+
+def test_an_iceberg_merge_whose_commit_met_another_runs_is_sent_again() -> None:
+    """Two runs moving their own rows into one Iceberg quarantine at once: a MERGE's commit
+    that meets the other's is refused (Iceberg retries an append itself, not a MERGE); it is
+    sent again behind the fence, as Delta's refused append is."""
+    spark, fence = Refusing(refusals=1), Fence()
+    insert(spark, a_run(table_format="iceberg"), fence)
+    assert writes(spark) == ["merge", "merge"]
+    assert fence.checks == 3  # after the refusal, before the merge again, after it
+
+
+def test_an_iceberg_quarantine_takes_the_runs_own_rows_by_a_merge_on_its_id() -> None:
+    """Iceberg fences no append inside its commit: a move sent before the run lost its lease
+    and landing after a settler's would add the rows a second time. As a MERGE on the run's
+    id (its literal too: the scan reads the run's files only, and the commit is checked
+    against appends of the run's rows only) it inserts none where they are there, or its
+    commit fails; the fence is checked after it."""
+    spark, fence = Refusing(refusals=0), Fence()
+    insert(spark, a_run(table_format="iceberg"), fence)
+    assert writes(spark) == ["merge"] and fence.checks == 1
+    merge = spark.sent[-1]
+    assert "on q.`_dbt_run_id` = p.`_dbt_run_id` and q.`_dbt_run_id` = 'inv-1'" in merge
+    assert f"from {PENDING} where `_contract_reason` IS NOT NULL" in merge  # discarded only
+
+
+def test_an_iceberg_merge_refused_after_a_settler_moved_the_rows_sends_nothing_more() -> None:
+    """The run's MERGE refused (its commit met the settler's, which moved the run's rows after
+    taking its lease): the rows are there, nothing is raised here and nothing sent again; the
+    fence after it then finds the lease lost."""
+    spark, fence = Refusing(refusals=1, held=True), Fence()
+    insert(spark, a_run(table_format="iceberg"), fence)
+    assert writes(spark) == ["merge"] and fence.checks == 1
+
+
+def test_a_delta_quarantine_takes_the_runs_own_rows_by_an_append() -> None:
+    """Delta fences the append inside its commit (the lease's transaction id): no MERGE, no
+    scan of the quarantine."""
+    spark, fence = Refusing(refusals=0), Fence()
+    insert(spark, a_run(table_format="delta"), fence)
+    assert writes(spark) == ["insert"]
 
 
 class Creating:

@@ -47,8 +47,8 @@ from dbt.adapters.spark_contracts.relation import model_view
 from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run.build import plan_batch
 from dbt.adapters.spark_contracts.run.execute import PlanExecutor
+from dbt.adapters.spark_contracts.run.first_pass import read_discarded_last
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
-from dbt.adapters.spark_contracts.run.quarantine_steps import read_discarded_last
 from dbt.adapters.spark_contracts.run.violations import raise_violation
 from dbt.adapters.spark_contracts.validation import resolved_settings
 

@@ -782,6 +782,59 @@ def test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_com
     assert leftovers(project, "q_fenced") == []
 
 
+@pytest.mark.profile("session", "thrift")
+def test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_row_twice(
+    tmp_path, stall_target, monkeypatch
+):
+    """Iceberg fences no append inside its commit. A quarantining Iceberg run (A) stopped
+    (SIGSTOP) right before its own move of its discarded rows into the quarantine, after its
+    load and its fence, past its lease. The model run again (B) takes the lease over, finds A's
+    load in the table's log and moves A's rows, and is stopped right before it drops A's
+    pending table. A, resumed, sends its move there: the window where a late move finds the
+    pending table still there. As a MERGE on the run's id (`moves_own_rows_by_merge`) it finds
+    the rows and inserts none, or its commit meets B's and fails (an append added them a
+    second time); A fails naming its lost lease. B, resumed, drops A's pending table and
+    record, and loads. Each run's discarded rows are in the quarantine once, nothing is left
+    pending."""
+    from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
+
+    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+    project = Project(
+        tmp_path / "project",
+        "iceberg",
+        stall_target,
+        QUARANTINE_MODEL.format(fmt="iceberg"),
+        names=["q_moved"],
+    )
+    assert project.dbt() == 0
+    quarantine = f"{project.relation('q_moved')}__quarantine"
+    verb = "merge" if row_of("iceberg").moves_own_rows_by_merge else "insert"
+    first = _stop_before(project, "q_moved", "{v: 2}", f"sql:{verb} into {quarantine} ")
+    second = None
+    try:
+        time.sleep(STALL_LEASE)
+        drop = f"sql:drop table if exists {quarantine}__pending_"
+        second = _stop_before(project, "q_moved", "{v: 2}", drop)
+        os.kill(first.pid, signal.SIGCONT)
+        assert first.wait(timeout=600) != 0
+        resumed = resumed_result(project, "q_moved")
+    finally:  # neither left stopped, whatever failed
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                os.kill(process.pid, signal.SIGCONT)
+    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+    assert second.wait(timeout=600) == 0, project.results()
+    settled = project.results()["q_moved"]["adapter_response"].get("repairs") or []
+    assert [r for r in settled if "settled run" in r and "moved" in r], settled
+    project.settle("q_moved")
+    rows = project.rows(["q_moved", "q_moved__quarantine"])
+    assert [r["id"] for r in rows["q_moved"]] == [0, 1, 2, 3, 3, 5, 5, 7, 7], rows
+    quarantined = rows["q_moved__quarantine"]
+    assert sorted(r["id"] for r in quarantined) == [4, 4, 6, 6, 8, 8], quarantined
+    assert len({r["_dbt_run_id"] for r in quarantined}) == 2, quarantined  # each run's once
+    assert leftovers(project, "q_moved") == []
+
+
 def _backfill_sent_after_a_takeover(project: Project, monkeypatch) -> str:
     """Models `control` and `stalled` built, `control` run to v 2, then a run
     of `stalled` to v 2 stopped right before its backfill UPDATE (its fence passed) and left

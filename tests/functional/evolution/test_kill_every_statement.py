@@ -251,7 +251,7 @@ class Project:
         records: core/recovery/pending.manual_move), in the order first named."""
         import re
 
-        pattern = r"so it is kept\. By hand: (INSERT INTO .+?); (drop table if exists \S+) \(if"
+        pattern = r"so it is kept\. By hand: (INSERT INTO .+?); (drop table if exists \S+(?: purge)?) \(if"
         found: list[str] = []
         for run in range(since + 1, self.runs + 1):
             text = (self.root / f"dbt-{run}.log").read_text(errors="replace")

@@ -5,9 +5,13 @@ discards; and how a failed first pass is told from a failed load, by the table's
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import DbtDatabaseError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.core.contracts.quarantine import (
+    DISCARDED_PROPERTY,
+    discarded_last,
+)
 from dbt.adapters.spark_contracts.run.model_run import ModelRun
 from dbt.adapters.spark_contracts.run.outcome_events import FIRST_PASS, Counted, PathTaken, RunBook
 from dbt.adapters.spark_contracts.run.run_errors import FirstPassFailed
@@ -56,3 +60,14 @@ def first_pass_load(spark: Spark, log: TableLog, run: ModelRun, sql: str) -> Any
         if entries is None or any(e.tag == run.commit_tag for e in entries):
             raise
         raise FirstPassFailed(exc) from exc
+
+
+def read_discarded_last(spark: Spark, quarantine: str) -> bool:
+    """The quarantine's memory of the model's last quarantining run (`DISCARDED_PROPERTY`).
+    A hint: a read that fails is logged, and the run tries its first pass."""
+    try:
+        rows = spark.fetch(f"show tblproperties {quarantine} ('{DISCARDED_PROPERTY}')")
+    except DbtRuntimeError as exc:
+        logger.warning(f"could not read {DISCARDED_PROPERTY} of {quarantine}: {exc}")
+        return False
+    return discarded_last({str(r.get("key")): str(r.get("value")) for r in rows})

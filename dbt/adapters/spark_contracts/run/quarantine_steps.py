@@ -3,10 +3,10 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
@@ -15,8 +15,6 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
     RUN_ID_COLUMN,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import (
-    DISCARDED_PROPERTY,
-    discarded_last,
     evolve_quarantine,
     plan_quarantine,
     remember_sql,
@@ -26,9 +24,6 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, l
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.pending import (
-    APP_PROPERTY,
-    BEAT_PROPERTY,
-    RUN_PROPERTY,
     Loaded,
     ModelRecord,
     RowsOf,
@@ -36,7 +31,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     loaded_property,
     manual_move,
 )
-from dbt.adapters.spark_contracts.core.recovery.record import PENDING_PROPERTY, pending_properties
+from dbt.adapters.spark_contracts.core.recovery.record import pending_properties
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
 from dbt.adapters.spark_contracts.run.fence import exists, fences
 from dbt.adapters.spark_contracts.run.lease import Leases
@@ -49,7 +44,7 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     Quarantined,
     RunBook,
 )
-from dbt.adapters.spark_contracts.run.record_io import application_of, table_properties
+from dbt.adapters.spark_contracts.run.record_io import copy_of, table_properties
 from dbt.adapters.spark_contracts.run.retry import tried_again
 from dbt.adapters.spark_contracts.run.run_errors import (
     LeaseLost,
@@ -89,35 +84,48 @@ class Quarantine:
         tried_again(lambda: self.spark.run(create), made, first_at_once=True)
 
     def _insert_quarantined(self, run: ModelRun, sql: str, pending: str) -> None:
-        """`sql`, the run's rows (from `pending`) into the quarantine; refused, the table given
-        what the model now outputs (core/contracts/quarantine.py; else `QuarantineMismatch`) and
-        sent again; refused while the table fits, `_insert_again` (Delta)."""
+        """`sql`, the run's rows (from `pending`) into the quarantine, or, where the quarantine's
+        format fences no append inside its commit but checks a MERGE's (Iceberg:
+        `moves_own_rows_by_merge`), a MERGE on the run's id (`_merge_once`), so that a move
+        sent before the run lost its lease and landing after a settler's inserts nothing more.
+        Refused, the table given what the model now outputs (core/contracts/quarantine.py; else
+        `QuarantineMismatch`) and sent again; refused while the table fits, `_insert_again`
+        (Delta's append that met a metadata change; Iceberg's MERGE whose commit met another
+        run's)."""
         fmt = quarantine_format_for(run.table_format)
+        if row_of(fmt).moves_own_rows_by_merge:
+            own = RowsOf(run.invocation_id, run.batch_tag or None)
+            table, schema = run.quarantine_table, self._pending_schema(run, pending)
+            write = lambda: self._merge_once(table, pending, schema, own)  # noqa: E731
+        else:
+            write = lambda: self.leases.fenced(fmt, lambda: self.spark.run(sql))  # noqa: E731
         try:
-            self.leases.fenced(fmt, lambda: self.spark.run(sql))
+            write()
         except DbtDatabaseError:
             self.leases.check(run)  # refused by a taker's marker: the lease is lost
             statements = self._quarantine_evolution(run)
             if not statements:  # the table fits (or was created from these rows)
-                if not row_of(fmt).append_refused_by_metadata_change:
+                again = row_of(fmt)  # Delta's refused append; a MERGE that met another commit
+                if not (again.append_refused_by_metadata_change or again.moves_own_rows_by_merge):
                     raise
                 self._insert_again(run, pending)
                 return
             for statement in statements:
                 self.spark.run(statement)
-            self.leases.fenced(fmt, lambda: self.spark.run(sql))
+            write()
         # under the lease's transaction id (`Leases.fenced`) a write skipped because the run
         # that took the lease over moves the rows is never taken for done (`LeaseLost`)
         self.leases.check(run)
 
     def _insert_again(self, run: ModelRun, pending: str) -> None:
-        """The run's refused insert into a Delta quarantine (Delta refuses an append that meets
-        a concurrent metadata change, e.g. another run's `remember`; that refusal wrote
-        nothing), sent again up to `INSERT_ATTEMPTS` times, each behind the lease's fence, as a
-        MERGE on the run's id that inserts none where the run's rows are there already
-        (`_merge_once`). Iceberg retries such a commit itself; a failed Parquet insert may have
-        written part of its files. The last refusal is raised (the rows stay pending)."""
-        schema = self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
+        """The run's refused move into its quarantine, while the table fits, sent again up to
+        `INSERT_ATTEMPTS` times, each after the lease's check, as a MERGE on the run's id that
+        inserts none where the run's rows are there already (`_merge_once`): Delta's append
+        that met a concurrent metadata change (e.g. another run's `remember`; that refusal
+        wrote nothing; the MERGE carries the lease's transaction id), and Iceberg's MERGE whose
+        commit met another's. A failed Parquet insert may have written part of its files: not
+        sent again. The last refusal is raised (the rows stay pending)."""
+        schema = self._pending_schema(run, pending)
         own = RowsOf(run.invocation_id, run.batch_tag or None)
         fmt = quarantine_format_for(run.table_format)
         merge = lambda: self.leases.fenced(  # noqa: E731
@@ -127,6 +135,9 @@ class Quarantine:
             merge, lambda: False, first_at_once=False, before=lambda: self.leases.check(run)
         )
         self.leases.check(run)  # a merge skipped inside its commit is never taken for done
+
+    def _pending_schema(self, run: ModelRun, pending: str) -> Struct:
+        return self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
 
     def _quarantine_evolution(self, run: ModelRun) -> List[str]:
         """The statements that make an existing quarantine take the model's rows, read from
@@ -167,7 +178,9 @@ class Quarantine:
         else:
             self.leases.take(run, says=says, txn_app=app)
         self.book.state.pending = pending  # from here on, a failure settles it
-        copy = ", ".join(f"'{k}' = {sql_string(v)}" for k, v in copy_of(self.spark, run, says))
+        copy = ", ".join(
+            f"'{k}' = {sql_string(v)}" for k, v in copy_of(self.spark, run.invocation_id, says)
+        )
         self.spark.run(
             f"create table {pending} using {stage_format(run.table_format)} "
             f"tblproperties ({copy}) as {select}"
@@ -297,18 +310,21 @@ class Quarantine:
         )
 
     def _merge_once(self, quarantine: str, pending: str, schema: Struct, rows: "RowsOf") -> None:
-        """A dead run's discarded rows into the quarantine unless it holds rows of that run
-        (that batch), in one MERGE: two runs settling the same pending table at once cannot
+        """A run's discarded rows (a dead run's, by a settler; the run's own, into an Iceberg
+        quarantine) into the quarantine unless it holds rows of that run (that batch), in one
+        MERGE: two runs settling the same pending table at once cannot
         both append it (the second MERGE's commit fails Delta's and Iceberg's conflict check,
         or it finds the rows and inserts none). A failed MERGE after which the quarantine holds
         the run's rows was the other run's win; any other failure is raised. `schema`: the
         pending table's."""
         columns = [quote_identifier(f.name) for f in schema.fields]
         run_id = quote_identifier(RUN_ID_COLUMN)
-        on = f"q.{run_id} = p.{run_id}"
+        # the run's id as a literal too: the quarantine's scan can skip other runs' files (each
+        # run writes files of its own)
+        on = f"q.{run_id} = p.{run_id} and q.{run_id} = {sql_string(rows.invocation_id)}"
         if rows.tag is not None:  # a batch's: its invocation's other batches' rows are no match
             batch = quote_identifier(BATCH_COLUMN)
-            on += f" and q.{batch} = p.{batch}"
+            on += f" and q.{batch} = p.{batch} and q.{batch} = {sql_string(rows.tag)}"
         merge = (
             f"merge into {quarantine} q using (select * from {pending} "
             f"where {PENDING_DISCARDED}) p on {on} "
@@ -372,28 +388,3 @@ class Quarantine:
         if logged(table_format):
             return ModelRecord(self.log(table_format).entries(relation), {})
         return ModelRecord(None, table_properties(self.spark, relation))
-
-
-def copy_of(spark: Spark, run: ModelRun, says: Dict[str, str]) -> List[Tuple[str, str]]:
-    """What a pending table carries of its record (core/recovery/pending.Pending): the run, its
-    tag, the model table's version, where its statements run; its lease released ("0"): the
-    record holds the lease, so a settler that finds the table without its record waits for no
-    one, and drops rows only on `decide_pending`'s proof."""
-    kept = {k: v for k, v in says.items() if k != PENDING_PROPERTY}
-    return [
-        *kept.items(),
-        (RUN_PROPERTY, run.invocation_id),
-        (APP_PROPERTY, application_of(spark)),
-        (BEAT_PROPERTY, "0"),
-    ]
-
-
-def read_discarded_last(spark: Spark, quarantine: str) -> bool:
-    """The quarantine's memory of the model's last quarantining run (`DISCARDED_PROPERTY`).
-    A hint: a read that fails is logged, and the run tries its first pass."""
-    try:
-        rows = spark.fetch(f"show tblproperties {quarantine} ('{DISCARDED_PROPERTY}')")
-    except DbtRuntimeError as exc:
-        logger.warning(f"could not read {DISCARDED_PROPERTY} of {quarantine}: {exc}")
-        return False
-    return discarded_last({str(r.get("key")): str(r.get("value")) for r in rows})

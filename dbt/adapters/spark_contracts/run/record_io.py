@@ -3,7 +3,7 @@ properties, marked taken over; and a connection behind a lease's fence (`Fenced`
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
@@ -21,6 +21,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 from dbt.adapters.spark_contracts.core.recovery.record import (
     CLIENT_PROPERTY,
     EPOCH_PROPERTY,
+    PENDING_PROPERTY,
     TAKEN_PROPERTY,
     RunRecord,
 )
@@ -174,3 +175,17 @@ def record_name(owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> str:
     microbatch batch `..._<batch>` (the batches of one invocation each keep their own)."""
     name = lease_name(owner.relation, owner.invocation_id, suffix)
     return name + (f"_{batch_key(owner.batch_tag)}" if owner.batch_tag else "")
+
+
+def copy_of(spark: Spark, invocation_id: str, says: Dict[str, str]) -> List[Tuple[str, str]]:
+    """What a pending table carries of its run's record (`says`; core/recovery/pending.Pending):
+    the run, its tag, the model table's version, where its statements run; its lease released
+    ("0"): the record holds the lease, so a settler that finds the table without its record
+    waits for no one, and drops rows only on `decide_pending`'s proof."""
+    kept = {k: v for k, v in says.items() if k != PENDING_PROPERTY}
+    return [
+        *kept.items(),
+        (RUN_PROPERTY, invocation_id),
+        (APP_PROPERTY, application_of(spark)),
+        (BEAT_PROPERTY, "0"),
+    ]

@@ -164,6 +164,16 @@ class FormatCapabilities:
     takes_late_commits_back: bool = False
 
     @property
+    def moves_own_rows_by_merge(self) -> bool:
+        """A run moves its own discarded rows into a quarantine of this format as a MERGE on its
+        run id: the format fences no append inside the commit but checks a MERGE's commit
+        against rows appended since it read (Iceberg), so a move sent before its run lost the
+        lease and landing after a settler's inserts nothing more (or fails its commit), where
+        an append would add the rows a second time. Delta fences the append itself; Parquet
+        checks nothing (run-guarantees.md names that gap)."""
+        return self.logged and not self.fences_in_commit
+
+    @property
     def guards_late_writes(self) -> bool:
         """A run that lost its lease cannot leave a write behind in a table of this format: it
         is fenced off inside the commit, or found and taken back."""
