@@ -42,8 +42,10 @@ def snapshot(name: str, fmt: str, contract: str | None) -> str:
 
 
 def written(project, name: str) -> str:
-    """What dbt wrote to target/run for the snapshot `name` (its last run's SQL)."""
-    found = list((Path(project.project_root) / "target" / "run").rglob(f"{name}.sql"))
+    """What dbt wrote to target/run for the snapshot `name` (its last run's SQL). dbt-core 1.12
+    writes it one folder deeper (`snapshots/<name>.sql/<name>.sql`): files only."""
+    run = Path(project.project_root) / "target" / "run"
+    found = [path for path in run.rglob(f"{name}.sql") if path.is_file()]
     assert len(found) == 1, found
     return found[0].read_text().lower()
 
