@@ -693,13 +693,20 @@ def test_a_quarantining_run_stalled_after_its_load_commits_nothing_more(
         assert settled, second
     else:  # it had moved them before the stop took hold
         assert resumed["status"] == "success" and not settled, (resumed, second)
-    project.settle("q_stalled")
-    rows = project.rows(["q_stalled", "q_stalled__quarantine"])
-    assert [r["id"] for r in rows["q_stalled"]] == [0, 1, 2, 3, 3, 5, 5, 7, 7], rows
-    quarantined = rows["q_stalled__quarantine"]
+    two_loads_each_quarantined_once(project, "q_stalled")
+
+
+def two_loads_each_quarantined_once(project: Project, table: str) -> None:
+    """After `QUARANTINE_MODEL`'s first run and two runs of v 2 that loaded (one by the run
+    itself or its settler): both loads' kept rows in the table, each load's discarded rows in
+    the quarantine once, nothing left pending."""
+    project.settle(table)
+    rows = project.rows([table, f"{table}__quarantine"])
+    assert [r["id"] for r in rows[table]] == [0, 1, 2, 3, 3, 5, 5, 7, 7], rows
+    quarantined = rows[f"{table}__quarantine"]
     assert sorted(r["id"] for r in quarantined) == [4, 4, 6, 6, 8, 8], quarantined
     assert len({r["_dbt_run_id"] for r in quarantined}) == 2, quarantined  # each run's once
-    assert leftovers(project, "q_stalled") == []
+    assert leftovers(project, table) == []
 
 
 def _stop_before(
@@ -826,13 +833,7 @@ def test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_ro
     assert second.wait(timeout=600) == 0, project.results()
     settled = project.results()["q_moved"]["adapter_response"].get("repairs") or []
     assert [r for r in settled if "settled run" in r and "moved" in r], settled
-    project.settle("q_moved")
-    rows = project.rows(["q_moved", "q_moved__quarantine"])
-    assert [r["id"] for r in rows["q_moved"]] == [0, 1, 2, 3, 3, 5, 5, 7, 7], rows
-    quarantined = rows["q_moved__quarantine"]
-    assert sorted(r["id"] for r in quarantined) == [4, 4, 6, 6, 8, 8], quarantined
-    assert len({r["_dbt_run_id"] for r in quarantined}) == 2, quarantined  # each run's once
-    assert leftovers(project, "q_moved") == []
+    two_loads_each_quarantined_once(project, "q_moved")
 
 
 def _backfill_sent_after_a_takeover(project: Project, monkeypatch) -> str:

@@ -3,7 +3,7 @@ to the run's pending table before the load, moved into the quarantine after it; 
 made ready and evolved; another run's pending table settled from the model table's own record.
 The `Runner` has one, as it has a `Restorer` (run/restore.py), which puts tables back."""
 
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
@@ -93,10 +93,9 @@ class Quarantine:
         (Delta's append that met a metadata change; Iceberg's MERGE whose commit met another
         run's)."""
         fmt = quarantine_format_for(run.table_format)
-        if row_of(fmt).moves_own_rows_by_merge:
-            own = RowsOf(run.invocation_id, run.batch_tag or None)
-            table, schema = run.quarantine_table, self._pending_schema(run, pending)
-            write = lambda: self._merge_once(table, pending, schema, own)  # noqa: E731
+        row = row_of(fmt)
+        if row.moves_own_rows_by_merge:
+            write = self._own_merge(run, pending)
         else:
             write = lambda: self.leases.fenced(fmt, lambda: self.spark.run(sql))  # noqa: E731
         try:
@@ -105,10 +104,11 @@ class Quarantine:
             self.leases.check(run)  # refused by a taker's marker: the lease is lost
             statements = self._quarantine_evolution(run)
             if not statements:  # the table fits (or was created from these rows)
-                again = row_of(fmt)  # Delta's refused append; a MERGE that met another commit
-                if not (again.append_refused_by_metadata_change or again.moves_own_rows_by_merge):
+                # Delta's refused append; a MERGE whose commit met another's
+                if not (row.append_refused_by_metadata_change or row.moves_own_rows_by_merge):
                     raise
-                self._insert_again(run, pending)
+                merge = write if row.moves_own_rows_by_merge else self._own_merge(run, pending)
+                self._insert_again(run, merge)
                 return
             for statement in statements:
                 self.spark.run(statement)
@@ -117,24 +117,30 @@ class Quarantine:
         # that took the lease over moves the rows is never taken for done (`LeaseLost`)
         self.leases.check(run)
 
-    def _insert_again(self, run: ModelRun, pending: str) -> None:
+    def _insert_again(self, run: ModelRun, merge: Callable[[], None]) -> None:
         """The run's refused move into its quarantine, while the table fits, sent again up to
-        `INSERT_ATTEMPTS` times, each after the lease's check, as a MERGE on the run's id that
-        inserts none where the run's rows are there already (`_merge_once`): Delta's append
-        that met a concurrent metadata change (e.g. another run's `remember`; that refusal
-        wrote nothing; the MERGE carries the lease's transaction id), and Iceberg's MERGE whose
-        commit met another's. A failed Parquet insert may have written part of its files: not
-        sent again. The last refusal is raised (the rows stay pending)."""
-        schema = self._pending_schema(run, pending)
-        own = RowsOf(run.invocation_id, run.batch_tag or None)
-        fmt = quarantine_format_for(run.table_format)
-        merge = lambda: self.leases.fenced(  # noqa: E731
-            fmt, lambda: self._merge_once(run.quarantine_table, pending, schema, own)
-        )
+        `INSERT_ATTEMPTS` times, each after the lease's check, as `merge` (`_own_merge`: a
+        MERGE on the run's id that inserts none where the run's rows are there already):
+        Delta's append that met a concurrent metadata change (e.g. another run's `remember`;
+        that refusal wrote nothing; the MERGE carries the lease's transaction id), and
+        Iceberg's MERGE whose commit met another's. A failed Parquet insert may have written
+        part of its files: not sent again. The last refusal is raised (the rows stay
+        pending)."""
         tried_again(
             merge, lambda: False, first_at_once=False, before=lambda: self.leases.check(run)
         )
         self.leases.check(run)  # a merge skipped inside its commit is never taken for done
+
+    def _own_merge(self, run: ModelRun, pending: str) -> Callable[[], None]:
+        """The run's own discarded rows moved from `pending` by a MERGE on its id
+        (`_merge_once`), under the lease's transaction id where the quarantine's format has
+        one (the pending table's columns read once, here)."""
+        schema = self._pending_schema(run, pending)
+        own = RowsOf(run.invocation_id, run.batch_tag or None)
+        fmt = quarantine_format_for(run.table_format)
+        return lambda: self.leases.fenced(
+            fmt, lambda: self._merge_once(run.quarantine_table, pending, schema, own)
+        )
 
     def _pending_schema(self, run: ModelRun, pending: str) -> Struct:
         return self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
