@@ -114,7 +114,7 @@ def plan_statements(
     plan = plan_schema_change(diff, "delta", properties, Policy(), deployed, compiled)
     if plan.is_blocked:
         raise RuntimeError(f"the planner blocked a safe change on {table}: {plan}")
-    return render_plan(plan, table, "delta")
+    return [step.sql for step in render_plan(plan, table, "delta")]
 
 
 def run_statements(spark: Any, statements: List[str]) -> float:
