@@ -15,7 +15,10 @@ table's own record (`decide_pending`), never from the quarantine's:
   watched on the settling run's own clock): leave it; that run moves its own rows;
 - the load that carries the tag is in the model's log: the load finished; its discarded rows
   are moved into the quarantine (unless it already holds rows of that run), then the pending
-  table is dropped (roll forward: rows are added, never taken away);
+  table is dropped (roll forward: rows are added, never taken away). For parquet (its load
+  recorded by the property) only once that run's Spark application is provably gone (below):
+  its own move may still land, and a parquet quarantine can neither fence it off (Delta's
+  marker) nor take it as a no-op (Iceberg's MERGE on the run id), so it is kept till then;
 - the model's log still holds the version the table was at when the pending table was made
   (recorded on it: never a clock) and holds no such load after it, and
   the Spark application that ran that run's statements is provably gone (its embedded session's
@@ -287,8 +290,21 @@ def decide_pending(
         for name, value in record.properties.items():
             if name.lower().startswith(LOADED_PREFIX) and value == pending.tag:
                 key = name
+        if key is not None and not gone:
+            # its own move, already past its fence, may still land: a settler's move beside it
+            # would add the rows twice, and a Parquet quarantine takes neither back
+            return Decision(
+                Action.KEEP,
+                f"the table's property {key} records its load, but the Spark application that "
+                "ran its statements may still be moving the rows itself (it is not provably "
+                "gone), and a Parquet quarantine could not take a second move back",
+            )
         if key is not None:
-            return Decision(Action.MOVE, f"the table's property {key} records its load")
+            return Decision(
+                Action.MOVE,
+                f"the table's property {key} records its load, and the Spark application "
+                "that ran its statements is gone",
+            )
         return Decision(
             Action.KEEP, "the table keeps no log and carries no property recording its load"
         )
