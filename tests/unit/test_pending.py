@@ -19,12 +19,14 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     LogEntry,
     ModelRecord,
     Pending,
+    RowsOf,
     application_gone,
     decide_pending,
     is_pending_of,
     loaded_property,
     manual_move,
     pending_name,
+    rows_of_pending,
 )
 
 TAG = "dbt-spark-contracts:inv-1:abc:model.p.t"
@@ -199,6 +201,8 @@ def test_parquet_moves_on_its_property_once_its_run_is_gone_and_keeps_otherwise(
     assert decide_pending(pending(0), loaded, gone=True).action is Action.MOVE
     alive = decide_pending(pending(0), loaded, gone=False)
     assert alive.action is Action.KEEP and "not provably gone" in alive.reason
+    # released by its run (a failed move after its load: QuarantinePending) or by a person
+    assert decide_pending(pending(0), loaded, released=True).action is Action.MOVE
     assert decide_pending(pending(0), ModelRecord(None, {}), gone=True).action is Action.KEEP
     assert loaded_property("inv-1").startswith(LOADED_PREFIX)
 
@@ -229,10 +233,28 @@ def test_a_pending_table_is_named_by_its_run_and_read_back_from_its_properties()
 def test_the_move_by_hand_appends_only_the_discarded_rows():
     """A pending table holds the run's kept rows too (`_contract_reason` null): the statements a
     warning names for a move by hand append the discarded ones only, then drop it."""
-    said = manual_move("s.m__quarantine__pending_r", "s.m__quarantine", "parquet")
+    said = manual_move("s.m__quarantine__pending_r", "s.m__quarantine", "parquet", None)
     move, rest = said.split("; ", 1)
     assert move == (
         "INSERT INTO s.m__quarantine BY NAME SELECT * FROM s.m__quarantine__pending_r "
         "WHERE `_contract_reason` IS NOT NULL"
     )
     assert rest.startswith("drop table if exists s.m__quarantine__pending_r (if the model's load")
+
+
+def test_the_move_by_hand_appends_nothing_the_quarantine_holds_already():
+    """A run's move that landed before its drop of the pending table: the statement by hand
+    inserts none of that run's rows again (of that batch, for a microbatch batch's)."""
+    quarantine = "s.m__quarantine"
+    run_pending = Pending(pending_name(quarantine, "inv-1"), TAG, "inv-1", 0.0, None)
+    rows = rows_of_pending(run_pending, quarantine)
+    assert rows == RowsOf("inv-1", None)
+    move = manual_move(run_pending.name, quarantine, "parquet", rows).split("; ", 1)[0]
+    assert move.endswith(
+        "WHERE `_contract_reason` IS NOT NULL AND NOT EXISTS (SELECT 1 FROM s.m__quarantine "
+        "WHERE `_dbt_run_id` = 'inv-1')"
+    )
+    batch_pending = Pending(pending_name(quarantine, "inv-1", "b-tag"), "b-tag", "inv-1", 0.0, None)
+    assert rows_of_pending(batch_pending, quarantine) == RowsOf("inv-1", "b-tag")
+    unnamed = Pending(pending_name(quarantine, "inv-1"), None, None, None, None)
+    assert rows_of_pending(unnamed, quarantine) is None

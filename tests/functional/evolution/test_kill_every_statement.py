@@ -382,7 +382,9 @@ def test_kill_9_after_every_statement_of_every_materialization(
         assert code == 0, case.name
     # Parquet keeps no log: a quarantining run killed between its load and the table property
     # that records it leaves its pending table, kept with a warning naming the move by hand
-    # (never dropped on an absence: run-guarantees.md). The user moves it as the warning says
+    # (never dropped on an absence: run-guarantees.md); over a server, one killed after that
+    # property too (its lease ran out, and the server may still run its own move, which the
+    # statements by hand do not repeat). The user moves it as the warning says
     # (these retries load the same rows, so the load is in the table), and the next run drops
     # the record whose pending table is gone.
     by_hand = project.kept_by_hand(since=retried)

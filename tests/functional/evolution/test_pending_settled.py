@@ -35,7 +35,10 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     BEAT_PROPERTY,
     RUN_PROPERTY,
     Application,
+    Pending,
     loaded_property,
+    manual_move,
+    rows_of_pending,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
     PENDING_PROPERTY,
@@ -277,21 +280,24 @@ class TestPendingSettled:
         )
         assert [r[0] for r in held] == [90], held
 
-    def test_a_parquet_run_whose_application_may_still_run_is_kept_not_moved(
-        self, project, monkeypatch
+    @pytest.mark.parametrize("beat", ("1", "0"), ids=("ran-out", "released"))
+    def test_a_parquet_run_that_may_still_move_its_rows_is_kept_until_it_let_go(
+        self, project, monkeypatch, beat
     ):
-        """A Parquet quarantining run that recorded its load and then stopped, its lease run
-        out, its application not provably gone: its own move into the quarantine may still
-        land, and a Parquet quarantine could neither fence it off nor take it as a no-op, so
-        the next run keeps its pending table (a warning with the statements by hand) and
-        moves nothing; the rows are neither lost nor added twice."""
+        """A Parquet quarantining run that recorded its load, its application not provably
+        gone. Its lease ran out (a stalled run: never renewed while the next run watched it):
+        its own move into the quarantine may still land, and a Parquet quarantine could
+        neither fence it off nor take it as a no-op, so the next run keeps its pending table
+        and moves nothing. The statements by hand its warning names insert nothing twice when
+        that run's move landed meanwhile. Released instead (the run failed after its load and
+        let go, or a person made sure it is over): the next run moves the rows, once."""
         monkeypatch.setenv(LEASE_ENV, "4")  # a lease that is not renewed runs out this soon
         schema = project.test_schema
         table = f"{schema}.pm_parquet"
         run_dbt(["run", "--select", "pm_parquet"])
-        stalled = "stalled-parquet"
+        stalled = f"p{beat}-stalled"  # its record and pending table named apart per case
         alive = applications(project)[1]
-        for statement in dead_run_sql(table, "parquet", stalled, 0, 91, alive):
+        for statement in dead_run_sql(table, "parquet", stalled, float(beat), 91, alive):
             project.run_sql(statement)
         project.run_sql(f"insert into {table} values (91, 91)")
         project.run_sql(
@@ -300,14 +306,32 @@ class TestPendingSettled:
         )
         results = run_dbt(["run", "--select", "pm_parquet", "--vars", "{v: 2}"])
         repairs = results[0].adapter_response.get("repairs") or []
+        quarantine, pending = f"{table}__quarantine", pending_of(table, stalled)
+
+        def held() -> list:
+            return project.run_sql(
+                f"select id from {quarantine} where _dbt_run_id = '{stalled}'", fetch="all"
+            )
+
+        if beat == "0":
+            assert any(stalled in r and "moved" in r for r in repairs), repairs
+            assert [r[0] for r in held()] == [91]
+            return
         assert not any(stalled in r for r in repairs), repairs
-        held = project.run_sql(
-            f"select count(*) from {table}__quarantine where _dbt_run_id = '{stalled}'",
-            fetch="one",
-        )
-        assert held[0] == 0, held  # not moved: the stalled run's own move would double it
+        assert held() == []  # not moved: the stalled run's own move would double it
         still = project.run_sql(
-            f"select id from {pending_of(table, stalled)} where _contract_reason is not null",
-            fetch="all",
+            f"select id from {pending} where _contract_reason is not null", fetch="all"
         )
         assert [r[0] for r in still] == [91], still  # kept, for its run or a person
+        # the stalled run's own move lands now; then a person follows the warning
+        project.run_sql(
+            f"insert into {quarantine} by name select * from {pending} "
+            "where _contract_reason is not null"
+        )
+        found = Pending.from_properties(pending, {RUN_PROPERTY: stalled})
+        by_hand = manual_move(pending, quarantine, "parquet", rows_of_pending(found, quarantine))
+        insert, drop = by_hand.split("; ", 1)
+        project.run_sql(insert)
+        project.run_sql(drop.split(" (if", 1)[0])
+        assert [r[0] for r in held()] == [91]  # once
+        project.run_sql(f"drop table {record_of(table, stalled)}")  # the next run would

@@ -136,7 +136,7 @@ class Quarantine:
         (`_merge_once`), under the lease's transaction id where the quarantine's format has
         one (the pending table's columns read once, here)."""
         schema = self._pending_schema(run, pending)
-        own = RowsOf(run.invocation_id, run.batch_tag or None)
+        own = own_rows(run)
         fmt = quarantine_format_for(run.table_format)
         return lambda: self.leases.fenced(
             fmt, lambda: self._merge_once(run.quarantine_table, pending, schema, own)
@@ -229,7 +229,7 @@ class Quarantine:
                 logger.debug(f"{run.unique_id}: could not confirm its lease: {confirm_exc}")
             self.leases.release(run, keep=True)
             raise QuarantinePending(
-                run.unique_id, pending, run.quarantine_table, exc, run.table_format
+                run.unique_id, pending, run.quarantine_table, exc, run.table_format, own_rows(run)
             ) from exc
         self.book.state.pending = None
         self.leases.release(run, keep=False)  # its rows are in: the record says nothing more
@@ -386,7 +386,7 @@ class Quarantine:
             logger.warning(
                 f"{run.unique_id}: the run's discarded rows stay in {pending} ({exc}); the "
                 f"model's next run settles it, or by hand: "
-                f"{manual_move(pending, run.quarantine_table, run.table_format)}"
+                f"{manual_move(pending, run.quarantine_table, run.table_format, own_rows(run))}"
             )
             return None
 
@@ -394,3 +394,8 @@ class Quarantine:
         if logged(table_format):
             return ModelRecord(self.log(table_format).entries(relation), {})
         return ModelRecord(None, table_properties(self.spark, relation))
+
+
+def own_rows(run: ModelRun) -> RowsOf:
+    """The run's own rows in its quarantine: its invocation's, its batch's for a batch."""
+    return RowsOf(run.invocation_id, run.batch_tag or None)

@@ -9,7 +9,11 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     Commit,
     describe_commits,
 )
-from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY, manual_move
+from dbt.adapters.spark_contracts.core.recovery.pending import (
+    BEAT_PROPERTY,
+    RowsOf,
+    manual_move,
+)
 from dbt.adapters.spark_contracts.run.heartbeat import LEASE_ENV, lease_seconds
 
 if TYPE_CHECKING:
@@ -182,6 +186,7 @@ class QuarantinePending(DbtRuntimeError):
         quarantine: str,
         cause: BaseException,
         table_format: str,
+        rows: RowsOf,
     ):
         self.unique_id, self.pending, self.quarantine, self.cause = (
             unique_id,
@@ -192,7 +197,8 @@ class QuarantinePending(DbtRuntimeError):
         super().__init__(
             f"{unique_id}: the load committed, but its discarded rows could not be moved from "
             f"{pending} into {quarantine}: {cause}. They are kept in {pending}; the model's "
-            f"next run moves them first. By hand: {manual_move(pending, quarantine, table_format)}"
+            "next run moves them first (its run's lease released here). By hand: "
+            f"{manual_move(pending, quarantine, table_format, rows)}"
         )
 
 

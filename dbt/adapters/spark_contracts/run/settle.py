@@ -184,7 +184,13 @@ def settle_others(
         # a marker went in under the record's id, and the load said it carries that id
         fenced_off = claim.lease in fenced and pending.fenced_writes == leases[claim.lease].txn_app
         decision = protocol.decide_pending(
-            pending, record, claim.lease in binding, gone, fenced_off
+            pending,
+            record,
+            claim.lease in binding,
+            gone,
+            fenced_off,
+            # released by its run (or a person), not by a taker's mark
+            released=leases[claim.lease].released and not leases[claim.lease].taken_by,
         )
         if decision.action is protocol.Action.WAIT:
             logger.info(
@@ -196,7 +202,7 @@ def settle_others(
             logger.warning(
                 f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
                 f"finish; {decision.reason}, so it is kept. By hand: "
-                f"{protocol.manual_move(name, quarantine, table_format)}"
+                f"{protocol.manual_move(name, quarantine, table_format, protocol.rows_of_pending(pending, quarantine))}"
             )
             continue
         if claim.lease not in marked:  # taken over first: that run can commit nothing after

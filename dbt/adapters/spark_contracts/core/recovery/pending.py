@@ -274,10 +274,12 @@ def decide_pending(
     binds: bool = False,
     gone: bool = False,
     fenced_off: bool = False,
+    released: bool = False,
 ) -> Decision:
     """What to do with another run's pending table (see the module's text). `binds`: its lease
     may still be held (core/recovery/lease.py); `gone`: its run's Spark application is provably gone
-    (`application_gone`); `fenced_off`: its run's writes carry a transaction id
+    (`application_gone`); `released`: its lease was released (by its run, which sends nothing
+    more once it let go, or by a person who made sure of that), not run out; `fenced_off`: its run's writes carry a transaction id
     (`Pending.fenced_writes`) and the settler committed a marker under it on the model table
     before it read `record` (core/recovery/txn_fence.py), so a load of that run not in `record`
     never commits. No clock is read: the log is compared by version."""
@@ -290,21 +292,19 @@ def decide_pending(
         for name, value in record.properties.items():
             if name.lower().startswith(LOADED_PREFIX) and value == pending.tag:
                 key = name
-        if key is not None and not gone:
+        if key is not None and not (gone or released):
             # its own move, already past its fence, may still land: a settler's move beside it
             # would add the rows twice, and a Parquet quarantine takes neither back
             return Decision(
                 Action.KEEP,
-                f"the table's property {key} records its load, but the Spark application that "
-                "ran its statements may still be moving the rows itself (it is not provably "
-                "gone), and a Parquet quarantine could not take a second move back",
+                f"the table's property {key} records its load, but its lease ran out without "
+                "being released and the Spark application that ran its statements is not "
+                "provably gone: it may still be moving the rows itself, and a Parquet "
+                "quarantine could not take a second move back",
             )
         if key is not None:
-            return Decision(
-                Action.MOVE,
-                f"the table's property {key} records its load, and the Spark application "
-                "that ran its statements is gone",
-            )
+            over = "its lease was released" if released else "the Spark application is gone"
+            return Decision(Action.MOVE, f"the table's property {key} records its load, and {over}")
         return Decision(
             Action.KEEP, "the table keeps no log and carries no property recording its load"
         )
@@ -371,15 +371,34 @@ def load_state(record: ModelRecord, tag: str) -> Loaded:
     return state
 
 
-def manual_move(pending: str, quarantine: str, table_format: str) -> str:
+def manual_move(pending: str, quarantine: str, table_format: str, rows: RowsOf | None) -> str:
     """The statements that settle a pending table by hand (beside a model in `table_format`):
-    its discarded rows appended (the pending table holds the kept rows too), then dropped."""
+    its discarded rows appended (the pending table holds the kept rows too) unless the
+    quarantine holds `rows` (that run's, that batch's) already, as it does where a move landed
+    before its drop of the pending table; then dropped. `rows` None (the pending table names
+    no run): unguarded."""
     drop = drop_sql(pending, table_format)
+    guard = (
+        ""
+        if rows is None
+        else (f" AND NOT EXISTS (SELECT 1 FROM {quarantine} WHERE {rows.where()})")
+    )
     return (
-        f"INSERT INTO {quarantine} BY NAME SELECT * FROM {pending} WHERE {PENDING_DISCARDED}; "
-        f"{drop} "
+        f"INSERT INTO {quarantine} BY NAME SELECT * FROM {pending} WHERE {PENDING_DISCARDED}"
+        f"{guard}; {drop} "
         f"(if the model's load of that run is in its table), or {drop} (if not)"
     )
+
+
+def rows_of_pending(pending: Pending, quarantine: str) -> RowsOf | None:
+    """Whose rows `pending` holds, as the quarantine tells them (`RowsOf`): its run's, and a
+    microbatch batch's own (its name carries the batch after the run: `pending_name`) by its
+    commit tag. None where its properties name no run."""
+    if pending.run is None:
+        return None
+    plain = pending_name(quarantine.rsplit(".", 1)[-1], pending.run).strip("`").lower()
+    batch = pending.name.rsplit(".", 1)[-1].strip("`").lower() != plain
+    return RowsOf(pending.run, pending.tag if batch else None)
 
 
 @dataclass(frozen=True)
