@@ -58,6 +58,16 @@ def test_a_record_reads_back_what_its_run_wrote(done, with_intent, taken, swap):
     assert RunRecord.from_properties("t", {BEAT_PROPERTY: "0"}).released
 
 
+def test_a_lease_its_run_let_go_of_is_told_from_one_a_taker_marked():
+    """A taker's mark releases the lease too (heartbeat "0"): only a release without it says
+    that the run itself (or a person) let go."""
+    let_go = RunRecord.from_properties("t", {BEAT_PROPERTY: "0"})
+    marked = RunRecord.from_properties("t", {BEAT_PROPERTY: "0", TAKEN_PROPERTY: "inv2"})
+    running = RunRecord.from_properties("t", {BEAT_PROPERTY: "12.5"})
+    assert let_go.let_go and not marked.let_go and not running.let_go
+    assert marked.released
+
+
 @given(
     st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1),
     st.booleans(),

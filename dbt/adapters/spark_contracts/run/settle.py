@@ -189,8 +189,9 @@ def settle_others(
             claim.lease in binding,
             gone,
             fenced_off,
-            # released by its run (or a person), not by a taker's mark
-            released=leases[claim.lease].released and not leases[claim.lease].taken_by,
+            # a record its run let go of; a pending table without its record is released
+            # from the start (`copy_of`), which says nothing of its run
+            released=claim.record and leases[claim.lease].let_go,
         )
         if decision.action is protocol.Action.WAIT:
             logger.info(
@@ -199,10 +200,11 @@ def settle_others(
             )
             continue
         if decision.action is protocol.Action.KEEP:
+            rows = protocol.rows_of_pending(pending, quarantine)
             logger.warning(
                 f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
                 f"finish; {decision.reason}, so it is kept. By hand: "
-                f"{protocol.manual_move(name, quarantine, table_format, protocol.rows_of_pending(pending, quarantine))}"
+                f"{protocol.manual_move(name, quarantine, table_format, rows)}"
             )
             continue
         if claim.lease not in marked:  # taken over first: that run can commit nothing after

@@ -170,7 +170,8 @@ class FormatCapabilities:
         against rows appended since it read (Iceberg), so a move sent before its run lost the
         lease and landing after a settler's inserts nothing more (or fails its commit), where
         an append would add the rows a second time. Delta fences the append itself; Parquet
-        checks nothing (run-guarantees.md names that gap)."""
+        checks nothing, so a settler leaves a Parquet run's rows to it until that run let go
+        or is provably gone (core/recovery/pending.decide_pending)."""
         return self.logged and not self.fences_in_commit
 
     @property

@@ -16,9 +16,10 @@ table's own record (`decide_pending`), never from the quarantine's:
 - the load that carries the tag is in the model's log: the load finished; its discarded rows
   are moved into the quarantine (unless it already holds rows of that run), then the pending
   table is dropped (roll forward: rows are added, never taken away). For parquet (its load
-  recorded by the property) only once that run's Spark application is provably gone (below):
-  its own move may still land, and a parquet quarantine can neither fence it off (Delta's
-  marker) nor take it as a no-op (Iceberg's MERGE on the run id), so it is kept till then;
+  recorded by the property) only once that run let go of its record's lease (it failed after
+  its load, or a person released it) or its Spark application is provably gone (below): till
+  then its own move may still land, and a parquet quarantine can neither fence it off (Delta's
+  marker) nor take it as a no-op (Iceberg's MERGE on the run id), so it is kept;
 - the model's log still holds the version the table was at when the pending table was made
   (recorded on it: never a clock) and holds no such load after it, and
   the Spark application that ran that run's statements is provably gone (its embedded session's
@@ -278,8 +279,8 @@ def decide_pending(
 ) -> Decision:
     """What to do with another run's pending table (see the module's text). `binds`: its lease
     may still be held (core/recovery/lease.py); `gone`: its run's Spark application is provably gone
-    (`application_gone`); `released`: its lease was released (by its run, which sends nothing
-    more once it let go, or by a person who made sure of that), not run out; `fenced_off`: its run's writes carry a transaction id
+    (`application_gone`); `released`: its run's record says it let go of its lease
+    (`RunRecord.let_go`: a run sends nothing more once it let go), not that it ran out; `fenced_off`: its run's writes carry a transaction id
     (`Pending.fenced_writes`) and the settler committed a marker under it on the model table
     before it read `record` (core/recovery/txn_fence.py), so a load of that run not in `record`
     never commits. No clock is read: the log is compared by version."""

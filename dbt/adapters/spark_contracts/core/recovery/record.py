@@ -172,6 +172,12 @@ class RunRecord:
         return (self.beat or "").strip() in ("0", "0.0")
 
     @property
+    def let_go(self) -> bool:
+        """Released by its holder (a run that failed and let go sends nothing more) or by a
+        person who made sure of that; not by a taker's mark, which releases it too."""
+        return self.released and not self.taken_by
+
+    @property
     def holder(self) -> str:
         return self.run or self.table
 
