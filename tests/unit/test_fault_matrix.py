@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
+from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
 from dbt.adapters.spark_contracts.core.evolution.plan import ColumnEvolution, Policy
 from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, commit_tag, is_marker
@@ -34,6 +35,7 @@ from dbt.adapters.spark_contracts.run import (
     DELTA_USER_METADATA,
     ForeignCommits,
     LeaseLost,
+    LoadUnanswered,
     ModelRun,
     Runner,
     RunReport,
@@ -406,6 +408,54 @@ def test_a_write_sent_after_its_lease_was_taken_over_is_skipped_inside_its_commi
     marker = next(i for i, v in enumerate(table.versions) if is_marker(v.tag))
     assert table.versions[marker].tag.endswith("t__dbt_lease_inva")  # A's record's, by B
     assert not [v for v in table.versions[marker:] if v.tag and ":inv-a:" in v.tag]
+
+
+@pytest.mark.parametrize("lands", [True, False], ids=["lands-late", "never-lands"])
+@pytest.mark.parametrize("marker", ["sent", "lost"])
+def test_a_load_spark_gave_no_answer_for_is_never_overtaken_by_a_restore(
+    lands: bool, marker: str, tmp_path: Path
+):
+    """The run changed the table in steps, then its load got no answer (a lost connection): the
+    server may still commit it. The run fences it off with its own marker, then restores (a
+    late load is skipped inside its commit); where that marker cannot be sent either, it puts
+    nothing back (a restore would be overtaken by the load) and fails with `LoadUnanswered`,
+    its record kept: the next run repairs the table first, after its own marker. Either way
+    the table ends as before that run, then as after the next, whenever the load arrives."""
+    table = new_table()
+    original, held = table.run, {}
+
+    def unanswered(sql: str) -> Any:
+        low = sql.lower()
+        if low.startswith(f"merge into {TABLE} using") and low != marker_sql(TABLE) and not held:
+            held.update(conf=dict(table.conf), sql=sql)  # reached the server, no answer back
+            table._statement()
+            raise ConnectionLostError("read timed out")
+        if low == marker_sql(TABLE) and marker == "lost":  # the connection is down still
+            raise ConnectionLostError("connection refused")
+        return original(sql)
+
+    def server_commits_it() -> None:
+        conf, table.conf = table.conf, held["conf"]
+        try:
+            original(held["sql"])
+        finally:
+            table.conf = conf
+
+    table.run = unanswered  # type: ignore[method-assign]
+    expected = RunUndone if marker == "sent" else LoadUnanswered
+    with pytest.raises(expected):
+        a_run(table, "inv-lost", tmp_path)
+    if marker == "sent":
+        assert table.current.state() == BEFORE and not has_intent(table), table.versions
+    else:
+        assert has_intent(table) and table.current.state() != BEFORE, table.versions
+    table.run = original  # type: ignore[method-assign]  # the connection is back
+    if lands:
+        server_commits_it()
+    a_run(table, "inv-next", tmp_path)
+    assert table.current.state() == control(tmp_path), table.versions
+    server_commits_it()  # (again) now: skipped inside its commit
+    assert table.current.state() == control(tmp_path), table.versions
 
 
 class CarryingDelta(FakeDelta):

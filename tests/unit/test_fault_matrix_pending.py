@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 from dbt_common.exceptions import DbtDatabaseError
 
+from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
 from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
 from dbt.adapters.spark_contracts.core.evolution.plan import Policy
 from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
@@ -203,8 +204,10 @@ class FakeTables(FakeDelta):
             self.taken.update((m.group(1).lower(), v) for k, v in pairs if k.endswith("taken_by"))
             return None
         if low.startswith(f"insert into {TABLE} "):
+            before = len(self.versions)
             response = super().run(sql)
-            self.loads.append(row_key(str(self.conf.get(DELTA_USER_METADATA))))
+            if len(self.versions) > before:  # committed, not skipped (a fenced-off write)
+                self.loads.append(row_key(str(self.conf.get(DELTA_USER_METADATA))))
             return response
         if m := re.match(r"restore table db\.t to version as of (\d+)$", low):
             kept = self.versions[int(m.group(1))].rows.count("|insert")
@@ -556,3 +559,95 @@ def test_a_pending_table_left_without_its_record_is_settled_from_its_own_copy(
     check(table)
     assert table.quarantine is not None
     assert table.quarantine.count("inv-dead") == (DISCARDED if loaded else 0)
+
+
+class LostAnswer:
+    """The model's load reaches the server, whose answer never reaches the run (the connection
+    broke, a timeout's cancel came too late): the server may still commit it, `lands()`. The
+    run's own marker (`marker`: what it meets) fences it off where it comes first."""
+
+    def __init__(self, table: FakeTables, marker: str = "sent") -> None:
+        self.table, self.real, self.marker = table, table.run, marker
+        self.conf: Dict[str, Any] = {}
+        self.sql = ""
+        table.run = self.run  # type: ignore[method-assign]
+
+    def run(self, sql: str) -> Any:
+        low = " ".join(sql.split()).lower()
+        if low.startswith(f"insert into {TABLE} ") and not self.sql:
+            self.conf, self.sql = dict(self.table.conf), sql  # what the server still holds
+            raise ConnectionLostError("read timed out")
+        if low == marker_sql(TABLE) and self.marker != "sent":
+            if self.marker == "lost":
+                raise ConnectionLostError("connection refused")
+            self.lands()  # "after the load": the server commits it before the marker
+        return self.real(sql)
+
+    def lands(self) -> None:
+        conf, self.table.conf = self.table.conf, self.conf
+        try:
+            self.real(self.sql)
+        finally:
+            self.table.conf = conf
+
+
+@pytest.mark.parametrize("lands", [True, False], ids=["lands-first", "never-lands"])
+def test_a_load_spark_gave_no_answer_for_is_fenced_off_by_its_own_run(lands: bool, tmp_path: Path):
+    """Delta: the failed run commits its own marker under its writes' transaction id, then
+    reads the log, which is final for its load: in it (it committed first), the rows are moved;
+    not in it, the pending table is dropped, and the load that arrives later is skipped."""
+    table = new_table()
+    lost = LostAnswer(table, "after the load" if lands else "sent")
+    with pytest.raises(ConnectionLostError):
+        a_run(table, "inv-lost", tmp_path)
+    check(table)
+    assert table.loads == (["inv-lost"] if lands else [])
+    lost.lands()  # the load's commit, now or again: skipped inside its commit
+    assert table.loads == (["inv-lost"] if lands else [])
+    a_run(table, "inv-next", tmp_path)
+    check(table)
+
+
+@pytest.mark.parametrize("lands", [True, False], ids=["lands-late", "never-lands"])
+def test_a_load_no_one_can_fence_off_yet_keeps_its_rows_until_the_log_decides(
+    lands: bool, tmp_path: Path
+):
+    """The answer lost, and the run's own marker too (the connection is down): the load may
+    still commit, so the run keeps its pending table (a drop would lose the discarded rows of a
+    load that commits later) under its record, not released (its load may still come): the
+    next run takes that lease over as a dead run's, commits its marker, and settles the table
+    from its log: moved once if the load landed, else dropped."""
+    table = new_table()
+    lost = LostAnswer(table, "lost")
+    with pytest.raises(ConnectionLostError):
+        a_run(table, "inv-lost", tmp_path)
+    assert table.loads == [] and len(table.pendings) == 1, table.pendings  # kept, not dropped
+    (record,) = table.leases.values()  # the record naming it, left as a dead run's
+    assert record[PENDING_PROPERTY] in table.pendings
+    assert record["dbt_spark_contracts.heartbeat"] != "0", record  # not released
+    lost.marker = "sent"
+    if lands:
+        lost.lands()
+        assert table.loads == ["inv-lost"]
+    a_run(table, "inv-next", tmp_path)
+    check(table)
+    assert table.quarantine is not None
+    assert table.quarantine.count("inv-lost") == (DISCARDED if lands else 0)
+    lost.lands()  # (again) after the next run's marker: skipped inside its commit
+    assert table.loads == (["inv-lost", "inv-next"] if lands else ["inv-next"])
+
+
+def test_a_load_spark_refused_drops_its_pending_rows_at_once(tmp_path: Path):
+    """A load Spark answered with an error is over: the run drops its own pending table."""
+    table = new_table()
+    real = table.run
+
+    def refused(sql: str) -> Any:
+        if sql.lower().startswith(f"insert into {TABLE} "):
+            raise DbtDatabaseError("[DELTA_CONCURRENT_APPEND] refused")
+        return real(sql)
+
+    table.run = refused  # type: ignore[method-assign]
+    with pytest.raises(DbtDatabaseError):
+        a_run(table, "inv-refused", tmp_path)
+    assert table.loads == [] and not table.pendings and not table.leases

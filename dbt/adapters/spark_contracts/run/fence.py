@@ -109,17 +109,27 @@ def commit_markers(
     marker refused because a write of the old holder committed while it ran is sent again
     (`tried_again`: that write is in the log then); the last refusal raises: the taker cannot
     show the window closed, and repairs nothing."""
-    marked: list = []
     if record.txn_app is None:
         return ()
+    return fence_off(spark, record.txn_app, record.table, tables)
+
+
+def fence_off(
+    spark: Spark, app: str, record_table: str, tables: Sequence[Tuple[str, str]]
+) -> Tuple[str, ...]:
+    """The writes under transaction id `app` (the holder's of `record_table`) to each of
+    `tables` that fences inside the commit and exists made final: an empty commit under `app` at
+    `MARKER_VERSION`, tagged as a marker; such a write not in the table's log by then is skipped
+    or fails. Returns the tables marked."""
+    marked: list = []
     for table, table_format in tables:
         if not fences(table_format) or not exists(spark, table):
             continue
         previous = spark.get_conf(DELTA_USER_METADATA)  # the node's own tag, set back after
-        spark.set_conf(DELTA_USER_METADATA, marker_tag(record.table))
+        spark.set_conf(DELTA_USER_METADATA, marker_tag(record_table))
         try:
 
-            def mark(t: str = table, app: str = record.txn_app) -> None:
+            def mark(t: str = table) -> None:
                 with carrying(spark, app, MARKER_VERSION):
                     spark.run(marker_sql(t))
 
@@ -128,7 +138,7 @@ def commit_markers(
             spark.set_conf(DELTA_USER_METADATA, previous)
         marked.append(table)
     if marked:
-        logger.debug(f"fenced off the writes of {record.table}'s holder on {', '.join(marked)}")
+        logger.debug(f"fenced off the writes of {record_table}'s holder on {', '.join(marked)}")
     return tuple(marked)
 
 

@@ -47,6 +47,7 @@ from dbt.adapters.spark_contracts.run.fence import (  # noqa: F401 (confirm: nam
     carrying,
     commit_markers,
     confirm,
+    fence_off,
     fences,
     refuse_unguarded,
 )
@@ -321,6 +322,17 @@ class Leases:
         with carrying(self.spark, self.txn_app, self.txn_version):
             return action()
 
+    def fence_off_own(self, owner: LeaseOwner) -> bool:
+        """This run's own writes to its model table that may still be on their way (a load
+        Spark gave no answer for) made final: a marker under the run's own transaction id
+        (run/fence.fence_off). True: the table's log now says for good whether they committed
+        (its format fences inside the commit, the run's writes carry an id, the table exists).
+        Only a failed run calls it: no write of its own follows on that table under that id."""
+        if self.held is None or self.txn_app is None or not fences(owner.table_format):
+            return False
+        tables = [(owner.relation, owner.table_format)]
+        return bool(fence_off(self.spark, self.txn_app, self.held.table, tables))
+
     def write(self, owner: LeaseOwner, properties: Dict[str, str]) -> None:
         """The held record says `properties` from here on (its intent, the steps done, a swap
         under way), written between two beats. A failure raises: what the record does not say,
@@ -345,6 +357,15 @@ class Leases:
     def let_go(self, owner: LeaseOwner) -> None:
         """The held lease dropped."""
         self.release(owner, keep=False)
+
+    def abandon(self) -> None:
+        """The held lease left as it is, its heartbeat stopped, not released: a write of this
+        run may still commit (a load Spark gave no answer for), so the next run takes the lease
+        over as a dead run's (once it runs out, or its process is gone), with the marker that
+        fences that write off and, on Iceberg, the watch for its late commit."""
+        beat, self.held, self.txn_app = self.held, None, None
+        if beat is not None:
+            beat.stop()
 
     def release(self, owner: LeaseOwner, keep: bool) -> None:
         """The held lease stopped; `keep`: left (its heartbeat "0": the next run need not wait

@@ -355,28 +355,49 @@ class Quarantine:
                 f"('{loaded_property(invocation_id)}')"
             )
 
-    def settle_own(self, run: ModelRun, restored: bool) -> Optional[str]:
+    def settle_own(self, run: ModelRun, restored: bool, answered: bool = True) -> Optional[str]:
         """A failed run's own pending table: dropped if its load is not in the table (never
         committed, or taken back), moved if it is; kept if that cannot be done (the run's
-        record, which names it, is kept then: the caller lets go of it)."""
+        record, which names it, is kept then: the caller lets go of it). `answered` False: the
+        load was sent and Spark gave no answer for it (a lost connection, a timeout's cancel):
+        it may still commit, so a load not (yet) in the table is no evidence, and the pending
+        table is kept for the next run, which settles it from the table's own log (Delta fences
+        the load off first; Iceberg waits for its load or its server's restart; Parquet, whose
+        property this run never set, is named in a warning for a person)."""
         pending = self.book.state.pending
         if pending is None:
             return None
         try:
-            if restored:
+            if restored and answered:
                 loaded = Loaded.UNDONE
             elif self.book.out.loaded:
                 loaded = Loaded.YES
-            elif run.replace_by is Build.CREATE and self._absent(run.relation):
+            elif answered and run.replace_by is Build.CREATE and self._absent(run.relation):
                 loaded = Loaded.NO  # the run was to create the table: no table, no load
-            else:  # did the statement commit before it failed? the table's own record says
+            elif answered or logged(run.table_format):
+                # did the statement commit before it failed? the table's own record says
                 loaded = load_state(
                     self.model_record(run.relation, run.table_format), run.commit_tag
                 )
+            else:  # parquet: its load is recorded by the property only this run would set
+                loaded = Loaded.NO
             if loaded is Loaded.YES:
                 done = self.move(
                     run.relation, run.table_format, run.quarantine_table, pending, None, run
                 )
+            elif loaded is Loaded.NO and not answered:
+                logger.warning(
+                    f"{run.unique_id}: Spark gave no answer for the run's load, which may still "
+                    f"commit: its discarded rows stay in {pending} for the model's next run, "
+                    "which settles them from the table's own log"
+                    + (
+                        ""
+                        if logged(run.table_format)
+                        else " (a Parquet table keeps none: "
+                        f"{manual_move(pending, run.quarantine_table, run.table_format, own_rows(run))})"
+                    )
+                )
+                return None
             else:
                 self.spark.run(drop_sql(pending, run.table_format))
                 done = f"dropped {pending} (the run's load is not in the table)"

@@ -81,6 +81,23 @@ class RunUndone(DbtRuntimeError):
         )
 
 
+class LoadUnanswered(DbtRuntimeError):
+    """The run's load got no answer from Spark (a lost connection, a timeout's cancel) after the
+    run changed the table, and the load could not be fenced off: it may still commit, so the
+    table is not put back now (a late load would land over the restore); the run's record is
+    kept, and the model's next run repairs the table first from its own log."""
+
+    def __init__(self, unique_id: str, relation: str, cause: BaseException):
+        self.unique_id, self.relation, self.cause = unique_id, relation, cause
+        super().__init__(
+            f"{unique_id}: Spark gave no answer for the run's load into {relation} ({cause}); "
+            "it may still commit, so the table was not put back now. The model's next run "
+            "repairs it first, from the table's own log (dbt run --select the model, or any "
+            "run of it). Cause: "
+            f"{cause}"
+        )
+
+
 class RunInProgress(DbtRuntimeError):
     """Another run of the model holds its lease and renewed it while this run watched
     (core/recovery/lease.py): this run changes nothing and fails, naming it."""

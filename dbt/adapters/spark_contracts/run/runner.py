@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, List, NoReturn, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
@@ -46,6 +47,7 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     FirstPassFailed,
     ForeignCommits,
     LeaseLost,
+    LoadUnanswered,
     RepairFirst,
     RestoreFailed,
     RunUndone,
@@ -53,6 +55,8 @@ from dbt.adapters.spark_contracts.run.run_errors import (
 )
 from dbt.adapters.spark_contracts.run.table_log import TableLog
 from dbt.adapters.spark_contracts.run.violations import raise_violation, value_violation
+
+LOAD_STEP = "the load"  # the step that sends the run's load
 
 logger = AdapterLogger("SparkContracts")
 
@@ -290,7 +294,7 @@ class Runner:
                 self.spark.set_conf(conf, "true")
             try:
                 write = sql if callable(sql) else lambda: self._run_load(run, sql)
-                response = self._step(run, "the load", write, writes=not callable(sql))
+                response = self._step(run, LOAD_STEP, write, writes=not callable(sql))
                 if after is not None:
                     self._step(run, "the swap", after)
             finally:
@@ -355,11 +359,27 @@ class Runner:
                 f"{run.unique_id}: could not confirm the lease before the undo: {fence_exc}"
             )  # the quarantine holds nothing of a run before its load
         intent = self.state.intent
+        # a load Spark answered (it refused it) is over; one it gave no answer for (a lost
+        # connection, a timeout) may still commit: its pending rows are no one's to drop yet
+        answered = step != LOAD_STEP or isinstance(exc, DbtDatabaseError)
+        if not answered:  # Delta: fenced off inside the commit, the table's log is final for it
+            try:
+                answered = self.leases.fence_off_own(run)
+            except Exception as mark_exc:
+                logger.warning(f"{run.unique_id}: could not fence its own load off: {mark_exc}")
         if intent is None:
-            self.quarantine.settle_own(run, restored=False)
-            self.let_go(run)
+            self.quarantine.settle_own(run, restored=False, answered=answered)
+            if answered or self.state.pending is None:
+                self.let_go(run)
+            else:  # its pending table stays for the run that takes the lease over
+                self.leases.abandon()
             self.record(run)
             raise exc
+        if not answered:  # a restore now could be overtaken by the load: the next run repairs
+            self.events.add(Restored("NOT RESTORED: the load got no answer and may still commit"))
+            self.leases.abandon()  # its intent (and pending table) stay for the taker
+            self.record(run)
+            raise LoadUnanswered(run.unique_id, run.relation, exc) from exc
         try:
             # each statement the restore sends behind the fence: a run that loses its lease
             # while it restores sends nothing more (the run that took over repairs the table)
