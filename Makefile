@@ -262,8 +262,9 @@ CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
 	tests/functional/test_schema_reads.py tests/functional/test_connection_resilience.py \
 	tests/functional/cluster --ignore=tests/functional/contracts/test_quarantine_bad_day.py
 # CI's share (`make test`): every feature once per format, a project per format (feature tour), schema
-# analysis through the servers, a failed start, and the connection error naming method and
-# server. `make cluster-test` adds cancel, retries, TLS and the token
+# analysis through the servers, a failed start, the connection error naming method and
+# server, and a load whose answer is lost (its pending rows kept till its marker).
+# `make cluster-test` adds cancel, retries, TLS and the token
 # (test_connection_resilience.py, against a server of its own; out of CI on 2026-11-29 for
 # time: 229 s of the Thrift pass, 333 s of the Connect pass on the slow machine), the
 # loss (and restart) of a worker during a quarantining load with exact counts, the cluster's
@@ -276,7 +277,8 @@ CLUSTER_CI_TESTS ?= tests/functional/cluster/test_feature_tour.py \
 	tests/functional/cluster/test_cluster.py::test_start_failure_names_the_part_and_stops_what_started \
 	tests/functional/test_connection_methods.py::TestSchemaAnalysisThroughServer \
 	tests/functional/test_connection_methods.py::test_thrift_schema_forms_match_spark_json \
-	tests/functional/test_connection_resilience.py::test_wrong_port_is_one_error_naming_method_and_server
+	tests/functional/test_connection_resilience.py::test_wrong_port_is_one_error_naming_method_and_server \
+	tests/functional/test_connection_resilience.py::test_a_load_whose_answer_is_lost_keeps_its_discarded_rows
 
 cluster: install jars
 	$(CLUSTER) start --dir $(CLUSTER_DIR)

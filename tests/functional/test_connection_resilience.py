@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -35,6 +36,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 import yaml
 
+from dbt.adapters.spark_contracts.core.recovery.intent import is_marker
 from spark_contracts_dev.servers import LocalServer, free_port, start
 from tests.functional.conftest import JVM_PARAMETERS
 
@@ -130,6 +132,8 @@ class Proxy:
         self._sockets: List[socket.socket] = []
         self._lock = threading.Lock()
         self._stopped = threading.Event()
+        self._after: List[re.Pattern[bytes]] = []  # drop_after's patterns still to be seen
+        self.dropped_after = threading.Event()
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
 
@@ -149,14 +153,33 @@ class Proxy:
             with self._lock:
                 self._sockets += [client, upstream]
                 self.accepted += 1
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+            for source, sink, sent in ((client, upstream, True), (upstream, client, False)):
+                args = (source, sink, sent)
+                threading.Thread(target=self._pipe, args=args, daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    def drop_after(self, *patterns: bytes) -> None:
+        """Once what clients send has matched each of `patterns` (regular expressions) in
+        turn, every connection is dropped right after the data that matched the last one went
+        through: the server has the statement, the client never gets its answer."""
+        with self._lock:
+            self._after = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in patterns]
+
+    def _watch(self, data: bytes) -> bool:
+        with self._lock:
+            while self._after and self._after[0].search(data):
+                self._after.pop(0)
+                if not self._after:
+                    return True
+        return False
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, sent: bool = False) -> None:
         try:
             while data := source.recv(65536):
                 sink.sendall(data)
+                if sent and self._watch(data):
+                    time.sleep(0.5)  # the server reads the statement, then the line goes
+                    self.drop_all()
+                    self.dropped_after.set()
         except OSError:
             pass
         finally:
@@ -499,6 +522,63 @@ def test_connect_retries_a_dropped_connection_and_loads_once(
     assert proxy.accepted > accepted, "the client did not reconnect after the drop"
     loaded = sorted(r[0] for r in server.query(f"select id from {relation}"))
     assert loaded == [0, 1, 2] + list(range(1000, 1000 + rows))  # exactly once
+
+
+QUARANTINING = """
+{{ config(materialized='incremental', file_format='delta', incremental_strategy='append',
+          schema_contract={'data_type': 'discard_row', 'quarantine': true}) }}
+{% if is_incremental() %}
+select id, case when id % 10 = 0 then 'bad' else cast(id as string) end as n
+from range(100, 200)
+{% else %}
+select id, id as n from range(0, 3)
+{% endif %}
+"""
+
+
+def test_a_load_whose_answer_is_lost_keeps_its_discarded_rows(
+    server: Server, proxy: Proxy, tmp_path: Path
+) -> None:
+    """A quarantining run whose connection drops right after it sent its load (the server has
+    the statement, the client never gets its answer; connect: no retry): the server may commit
+    that load after dbt has failed. The run drops none of its discarded rows; the next run
+    settles them from the table's log: every load in the table has its 10 discarded rows in
+    the quarantine once, no pending table or run record is left, and that run loads its own
+    rows. (Before 2026-11-30 a run that could still read the log after such a failure dropped
+    its pending rows; the scripted matrix, test_fault_matrix_pending.py, has the late commit.)"""
+    project = Project(tmp_path / "p", {"qlost.sql": QUARANTINING})
+    direct = target(server)
+    first = project.run(direct, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    relation = f"{SCHEMA}.qlost"
+
+    # the pending table made, then the load into the model (the first pass, before it, fails)
+    proxy.drop_after(
+        rb"create\s+table\s+[`\w.]*__quarantine__pending_", rb"insert\s+into\s+[`\w.]*qlost`?\s"
+    )
+    lease = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}  # its lease runs out in 5 s, not 30
+    cut = target(server, port=proxy.port, connect_retries=0, connect_timeout=2)
+    lost = project.run(cut, "run", env=lease)
+    assert proxy.dropped_after.is_set(), lost.stdout + lost.stderr
+    assert lost.returncode == 1, lost.stdout + lost.stderr
+    assert_no_traceback(lost.stdout + lost.stderr)
+    wait_until_idle(server)
+
+    again = project.run(direct, "run", env=lease)
+    assert again.returncode == 0, again.stdout + again.stderr
+    # a marker under the lost run's writes' id made the log final for its load before any of
+    # its pending rows were dropped or moved: its own (the connection came back for its undo,
+    # as Spark Connect's does) or the next run's, once it took the lease over (thrift's)
+    history = server.query(f"describe history {relation}")
+    assert any(is_marker(str(value)) for row in history for value in row), history
+    loads = [r[0] for r in server.query(f"select count(*) from {relation} where id >= 100")]
+    assert loads[0] in (90, 180), loads  # the lost run's load landed, or it never did
+    per_run = server.query(
+        f"select _dbt_run_id, count(*) from {relation}__quarantine group by _dbt_run_id"
+    )
+    assert sorted(n for _, n in per_run) == [10] * (loads[0] // 90), per_run
+    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
+    assert not [t for t in tables if "__pending_" in t or "__dbt_lease_" in t], tables
 
 
 def test_server_lost_in_the_middle_of_a_run(server: Server, proxy: Proxy, tmp_path: Path) -> None:
