@@ -256,16 +256,14 @@ class Quarantine:
         table_format: str,
         quarantine: str,
         pending: str,
-        invocation_id: Optional[str],
+        dead: Optional[RowsOf],
         run: Optional[ModelRun] = None,
-        tag: Optional[str] = None,
     ) -> str:
-        """Append `pending` to the quarantine, then drop it. `invocation_id`: a dead run's,
-        whose rows are not appended again where the quarantine holds some already (a kill
-        between the append and the drop); `tag`: its commit tag, which a microbatch batch's
-        rows carry (`BATCH_COLUMN`): a batch's rows are told from its invocation's other
-        batches' by it."""
-        if invocation_id is not None:  # a dead run's: its quarantine may have been dropped since
+        """Append `pending` to the quarantine, then drop it. `dead`: a dead run's rows
+        (core/recovery/pending.rows_of_pending: its invocation's, a microbatch batch's by its
+        commit tag), not appended again where the quarantine holds them already (a kill between
+        the append and the drop)."""
+        if dead is not None:  # a dead run's: its quarantine may have been dropped since
             try:
                 self.spark.run(
                     f"create table if not exists {quarantine} using "
@@ -274,14 +272,14 @@ class Quarantine:
             except DbtDatabaseError:  # another run settling at once may have made it first
                 if not self._exists(quarantine):
                     raise
-            schema = self.spark.relation_schema(pending, is_describable(stage_format(table_format)))
-            key = RowsOf(invocation_id, tag if schema.field(BATCH_COLUMN) is not None else None)
-            if self._holds(quarantine, key):
+            if self._holds(quarantine, dead):
                 self.spark.run(drop_sql(pending, table_format))
-                self._unset_loaded(relation, table_format, invocation_id)
+                self._unset_loaded(relation, table_format, dead.invocation_id)
                 return f"{quarantine} held its rows already: dropped {pending}"
             if logged(table_format):
-                self._merge_once(quarantine, pending, schema, key)
+                describable = is_describable(stage_format(table_format))
+                schema = self.spark.relation_schema(pending, describable)
+                self._merge_once(quarantine, pending, schema, dead)
                 self.spark.run(drop_sql(pending, table_format))
                 return f"moved {pending} into {quarantine}"
         insert = (
@@ -292,7 +290,7 @@ class Quarantine:
         elif self.book.out.rows_discarded:  # the run's own, when it discarded any
             self._insert_quarantined(run, insert, pending)
         self.spark.run(drop_sql(pending, table_format))
-        owner = invocation_id if run is None else run.invocation_id
+        owner = dead.invocation_id if dead is not None else run.invocation_id if run else None
         if owner is not None:
             self._unset_loaded(relation, table_format, owner)
         return f"moved {pending} into {quarantine}"

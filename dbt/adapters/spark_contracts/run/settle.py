@@ -210,9 +210,8 @@ def settle_others(
         if claim.lease not in marked:  # taken over first: that run can commit nothing after
             spark.run(record_io.take_over_sql(claim.lease, invocation_id))
         if decision.action is protocol.Action.MOVE:
-            what = quarantine_steps.move(
-                relation, table_format, quarantine, name, run, None, pending.tag
-            )
+            rows = protocol.rows_of_pending(pending, quarantine)
+            what = quarantine_steps.move(relation, table_format, quarantine, name, rows)
         else:
             spark.run(drop_sql(name, table_format))
             what = f"dropped {name}"
