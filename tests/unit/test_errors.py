@@ -14,9 +14,14 @@ from pyspark.errors.exceptions.captured import AnalysisException
 from pyspark.errors.exceptions.connect import AnalysisException as ConnectAnalysisException
 
 from dbt.adapters.spark_contracts.connection.errors import (
+    CancelMark,
+    ConnectionLostError,
+    QueryTimeoutError,
+    StatementCancelled,
     is_database_error,
     is_spark_error,
     spark_error_message,
+    statement_answered,
     to_dbt_error,
     without_java_frames,
 )
@@ -170,3 +175,64 @@ def test_the_variant_error_names_columns_and_ways_out():
     assert isinstance(error, DbtDatabaseError) and error.columns == ("s", "v")
     for part in ("`s`, `v`", "to_json(<column>)", "variant_get", "session", "connect"):
         assert part in str(error)
+
+
+# -- whether Spark's answer to a statement is final (run/runner: a load without one may commit)
+
+
+@pytest.mark.parametrize(
+    "error, final",
+    [
+        (DbtDatabaseError("[DELTA_CONCURRENT_APPEND] refused"), True),
+        (QueryTimeoutError(2, "session"), True),  # this process's Spark: its call returned
+        (QueryTimeoutError(2, "thrift"), False),
+        (StatementCancelled("Query failed with status: CANCELED_STATE"), False),
+        (ConnectionLostError("TSocket read 0 bytes"), False),
+        (DbtRuntimeError("Query exceeded timeout of 2 seconds"), False),  # dbt-spark's thrift
+        (RuntimeError("a bug of the client"), False),
+    ],
+)
+def test_only_a_refusal_or_the_sessions_own_call_is_a_final_answer(error: Any, final: bool):
+    assert statement_answered(error) is final
+
+
+def manager_with(handle: Any, method: str = "thrift") -> Any:
+    """The connection manager's `cancel` and `exception_handler` over one connection (no dbt
+    config, no server)."""
+    from dbt.adapters.spark_contracts.connection.connections import (
+        SparkContractsConnectionManager,
+    )
+
+    manager = object.__new__(SparkContractsConnectionManager)
+    credentials = SimpleNamespace(method=method, host="localhost", port=10000)
+    connection = SimpleNamespace(handle=handle, name="model.p.m", credentials=credentials)
+    manager.get_if_exists = lambda: connection  # type: ignore[method-assign]
+    return manager, connection
+
+
+class Handle(CancelMark):
+    def cancel(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "method, cancelled", [("thrift", True), ("connect", True), ("session", False)]
+)
+def test_a_servers_statement_failing_after_a_cancel_is_not_a_final_answer(
+    method: str, cancelled: bool, monkeypatch: pytest.MonkeyPatch
+):
+    """Ctrl-C: dbt cancels the connection, and the server answers the running statement with
+    an error at once (thrift: CANCELED_STATE), which says nothing of whether it stopped. That
+    statement's error is `StatementCancelled`; the connection's next statement is its own.
+    The embedded session's call returns only once the statement is over: its error stays."""
+    from dbt.adapters.spark_contracts.connection import connections
+
+    monkeypatch.setattr(connections, "endpoint_of", lambda c: SimpleNamespace(label="here"))
+    manager, connection = manager_with(Handle(), method)
+    with pytest.raises(StatementCancelled if cancelled else DbtDatabaseError):
+        with manager.exception_handler("insert into t select 1"):
+            manager.cancel(connection)
+            raise DbtDatabaseError("Query failed with status: CANCELED_STATE")
+    with pytest.raises(DbtDatabaseError):  # the next statement: not cancelled
+        with manager.exception_handler("select 1"):
+            raise DbtDatabaseError("[TABLE_OR_VIEW_NOT_FOUND]")

@@ -454,6 +454,7 @@ def test_a_load_spark_gave_no_answer_for_is_never_overtaken_by_a_restore(
         server_commits_it()
     a_run(table, "inv-next", tmp_path)
     assert table.current.state() == control(tmp_path), table.versions
+    assert not table.leases and not table.stages, (table.leases, table.stages)  # nothing left
     server_commits_it()  # (again) now: skipped inside its commit
     assert table.current.state() == control(tmp_path), table.versions
 

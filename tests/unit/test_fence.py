@@ -348,7 +348,7 @@ def test_a_step_that_fails_while_the_lease_is_held_is_undone(tmp_path: Path):
     stall(runner.leases)
 
     def failing() -> None:
-        raise RuntimeError("the load failed")
+        raise DbtDatabaseError("the load failed")
 
     with pytest.raises(RunUndone):
         runner._step(run, "the load", failing)  # type: ignore[arg-type]
@@ -367,7 +367,7 @@ def test_the_undo_of_a_run_that_lost_its_lease_puts_nothing_back(tmp_path: Path)
     def failing_after_a_takeover() -> None:
         stall(runner.leases)
         take_over(catalogue, LEASE)
-        raise RuntimeError("concurrent modification")
+        raise DbtDatabaseError("concurrent modification")
 
     with pytest.raises(LeaseLost):
         runner._step(run, "the load", failing_after_a_takeover)  # type: ignore[arg-type]

@@ -29,8 +29,10 @@ from dbt.adapters.spark_contracts.connection.cursor import (
     SparkSessionHandle,
 )
 from dbt.adapters.spark_contracts.connection.errors import (
+    CancelMark,
     ConnectionLostError,
     ServerRefusedError,
+    StatementCancelled,
     VariantResultOverThriftError,
     is_connection_error,
     is_database_error,
@@ -91,7 +93,7 @@ def _metadata_refused(exc: BaseException) -> bool:
     return isinstance(response, TGetResultSetMetadataResp)
 
 
-class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper):
+class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
     """dbt-spark's thrift/http wrapper, plus typed schemas read `AS JSON`."""
 
     _schema_view: Optional[str] = None  # this connection's temporary view for schema reads
@@ -355,10 +357,17 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         """dbt-spark turns every failure into a `DbtRuntimeError` (re-wrapping even the
         `DbtDatabaseError` its thrift wrapper raises); here what Spark rejected is a
         `DbtDatabaseError`, for every method, and dbt's own errors keep their type."""
+        connection = self.get_if_exists()
+        handle = connection.handle if connection is not None else None
+        if isinstance(handle, CancelMark):
+            handle.cancel_asked = False  # a cancel from here on is this statement's
         try:
             yield
         except Exception as exc:
             error = to_dbt_error(exc)
+            if isinstance(error, DbtDatabaseError) and isinstance(handle, CancelMark):
+                if handle.cancel_asked:  # the server's "cancelled" is no sign it stopped
+                    error = StatementCancelled(error.msg)
             if isinstance(error, (ConnectionLostError, ServerRefusedError)):
                 connection = self.get_if_exists()
                 if connection is not None:
@@ -386,6 +395,9 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         dbt-spark's cursor cancel."""
         label = endpoint_of(connection.credentials).label  # type: ignore[arg-type]
         logger.debug(f"Cancelling {connection.name} ({label})")
+        server = connection.credentials.method != ContractsConnectionMethod.SESSION  # type: ignore[attr-defined]
+        if server and isinstance(connection.handle, CancelMark):  # the session's call returns
+            connection.handle.cancel_asked = True
         try:
             connection.handle.cancel()
         except Exception as exc:  # dbt cancels the other connections after this one

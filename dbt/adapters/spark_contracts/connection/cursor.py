@@ -14,6 +14,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 
 from dbt.adapters.spark_contracts.connection.errors import (
+    CancelMark,
     QueryTimeoutError,
     spark_errors_as_dbt_errors,
 )
@@ -199,7 +200,7 @@ class SparkSessionHandle(Connection):
         return SparkSessionCursor(self._session_factory, self.query_timeout)
 
 
-class SparkSessionConnectionWrapper(SessionConnectionWrapper):
+class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
     """dbt-spark's wrapper, plus schema analysis for the planner."""
 
     handle: SparkSessionHandle  # type: ignore[assignment]

@@ -302,8 +302,38 @@ class QueryTimeoutError(DbtRuntimeError):
     """A statement ran longer than the profile's `query_timeout` and Spark cancelled it."""
 
     def __init__(self, seconds: float, method: str) -> None:
-        self.seconds = seconds
+        self.seconds, self.method = seconds, method
         super().__init__(timeout_message(seconds, method))
+
+
+class CancelMark:
+    """Mixed into a connection's handle: whether dbt asked to cancel the statement it runs on
+    a server (its own state, per connection; set by the connection manager's `cancel`)."""
+
+    cancel_asked: bool = False
+
+
+class StatementCancelled(DbtRuntimeError):
+    """A server's statement that failed after dbt had asked to cancel it (Ctrl-C): the server
+    says cancelled as soon as it is asked, not once the statement has stopped, so one that
+    was committing may still commit."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"cancelled while it ran on the server ({detail})")
+
+
+def statement_answered(exc: BaseException) -> bool:
+    """Spark's answer to the statement that ended in `exc` is final: Spark refused or failed
+    it (`DbtDatabaseError`), or it ran in this process's own Spark, whose call has returned (a
+    `query_timeout` on the embedded session). Anything else (a lost connection, a cancel or a
+    timeout of a server's statement, an error of the client) says nothing of whether the
+    server commits it."""
+    if isinstance(exc, StatementCancelled):
+        return False
+    if isinstance(exc, QueryTimeoutError):
+        return exc.method == "session"
+    return isinstance(exc, DbtDatabaseError)
 
 
 def refused_before_any_change(plan: Callable[..., Any]) -> Callable[..., Any]:

@@ -363,7 +363,7 @@ class Leases:
         run may still commit (a load Spark gave no answer for), so the next run takes the lease
         over as a dead run's (once it runs out, or its process is gone), with the marker that
         fences that write off and, on Iceberg, the watch for its late commit."""
-        beat, self.held, self.txn_app = self.held, None, None
+        beat, self.held, self.txn_app, self.swapping = self.held, None, None, False
         if beat is not None:
             beat.stop()
 

@@ -82,19 +82,20 @@ class RunUndone(DbtRuntimeError):
 
 
 class LoadUnanswered(DbtRuntimeError):
-    """The run's load got no answer from Spark (a lost connection, a timeout's cancel) after the
-    run changed the table, and the load could not be fenced off: it may still commit, so the
-    table is not put back now (a late load would land over the restore); the run's record is
-    kept, and the model's next run repairs the table first from its own log."""
+    """The run's load got no answer from Spark (a lost connection, a server's cancel) after the
+    run changed a Delta or Iceberg table, and the load could not be fenced off: it may still
+    commit, so the table is not put back now (a late load would land over the restore); the
+    run's record is kept, its lease unreleased, and the model's next run takes it over and
+    repairs the table first from its own log (Delta: after its marker; Iceberg: watching for
+    the late commit)."""
 
     def __init__(self, unique_id: str, relation: str, cause: BaseException):
         self.unique_id, self.relation, self.cause = unique_id, relation, cause
         super().__init__(
-            f"{unique_id}: Spark gave no answer for the run's load into {relation} ({cause}); "
-            "it may still commit, so the table was not put back now. The model's next run "
-            "repairs it first, from the table's own log (dbt run --select the model, or any "
-            "run of it). Cause: "
-            f"{cause}"
+            f"{unique_id}: Spark gave no answer for the run's load into {relation}, which may "
+            "still commit, so the table was not put back now: the model's next run repairs it "
+            "first, from the table's own log, once this run's lease has run out (any run of "
+            f"the model). Cause: {cause}"
         )
 
 

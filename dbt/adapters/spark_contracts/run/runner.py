@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any, Callable, List, NoReturn, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import DbtDatabaseError
 
+from dbt.adapters.spark_contracts.connection.errors import statement_answered
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
@@ -252,15 +252,23 @@ class Runner:
     def _step(
         self, run: ModelRun, step: str, action: Callable[[], Any], writes: bool = False
     ) -> Any:  # `action` behind the fence; `writes`: under the lease's id, fenced after too
+        sent = False  # the step's statement went out and has not answered
         try:
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
+            sent = True
             result = self.leases.fenced(run.table_format, action) if writes else action()
+            sent = False
             if writes:
                 self.fence(run)
         except (LeaseLost, FirstPassFailed):  # a failed first pass changed nothing
             raise
         except Exception as exc:  # the step, or confirming the lease around it, failed
-            self.undo(run, exc, step)
+            # a load Spark answered (it refused it) is over; one it gave no answer for (a lost
+            # connection, a server's cancel) may still commit: its pending rows are no one's
+            # to drop, nor the table to put back, until the table's log is final for it. A
+            # build beside the table (swapped in after its load) is never swapped in now.
+            unanswered = sent and step == LOAD_STEP and not statement_answered(exc)
+            self.undo(run, exc, step, unanswered and not run.swaps_after_load)
         return result
 
     def fence(self, run: ModelRun) -> None:
@@ -344,7 +352,9 @@ class Runner:
             except Exception as exc:  # a leftover stage harms nothing; say so
                 logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
 
-    def undo(self, run: ModelRun, exc: BaseException, step: str) -> NoReturn:
+    def undo(
+        self, run: ModelRun, exc: BaseException, step: str, unanswered: bool = False
+    ) -> NoReturn:
         """Put the table back after `step` failed (if this run changed it), then raise. A run
         that lost its lease meanwhile restores and settles nothing (`LeaseLost`); where the
         lease cannot be confirmed (the fence's read failed too), it restores as before: the
@@ -359,23 +369,25 @@ class Runner:
                 f"{run.unique_id}: could not confirm the lease before the undo: {fence_exc}"
             )  # the quarantine holds nothing of a run before its load
         intent = self.state.intent
-        # a load Spark answered (it refused it) is over; one it gave no answer for (a lost
-        # connection, a timeout) may still commit: its pending rows are no one's to drop yet
-        answered = step != LOAD_STEP or isinstance(exc, DbtDatabaseError)
-        if not answered:  # Delta: fenced off inside the commit, the table's log is final for it
+        answered = not unanswered
+        if unanswered:  # Delta: fenced off inside the commit, the table's log is final for it
             try:
                 answered = self.leases.fence_off_own(run)
             except Exception as mark_exc:
                 logger.warning(f"{run.unique_id}: could not fence its own load off: {mark_exc}")
+        # Delta's and Iceberg's next run takes a lease left unreleased over as a dead run's
+        # (its marker; its late-commit watch); Parquet has neither, and its property that
+        # records a load only this run would set: waiting tells nothing, so it lets go
+        defer = not answered and logged(run.table_format)
         if intent is None:
             self.quarantine.settle_own(run, restored=False, answered=answered)
-            if answered or self.state.pending is None:
+            if defer and self.state.pending is not None:
+                self.leases.abandon()  # its pending table stays for the run that takes over
+            else:
                 self.let_go(run)
-            else:  # its pending table stays for the run that takes the lease over
-                self.leases.abandon()
             self.record(run)
             raise exc
-        if not answered:  # a restore now could be overtaken by the load: the next run repairs
+        if defer:  # a restore now could be overtaken by the load: the next run repairs
             self.events.add(Restored("NOT RESTORED: the load got no answer and may still commit"))
             self.leases.abandon()  # its intent (and pending table) stay for the taker
             self.record(run)
@@ -394,7 +406,7 @@ class Runner:
             raise lost from exc
         except ForeignCommits as foreign:
             self.events.add(Restored(f"NOT RESTORED: {foreign}"))
-            self.quarantine.settle_own(run, restored=False)
+            self.quarantine.settle_own(run, restored=False, answered=answered)
             self.let_go(run)
             self.record(run)
             raise
@@ -406,7 +418,7 @@ class Runner:
                 run.unique_id, step, exc, restore_exc, self.restorer.manual_repair(intent)
             ) from exc
         self.state.intent = None  # put back: the record keeps only pending rows, if any
-        self.quarantine.settle_own(run, restored=True)
+        self.quarantine.settle_own(run, restored=True, answered=answered)
         self.let_go(run)
         self.record(run)
         try:  # naming them is a courtesy: the failure is reported anyway
