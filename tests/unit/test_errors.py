@@ -205,7 +205,9 @@ def manager_with(handle: Any, method: str = "thrift") -> Any:
 
     manager = object.__new__(SparkContractsConnectionManager)
     credentials = SimpleNamespace(method=method, host="localhost", port=10000)
-    connection = SimpleNamespace(handle=handle, name="model.p.m", credentials=credentials)
+    connection = SimpleNamespace(
+        handle=handle, _handle=handle, name="model.p.m", credentials=credentials
+    )
     manager.get_if_exists = lambda: connection  # type: ignore[method-assign]
     return manager, connection
 

@@ -358,7 +358,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
         `DbtDatabaseError` its thrift wrapper raises); here what Spark rejected is a
         `DbtDatabaseError`, for every method, and dbt's own errors keep their type."""
         connection = self.get_if_exists()
-        handle = connection.handle if connection is not None else None
+        # its handle as it is (reading `handle` would open a connection not opened yet)
+        handle = getattr(connection, "_handle", None)
         if isinstance(handle, CancelMark):
             handle.cancel_asked = False  # a cancel from here on is this statement's
         try:
