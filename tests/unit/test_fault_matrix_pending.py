@@ -518,19 +518,26 @@ def test_a_batch_killed_at_any_statement_is_settled_by_the_next_invocation(
     assert {run_of(r) for r in table.quarantine} <= {"inv-first", "inv-dead", "inv-next"}
 
 
+def load_refused(table: FakeTables, message: str) -> Any:
+    """From here on Spark refuses every load into the model's table (`message`); returns the
+    table's own `run`, to put back."""
+    real = table.run
+
+    def refused(sql: str) -> Any:
+        if sql.lower().startswith(f"insert into {TABLE} "):
+            raise DbtDatabaseError(message)
+        return real(sql)
+
+    table.run = refused  # type: ignore[method-assign]
+    return real
+
+
 def test_a_failed_batch_takes_no_other_batchs_rows_out(tmp_path: Path):
     """A batch that fails in-process (its load refused) drops its own pending table and
     leaves the quarantined rows of its invocation's earlier batches as they are."""
     table = new_table()
     a_run(table, "inv-1", tmp_path, "b1")
-    real = table.run
-
-    def load_fails(sql: str) -> Any:
-        if sql.lower().startswith(f"insert into {TABLE} "):
-            raise DbtDatabaseError("the load failed")
-        return real(sql)
-
-    table.run = load_fails  # type: ignore[method-assign]
+    real = load_refused(table, "the load failed")
     with pytest.raises(DbtDatabaseError):
         a_run(table, "inv-1", tmp_path, "b2")
     table.run = real  # type: ignore[method-assign]
@@ -640,14 +647,7 @@ def test_a_load_no_one_can_fence_off_yet_keeps_its_rows_until_the_log_decides(
 def test_a_load_spark_refused_drops_its_pending_rows_at_once(tmp_path: Path):
     """A load Spark answered with an error is over: the run drops its own pending table."""
     table = new_table()
-    real = table.run
-
-    def refused(sql: str) -> Any:
-        if sql.lower().startswith(f"insert into {TABLE} "):
-            raise DbtDatabaseError("[DELTA_CONCURRENT_APPEND] refused")
-        return real(sql)
-
-    table.run = refused  # type: ignore[method-assign]
+    load_refused(table, "[DELTA_CONCURRENT_APPEND] refused")
     with pytest.raises(DbtDatabaseError):
         a_run(table, "inv-refused", tmp_path)
     assert table.loads == [] and not table.pendings and not table.leases

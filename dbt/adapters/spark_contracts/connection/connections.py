@@ -370,7 +370,6 @@ class SparkContractsConnectionManager(SparkConnectionManager):
                 if handle.cancel_asked:  # the server's "cancelled" is no sign it stopped
                     error = StatementCancelled(error.msg)
             if isinstance(error, (ConnectionLostError, ServerRefusedError)):
-                connection = self.get_if_exists()
                 if connection is not None:
                     error = error.at(endpoint_of(connection.credentials).label)  # type: ignore[arg-type]
             logger.debug(f"Error while running:\n{sql}\n{type(error).__name__}: {error.msg}")

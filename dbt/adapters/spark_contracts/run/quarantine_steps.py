@@ -372,12 +372,12 @@ class Quarantine:
                 loaded = Loaded.YES
             elif answered and run.replace_by is Build.CREATE and self._absent(run.relation):
                 loaded = Loaded.NO  # the run was to create the table: no table, no load
-            elif answered or logged(run.table_format):
-                # did the statement commit before it failed? the table's own record says
+            elif logged(run.table_format):
+                # did the statement commit before it failed? the table's own log says
                 loaded = load_state(
                     self.model_record(run.relation, run.table_format), run.commit_tag
                 )
-            else:  # parquet: its load is recorded by the property only this run would set
+            else:  # parquet keeps no log: its property records a load only this run would set
                 loaded = Loaded.NO
             if loaded is Loaded.YES:
                 done = self.move(

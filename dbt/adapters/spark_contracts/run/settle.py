@@ -199,8 +199,8 @@ def settle_others(
                 f"({decision.reason}); left to it"
             )
             continue
+        rows = protocol.rows_of_pending(pending, quarantine)  # whose rows it holds
         if decision.action is protocol.Action.KEEP:
-            rows = protocol.rows_of_pending(pending, quarantine)
             logger.warning(
                 f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
                 f"finish; {decision.reason}, so it is kept. By hand: "
@@ -210,7 +210,6 @@ def settle_others(
         if claim.lease not in marked:  # taken over first: that run can commit nothing after
             spark.run(record_io.take_over_sql(claim.lease, invocation_id))
         if decision.action is protocol.Action.MOVE:
-            rows = protocol.rows_of_pending(pending, quarantine)
             what = quarantine_steps.move(relation, table_format, quarantine, name, rows)
         else:
             spark.run(drop_sql(name, table_format))
