@@ -238,3 +238,17 @@ def test_a_servers_statement_failing_after_a_cancel_is_not_a_final_answer(
     with pytest.raises(DbtDatabaseError):  # the next statement: not cancelled
         with manager.exception_handler("select 1"):
             raise DbtDatabaseError("[TABLE_OR_VIEW_NOT_FOUND]")
+
+
+def test_a_cancel_during_a_connections_first_statement_is_seen(monkeypatch: pytest.MonkeyPatch):
+    """dbt opens a connection on its first statement: the handle is lazy when the statement
+    starts and the server's wrapper by the time it fails; a cancel asked meanwhile counts."""
+    from dbt.adapters.spark_contracts.connection import connections
+
+    monkeypatch.setattr(connections, "endpoint_of", lambda c: SimpleNamespace(label="here"))
+    manager, connection = manager_with(object())  # not opened yet
+    with pytest.raises(StatementCancelled):
+        with manager.exception_handler("insert into t select 1"):
+            connection._handle = connection.handle = Handle()  # opened by the statement
+            manager.cancel(connection)
+            raise DbtDatabaseError("Query failed with status: CANCELED_STATE")

@@ -366,6 +366,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             yield
         except Exception as exc:
             error = to_dbt_error(exc)
+            # read again: a connection's first statement opens it (its handle was lazy above)
+            handle = getattr(connection, "_handle", None)
             if isinstance(error, DbtDatabaseError) and isinstance(handle, CancelMark):
                 if handle.cancel_asked:  # the server's "cancelled" is no sign it stopped
                     error = StatementCancelled(error.msg)
