@@ -3,7 +3,13 @@ test names, by its number or by how its text starts."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +20,12 @@ from dbt.adapters.spark_contracts.connection import failpoint
 def stops(monkeypatch: pytest.MonkeyPatch) -> list:
     sent: list = []
     monkeypatch.setattr(failpoint, "_COUNTER", failpoint._Counter())
-    monkeypatch.setattr(failpoint.os, "kill", lambda pid, sig: sent.append(sig))
+
+    def pthread_kill(thread: int, sig: int) -> None:
+        assert thread == threading.get_ident()  # the sending thread itself
+        sent.append(sig)
+
+    monkeypatch.setattr(failpoint.signal, "pthread_kill", pthread_kill)
     return sent
 
 
@@ -40,3 +51,40 @@ def test_stops_before_the_nth_write(monkeypatch, stops):
     assert stops == []
     failpoint.before_statement("update s.m set x = 1")
     assert stops == [signal.SIGSTOP]
+
+
+STOPPED_THREAD = """
+import sys, threading, time
+from dbt.adapters.spark_contracts.connection import failpoint
+
+def send():
+    failpoint.before_statement("insert into s.m values (1)")
+    open(sys.argv[1], "w").write("sent")  # the statement, had the stop not held
+
+worker = threading.Thread(target=send, name="Thread-1 (worker)")
+worker.start()
+worker.join()
+"""
+
+
+def test_the_thread_that_stops_sends_nothing_more(tmp_path: Path):
+    """The stop holds the thread that asked for it before it returns, not a moment later, when
+    another thread of the process takes the signal (as dbt's main thread did: the load went out
+    while the process stopped). A real process, stopped for a second, then sent on."""
+    sent = tmp_path / "sent"
+    env = dict(os.environ, **{failpoint.STOP_BEFORE_ENV: "1"})
+    process = subprocess.Popen([sys.executable, "-c", STOPPED_THREAD, str(sent)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        state = ""
+        while state != "T" and process.poll() is None and time.monotonic() < deadline:
+            stat = Path(f"/proc/{process.pid}/stat").read_text()
+            state = stat.rsplit(")", 1)[1].split()[0]
+            time.sleep(0.01)
+        assert state == "T", "the process never stopped"
+        time.sleep(1.0)
+        assert not sent.exists(), "the statement went out after the stop"
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+    assert process.wait(timeout=60) == 0
+    assert sent.read_text() == "sent"

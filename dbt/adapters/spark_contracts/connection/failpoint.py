@@ -62,7 +62,10 @@ def before_statement(sql: str) -> None:
         due = at and not _COUNTER.stopped
         _COUNTER.stopped = _COUNTER.stopped or due
     if due:
-        os.kill(os.getpid(), signal.SIGSTOP)
+        # to this thread (tgkill), not the process: a stop sent to the process is taken by its
+        # main thread, and this one ran on until that thread stopped the group, far enough to
+        # send the statement (seen over Thrift: the load ran while the process was stopped)
+        signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
 
 
 def after_statement(sql: str) -> None:
