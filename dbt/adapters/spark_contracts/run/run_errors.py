@@ -81,18 +81,19 @@ class RunUndone(DbtRuntimeError):
         )
 
 
-class LoadUnanswered(DbtRuntimeError):
-    """The run's load got no answer from Spark (a lost connection, a server's cancel) after the
-    run changed a Delta or Iceberg table, and the load could not be fenced off: it may still
-    commit, so the table is not put back now (a late load would land over the restore); the
-    run's record is kept, its lease unreleased, and the model's next run takes it over and
-    repairs the table first from its own log (Delta: after its marker; Iceberg: watching for
-    the late commit)."""
+class StepUnanswered(DbtRuntimeError):
+    """A statement of the run's to its table (its load, or a step of its change: an ALTER, a
+    backfill) got no answer from Spark (a lost connection, a server's cancel) after the run
+    changed the table, and could not be fenced off: it may still commit, so the table is not
+    put back now (a late commit would land over the restore); the run's record is kept, its
+    lease unreleased, and the model's next run takes it over once it has run out and repairs
+    the table first (Delta: after its marker; Iceberg: watching for the late commit)."""
 
-    def __init__(self, unique_id: str, relation: str, cause: BaseException):
-        self.unique_id, self.relation, self.cause = unique_id, relation, cause
+    def __init__(self, unique_id: str, relation: str, step: str, cause: BaseException):
+        self.unique_id, self.relation, self.step, self.cause = unique_id, relation, step, cause
+        what = step if step == "the load" else f"statement `{' '.join(step.split())[:200]}`"
         super().__init__(
-            f"{unique_id}: Spark gave no answer for the run's load into {relation}, which may "
+            f"{unique_id}: Spark gave no answer for the run's {what} on {relation}, which may "
             "still commit, so the table was not put back now: the model's next run repairs it "
             "first, from the table's own log, once this run's lease has run out (any run of "
             f"the model). Cause: {cause}"

@@ -47,10 +47,10 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     FirstPassFailed,
     ForeignCommits,
     LeaseLost,
-    LoadUnanswered,
     RepairFirst,
     RestoreFailed,
     RunUndone,
+    StepUnanswered,
     TableChangedMeanwhile,
 )
 from dbt.adapters.spark_contracts.run.table_log import TableLog
@@ -228,7 +228,8 @@ class Runner:
         state.intent = intent
         done: List[Done] = []
         for index, step in enumerate(run.statements):
-            self._step(run, step.sql, lambda s=step.sql: self.spark.run(s), writes=step.writes)
+            action = lambda s=step.sql: self.spark.run(s)  # noqa: E731
+            self._step(run, step.sql, action, writes=step.writes, to_table=True)
             self.events.add(Executed(step))
 
             def tell(index: int = index) -> None:  # what the step produced, into the record
@@ -250,8 +251,14 @@ class Runner:
             )
 
     def _step(
-        self, run: ModelRun, step: str, action: Callable[[], Any], writes: bool = False
-    ) -> Any:  # `action` behind the fence; `writes`: under the lease's id, fenced after too
+        self,
+        run: ModelRun,
+        step: str,
+        action: Callable[[], Any],
+        writes: bool = False,
+        to_table: bool = False,
+    ) -> Any:  # `action` behind the fence; `writes`: under the lease's id, fenced after too;
+        # `to_table`: a statement to the model's table (a step of its change, or the load)
         sent = False  # the step's statement went out and has not answered
         try:
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
@@ -263,12 +270,14 @@ class Runner:
         except (LeaseLost, FirstPassFailed):  # a failed first pass changed nothing
             raise
         except Exception as exc:  # the step, or confirming the lease around it, failed
-            # a load Spark answered (it refused it) is over; one it gave no answer for (a lost
-            # connection, a server's cancel) may still commit: its pending rows are no one's
-            # to drop, nor the table to put back, until the table's log is final for it. A
-            # build beside the table (swapped in after its load) is never swapped in now.
-            unanswered = sent and step == LOAD_STEP and not statement_answered(exc)
-            self.undo(run, exc, step, unanswered and not run.swaps_after_load)
+            # a statement to the table Spark answered (it refused it) is over; one it gave no
+            # answer for (a lost connection, a server's cancel) may still commit: its pending
+            # rows are no one's to drop, nor the table to put back, until the table's log is
+            # final for it. A build beside the table (swapped in after its load) is never
+            # swapped in now.
+            unanswered = sent and to_table and not statement_answered(exc)
+            unanswered = unanswered and not run.swaps_after_load
+            self.undo(run, exc, step, unanswered, fenced=writes)
         return result
 
     def fence(self, run: ModelRun) -> None:
@@ -302,7 +311,8 @@ class Runner:
                 self.spark.set_conf(conf, "true")
             try:
                 write = sql if callable(sql) else lambda: self._run_load(run, sql)
-                response = self._step(run, LOAD_STEP, write, writes=not callable(sql))
+                fenced = not callable(sql)
+                response = self._step(run, LOAD_STEP, write, writes=fenced, to_table=True)
                 if after is not None:
                     self._step(run, "the swap", after)
             finally:
@@ -353,12 +363,20 @@ class Runner:
                 logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
 
     def undo(
-        self, run: ModelRun, exc: BaseException, step: str, unanswered: bool = False
+        self,
+        run: ModelRun,
+        exc: BaseException,
+        step: str,
+        unanswered: bool = False,
+        fenced: bool = False,
     ) -> NoReturn:
         """Put the table back after `step` failed (if this run changed it), then raise. A run
         that lost its lease meanwhile restores and settles nothing (`LeaseLost`); where the
         lease cannot be confirmed (the fence's read failed too), it restores as before: the
-        restore never goes over another writer's commits."""
+        restore never goes over another writer's commits. `unanswered`: `step`'s statement
+        to the table got no answer and may still commit; `fenced`: it carried the lease's
+        transaction id (a Delta write of rows: a marker under that id makes the log final for
+        it; an ALTER carries none)."""
         self.drop_stage(run)
         try:
             self.fence(run)
@@ -370,15 +388,18 @@ class Runner:
             )  # the quarantine holds nothing of a run before its load
         intent = self.state.intent
         answered = not unanswered
-        if unanswered:  # Delta: fenced off inside the commit, the table's log is final for it
+        if unanswered and fenced:  # Delta: fenced off inside the commit, the log is final
             try:
                 answered = self.leases.fence_off_own(run)
             except Exception as mark_exc:
-                logger.warning(f"{run.unique_id}: could not fence its own load off: {mark_exc}")
-        # Delta's and Iceberg's next run takes a lease left unreleased over as a dead run's
-        # (its marker; its late-commit watch); Parquet has neither, and its property that
-        # records a load only this run would set: waiting tells nothing, so it lets go
-        defer = not answered and logged(run.table_format)
+                logger.warning(f"{run.unique_id}: could not fence its own write off: {mark_exc}")
+        # a change to put back that may still be overtaken (by the statement, landing late):
+        # the next run repairs it, once this run's lease has run out, as a dead run's (Delta:
+        # after its marker; Iceberg: watching for the late commit; Parquet: the lease's time);
+        # with no change to put back, Delta's and Iceberg's next run settles the pending rows
+        # from its own log, where Parquet's property that records a load only this run would
+        # set tells nothing: it lets go
+        defer = not answered and (intent is not None or logged(run.table_format))
         if intent is None:
             self.quarantine.settle_own(run, restored=False, answered=answered)
             if defer and self.state.pending is not None:
@@ -387,11 +408,11 @@ class Runner:
                 self.let_go(run)
             self.record(run)
             raise exc
-        if defer:  # a restore now could be overtaken by the load: the next run repairs
-            self.events.add(Restored("NOT RESTORED: the load got no answer and may still commit"))
+        if defer:  # a restore now could be overtaken by the statement: the next run repairs
+            self.events.add(Restored(f"NOT RESTORED: {step} got no answer, may still commit"))
             self.leases.abandon()  # its intent (and pending table) stay for the taker
             self.record(run)
-            raise LoadUnanswered(run.unique_id, run.relation, exc) from exc
+            raise StepUnanswered(run.unique_id, run.relation, step, exc) from exc
         try:
             # each statement the restore sends behind the fence: a run that loses its lease
             # while it restores sends nothing more (the run that took over repairs the table)
