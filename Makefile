@@ -278,7 +278,8 @@ CLUSTER_CI_TESTS ?= tests/functional/cluster/test_feature_tour.py \
 	tests/functional/test_connection_methods.py::TestSchemaAnalysisThroughServer \
 	tests/functional/test_connection_methods.py::test_thrift_schema_forms_match_spark_json \
 	tests/functional/test_connection_resilience.py::test_wrong_port_is_one_error_naming_method_and_server \
-	tests/functional/test_connection_resilience.py::test_a_load_whose_answer_is_lost_keeps_its_discarded_rows
+	tests/functional/test_connection_resilience.py::test_a_load_whose_answer_is_lost_keeps_its_discarded_rows \
+	tests/functional/test_connection_resilience.py::test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run
 
 cluster: install jars
 	$(CLUSTER) start --dir $(CLUSTER_DIR)

@@ -134,6 +134,7 @@ class Proxy:
         self._stopped = threading.Event()
         self._after: List[re.Pattern[bytes]] = []  # drop_after's patterns still to be seen
         self.dropped_after = threading.Event()
+        self._muted = threading.Event()  # answers to clients held back (drop_after's wait)
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
 
@@ -160,7 +161,8 @@ class Proxy:
     def drop_after(self, *patterns: bytes) -> None:
         """Once what clients send has matched each of `patterns` (regular expressions) in
         turn, every connection is dropped right after the data that matched the last one went
-        through: the server has the statement, the client never gets its answer."""
+        through: the server has the statement, the client never gets its answer (none of what
+        the server sends from then on reaches a client before the drop)."""
         with self._lock:
             self._after = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in patterns]
 
@@ -175,10 +177,16 @@ class Proxy:
     def _pipe(self, source: socket.socket, sink: socket.socket, sent: bool = False) -> None:
         try:
             while data := source.recv(65536):
+                if not sent and self._muted.is_set():
+                    continue  # an answer after the statement drop_after waits for: never sent
+                matched = sent and self._watch(data)
+                if matched:  # before the server has it: its answer never reaches the client
+                    self._muted.set()
                 sink.sendall(data)
-                if sent and self._watch(data):
+                if matched:
                     time.sleep(0.5)  # the server reads the statement, then the line goes
                     self.drop_all()
+                    self._muted.clear()
                     self.dropped_after.set()
         except OSError:
             pass
@@ -579,6 +587,55 @@ def test_a_load_whose_answer_is_lost_keeps_its_discarded_rows(
     assert sorted(n for _, n in per_run) == [10] * (loads[0] // 90), per_run
     tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
     assert not [t for t in tables if "__pending_" in t or "__dbt_lease_" in t], tables
+
+
+MULTI_STEP = """
+{{ config(materialized='incremental', file_format='delta', unique_key='id',
+          schema_evolution=({'columns': {'twice': {'backfill': 'id * 10'}}} if var('v', 1) != 1 else {})) }}
+{% if var('v', 1) == 1 %}
+select id from range(3)
+{% else %}
+select id, id * 10 as twice from range(3, 6)
+{% endif %}
+"""
+
+
+def test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run(
+    server: Server, proxy: Proxy, tmp_path: Path
+) -> None:
+    """A multi-step Delta run (ADD COLUMNS, a backfill UPDATE, the MERGE) whose connection drops
+    right after it sent its ADD COLUMNS: the server may commit it after dbt has failed, and an
+    ALTER carries no transaction id a marker could fence off. The run puts nothing back (a
+    restore could be overtaken by it), fails with `StepUnanswered` naming the statement, and
+    leaves its record; the next run takes the lease over once it ran out, repairs and carries
+    the change out: the table ends as a model never cut off (`mcontrol`), nothing left."""
+    project = Project(tmp_path / "p", {"mcut.sql": MULTI_STEP, "mcontrol.sql": MULTI_STEP})
+    direct = target(server)
+    first = project.run(direct, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    v2 = ("--vars", "{v: 2}")
+    control = project.run(direct, "run", "--select", "mcontrol", *v2)
+    assert control.returncode == 0, control.stdout + control.stderr
+
+    proxy.drop_after(rb"alter\s+table\s+[`\w.]*mcut`?\s+add\s+columns")
+    lease = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}  # its lease runs out in 5 s, not 30
+    cut = target(server, port=proxy.port, connect_retries=0, connect_timeout=2)
+    lost = project.run(cut, "run", "--select", "mcut", *v2, env=lease)
+    assert proxy.dropped_after.is_set(), lost.stdout + lost.stderr
+    assert lost.returncode == 1, lost.stdout + lost.stderr
+    assert "gave no answer for the run's statement" in lost.stdout, lost.stdout
+    assert_no_traceback(lost.stdout + lost.stderr)
+    wait_until_idle(server)
+
+    again = project.run(direct, "run", "--select", "mcut", *v2, env=lease)
+    assert again.returncode == 0, again.stdout + again.stderr
+    rows = {
+        name: sorted(server.query(f"select id, twice from {SCHEMA}.{name}"))
+        for name in ("mcut", "mcontrol")
+    }
+    assert rows["mcut"] == rows["mcontrol"] and len(rows["mcut"]) == 6, rows
+    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
+    assert not [t for t in tables if "__dbt_lease_" in t], tables
 
 
 def test_server_lost_in_the_middle_of_a_run(server: Server, proxy: Proxy, tmp_path: Path) -> None:
