@@ -16,10 +16,7 @@ setup(
     long_description_content_type="text/markdown",
     packages=find_namespace_packages(include=["dbt", "dbt.*"]),
     include_package_data=True,
-    package_data={
-        "dbt.adapters.spark_contracts.connection": ["log4j2.properties"],
-        "dbt.include.spark_contracts": ["dbt_project.yml", "macros/*.sql", "macros/**/*.sql"],
-    },
+    package_data={"dbt.adapters.spark_contracts.connection": ["log4j2.properties"], "dbt.include.spark_contracts": ["dbt_project.yml", "macros/*.sql", "macros/**/*.sql"]},
     python_requires=">=3.10",
     install_requires=[
         "dbt-core>=1.10,<1.13",

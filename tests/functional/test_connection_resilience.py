@@ -626,6 +626,12 @@ def test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run(
     assert "gave no answer for the run's statement" in lost.stdout, lost.stdout
     assert_no_traceback(lost.stdout + lost.stderr)
     wait_until_idle(server)
+    # nothing put back at once: the run's record (its intent) is left for the next run, and
+    # the table's log has no RESTORE
+    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
+    assert [t for t in tables if t.startswith("mcut__dbt_lease_")], tables
+    history = server.query(f"describe history {SCHEMA}.mcut")
+    assert not [row for row in history if "RESTORE" in {str(v) for v in row}], history
 
     again = project.run(direct, "run", "--select", "mcut", *v2, env=lease)
     assert again.returncode == 0, again.stdout + again.stderr

@@ -1,33 +1,39 @@
 """The runner's undo (run/runner.Runner.undo) when a statement of the run's to its table got no
-answer (`unanswered`: it may still commit), by format and by whether the statement carried the
-lease's transaction id (`fenced`: Delta's writes of rows). The table is put back at once only
-where the table's log is final for the statement (Delta's marker sent under that id); anywhere
-else a restore could be overtaken by the statement, so the run puts nothing back, keeps its
-record, leaves its lease unreleased (`abandon`) and fails with `StepUnanswered`, the next run
-repairing. The whole runs over a scripted Delta table are in test_fault_matrix.py; here each
-branch, by its collaborators, for the formats that scripted table does not cover."""
+answer (`unanswered`: it may still commit), by format, by whether the statement carried the
+lease's transaction id (`fenced`: a write of rows), whether the run had changed the table in
+steps (an intent) and whether it holds pending rows. The table is put back at once only where
+the table's log is final for the statement (Delta's marker sent under that id) or the format
+keeps no log a later run could repair from (Parquet: restored as before). On Delta without a
+final log, and on Iceberg, the run puts nothing back, leaves its record and lease
+(`abandon`) and fails with `StepUnanswered` (or, with no change to put back, the statement's
+own error, its pending rows kept for the next run). Whole runs over a scripted Delta table are
+in test_fault_matrix.py; here each branch by its collaborators. The marker's outcome comes
+from the format's own capability (run/fence.fences), not the test."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, List
+from typing import Any, List, Optional
 
 import pytest
 
 from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
+from dbt.adapters.spark_contracts.run.fence import fences
 from dbt.adapters.spark_contracts.run.report import RunReport
-from dbt.adapters.spark_contracts.run.run_errors import RunUndone, StepUnanswered
-from dbt.adapters.spark_contracts.run.runner import LOAD_STEP, Runner
+from dbt.adapters.spark_contracts.run.run_errors import LOAD_STEP, RunUndone, StepUnanswered
+from dbt.adapters.spark_contracts.run.runner import Runner
 
 ALTER = "alter table db.m add columns (`x` bigint)"
+FORMATS = ["delta", "iceberg", "parquet"]
 
 
 class Leases:
-    """The run's leases as undo uses them, noting what it asked."""
+    """The run's leases as undo uses them, noting what it asked. `connected`: a marker can be
+    sent (the connection came back); whether it fences is the format's."""
 
-    def __init__(self, marker_final: bool) -> None:
-        self.marker_final, self.asked = marker_final, []  # type: ignore[var-annotated]
+    def __init__(self, connected: bool) -> None:
+        self.connected, self.asked = connected, []  # type: ignore[var-annotated]
         self.held, self.swapping = "db.m__dbt_lease_inv1", False
 
     def check(self, run: Any) -> None:
@@ -35,7 +41,7 @@ class Leases:
 
     def fence_off_own(self, run: Any) -> bool:
         self.asked.append("marker")
-        return self.marker_final
+        return self.connected and fences(run.table_format)
 
     def abandon(self) -> None:
         self.asked.append("abandon")
@@ -48,34 +54,48 @@ class Leases:
 
 
 def undo(
-    tmp_path: Path, table_format: str, step: str, fenced: bool, marker_final: bool
-) -> tuple[BaseException, List[str], List[str]]:
+    tmp_path: Path,
+    table_format: str,
+    step: str,
+    fenced: bool,
+    connected: bool = True,
+    intent: bool = True,
+    pending: Optional[str] = None,
+) -> tuple[BaseException, List[str], List[Any], List[bool]]:
     runner = Runner(SimpleNamespace(), RunReport(), tmp_path)  # type: ignore[arg-type]
-    leases, restores = Leases(marker_final), []
+    leases, restores, settled = Leases(connected), [], []  # type: ignore[var-annotated]
     runner.leases = leases  # type: ignore[assignment]
     runner.restorer = SimpleNamespace(  # type: ignore[assignment]
         restore=lambda intent, executed, fence: restores.append(intent) or "restored"
     )
-    runner.quarantine = SimpleNamespace(settle_own=lambda *a, **k: None)  # type: ignore[assignment]
+
+    def settle_own(run: Any, restored: bool, answered: bool = True) -> None:
+        settled.append(answered)
+        if answered:  # the log is final: the rows moved or dropped, none left pending
+            runner.state.pending = None
+
+    runner.quarantine = SimpleNamespace(settle_own=settle_own)  # type: ignore[assignment]
     runner.record = lambda run: None  # type: ignore[method-assign]
-    runner.state.intent = SimpleNamespace(table_format=table_format)  # type: ignore[assignment]
+    if intent:
+        runner.state.intent = SimpleNamespace(table_format=table_format)  # type: ignore[assignment]
+    runner.state.pending = pending
     run = SimpleNamespace(unique_id="model.p.m", relation="db.m", table_format=table_format)
     run.invocation_id = "inv-1"
     lost = ConnectionLostError("read timed out")
-    with pytest.raises((RunUndone, StepUnanswered)) as failed:
+    with pytest.raises(Exception) as failed:
         runner.undo(run, lost, step, unanswered=True, fenced=fenced)  # type: ignore[arg-type]
-    return failed.value, leases.asked, restores
+    return failed.value, leases.asked, restores, settled
 
 
-@pytest.mark.parametrize("table_format", ["delta", "iceberg", "parquet"])
+@pytest.mark.parametrize("table_format", FORMATS)
 @pytest.mark.parametrize("step", [LOAD_STEP, ALTER])
-def test_a_change_is_put_back_at_once_only_where_the_log_is_final_for_the_statement(
+def test_a_change_in_steps_is_put_back_at_once_only_where_no_late_commit_can_overtake_it(
     tmp_path: Path, table_format: str, step: str
 ):
     fenced = step == LOAD_STEP  # a write of rows carries the id; an ALTER none
-    final = table_format == "delta"  # only Delta fences inside the commit
-    error, asked, restores = undo(tmp_path, table_format, step, fenced, marker_final=final)
-    if fenced and final:
+    error, asked, restores, _ = undo(tmp_path, table_format, step, fenced)
+    final = fenced and table_format == "delta"  # only Delta fences inside the commit
+    if final or table_format == "parquet":  # restored now (Parquet: as before, no log)
         assert isinstance(error, RunUndone) and restores, (error, asked)
         assert "abandon" not in asked
     else:
@@ -85,7 +105,33 @@ def test_a_change_is_put_back_at_once_only_where_the_log_is_final_for_the_statem
     assert ("marker" in asked) == fenced, asked  # an ALTER: no marker fences it
 
 
-def test_a_marker_that_is_not_sent_puts_nothing_back(tmp_path: Path):
+@pytest.mark.parametrize("table_format", FORMATS)
+@pytest.mark.parametrize("pending", [None, "db.m__quarantine__pending_inv1"])
+def test_a_load_with_no_change_to_put_back_keeps_its_pending_rows_for_the_next_run(
+    tmp_path: Path, table_format: str, pending: Optional[str]
+):
+    """No intent: nothing to restore. The run fails with the statement's own error; on Delta
+    with its marker sent the log is final and its rows settled; where not, on Delta and Iceberg
+    a run holding pending rows leaves its lease for the next run (which settles them from the
+    log), and Parquet (no log) lets go, its rows kept for a person (test_settle_own.py)."""
+    error, asked, restores, settled = undo(
+        tmp_path, table_format, LOAD_STEP, True, intent=False, pending=pending
+    )
+    assert isinstance(error, ConnectionLostError) and not restores, (error, asked)
+    answered = table_format == "delta"
+    assert settled == [answered], settled
+    if not answered and table_format != "parquet" and pending:
+        assert asked[-1] == "abandon", asked
+    else:
+        assert "abandon" not in asked and asked[-1].startswith("release"), asked
+
+
+@pytest.mark.parametrize("intent", [True, False])
+def test_a_marker_that_is_not_sent_puts_nothing_back_on_delta(tmp_path: Path, intent: bool):
     """Delta, the load: the marker cannot be sent either (the connection is down still)."""
-    error, asked, restores = undo(tmp_path, "delta", LOAD_STEP, True, marker_final=False)
-    assert isinstance(error, StepUnanswered) and not restores and asked[-1] == "abandon"
+    pending = "db.m__quarantine__pending_inv1"
+    error, asked, restores, settled = undo(
+        tmp_path, "delta", LOAD_STEP, True, connected=False, intent=intent, pending=pending
+    )
+    assert not restores and asked[-1] == "abandon" and settled in ([], [False]), asked
+    assert isinstance(error, StepUnanswered if intent else ConnectionLostError), error

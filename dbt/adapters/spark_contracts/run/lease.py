@@ -323,8 +323,8 @@ class Leases:
             return action()
 
     def fence_off_own(self, owner: LeaseOwner) -> bool:
-        """This run's own writes to its model table that may still be on their way (a load
-        Spark gave no answer for) made final: a marker under the run's own transaction id
+        """This run's own writes to its model table that may still be on their way (a load or
+        a backfill Spark gave no answer for: writes of rows, which carry the id) made final: a marker under the run's own transaction id
         (run/fence.fence_off). True: the table's log now says for good whether they committed
         (its format fences inside the commit, the run's writes carry an id, the table exists).
         Only a failed run calls it: no write of its own follows on that table under that id."""
@@ -359,10 +359,11 @@ class Leases:
         self.release(owner, keep=False)
 
     def abandon(self) -> None:
-        """The held lease left as it is, its heartbeat stopped, not released: a write of this
-        run may still commit (a load Spark gave no answer for), so the next run takes the lease
-        over as a dead run's (once it runs out, or its process is gone), with the marker that
-        fences that write off and, on Iceberg, the watch for its late commit."""
+        """The held lease left as it is, its heartbeat stopped, not released: a statement of
+        this run may still commit (a load, a backfill or an ALTER Spark gave no answer for), so
+        the next run takes the lease over as a dead run's (once it runs out, or its process is
+        gone), with its marker (on Delta: it fences off a write of rows, not an ALTER) and, on
+        Iceberg, the watch for a late snapshot."""
         beat, self.held, self.txn_app, self.swapping = self.held, None, None, False
         if beat is not None:
             beat.stop()

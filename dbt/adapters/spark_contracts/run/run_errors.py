@@ -81,17 +81,21 @@ class RunUndone(DbtRuntimeError):
         )
 
 
+LOAD_STEP = "the load"  # the step that sends the run's load (run/runner.py)
+
+
 class StepUnanswered(DbtRuntimeError):
     """A statement of the run's to its table (its load, or a step of its change: an ALTER, a
     backfill) got no answer from Spark (a lost connection, a server's cancel) after the run
     changed the table, and could not be fenced off: it may still commit, so the table is not
     put back now (a late commit would land over the restore); the run's record is kept, its
     lease unreleased, and the model's next run takes it over once it has run out and repairs
-    the table first (Delta: after its marker; Iceberg: watching for the late commit)."""
+    the table first (Delta: after its marker; Iceberg: watching for the late commit). Delta
+    and Iceberg only: a Parquet run restores at once (run/runner.Runner.undo)."""
 
     def __init__(self, unique_id: str, relation: str, step: str, cause: BaseException):
         self.unique_id, self.relation, self.step, self.cause = unique_id, relation, step, cause
-        what = step if step == "the load" else f"statement `{' '.join(step.split())[:200]}`"
+        what = step if step == LOAD_STEP else f"statement `{' '.join(step.split())[:200]}`"
         super().__init__(
             f"{unique_id}: Spark gave no answer for the run's {what} on {relation}, which may "
             "still commit, so the table was not put back now: the model's next run repairs it "

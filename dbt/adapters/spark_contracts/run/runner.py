@@ -44,6 +44,7 @@ from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
+    LOAD_STEP,
     FirstPassFailed,
     ForeignCommits,
     LeaseLost,
@@ -55,8 +56,6 @@ from dbt.adapters.spark_contracts.run.run_errors import (
 )
 from dbt.adapters.spark_contracts.run.table_log import TableLog
 from dbt.adapters.spark_contracts.run.violations import raise_violation, value_violation
-
-LOAD_STEP = "the load"  # the step that sends the run's load
 
 logger = AdapterLogger("SparkContracts")
 
@@ -258,7 +257,9 @@ class Runner:
         writes: bool = False,
         to_table: bool = False,
     ) -> Any:  # `action` behind the fence; `writes`: under the lease's id, fenced after too;
-        # `to_table`: a statement to the model's table (a step of its change, or the load)
+        # `to_table`: the load or a step of the run's change, whose late commit the undo must
+        # not be overtaken by (on Delta and Iceberg every such step goes to the model's table;
+        # Parquet, whose rewrite also fills a table beside it, restores at once anyway)
         sent = False  # the step's statement went out and has not answered
         try:
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
@@ -393,13 +394,12 @@ class Runner:
                 answered = self.leases.fence_off_own(run)
             except Exception as mark_exc:
                 logger.warning(f"{run.unique_id}: could not fence its own write off: {mark_exc}")
-        # a change to put back that may still be overtaken (by the statement, landing late):
-        # the next run repairs it, once this run's lease has run out, as a dead run's (Delta:
-        # after its marker; Iceberg: watching for the late commit; Parquet: the lease's time);
-        # with no change to put back, Delta's and Iceberg's next run settles the pending rows
-        # from its own log, where Parquet's property that records a load only this run would
-        # set tells nothing: it lets go
-        defer = not answered and (intent is not None or logged(run.table_format))
+        # Delta's and Iceberg's next run takes a lease left unreleased over as a dead run's (its
+        # marker; its late-commit watch) and repairs or settles from the table's own log;
+        # Parquet has neither, and its property that records a load only this run would set:
+        # waiting tells nothing (and a server's Parquet lease is never taken over), so it
+        # restores now and lets go
+        defer = not answered and logged(run.table_format)
         if intent is None:
             self.quarantine.settle_own(run, restored=False, answered=answered)
             if defer and self.state.pending is not None:
