@@ -21,7 +21,12 @@ import pytest
 from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
 from dbt.adapters.spark_contracts.run.fence import fences
 from dbt.adapters.spark_contracts.run.report import RunReport
-from dbt.adapters.spark_contracts.run.run_errors import LOAD_STEP, RunUndone, StepUnanswered
+from dbt.adapters.spark_contracts.run.run_errors import (
+    LOAD_STEP,
+    LeftHalfChanged,
+    RunUndone,
+    StepUnanswered,
+)
 from dbt.adapters.spark_contracts.run.runner import Runner
 
 ALTER = "alter table db.m add columns (`x` bigint)"
@@ -135,3 +140,43 @@ def test_a_marker_that_is_not_sent_puts_nothing_back_on_delta(tmp_path: Path, in
     )
     assert not restores and asked[-1] == "abandon" and settled in ([], [False]), asked
     assert isinstance(error, StepUnanswered if intent else ConnectionLostError), error
+
+
+def test_a_later_batch_of_the_invocation_changes_nothing_over_a_half_changed_table(
+    tmp_path: Path,
+):
+    """A microbatch batch left the table half changed (its ALTER got no answer): the record it
+    leaves is its own invocation's, which a later batch does not read. The later batch learns
+    of it from the invocation's report and fails before anything, naming the statement; a new
+    invocation (the next `dbt run`) goes on, and repairs first."""
+    runner = Runner(SimpleNamespace(), RunReport(), tmp_path)  # type: ignore[arg-type]
+    runner.report.start("inv-1")
+    runner.leases = Leases(connected=True)  # type: ignore[assignment]
+    runner.quarantine = SimpleNamespace(settle_own=lambda *a, **k: None)  # type: ignore[assignment]
+    runner.record = lambda run: None  # type: ignore[method-assign]
+    runner.state.intent = SimpleNamespace(table_format="iceberg")  # type: ignore[assignment]
+    run = SimpleNamespace(unique_id="model.p.m", relation="db.m", table_format="iceberg")
+    run.invocation_id = "inv-1"
+    with pytest.raises(StepUnanswered):
+        runner.undo(run, ConnectionLostError("lost"), ALTER, unanswered=True)  # type: ignore[arg-type]
+    later = Runner(SimpleNamespace(), runner.report, tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(LeftHalfChanged) as left:
+        later.execute(run, "insert into db.m select 1")  # type: ignore[arg-type]
+    assert "add columns" in str(left.value) and "db.m" in str(left.value)
+    runner.report.start("inv-2")  # the next dbt invocation: not this one's to refuse
+    assert runner.report.half_changed("db.m") is None
+
+
+def test_a_run_that_restored_leaves_nothing_half_changed(tmp_path: Path):
+    """The control: a restored run (Delta, its marker sent) tells later batches nothing."""
+    runner = Runner(SimpleNamespace(), RunReport(), tmp_path)  # type: ignore[arg-type]
+    runner.leases = Leases(connected=True)  # type: ignore[assignment]
+    runner.restorer = SimpleNamespace(restore=lambda *a, **k: "restored")  # type: ignore[assignment]
+    runner.quarantine = SimpleNamespace(settle_own=lambda *a, **k: None)  # type: ignore[assignment]
+    runner.record = lambda run: None  # type: ignore[method-assign]
+    runner.state.intent = SimpleNamespace(table_format="delta")  # type: ignore[assignment]
+    run = SimpleNamespace(unique_id="model.p.m", relation="db.m", table_format="delta")
+    run.invocation_id = "inv-1"
+    with pytest.raises(RunUndone):
+        runner.undo(run, ConnectionLostError("lost"), LOAD_STEP, unanswered=True, fenced=True)  # type: ignore[arg-type]
+    assert runner.report.half_changed("db.m") is None

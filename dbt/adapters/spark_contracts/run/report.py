@@ -30,12 +30,27 @@ class RunReport:
         self._entries: Dict[str, Dict[str, Any]] = {}
         self._summarized = False
         self._history: Dict[Tuple[str, str], List[str]] = {}
+        self._left: Dict[str, str] = {}  # relation -> the step a run left it half changed at
 
     def start(self, invocation_id: str) -> None:
         with self._lock:
             if invocation_id != self._invocation:
                 self._invocation, self._entries = invocation_id, {}
                 self._summarized = False
+                self._left = {}
+
+    def left_half_changed(self, relation: str, step: str) -> None:
+        """A run of this invocation left `relation` half changed for the next invocation to
+        repair (a `step` Spark gave no answer for, which may still commit: run/runner.undo). Its
+        record is its own invocation's, which a later microbatch batch does not read
+        (run/record_io.records_of): this is how that batch learns of it."""
+        with self._lock:
+            self._left[relation.lower()] = step
+
+    def half_changed(self, relation: str) -> Optional[str]:
+        """The step at which a run of this invocation left `relation` half changed, if one did."""
+        with self._lock:
+            return self._left.get(relation.lower())
 
     def queue_history(self, table: str, using: str, rows: Tuple[str, ...]) -> None:
         """A run's schema-history rows, written with every other model's at the end of the

@@ -84,6 +84,11 @@ class RunUndone(DbtRuntimeError):
 LOAD_STEP = "the load"  # the step that sends the run's load (run/runner.py)
 
 
+def step_named(step: str) -> str:
+    """A step as an error names it: the load, or its statement (the first 200 characters)."""
+    return step if step == LOAD_STEP else f"statement `{' '.join(step.split())[:200]}`"
+
+
 class StepUnanswered(DbtRuntimeError):
     """A statement of the run's to its table (its load, or a step of its change: an ALTER, a
     backfill) got no answer from Spark (a lost connection, a server's cancel) after the run
@@ -95,12 +100,26 @@ class StepUnanswered(DbtRuntimeError):
 
     def __init__(self, unique_id: str, relation: str, step: str, cause: BaseException):
         self.unique_id, self.relation, self.step, self.cause = unique_id, relation, step, cause
-        what = step if step == LOAD_STEP else f"statement `{' '.join(step.split())[:200]}`"
         super().__init__(
-            f"{unique_id}: Spark gave no answer for the run's {what} on {relation}, which may "
-            "still commit, so the table was not put back now: the model's next run repairs it "
-            "first, from the table's own log, once this run's lease has run out (any run of "
-            f"the model). Cause: {cause}"
+            f"{unique_id}: Spark gave no answer for the run's {step_named(step)} on "
+            f"{relation}, which may still commit, so the table was not put back now: the "
+            "model's next run repairs it first, from the table's own log, once this run's lease "
+            f"has run out (any run of the model). Cause: {cause}"
+        )
+
+
+class LeftHalfChanged(DbtRuntimeError):
+    """An earlier microbatch batch of this invocation left the table half changed (a statement
+    of its change Spark gave no answer for, `StepUnanswered`): this batch changes nothing, and
+    the model's next run repairs the table first."""
+
+    def __init__(self, unique_id: str, relation: str, step: str):
+        self.unique_id, self.relation, self.step = unique_id, relation, step
+        super().__init__(
+            f"{unique_id}: an earlier batch of this invocation left {relation} half changed "
+            f"(Spark gave no answer for its {step_named(step)}, which may still commit); this "
+            "batch changed nothing. Run the model again: it repairs the table first, once that "
+            "batch's lease has run out."
         )
 
 

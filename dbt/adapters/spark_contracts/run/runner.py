@@ -48,6 +48,7 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     FirstPassFailed,
     ForeignCommits,
     LeaseLost,
+    LeftHalfChanged,
     RepairFirst,
     RestoreFailed,
     RunUndone,
@@ -110,6 +111,9 @@ class Runner:
         what carries it out (Iceberg's NOT NULL build of a run that creates the table). A
         quarantining run with a first pass (run_plan.first_pass) tries it first; where it
         fails, it wrote nothing, and the run goes on as one without it (its pending table)."""
+        left = self.report.half_changed(run.relation)
+        if left is not None:  # by an earlier batch: its record is not one this run reads
+            raise LeftHalfChanged(run.unique_id, run.relation, left)
         if run.first_pass is not None and (before_load is not None or after_load is not None):
             run = replace(run, first_pass=None)  # a build beside the table: never planned so
         if run.first_pass is not None:
@@ -411,6 +415,7 @@ class Runner:
         if defer:  # a restore now could be overtaken by the statement: the next run repairs
             self.events.add(Restored(f"NOT RESTORED: {step} got no answer, may still commit"))
             self.leases.abandon()  # its intent (and pending table) stay for the taker
+            self.report.left_half_changed(run.relation, step)
             self.record(run)
             raise StepUnanswered(run.unique_id, run.relation, step, exc) from exc
         try:
