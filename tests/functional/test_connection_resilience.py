@@ -574,17 +574,17 @@ def test_a_load_whose_answer_is_lost_keeps_its_discarded_rows(
 
     again = project.run(direct, "run", env=lease)
     assert again.returncode == 0, again.stdout + again.stderr
-    # a marker under the lost run's writes' id made the log final for its load before any of
-    # its pending rows were dropped or moved: its own (the connection came back for its undo,
-    # as Spark Connect's does) or the next run's, once it took the lease over (thrift's)
     history = server.query(f"describe history {relation}")
-    assert any(is_marker(str(value)) for row in history for value in row), history
     loads = [r[0] for r in server.query(f"select count(*) from {relation} where id >= 100")]
     assert loads[0] in (90, 180), loads  # the lost run's load landed, or it never did
+    if loads[0] == 90:  # its pending rows were dropped: only once a marker under the lost
+        # run's writes' id made the log final for its load: its own (the connection came back
+        # for its undo, as Spark Connect's does) or the next run's, once it took the lease over
+        assert any(is_marker(str(value)) for row in history for value in row), history
     per_run = server.query(
         f"select _dbt_run_id, count(*) from {relation}__quarantine group by _dbt_run_id"
     )
-    assert sorted(n for _, n in per_run) == [10] * (loads[0] // 90), per_run
+    assert sorted(n for _, n in per_run) == [10] * (loads[0] // 90), (per_run, history)
     tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
     assert not [t for t in tables if "__pending_" in t or "__dbt_lease_" in t], tables
 

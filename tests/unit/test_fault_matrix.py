@@ -237,6 +237,10 @@ class FakeDelta:
             raise Killed()
         self.conf[key] = value
 
+    def leave_session(self, carried: Any = ()) -> bool:
+        """One session, whose failed statement is over (as the embedded one's)."""
+        return False
+
     def get_conf(self, key: str) -> Optional[str]:
         return self.conf.get(key)
 

@@ -84,6 +84,10 @@ class Catalogue:
     def application(self) -> Application:
         return self.here
 
+    def leave_session(self, carried: Any = ()) -> bool:
+        """One session, whose failed statement is over (as the embedded one's)."""
+        return False
+
     def get_conf(self, key: str) -> Optional[str]:
         # the session's commit tag: a RESTORE it makes carries it
         return self.conf.get(key, REPAIR_TAG)

@@ -55,6 +55,9 @@ class History:
     def set_conf(self, key, value):
         pass
 
+    def leave_session(self, carried=()):
+        return False
+
     def get_conf(self, key):
         return self.session_tag  # the session's commit tag: the RESTORE it makes carries it
 
@@ -228,6 +231,9 @@ class IcebergTable:
 
         return parse_type("struct<" + ",".join(f"{c}:string" for c in self.columns) + ">")
 
+    def leave_session(self, carried=()):
+        return False
+
     def get_conf(self, key):
         return None
 
@@ -338,6 +344,9 @@ class RacedIceberg:
         from dbt.adapters.spark_contracts.core.schema.parse import parse_type
 
         return parse_type("struct<id:string>")
+
+    def leave_session(self, carried=()):
+        return False
 
     def get_conf(self, key):
         return None

@@ -13,6 +13,7 @@ from dbt_common.exceptions import DbtDatabaseError
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
 from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
 from dbt.adapters.spark_contracts.core.recovery.intent import Commit, foreign_commits, is_marker
 from dbt.adapters.spark_contracts.core.recovery.pending import (
@@ -131,9 +132,19 @@ class Session:
     """A session's settings as `set_conf`/`get_conf` see them; `fail_on`: keys whose setting
     fails; `ran`: the statements with the transaction id they carried."""
 
-    def __init__(self, fail_on: tuple = ()) -> None:
+    def __init__(self, fail_on: tuple = (), leaves: bool = False) -> None:
         self.conf: dict = {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
         self.fail_on, self.ran, self.versions = fail_on, [], []
+        self.leaves, self.left = leaves, []  # type: ignore[var-annotated]
+
+    def leave_session(self, carried: tuple = ()) -> bool:
+        """Spark Connect's (`leaves`): later statements go to a new session (`conf` then is
+        that one's, the carried settings copied); `left` keeps the old one's settings."""
+        if not self.leaves:
+            return False
+        self.left.append(dict(self.conf))
+        self.conf = {k: self.conf[k] for k in carried if k in self.conf}
+        return True
 
     def set_conf(self, key: str, value: str | None) -> None:
         if (key, value) in self.fail_on:
@@ -169,6 +180,33 @@ def test_the_transaction_id_leaves_the_session_whatever_the_write_did():
         with carrying(failing, "app", 5):  # type: ignore[arg-type]
             pass
     assert TXN_APP_ID not in failing.conf
+
+
+@pytest.mark.parametrize("leaves", [True, False], ids=["connect", "one-session"])
+def test_a_write_without_an_answer_keeps_its_id_in_the_session_it_may_still_run_in(
+    leaves: bool,
+):
+    """A write Spark gave no answer for may still read the session's settings on the server
+    (Spark Connect keeps the session): unset there, it would commit with no id, which no marker
+    fences off (seen on 2026-11-30: a lost load committed after the next run's marker). Its
+    session is left with the id set, and the connection goes on in a new one with the node's
+    tag; where the method has one session only (the embedded one: its failed statement is over;
+    Thrift: open, see docs/run-guarantees.md), the id is unset as before."""
+    session = Session(leaves=leaves)
+    with pytest.raises(ConnectionLostError):
+        with carrying(session, "app", 6):  # type: ignore[arg-type]
+            raise ConnectionLostError("read timed out")
+    if leaves:
+        assert session.left and session.left[-1][TXN_APP_ID] == "app", session.left
+        assert session.left[-1][TXN_VERSION] == "6"
+        assert session.conf == {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
+    else:
+        assert TXN_APP_ID not in session.conf and TXN_VERSION not in session.conf
+    answered = Session(leaves=True)  # Spark's own refusal is final: unset, nothing left
+    with pytest.raises(DbtDatabaseError):
+        with carrying(answered, "app", 7):  # type: ignore[arg-type]
+            raise DbtDatabaseError("refused")
+    assert not answered.left and TXN_APP_ID not in answered.conf
 
 
 def test_a_marker_carries_the_records_id_and_tag_and_the_nodes_tag_comes_back():

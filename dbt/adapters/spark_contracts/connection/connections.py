@@ -347,7 +347,8 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             if creds.method == ContractsConnectionMethod.CONNECT:
                 raise connect_failure(endpoint_of(creds), exc) from exc
             raise FailedToConnectError(f"Could not start Spark ({creds.method}): {exc}") from exc
-        handle = SparkSessionHandle(lambda: session, query_timeout)
+        renew = factory if creds.method == ContractsConnectionMethod.CONNECT else None
+        handle = SparkSessionHandle(lambda: session, query_timeout, renew)
         connection.handle = SparkSessionConnectionWrapper(handle)
         connection.state = ConnectionState.OPEN
         return connection

@@ -191,13 +191,30 @@ _SEP = "\u0000"  # joins a Scala sequence of names into one py4j string (names h
 class SparkSessionHandle(Connection):
     """dbt-spark's session connection, whose cursors all run on one session."""
 
-    def __init__(self, session_factory: SessionFactory, query_timeout: Optional[float] = None):
+    def __init__(
+        self,
+        session_factory: SessionFactory,
+        query_timeout: Optional[float] = None,
+        renew: Optional[SessionFactory] = None,
+    ):
         super().__init__()
         self._session_factory = session_factory
         self.query_timeout = query_timeout
+        self._renew = renew  # a new session like the first (Spark Connect), or None
+        self.left: List[Any] = []  # sessions left for a statement that may still run there
 
     def cursor(self) -> SparkSessionCursor:  # type: ignore[override]
         return SparkSessionCursor(self._session_factory, self.query_timeout)
+
+    def renew(self) -> bool:
+        """Its statements go on in a new session; the current one is left as it is (stopped
+        with the connection). False where it has no way to make one."""
+        if self._renew is None:
+            return False
+        old, fresh = self._session_factory(), self._renew()
+        self.left.append(old)
+        self._session_factory = lambda: fresh
+        return True
 
 
 class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
@@ -230,14 +247,37 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
     def get_conf(self, key: str) -> Optional[str]:
         return self.handle.cursor().session.conf.get(key, None)
 
+    def leave_session(self, carried: Sequence[str] = ()) -> bool:
+        """Spark Connect: later statements run in a new session of the server's (the profile's
+        settings set in it, and the settings `carried` copied where the old session still
+        answers), the old one left untouched for a statement that may still read its settings.
+        The embedded session: nothing to do (a failed statement there is over)."""
+        old = self.handle.cursor().session
+        if not is_connect(old) or not self.handle.renew():
+            return False
+        for key in carried:
+            try:
+                value = old.conf.get(key, None)
+            except Exception as exc:  # the old session cannot answer: the new one goes without
+                logger.debug(f"could not read {key} of the session left: {exc}")
+                continue
+            if value is not None:
+                self.set_conf(key, value)
+        return True
+
     def close(self) -> None:
         """dbt closes a thread's connection at the end of a command: a Connect session is
-        stopped then (its client threads would otherwise keep the process from exiting); the
-        embedded session stays, shared by the process."""
+        stopped then (its client threads would otherwise keep the process from exiting), and
+        any it left (`leave_session`); the embedded session stays, shared by the process."""
         super().close()
         session = self.handle.cursor().session
-        if is_connect(session):
-            session.stop()
+        for left in [*self.handle.left, session]:
+            if is_connect(left):
+                try:
+                    left.stop()
+                except Exception as exc:  # a session left on a server gone: nothing to stop
+                    logger.debug(f"could not stop a Spark Connect session: {exc}")
+        self.handle.left.clear()
 
     def cancel(self) -> None:
         """Interrupt every operation this connection's own session runs (dbt-spark's session

@@ -63,6 +63,14 @@ class Spark(Protocol):
 
     def get_conf(self, key: str) -> Optional[str]: ...
 
+    def leave_session(self, carried: Sequence[str] = ()) -> bool:
+        """The session this connection's statements ran in left as it is, for a statement that
+        may still read its settings on the server (a write Spark gave no answer for): the
+        connection's next statements run in a new session, with the settings `carried` (the
+        node's commit tag) copied. False where the method cannot (Thrift), or need not (the
+        embedded session: its statement is over once it failed)."""
+        ...
+
     def application(self) -> Application:
         """Where this connection's statements run (core/recovery/pending.Application)."""
         ...
@@ -149,6 +157,13 @@ class _ConnectionSpark:
             return None
         with self._adapter.connections.exception_handler(f"get {key}"):
             return handle.get_conf(key)
+
+    def leave_session(self, carried: Sequence[str] = ()) -> bool:
+        handle = self._handle()
+        if not hasattr(handle, "leave_session"):
+            return False
+        with self._adapter.connections.exception_handler("a new session"):
+            return bool(handle.leave_session(carried))
 
     def application(self) -> Application:
         """Where this connection's statements run (core/recovery/pending.Application): this process's

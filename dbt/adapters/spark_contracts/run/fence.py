@@ -11,6 +11,7 @@ from typing import Iterator, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.spark_contracts.connection.errors import statement_answered
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence, State, fence, unguarded_takeover
@@ -25,7 +26,7 @@ from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat
 from dbt.adapters.spark_contracts.run.late import may_still_commit
-from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
+from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, TAG_KEYS
 from dbt.adapters.spark_contracts.run.record_io import LeaseOwner, read_lease
 from dbt.adapters.spark_contracts.run.retry import tried_again
 from dbt.adapters.spark_contracts.run.run_errors import UnguardedTakeover
@@ -71,10 +72,27 @@ def carrying(spark: Spark, app: str, version: int) -> Iterator[None]:
         spark.set_conf(TXN_APP_ID, app)
         spark.set_conf(TXN_VERSION, str(version))
         yield
-    except BaseException:
+    except BaseException as exc:
+        # a write Spark gave no answer for may still read them on the server (Spark Connect
+        # keeps the session, and the statement reads the settings when it runs): unset there,
+        # it would commit with no id, which no marker fences off. Its session is left as it
+        # is, and the connection goes on in a new one (where the method cannot: unset)
+        if isinstance(exc, Exception) and not statement_answered(exc) and _left(spark):
+            raise
         _unset(spark, quiet=True)
         raise
     _unset(spark, quiet=False)
+
+
+def _left(spark: Spark) -> bool:
+    """The connection goes on in a new session, with the node's commit tag (`Spark.
+    leave_session`); where that fails (the server is still out of reach), the old session is
+    kept, its settings as they are: the write's own error is the one raised."""
+    try:
+        return spark.leave_session(TAG_KEYS)
+    except Exception as exc:
+        logger.warning(f"could not open a new session after a write without an answer: {exc}")
+        return True
 
 
 def _unset(spark: Spark, quiet: bool) -> None:
