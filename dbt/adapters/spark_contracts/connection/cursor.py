@@ -189,7 +189,8 @@ _SEP = "\u0000"  # joins a Scala sequence of names into one py4j string (names h
 
 
 class SparkSessionHandle(Connection):
-    """dbt-spark's session connection, whose cursors all run on one session."""
+    """dbt-spark's session connection, whose cursors all run on one session (the current one:
+    a cursor follows the handle to a new session, `renew`)."""
 
     def __init__(
         self,
@@ -201,20 +202,34 @@ class SparkSessionHandle(Connection):
         self._session_factory = session_factory
         self.query_timeout = query_timeout
         self._renew = renew  # a new session like the first (Spark Connect), or None
+        self._renewing = False  # the current session is left: the next use opens a new one
         self.left: List[Any] = []  # sessions left for a statement that may still run there
 
+    def _session(self) -> Any:
+        if self._renewing:  # until it opens, no statement runs anywhere (never in the old)
+            assert self._renew is not None
+            fresh = self._renew()
+            self._session_factory, self._renewing = (lambda: fresh), False
+        return self._session_factory()
+
     def cursor(self) -> SparkSessionCursor:  # type: ignore[override]
-        return SparkSessionCursor(self._session_factory, self.query_timeout)
+        return SparkSessionCursor(self._session, self.query_timeout)
 
     def renew(self) -> bool:
         """Its statements go on in a new session; the current one is left as it is (stopped
-        with the connection). False where it has no way to make one."""
+        with the connection). False where it has no way to make one. The new one is opened
+        now; where that fails, it raises, and each later statement tries again first."""
         if self._renew is None:
             return False
-        old, fresh = self._session_factory(), self._renew()
-        self.left.append(old)
-        self._session_factory = lambda: fresh
+        if not self._renewing:
+            self.left.append(self._session_factory())
+            self._renewing = True
+        self._session()
         return True
+
+    def opened(self) -> List[Any]:
+        """Every session it opened and has not stopped: those left, and the current one."""
+        return [*self.left, *([] if self._renewing else [self._session_factory()])]
 
 
 class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
@@ -255,6 +270,7 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
         old = self.handle.cursor().session
         if not is_connect(old) or not self.handle.renew():
             return False
+        self._cursor = None  # (a cursor follows the handle anyway)
         for key in carried:
             try:
                 value = old.conf.get(key, None)
@@ -270,8 +286,7 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
         stopped then (its client threads would otherwise keep the process from exiting), and
         any it left (`leave_session`); the embedded session stays, shared by the process."""
         super().close()
-        session = self.handle.cursor().session
-        for left in [*self.handle.left, session]:
+        for left in self.handle.opened():
             if is_connect(left):
                 try:
                     left.stop()

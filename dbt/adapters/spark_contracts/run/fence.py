@@ -86,11 +86,15 @@ def carrying(spark: Spark, app: str, version: int) -> Iterator[None]:
 
 def _left(spark: Spark) -> bool:
     """The connection goes on in a new session, with the node's commit tag (`Spark.
-    leave_session`); where that fails (the server is still out of reach), the old session is
-    kept, its settings as they are: the write's own error is the one raised."""
+    leave_session`); where opening it fails (the server is still out of reach), the old one is
+    left all the same (no statement runs there again: each later one tries a new session
+    first), and the write's own error is the one raised."""
+    leave = getattr(spark, "leave_session", None)
+    if leave is None:  # a Spark with one session only
+        return False
     try:
-        return spark.leave_session(TAG_KEYS)
-    except Exception as exc:
+        return bool(leave(TAG_KEYS))
+    except Exception as exc:  # the old one is left still: each later statement tries a new one
         logger.warning(f"could not open a new session after a write without an answer: {exc}")
         return True
 
