@@ -66,8 +66,10 @@ def undo(
     connected: bool = True,
     intent: bool = True,
     pending: Optional[str] = None,
+    report: Optional[RunReport] = None,
 ) -> tuple[BaseException, List[str], List[Any], List[bool]]:
-    runner = Runner(SimpleNamespace(), RunReport(), tmp_path)  # type: ignore[arg-type]
+    report = report or RunReport()
+    runner = Runner(SimpleNamespace(), report, tmp_path)  # type: ignore[arg-type]
     leases, restores, settled = Leases(connected), [], []  # type: ignore[var-annotated]
     runner.leases = leases  # type: ignore[assignment]
     runner.restorer = SimpleNamespace(  # type: ignore[assignment]
@@ -149,34 +151,22 @@ def test_a_later_batch_of_the_invocation_changes_nothing_over_a_half_changed_tab
     leaves is its own invocation's, which a later batch does not read. The later batch learns
     of it from the invocation's report and fails before anything, naming the statement; a new
     invocation (the next `dbt run`) goes on, and repairs first."""
-    runner = Runner(SimpleNamespace(), RunReport(), tmp_path)  # type: ignore[arg-type]
-    runner.report.start("inv-1")
-    runner.leases = Leases(connected=True)  # type: ignore[assignment]
-    runner.quarantine = SimpleNamespace(settle_own=lambda *a, **k: None)  # type: ignore[assignment]
-    runner.record = lambda run: None  # type: ignore[method-assign]
-    runner.state.intent = SimpleNamespace(table_format="iceberg")  # type: ignore[assignment]
+    report = RunReport()
+    report.start("inv-1")
+    error, _, _, _ = undo(tmp_path, "iceberg", ALTER, False, report=report)
+    assert isinstance(error, StepUnanswered), error
+    later = Runner(SimpleNamespace(), report, tmp_path)  # type: ignore[arg-type]
     run = SimpleNamespace(unique_id="model.p.m", relation="db.m", table_format="iceberg")
-    run.invocation_id = "inv-1"
-    with pytest.raises(StepUnanswered):
-        runner.undo(run, ConnectionLostError("lost"), ALTER, unanswered=True)  # type: ignore[arg-type]
-    later = Runner(SimpleNamespace(), runner.report, tmp_path)  # type: ignore[arg-type]
     with pytest.raises(LeftHalfChanged) as left:
         later.execute(run, "insert into db.m select 1")  # type: ignore[arg-type]
     assert "add columns" in str(left.value) and "db.m" in str(left.value)
-    runner.report.start("inv-2")  # the next dbt invocation: not this one's to refuse
-    assert runner.report.half_changed("db.m") is None
+    report.start("inv-2")  # the next dbt invocation: not this one's to refuse
+    assert report.half_changed("db.m") is None
 
 
 def test_a_run_that_restored_leaves_nothing_half_changed(tmp_path: Path):
     """The control: a restored run (Delta, its marker sent) tells later batches nothing."""
-    runner = Runner(SimpleNamespace(), RunReport(), tmp_path)  # type: ignore[arg-type]
-    runner.leases = Leases(connected=True)  # type: ignore[assignment]
-    runner.restorer = SimpleNamespace(restore=lambda *a, **k: "restored")  # type: ignore[assignment]
-    runner.quarantine = SimpleNamespace(settle_own=lambda *a, **k: None)  # type: ignore[assignment]
-    runner.record = lambda run: None  # type: ignore[method-assign]
-    runner.state.intent = SimpleNamespace(table_format="delta")  # type: ignore[assignment]
-    run = SimpleNamespace(unique_id="model.p.m", relation="db.m", table_format="delta")
-    run.invocation_id = "inv-1"
-    with pytest.raises(RunUndone):
-        runner.undo(run, ConnectionLostError("lost"), LOAD_STEP, unanswered=True, fenced=True)  # type: ignore[arg-type]
-    assert runner.report.half_changed("db.m") is None
+    report = RunReport()
+    error, _, _, _ = undo(tmp_path, "delta", LOAD_STEP, True, report=report)
+    assert isinstance(error, RunUndone), error
+    assert report.half_changed("db.m") is None

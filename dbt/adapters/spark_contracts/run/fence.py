@@ -89,11 +89,8 @@ def _left(spark: Spark) -> bool:
     leave_session`); where opening it fails (the server is still out of reach), the old one is
     left all the same (no statement runs there again: each later one tries a new session
     first), and the write's own error is the one raised."""
-    leave = getattr(spark, "leave_session", None)
-    if leave is None:  # a Spark with one session only
-        return False
     try:
-        return bool(leave(TAG_KEYS))
+        return spark.leave_session(TAG_KEYS)
     except Exception as exc:  # the old one is left still: each later statement tries a new one
         logger.warning(f"could not open a new session after a write without an answer: {exc}")
         return True

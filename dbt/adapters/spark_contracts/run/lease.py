@@ -324,8 +324,8 @@ class Leases:
 
     def fence_off_own(self, owner: LeaseOwner) -> bool:
         """This run's own writes to its model table that may still be on their way (a load or
-        a backfill Spark gave no answer for: writes of rows, which carry the id) made final: a marker under the run's own transaction id
-        (run/fence.fence_off). True: the table's log now says for good whether they committed
+        a backfill Spark gave no answer for: writes of rows, which carry the id) made final: a
+        marker under the run's own transaction id (run/fence.fence_off). True: the table's log now says for good whether they committed
         (its format fences inside the commit, the run's writes carry an id, the table exists).
         Only a failed run calls it: no write of its own follows on that table under that id."""
         if self.held is None or self.txn_app is None or not fences(owner.table_format):
