@@ -21,11 +21,14 @@ export DBT_SPARK_CONTRACTS_JARS := $(JARS)
 
 install: $(VENV)/.installed-dbt$(DBT)
 # uv (pinned in the constraints, installed by the venv's pip) installs the rest: on a clean clone
-# 62 s against pip's 139 s here, and a second venv from its cache in 43 s (2026-11-30).
+# 62 s against pip's 139 s here, and a second venv from its cache in 43 s (2026-11-30). PyPI has
+# pyspark only as a source archive, and uv kept a new 1.9 GB build of it per clean clone until the
+# disk was full (CI of 2651e50 failed so): the prune keeps the one in use.
 $(VENV)/.installed-dbt$(DBT): setup.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) uv
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -c $(CONSTRAINTS) -e '.[dev]'
+	$(BIN)/uv cache prune --quiet
 	touch $@
 
 # Fetches only what the folder lacks (Delta, Iceberg, and the cluster's Derby server and client),
