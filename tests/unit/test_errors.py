@@ -159,7 +159,7 @@ def test_py4j_error_names_its_causes_without_their_stacks() -> None:
 def test_a_refused_result_description_is_told_by_the_response_type():
     from TCLIService.ttypes import TFetchResultsResp, TGetResultSetMetadataResp, TStatus
 
-    from dbt.adapters.spark_contracts.connection.connections import _metadata_refused
+    from dbt.adapters.spark_contracts.connection.thrift import _metadata_refused
 
     status = TStatus(statusCode=3, errorMessage="java.lang.IllegalArgumentException: any text")
     assert _metadata_refused(OperationalError(TGetResultSetMetadataResp(status=status)))

@@ -58,3 +58,42 @@ def test_a_handle_with_no_way_to_renew_stays_on_its_session():
     handle = SparkSessionHandle(lambda: "embedded")
     assert not handle.renew()
     assert handle.cursor().session == "embedded" and handle.left == []
+
+
+class Conf:
+    def __init__(self) -> None:
+        self.values: dict = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise AssertionError("the session left is asked nothing")
+
+
+class Session:
+    def __init__(self) -> None:
+        self.conf = Conf()
+
+
+def test_the_settings_carried_are_set_in_the_new_session_and_the_others_are_not():
+    sessions: List[Session] = []
+    down = [True]
+
+    def open_one() -> Session:
+        if down[0]:
+            raise ConnectionError("server out of reach")
+        sessions.append(Session())
+        return sessions[-1]
+
+    first = Session()
+    handle = SparkSessionHandle(lambda: first, renew=open_one)
+    handle.settings = {"tag": "t-1", "txn": "app-1"}  # as the wrapper's set_conf records them
+    with pytest.raises(ConnectionError):
+        handle.renew(("tag",))
+    down[0] = False
+    assert handle.cursor().session is sessions[0]  # opened on the next statement
+    assert sessions[0].conf.values == {"tag": "t-1"} and handle.settings == {"tag": "t-1"}

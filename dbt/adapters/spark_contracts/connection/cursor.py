@@ -204,25 +204,30 @@ class SparkSessionHandle(Connection):
         self._renew = renew  # a new session like the first (Spark Connect), or None
         self._renewing = False  # the current session is left: the next use opens a new one
         self.left: List[Any] = []  # sessions left for a statement that may still run there
+        self.settings: Dict[str, str] = {}  # what the wrapper's `set_conf` set in the current one
 
     def _session(self) -> Any:
         if self._renewing:  # until it opens, no statement runs anywhere (never in the old)
             assert self._renew is not None
             fresh = self._renew()
+            for key, value in self.settings.items():  # those carried over (`renew`)
+                fresh.conf.set(key, value)
             self._session_factory, self._renewing = (lambda: fresh), False
         return self._session_factory()
 
     def cursor(self) -> SparkSessionCursor:  # type: ignore[override]
         return SparkSessionCursor(self._session, self.query_timeout)
 
-    def renew(self) -> bool:
-        """Its statements go on in a new session; the current one is left as it is (stopped
-        with the connection). False where it has no way to make one. The new one is opened
-        now; where that fails, it raises, and each later statement tries again first."""
+    def renew(self, carried: Sequence[str] = ()) -> bool:
+        """Its statements go on in a new session, with the `settings` among `carried` set
+        there too; the current one is left as it is (stopped with the connection). False where
+        it has no way to make one. The new one is opened now; where that fails, it raises, and
+        each later statement tries again first."""
         if self._renew is None:
             return False
         if not self._renewing:
             self.left.append(self._session_factory())
+            self.settings = {k: v for k, v in self.settings.items() if k in carried}
             self._renewing = True
         self._session()
         return True
@@ -256,29 +261,23 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
         conf = self.handle.cursor().session.conf
         if value is None:
             conf.unset(key)
+            self.handle.settings.pop(key, None)
         else:
             conf.set(key, value)
+            self.handle.settings[key] = value
 
     def get_conf(self, key: str) -> Optional[str]:
         return self.handle.cursor().session.conf.get(key, None)
 
     def leave_session(self, carried: Sequence[str] = ()) -> bool:
         """Spark Connect: later statements run in a new session of the server's (the profile's
-        settings set in it, and the settings `carried` copied where the old session still
-        answers), the old one left untouched for a statement that may still read its settings.
-        The embedded session: nothing to do (a failed statement there is over)."""
-        old = self.handle.cursor().session
-        if not is_connect(old) or not self.handle.renew():
+        settings set in it, and the settings `carried` that `set_conf` set in the old one set
+        again: the old one is not asked), the old one left untouched for a statement that may
+        still read its settings. The embedded session: nothing to do (a failed statement there
+        is over)."""
+        if not is_connect(self.handle.cursor().session) or not self.handle.renew(carried):
             return False
         self._cursor = None  # (a cursor follows the handle anyway)
-        for key in carried:
-            try:
-                value = old.conf.get(key, None)
-            except Exception as exc:  # the old session cannot answer: the new one goes without
-                logger.debug(f"could not read {key} of the session left: {exc}")
-                continue
-            if value is not None:
-                self.set_conf(key, value)
         return True
 
     def close(self) -> None:
