@@ -36,6 +36,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 import yaml
 
+from dbt.adapters.spark_contracts.connection.errors import SESSION_LEFT
 from dbt.adapters.spark_contracts.core.recovery.intent import is_marker
 from spark_contracts_dev.servers import LocalServer, free_port, start
 from tests.functional.conftest import JVM_PARAMETERS
@@ -333,7 +334,9 @@ class Project:
             env={**_env(), **(env or {})},
         )
 
-    def start(self, profile: Dict[str, Any], *args: str) -> subprocess.Popen:
+    def start(
+        self, profile: Dict[str, Any], *args: str, env: Optional[Dict[str, str]] = None
+    ) -> subprocess.Popen:
         out = open(self.root / "dbt-output.txt", "w")
         return subprocess.Popen(
             self.command(profile, *args),
@@ -341,7 +344,7 @@ class Project:
             stderr=subprocess.STDOUT,
             text=True,
             cwd=self.root,
-            env=_env(),
+            env={**_env(), **(env or {})},
             start_new_session=True,
             # dbt as a terminal starts it: a test run in the background (`make ... &`) has
             # SIGINT ignored, which a child inherits and Python then leaves ignored
@@ -640,6 +643,71 @@ def test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run(
         for name in ("mcut", "mcontrol")
     }
     assert rows["mcut"] == rows["mcontrol"] and len(rows["mcut"]) == 6, rows
+    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
+    assert not [t for t in tables if "__dbt_lease_" in t], tables
+
+
+SLOW_BACKFILL = """
+{{ config(materialized='incremental', file_format='delta', unique_key='id',
+          schema_evolution=({'columns': {'twice': {'backfill':
+            "id * 10 + 0 * aggregate(sequence(id, id + " ~ var('work', 0)
+            ~ "), 0L, (a, x) -> a + x)"}}} if var('v', 1) != 1 else {})) }}
+{% if var('v', 1) == 1 %}
+select id from range(0, {{ var('rows', 3) }}, 1, {{ var('partitions', 1) }})
+{% else %}
+select id, id * 10 as twice from range(3, 6)
+{% endif %}
+"""
+
+
+def test_ctrl_c_in_a_fenced_write_leaves_its_session(server: Server, tmp_path: Path) -> None:
+    """Ctrl-C while a multi-step Delta run's backfill UPDATE (a write under its lease's
+    transaction id) runs on the server: the server answers "cancelled" at once, and the
+    statement may still commit, reading the id from its session when it does. So the run
+    leaves that session as it is (unsetting the id there could let the write commit with
+    none, which no marker fences off) and its undo runs in a new session. The table ends as
+    the control's once the next run repaired and loaded, and no record is left."""
+    project = Project(tmp_path / "p", {"mslow.sql": SLOW_BACKFILL, "mctl.sql": SLOW_BACKFILL})
+    profile = target(server)
+    parts = 8
+    first = project.run(profile, "run", "--vars", _vars(rows=400, partitions=parts))
+    assert first.returncode == 0, first.stdout + first.stderr
+    control = project.run(profile, "run", "--select", "mctl", "--vars", _vars(v=2))
+    assert control.returncode == 0, control.stdout + control.stderr
+
+    lease = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}
+    # an UPDATE takes deterministic expressions only (no sleep): a sum over 2 M numbers a row
+    slow = _vars(v=2, work=2_000_000)
+    process = project.start(profile, "run", "--select", "mslow", "--vars", slow, env=lease)
+    try:
+        log_file = project.root / "logs" / "dbt.log"
+        deadline = time.monotonic() + 240
+        # the backfill sent (it takes 20 s or more): the statement's own line, not the plan's
+        while "\nUPDATE resilience.mslow" not in (
+            log_file.read_text() if log_file.exists() else ""
+        ):
+            assert process.poll() is None and time.monotonic() < deadline, project.output()
+            time.sleep(0.5)
+        time.sleep(3)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = project.output()
+    assert process.returncode != 0, output
+    log = log_file.read_text()
+    assert SESSION_LEFT in log, log[-6000:]
+    wait_until_idle(server)
+
+    again = project.run(profile, "run", "--select", "mslow", "--vars", _vars(v=2), env=lease)
+    assert again.returncode == 0, again.stdout + again.stderr
+    rows = {
+        name: sorted(server.query(f"select id, twice from {SCHEMA}.{name}"))
+        for name in ("mslow", "mctl")
+    }
+    assert rows["mslow"] == rows["mctl"] and len(rows["mslow"]) == 400, rows
     tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
     assert not [t for t in tables if "__dbt_lease_" in t], tables
 

@@ -14,6 +14,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 
 from dbt.adapters.spark_contracts.connection.errors import (
+    SESSION_LEFT,
     CancelMark,
     QueryTimeoutError,
     spark_errors_as_dbt_errors,
@@ -275,7 +276,10 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
         again: the old one is not asked), the old one left untouched for a statement that may
         still read its settings. The embedded session: nothing to do (a failed statement there
         is over)."""
-        if not is_connect(self.handle.cursor().session) or not self.handle.renew(carried):
+        if not is_connect(self.handle.cursor().session):
+            return False
+        logger.debug(SESSION_LEFT)
+        if not self.handle.renew(carried):
             return False
         self._cursor = None  # (a cursor follows the handle anyway)
         return True

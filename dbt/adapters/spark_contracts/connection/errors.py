@@ -306,6 +306,10 @@ class QueryTimeoutError(DbtRuntimeError):
         super().__init__(timeout_message(seconds, method))
 
 
+# dbt.log's line for a connection that goes on in a new session (`leave_session`)
+SESSION_LEFT = "the session is left for a write without an answer; going on in a new one"
+
+
 class CancelMark:
     """Mixed into a connection's handle: whether dbt asked to cancel the statement it runs on
     a server (its own state, per connection; set by the connection manager's `cancel`)."""

@@ -14,6 +14,7 @@ from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.errors import (
+    SESSION_LEFT,
     CancelMark,
     VariantResultOverThriftError,
     spark_error_message,
@@ -92,7 +93,7 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
         if self.renew is None:
             return False
         if not self._renewing:
-            logger.debug("thrift: the session is left for a statement without an answer")
+            logger.debug(SESSION_LEFT)
             keep = {k: self._settings[k] for k in carried if k in self._settings}
             self.left.append(self.handle)
             self._renewing, self._cursor, self._schema_view = True, None, None
