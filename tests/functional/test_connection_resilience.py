@@ -699,6 +699,10 @@ def test_ctrl_c_in_a_fenced_write_leaves_its_session(server: Server, tmp_path: P
     assert process.returncode != 0, output
     log = log_file.read_text()
     assert SESSION_LEFT in log, log[-6000:]
+    # the undo after it, in the new session: the marker under the run's id, then the restore
+    after = log[log.index(SESSION_LEFT) :]
+    assert "fenced off the writes of" in after, after
+    assert "restore table resilience.mslow" in after.split("fenced off the writes of")[1], after
     wait_until_idle(server)
 
     again = project.run(profile, "run", "--select", "mslow", "--vars", _vars(v=2), env=lease)

@@ -97,3 +97,35 @@ def test_the_settings_carried_are_set_in_the_new_session_and_the_others_are_not(
     down[0] = False
     assert handle.cursor().session is sessions[0]  # opened on the next statement
     assert sessions[0].conf.values == {"tag": "t-1"} and handle.settings == {"tag": "t-1"}
+
+
+class AnsweringConf(Conf):
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+def test_the_connect_wrapper_carries_what_it_set_and_never_asks_the_session_left(monkeypatch):
+    """`SparkSessionConnectionWrapper.leave_session` over a (fake) Connect session: the node's
+    tag, set through the wrapper, is set in the new session; the transaction id is not; the
+    old session keeps both and is asked nothing after."""
+    from dbt.adapters.spark_contracts.connection import cursor as cursor_module
+
+    monkeypatch.setattr(cursor_module, "is_connect", lambda session: True)
+    opened: List[Session] = []
+
+    def open_one() -> Session:
+        opened.append(Session())
+        opened[-1].conf = AnsweringConf()
+        return opened[-1]
+
+    first = open_one()
+    wrapper = cursor_module.SparkSessionConnectionWrapper(
+        SparkSessionHandle(lambda: first, renew=open_one)
+    )
+    wrapper.set_conf("tag", "t-1")
+    wrapper.set_conf("txn", "app-1")
+    first.conf.get = Conf.get.__get__(first.conf)  # type: ignore[method-assign]  # asked nothing
+    assert wrapper.leave_session(("tag",))
+    assert opened[1].conf.values == {"tag": "t-1"}
+    assert first.conf.values == {"tag": "t-1", "txn": "app-1"}
+    assert wrapper.handle.cursor().session is opened[1]

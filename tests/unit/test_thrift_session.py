@@ -126,3 +126,105 @@ def test_a_connection_with_no_way_to_renew_stays_in_its_session():
     assert not handle.leave_session((TAG,))
     run(handle, "select 1")
     assert server.opened[0].sent == ["select 1"] and len(server.opened) == 1
+
+
+class RefusingServer(Server):
+    """Opens sessions whose first `SET` fails while `refuse_set` is on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refuse_set = False
+
+    def open(self) -> FakePyhive:
+        conn = super().open()
+        if self.refuse_set:
+            conn.cursor = lambda: RefusingCursor(conn)  # type: ignore[method-assign]
+        return conn
+
+
+class RefusingCursor(FakeCursor):
+    def execute(self, sql: str, bindings: Any = None, async_: bool = False) -> None:
+        raise ConnectionError("the server refused the setting")
+
+
+def test_a_new_session_whose_settings_fail_is_closed_and_tried_again():
+    """The commit tag is never lost: a new session in which it could not be set is closed,
+    not used, and the next statement opens another."""
+    server = RefusingServer()
+    handle = wrapper(server)
+    handle.set_conf(TAG, "tag-1")
+    server.refuse_set = True
+    with pytest.raises(ConnectionError):
+        handle.leave_session((TAG,))
+    assert server.opened[1].closed
+    server.refuse_set = False
+    run(handle, "select 1")
+    assert server.opened[2].sent == [set_sql(TAG, "tag-1"), "select 1"]
+    assert server.opened[0].sent == [set_sql(TAG, "tag-1")]  # never anything more
+
+
+def test_closing_while_renewing_closes_each_session_once():
+    server = Server()
+    handle = wrapper(server)
+    closes: List[str] = []
+    server.down = True
+    with pytest.raises(ConnectionError):
+        handle.leave_session(())
+    for conn in server.opened:
+        conn.close = lambda c=conn: closes.append(c.name)  # type: ignore[method-assign]
+    handle.close()
+    assert closes == ["s0"]
+
+
+def test_a_cancel_while_renewing_cancels_nothing():
+    server = Server()
+    handle = wrapper(server)
+    cancelled: List[str] = []
+    run(handle, "insert into t select 1")
+    handle._cursor.cancel = lambda: cancelled.append("old")  # type: ignore[union-attr]
+    server.down = True
+    with pytest.raises(ConnectionError):
+        handle.leave_session(())
+    handle.cancel()
+    assert cancelled == []
+
+
+def test_the_manager_renews_a_thrift_connection_as_it_opened_the_first(monkeypatch):
+    """`SparkContractsConnectionManager.open` wires `renew` to open another PyHive connection
+    the same way (the profile's settings SET there too, the client serialized), and leaves the
+    dbt connection it opened with the first alone."""
+    from dbt.adapters.contracts.connection import Connection, ConnectionState
+    from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager
+
+    from dbt.adapters.spark_contracts.connection import connections as manager_module
+    from dbt.adapters.spark_contracts.connection.credentials import SparkContractsCredentials
+    from dbt.adapters.spark_contracts.connection.thrift import SerializedThriftClient
+
+    server = Server()
+
+    def open_pyhive(cls, connection):
+        conn = server.open()
+        conn._client = object()  # type: ignore[attr-defined]
+        connection.handle = PyhiveConnectionWrapper(conn, poll_interval=0)
+        connection.state = ConnectionState.OPEN
+        return connection
+
+    monkeypatch.setattr(SparkConnectionManager, "open", classmethod(open_pyhive))
+    creds = SparkContractsCredentials(
+        method="thrift",
+        host="localhost",
+        schema="s",
+        server_side_parameters={"spark.sql.shuffle.partitions": "3"},
+    )
+    connection = Connection(type="spark_contracts", name="m", credentials=creds)
+    opened = manager_module.SparkContractsConnectionManager.open(connection)
+    handle = opened.handle
+    first = handle.handle
+    assert handle.leave_session(())
+    assert (
+        opened.handle is handle and handle.handle is server.opened[1] and first is server.opened[0]
+    )
+    assert opened.credentials is creds and opened.state == ConnectionState.OPEN
+    for conn in server.opened:  # each session got the profile's setting, on a serialized client
+        assert conn.sent == [set_sql("spark.sql.shuffle.partitions", "3")], conn.sent
+        assert isinstance(conn._client, SerializedThriftClient)  # type: ignore[attr-defined]

@@ -132,16 +132,22 @@ class Session:
     """A session's settings as `set_conf`/`get_conf` see them; `fail_on`: keys whose setting
     fails; `ran`: the statements with the transaction id they carried."""
 
-    def __init__(self, fail_on: tuple = (), leaves: bool = False) -> None:
+    def __init__(self, fail_on: tuple = (), leaves: bool = False, cut_off: bool = False) -> None:
         self.conf: dict = {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
         self.fail_on, self.ran, self.versions = fail_on, [], []
         self.leaves, self.left = leaves, []  # type: ignore[var-annotated]
+        self.cut_off = cut_off  # a new session cannot be opened (the server out of reach)
 
     def leave_session(self, carried: tuple = ()) -> bool:
-        """Spark Connect's (`leaves`): later statements go to a new session (`conf` then is
-        that one's, the carried settings copied); `left` keeps the old one's settings."""
+        """Spark Connect's or Thrift's (`leaves`): later statements go to a new session
+        (`conf` then is that one's, the carried settings copied); `left` keeps the old one's
+        settings. `cut_off`: the old one is left, and opening the new one fails."""
         if not self.leaves:
             return False
+        if self.cut_off:
+            self.left.append(self.conf)
+            self.conf = {}
+            raise ConnectionLostError("no new session")
         self.left.append(dict(self.conf))
         self.conf = {k: self.conf[k] for k in carried if k in self.conf}
         return True
@@ -182,7 +188,7 @@ def test_the_transaction_id_leaves_the_session_whatever_the_write_did():
     assert TXN_APP_ID not in failing.conf
 
 
-@pytest.mark.parametrize("leaves", [True, False], ids=["connect", "one-session"])
+@pytest.mark.parametrize("leaves", [True, False], ids=["connect-or-thrift", "one-session"])
 def test_a_write_without_an_answer_keeps_its_id_in_the_session_it_may_still_run_in(
     leaves: bool,
 ):
@@ -190,8 +196,8 @@ def test_a_write_without_an_answer_keeps_its_id_in_the_session_it_may_still_run_
     (Spark Connect keeps the session): unset there, it would commit with no id, which no marker
     fences off (seen on 2026-11-30: a lost load committed after the next run's marker). Its
     session is left with the id set, and the connection goes on in a new one with the node's
-    tag; where the method has one session only (the embedded one: its failed statement is over;
-    Thrift: open, see docs/run-guarantees.md), the id is unset as before."""
+    tag; where the method has one session only (the embedded one: its failed statement is
+    over), the id is unset as before."""
     session = Session(leaves=leaves)
     with pytest.raises(ConnectionLostError):
         with carrying(session, "app", 6):  # type: ignore[arg-type]
@@ -261,3 +267,17 @@ def test_a_marker_refused_every_time_raises_the_last_refusal(monkeypatch: pytest
     assert len(session.ran) == INSERT_ATTEMPTS + 1
     assert session.versions == [str(MARKER_VERSION)] * (INSERT_ATTEMPTS + 1)
     assert session.conf == {DELTA_USER_METADATA: "dbt-spark-contracts:inv:t:model.p.t"}
+
+
+@pytest.mark.parametrize(
+    "error", [ConnectionLostError("read timed out"), KeyboardInterrupt()], ids=type
+)
+def test_an_interrupt_or_a_failed_new_session_still_keeps_the_id_in_the_old_one(error):
+    """An interrupt in the writing thread says nothing of the write either; and where the new
+    session cannot be opened, the write's own error is raised and the old session keeps the
+    id (nothing is unset there)."""
+    session = Session(leaves=True, cut_off=isinstance(error, ConnectionLostError))
+    with pytest.raises(type(error)):
+        with carrying(session, "app", 6):  # type: ignore[arg-type]
+            raise error
+    assert session.left and session.left[-1][TXN_APP_ID] == "app", session.left

@@ -211,8 +211,12 @@ class SparkSessionHandle(Connection):
         if self._renewing:  # until it opens, no statement runs anywhere (never in the old)
             assert self._renew is not None
             fresh = self._renew()
-            for key, value in self.settings.items():  # those carried over (`renew`)
-                fresh.conf.set(key, value)
+            try:
+                for key, value in self.settings.items():  # those carried over (`renew`)
+                    fresh.conf.set(key, value)
+            except BaseException:
+                self.left.append(fresh)  # stopped with the connection; the next use tries anew
+                raise
             self._session_factory, self._renewing = (lambda: fresh), False
         return self._session_factory()
 
@@ -276,11 +280,9 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
         again: the old one is not asked), the old one left untouched for a statement that may
         still read its settings. The embedded session: nothing to do (a failed statement there
         is over)."""
-        if not is_connect(self.handle.cursor().session):
+        if not is_connect(self.handle.cursor().session) or not self.handle.renew(carried):
             return False
         logger.debug(SESSION_LEFT)
-        if not self.handle.renew(carried):
-            return False
         self._cursor = None  # (a cursor follows the handle anyway)
         return True
 

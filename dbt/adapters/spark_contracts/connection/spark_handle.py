@@ -67,8 +67,8 @@ class Spark(Protocol):
         """The session this connection's statements ran in left as it is, for a statement that
         may still read its settings on the server (a write Spark gave no answer for): the
         connection's next statements run in a new session, with the settings `carried` (the
-        node's commit tag) copied. False where the method cannot (Thrift), or need not (the
-        embedded session: its statement is over once it failed)."""
+        node's commit tag) that the connection set there set again. False where the method
+        cannot, or need not (the embedded session: its statement is over once it failed)."""
         ...
 
     def application(self) -> Application:

@@ -85,28 +85,53 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
     def leave_session(self, carried: Sequence[str] = ()) -> bool:
         """Later statements run in a new session of the server's, on a connection of its own
         (opened as the first was: the profile's settings, and the settings `carried` that
-        `set_conf` set here copied), the old one left untouched for a statement that may still
-        read its settings: the Thrift server says cancelled as soon as it is asked, and the
-        statement can still commit after. The old session is closed with the connection
-        (closing one stops its statements; it unsets nothing). False where no new one can be
-        made. Where opening it fails, it raises, and each later statement tries again first."""
+        `set_conf` set here set again), the old one left untouched for a statement that may
+        still read its settings: the Thrift server says cancelled as soon as it is asked, and
+        the statement can still commit after. The old session is closed with the connection.
+        False where no new one can be made. Where opening it (or setting those settings in it)
+        fails, it raises, and each later statement tries again first."""
         if self.renew is None:
             return False
         if not self._renewing:
-            logger.debug(SESSION_LEFT)
             keep = {k: self._settings[k] for k in carried if k in self._settings}
             self.left.append(self.handle)
             self._renewing, self._cursor, self._schema_view = True, None, None
             self._settings = keep  # set in the new session once it opens
         self._open_new()
+        logger.debug(SESSION_LEFT)
         return True
 
     def _open_new(self) -> None:
+        """A new connection, with the settings carried set in it, made the current one; where
+        anything fails on the way, it is closed and the wrapper stays renewing."""
         assert self.renew is not None
         fresh = self.renew()
+        try:
+            for key, value in self._settings.items():
+                cursor = fresh.cursor()
+                try:
+                    cursor.execute(set_sql(key, value))
+                finally:
+                    cursor.close()
+        except BaseException:
+            try:
+                fresh.close()
+            except Exception as exc:  # its own error is the one raised
+                logger.debug(f"Exception while closing a session not opened whole: {exc}")
+            raise
         self.handle, self._renewing = fresh, False
-        for key, value in self._settings.items():
-            self.set_conf(key, value)
+
+    def cancel(self) -> None:
+        """dbt's cancel, from the main thread while this connection's thread runs: the cursor
+        read once (the thread may replace it meanwhile); none while the session is renewed
+        (its statements then are the settings carried, not the node's)."""
+        cursor = self._cursor
+        if cursor is None or self._renewing:
+            return
+        try:
+            cursor.cancel()
+        except OSError as exc:
+            logger.debug(f"Exception while cancelling query: {exc}")
 
     def execute(self, sql: str, bindings: Optional[List[Any]] = None) -> None:
         self._last_sql = sql
@@ -202,12 +227,13 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
                 super().close()
         except transport_error_classes() as exc:
             logger.debug(f"Exception while closing the connection: {exc}")
-        for left in self.left:
-            try:
-                left.close()
-            except Exception as exc:  # a session left on a server gone: nothing to close
-                logger.debug(f"Exception while closing a session left: {exc}")
-        self.left.clear()
+        finally:
+            for left in self.left:
+                try:
+                    left.close()
+                except Exception as exc:  # a session left on a server gone: nothing to close
+                    logger.debug(f"Exception while closing a session left: {exc}")
+            self.left.clear()
 
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """The output schema of `sql` as Spark's JSON schema; the server analyses, not runs, it.

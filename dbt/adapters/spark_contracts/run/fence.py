@@ -76,8 +76,9 @@ def carrying(spark: Spark, app: str, version: int) -> Iterator[None]:
         # a write Spark gave no answer for may still read them on the server (Spark Connect
         # keeps the session, and the statement reads the settings when it runs): unset there,
         # it would commit with no id, which no marker fences off. Its session is left as it
-        # is, and the connection goes on in a new one (where the method cannot: unset)
-        if isinstance(exc, Exception) and not statement_answered(exc) and _left(spark):
+        # is, and the connection goes on in a new one (where the method cannot: unset). An
+        # interrupt in the writing thread itself (not an Exception) says nothing either
+        if not (isinstance(exc, Exception) and statement_answered(exc)) and _left(spark):
             raise
         _unset(spark, quiet=True)
         raise
