@@ -130,7 +130,7 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             fresh.state = ConnectionState.INIT
             return cls._open_server(fresh, creds).handle.handle
 
-        handle.renew = renew
+        handle.sessions.open_new = renew
         return connection
 
     @contextmanager
