@@ -8,6 +8,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dbt.adapters.spark_contracts.core.recovery.manual import RowsOf, manual_move, rows_of_pending
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     BEAT_PROPERTY,
     CREATED_VERSION_PROPERTY,
@@ -19,14 +20,11 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     LogEntry,
     ModelRecord,
     Pending,
-    RowsOf,
     application_gone,
     decide_pending,
     is_pending_of,
     loaded_property,
-    manual_move,
     pending_name,
-    rows_of_pending,
 )
 
 TAG = "dbt-spark-contracts:inv-1:abc:model.p.t"

@@ -248,7 +248,7 @@ class Project:
     def kept_by_hand(self, since: int) -> list[str]:
         """The statements that move a kept pending table by hand, as the warnings of the runs
         after run `since` name them (a Parquet model's pending table whose load no property
-        records: core/recovery/pending.manual_move), in the order first named."""
+        records: core/recovery/manual.manual_move), in the order first named."""
         import re
 
         pattern = r"so it is kept\. By hand: (INSERT INTO .+?); (drop table if exists \S+(?: purge)?) \(if"

@@ -30,6 +30,7 @@ from dbt.tests.util import run_dbt
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
+from dbt.adapters.spark_contracts.core.recovery.manual import manual_move, rows_of_pending
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
@@ -37,8 +38,6 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     Application,
     Pending,
     loaded_property,
-    manual_move,
-    rows_of_pending,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
     PENDING_PROPERTY,

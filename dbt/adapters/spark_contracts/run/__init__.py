@@ -25,6 +25,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Observed, Spark
 from dbt.adapters.spark_contracts.core.schema.types import compiled_schema
 from dbt.adapters.spark_contracts.run.build import PlannedBuild
 from dbt.adapters.spark_contracts.run.commit_tag import CommitTags
+from dbt.adapters.spark_contracts.run.messages import counts_not_observed_note
 from dbt.adapters.spark_contracts.run.model_run import (
     DELTA_USER_METADATA,
     ICEBERG_SNAPSHOT_TAG,
@@ -49,12 +50,11 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     RunUndone,
     SchemaContractViolation,
     StepUnanswered,
-    blocked_message,
-    counts_not_observed_note,
 )
 from dbt.adapters.spark_contracts.run.runner import Runner
 
 __all__ = [
+    "counts_not_observed_note",
     "CommitTags",
     "ABSENT",
     "DELTA_USER_METADATA",
@@ -82,9 +82,7 @@ __all__ = [
     "Runner",
     "SchemaContractViolation",
     "Spark",
-    "blocked_message",
     "compiled_schema",
-    "counts_not_observed_note",
     "from_json",
     "stage_name",
 ]

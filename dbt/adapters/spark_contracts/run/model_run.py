@@ -45,8 +45,8 @@ from dbt.adapters.spark_contracts.core.report.outcome import (
 from dbt.adapters.spark_contracts.core.schema.diff import SchemaDiff
 from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+from dbt.adapters.spark_contracts.run.messages import blocked_message
 from dbt.adapters.spark_contracts.run.outcome_events import FIRST_PASS, RunOutcome
-from dbt.adapters.spark_contracts.run.run_errors import blocked_message
 
 logger = AdapterLogger("SparkContracts")
 

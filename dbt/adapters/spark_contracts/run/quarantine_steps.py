@@ -23,13 +23,12 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
+from dbt.adapters.spark_contracts.core.recovery.manual import RowsOf, manual_move
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     Loaded,
     ModelRecord,
-    RowsOf,
     load_state,
     loaded_property,
-    manual_move,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import pending_properties
 from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
@@ -260,7 +259,7 @@ class Quarantine:
         run: Optional[ModelRun] = None,
     ) -> str:
         """Append `pending` to the quarantine, then drop it. `dead`: a dead run's rows
-        (core/recovery/pending.rows_of_pending: its invocation's, a microbatch batch's by its
+        (core/recovery/manual.rows_of_pending: its invocation's, a microbatch batch's by its
         commit tag), not appended again where the quarantine holds them already (a kill between
         the append and the drop)."""
         if dead is not None:  # a dead run's: its quarantine may have been dropped since

@@ -1,6 +1,6 @@
 """The run path's typed errors: a broken contract, a run undone, a restore refused or failed."""
 
-from typing import TYPE_CHECKING, Any, Dict, Tuple
+from typing import Any, Dict, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -9,15 +9,11 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     Commit,
     describe_commits,
 )
+from dbt.adapters.spark_contracts.core.recovery.manual import RowsOf, manual_move
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     BEAT_PROPERTY,
-    RowsOf,
-    manual_move,
 )
 from dbt.adapters.spark_contracts.run.heartbeat import LEASE_ENV, lease_seconds
-
-if TYPE_CHECKING:
-    from dbt.adapters.spark_contracts.core.evolution.plan import Plan
 
 logger = AdapterLogger("SparkContracts")
 
@@ -390,21 +386,3 @@ class FirstPassFailed(Exception):
             "the first pass wrote nothing (a row the contract discards, or another failure: "
             f"{first[:200]}); the run reads the model's output into its pending table"
         )
-
-
-def blocked_message(unique_id: str, relation: str, table_format: str, plan: "Plan") -> str:
-    """The error of a plan with blocked changes (incremental runs, table rebuilds, snapshots)."""
-    lines = [
-        f"Schema change blocked for {unique_id} ({relation}, {table_format}); nothing was changed:"
-    ]
-    lines += [f"  - {blocked.describe()}" for blocked in plan.blocked]
-    return "\n".join(lines)
-
-
-def counts_not_observed_note(unique_id: str, method: str) -> str:
-    """Said once per model run whose discard counts the connection cannot observe in the load."""
-    return (
-        f"{unique_id}: method {method} does not receive metrics observed in a statement: the "
-        "discard counts come from the model's output staged once and counted by a query of "
-        "their own (one more write and read of the output than method session)"
-    )

@@ -10,7 +10,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_contracts.connection.errors import statement_answered
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
-from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged, row_of
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
@@ -46,16 +46,13 @@ from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
     LOAD_STEP,
     FirstPassFailed,
-    ForeignCommits,
     LeaseLost,
     LeftHalfChanged,
     RepairFirst,
-    RestoreFailed,
-    RunUndone,
-    StepUnanswered,
     TableChangedMeanwhile,
 )
 from dbt.adapters.spark_contracts.run.table_log import TableLog
+from dbt.adapters.spark_contracts.run.undo import undo
 from dbt.adapters.spark_contracts.run.violations import raise_violation, value_violation
 
 logger = AdapterLogger("SparkContracts")
@@ -375,84 +372,8 @@ class Runner:
         unanswered: bool = False,
         fenced: bool = False,
     ) -> NoReturn:
-        """Put the table back after `step` failed (if this run changed it), then raise. A run
-        that lost its lease meanwhile restores and settles nothing (`LeaseLost`); where the
-        lease cannot be confirmed (the fence's read failed too), it restores as before: the
-        restore never goes over another writer's commits. `unanswered`: `step`'s statement
-        to the table got no answer and may still commit; `fenced`: it carried the lease's
-        transaction id (a Delta write of rows: a marker under that id makes the log final for
-        it; an ALTER carries none)."""
-        self.drop_stage(run)
-        try:
-            self.fence(run)
-        except LeaseLost as lost:
-            raise lost from exc
-        except Exception as fence_exc:
-            logger.debug(
-                f"{run.unique_id}: could not confirm the lease before the undo: {fence_exc}"
-            )  # the quarantine holds nothing of a run before its load
-        intent = self.state.intent
-        answered = not unanswered
-        if unanswered and fenced:  # Delta: fenced off inside the commit, the log is final
-            try:
-                answered = self.leases.fence_off_own(run)
-            except Exception as mark_exc:
-                logger.warning(f"{run.unique_id}: could not fence its own write off: {mark_exc}")
-        # Delta's and Iceberg's next run takes a lease left unreleased over as a dead run's (its
-        # marker; its late-commit watch) and repairs or settles from the table's own log;
-        # Parquet has neither, and its property that records a load only this run would set:
-        # waiting tells nothing (and a server's Parquet lease is never taken over), so it
-        # restores now and lets go
-        defer = not answered and logged(run.table_format)
-        if intent is None:
-            self.quarantine.settle_own(run, restored=False, answered=answered)
-            if defer and self.state.pending is not None:
-                self.leases.abandon()  # its pending table stays for the run that takes over
-            else:
-                self.let_go(run)
-            self.record(run)
-            raise exc
-        if defer:  # a restore now could be overtaken by the statement: the next run repairs
-            self.events.add(Restored(f"NOT RESTORED: {step} got no answer, may still commit"))
-            self.leases.abandon()  # its intent (and pending table) stay for the taker
-            self.report.left_half_changed(run.relation, step)
-            self.record(run)
-            raise StepUnanswered(run.unique_id, run.relation, step, exc) from exc
-        try:
-            # each statement the restore sends behind the fence: a run that loses its lease
-            # while it restores sends nothing more (the run that took over repairs the table)
-            fence = lambda: self.leases.check(run)  # noqa: E731
-            done = self.restorer.restore(intent, list(self.out.executed), fence=fence)
-            self.events.add(Restored(done))
-        except LeaseLost as lost:
-            self.events.add(Restored(f"NOT RESTORED: {lost}"))
-            self.state.pending = None  # no longer its own to settle
-            self.leases.release(run, keep=True)  # its intent stays for the run that took over
-            self.record(run)
-            raise lost from exc
-        except ForeignCommits as foreign:
-            self.events.add(Restored(f"NOT RESTORED: {foreign}"))
-            self.quarantine.settle_own(run, restored=False, answered=answered)
-            self.let_go(run)
-            self.record(run)
-            raise
-        except Exception as restore_exc:
-            self.events.add(Restored(f"RESTORE FAILED: {restore_exc}"))
-            self.leases.release(run, keep=True)  # its intent stays: the next run repairs it
-            self.record(run)
-            raise RestoreFailed(
-                run.unique_id, step, exc, restore_exc, self.restorer.manual_repair(intent)
-            ) from exc
-        self.state.intent = None  # put back: the record keeps only pending rows, if any
-        self.quarantine.settle_own(run, restored=True, answered=answered)
-        self.let_go(run)
-        self.record(run)
-        try:  # naming them is a courtesy: the failure is reported anyway
-            others = self.leases.live_runs(run.relation, run.invocation_id, run.table_format)
-        except Exception as list_exc:
-            logger.debug(f"{run.unique_id}: could not list the leases: {list_exc}")
-            others = ()
-        raise RunUndone(run.unique_id, step, self.out.restored, exc, others) from exc
+        """Put the table back after `step` failed, then raise (run/undo.py)."""
+        undo(self, run, exc, step, unanswered, fenced)
 
     def record(self, run: ModelRun) -> None:
         self.report.record(self.target_dir, run.unique_id, run.report(self.out))

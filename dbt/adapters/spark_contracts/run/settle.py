@@ -16,6 +16,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.recovery import pending as protocol
 from dbt.adapters.spark_contracts.core.recovery.lease import Seen, State, Watch, judge
+from dbt.adapters.spark_contracts.core.recovery.manual import manual_move, rows_of_pending
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run import record_io
 from dbt.adapters.spark_contracts.run.fence import commit_markers, fences
@@ -199,12 +200,12 @@ def settle_others(
                 f"({decision.reason}); left to it"
             )
             continue
-        rows = protocol.rows_of_pending(pending, quarantine)  # whose rows it holds
+        rows = rows_of_pending(pending, quarantine)  # whose rows it holds
         if decision.action is protocol.Action.KEEP:
             logger.warning(
                 f"{unique_id}: {name} holds discarded rows of run {run}, which did not "
                 f"finish; {decision.reason}, so it is kept. By hand: "
-                f"{protocol.manual_move(name, quarantine, table_format, rows)}"
+                f"{manual_move(name, quarantine, table_format, rows)}"
             )
             continue
         if claim.lease not in marked:  # taken over first: that run can commit nothing after
