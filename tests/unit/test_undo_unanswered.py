@@ -1,4 +1,4 @@
-"""The runner's undo (run/runner.Runner.undo) when a statement of the run's to its table got no
+"""The runner's undo (run/undo.undo) when a statement of the run's to its table got no
 answer (`unanswered`: it may still commit), by format, by whether the statement carried the
 lease's transaction id (`fenced`: a write of rows), whether the run had changed the table in
 steps (an intent) and whether it holds pending rows. The table is put back at once only where
@@ -28,6 +28,7 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     StepUnanswered,
 )
 from dbt.adapters.spark_contracts.run.runner import Runner
+from dbt.adapters.spark_contracts.run.undo import undo as undo_run
 
 ALTER = "alter table db.m add columns (`x` bigint)"
 FORMATS = ["delta", "iceberg", "parquet"]
@@ -90,7 +91,7 @@ def undo(
     run.invocation_id = "inv-1"
     lost = ConnectionLostError("read timed out")
     with pytest.raises(Exception) as failed:
-        runner.undo(run, lost, step, unanswered=True, fenced=fenced)  # type: ignore[arg-type]
+        undo_run(runner, run, lost, step, unanswered=True, fenced=fenced)  # type: ignore[arg-type]
     return failed.value, leases.asked, restores, settled
 
 

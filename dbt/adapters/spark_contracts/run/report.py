@@ -41,7 +41,7 @@ class RunReport:
 
     def left_half_changed(self, relation: str, step: str) -> None:
         """A run of this invocation left `relation` half changed for the next invocation to
-        repair (a `step` Spark gave no answer for, which may still commit: run/runner.undo). Its
+        repair (a `step` Spark gave no answer for, which may still commit: run/undo.undo). Its
         record is its own invocation's, which a later microbatch batch does not read
         (run/record_io.records_of): this is how that batch learns of it."""
         with self._lock:

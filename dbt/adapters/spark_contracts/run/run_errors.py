@@ -92,7 +92,7 @@ class StepUnanswered(DbtRuntimeError):
     put back now (a late commit would land over the restore); the run's record is kept, its
     lease unreleased, and the model's next run takes it over once it has run out and repairs
     the table first (Delta: after its marker; Iceberg: watching for the late commit). Delta
-    and Iceberg only: a Parquet run restores at once (run/runner.Runner.undo)."""
+    and Iceberg only: a Parquet run restores at once (run/undo.undo)."""
 
     def __init__(self, unique_id: str, relation: str, step: str, cause: BaseException):
         self.unique_id, self.relation, self.step, self.cause = unique_id, relation, step, cause

@@ -3,7 +3,7 @@ changes under the run's record, the one load; every failure after a change resto
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, List, NoReturn, Optional
+from typing import Any, Callable, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -279,7 +279,7 @@ class Runner:
             # swapped in now.
             unanswered = sent and to_table and not statement_answered(exc)
             unanswered = unanswered and not run.swaps_after_load
-            self.undo(run, exc, step, unanswered, fenced=writes)
+            undo(self, run, exc, step, unanswered, fenced=writes)
         return result
 
     def fence(self, run: ModelRun) -> None:
@@ -363,17 +363,6 @@ class Runner:
                 self.spark.run(drop_sql(run.stage, run.table_format))
             except Exception as exc:  # a leftover stage harms nothing; say so
                 logger.warning(f"{run.unique_id}: could not drop the stage {run.stage}: {exc}")
-
-    def undo(
-        self,
-        run: ModelRun,
-        exc: BaseException,
-        step: str,
-        unanswered: bool = False,
-        fenced: bool = False,
-    ) -> NoReturn:
-        """Put the table back after `step` failed, then raise (run/undo.py)."""
-        undo(self, run, exc, step, unanswered, fenced)
 
     def record(self, run: ModelRun) -> None:
         self.report.record(self.target_dir, run.unique_id, run.report(self.out))
