@@ -1,8 +1,8 @@
-"""Putting a table back after a step of its run failed (`undo`, called by `Runner._step`): restore to the
-record's restore point, settle the run's own pending rows, let the lease go, and raise what
-the run reports. A statement Spark gave no answer for may still commit: on Delta a marker
-under the run's transaction id makes the log final first; elsewhere the run leaves its record
-and lease for the next run (`StepUnanswered`)."""
+"""Putting a table back after a step of its run failed (`undo`, called by `Runner._step`):
+restore to the record's restore point, settle the run's own pending rows, let the lease go,
+and raise what the run reports. A statement Spark gave no answer for may still commit: on
+Delta a marker under the run's transaction id makes the log final first; elsewhere the run
+leaves its record and lease for the next run (`StepUnanswered`)."""
 
 from __future__ import annotations
 
