@@ -53,6 +53,28 @@ def test_stops_before_the_nth_write(monkeypatch, stops):
     assert stops == [signal.SIGSTOP]
 
 
+def test_a_beat_is_never_counted_nor_stopped_before_whichever_thread_sends_it(
+    monkeypatch, stops, tmp_path
+):
+    """A heartbeat comes when a clock says: counted, the n-th write of a stopped run would
+    differ from its control's (a run's own thread beats before a step when its lease is due)."""
+    from dbt.adapters.spark_contracts.run.heartbeat import beat_sql
+
+    writes = tmp_path / "writes.log"
+    monkeypatch.setenv(failpoint.WRITES_LOG_ENV, str(writes))
+    monkeypatch.setenv(failpoint.STOP_BEFORE_ENV, "2")
+    beat = COMMENT + beat_sql("s.m__dbt_lease_ab12")
+    failpoint.before_statement("insert into s.m values (1)")
+    failpoint.after_statement("insert into s.m values (1)")
+    failpoint.before_statement(beat)
+    failpoint.after_statement(beat)
+    assert stops == []
+    release = beat_sql("s.m__dbt_lease_ab12", 0)  # the release comes at its place: counted
+    failpoint.before_statement(release)
+    assert stops == [signal.SIGSTOP]
+    assert [line.split("\t")[0] for line in writes.read_text().splitlines()] == ["1"]
+
+
 STOPPED_THREAD = """
 import sys, threading, time
 from dbt.adapters.spark_contracts.connection import failpoint

@@ -726,6 +726,17 @@ def _stop_before(
     )
 
 
+def write_index(log: Path, start: str) -> int:
+    """The number, among a run's writes (its `DBT_SPARK_CONTRACTS_WRITES_LOG`), of the first
+    statement that starts with `start` (the load: `insert into <model> `)."""
+    for line in log.read_text().splitlines():
+        number, statement = line.split("\t", 1)
+        statement = statement.split("*/", 1)[-1].strip()  # after dbt's query comment
+        if statement.lower().startswith(start.lower()):
+            return int(number)
+    raise AssertionError(f"no {start!r} in {log.read_text()}")
+
+
 @pytest.mark.profile("session", "thrift")
 def test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit(
     tmp_path, stall_target, monkeypatch
@@ -745,11 +756,11 @@ def test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_com
     names = ["q_control", "q_fenced"]
     project = Project(tmp_path / "project", "delta", stall_target, body, names=names)
     assert project.dbt() == 0
+    writes = tmp_path / "writes.log"
+    monkeypatch.setenv("DBT_SPARK_CONTRACTS_WRITES_LOG", str(writes))
     assert project.dbt("--select", "q_control", "--vars", "{v: 2}") == 0
-    # stopped by the load's text, not its place among the run's writes: a heartbeat the run
-    # writes itself comes before the load or not, by the time the run took (cluster-test of
-    # 2026-12-01 over Thrift: the stop fell after the load, which then committed)
-    load = f"sql:insert into {project.relation('q_fenced')} "
+    monkeypatch.delenv("DBT_SPARK_CONTRACTS_WRITES_LOG")
+    load = write_index(writes, f"insert into {project.relation('q_control')} ")
     first = _stop_before(project, "q_fenced", "{v: 2}", load)
     try:
         time.sleep(STALL_LEASE)

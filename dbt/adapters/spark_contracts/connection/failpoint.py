@@ -9,17 +9,21 @@ the n-th such statement, after every check the run made before it; SIGCONT sends
 `DBT_SPARK_CONTRACTS_STOP_BEFORE=sql:<start>`: the first such statement whose text, after
 dbt's query comment, starts with `<start>`, any case: the n-th differs between methods). With
 `DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such statement is appended to the file (how a
-test learns the kill points of a run). Statements a lease's heartbeat thread sends are not
-counted: they come when a clock says, so counting them would make the n-th statement differ
-from run to run.
+test learns the kill points of a run). Heartbeats are not counted, whichever thread sends
+them (the lease's heartbeat thread, or the run's own when its lease is due a beat before a
+step): they come when a clock says, so counting them would make the n-th statement differ
+from run to run (seen on 2026-12-01: a control run beat before its load, the stopped run did
+not, and its stop fell after the load). A lease released (its heartbeat set to 0) is counted.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 
+from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY
 from dbt.adapters.spark_contracts.core.recovery.statements import changes_something
 
 KILL_AFTER_ENV = "DBT_SPARK_CONTRACTS_KILL_AFTER"
@@ -27,6 +31,17 @@ STOP_BEFORE_ENV = "DBT_SPARK_CONTRACTS_STOP_BEFORE"
 WRITES_LOG_ENV = "DBT_SPARK_CONTRACTS_WRITES_LOG"
 HEARTBEAT_THREAD_PREFIX = "lease "  # run/heartbeat.py names its thread so
 SQL_PREFIX = "sql:"  # STOP_BEFORE by the statement's start, not its number
+# a beat (run/heartbeat.beat_sql) that is not the release
+_BEAT = re.compile(
+    r"alter table \S+ set tblproperties \('" + re.escape(BEAT_PROPERTY) + r"' = '(?!0')[\d.]+'\)"
+)
+
+
+def _timed(sql: str) -> bool:
+    """A statement sent when a clock says (a heartbeat), not at a fixed place in the run."""
+    if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
+        return True
+    return _BEAT.fullmatch(" ".join(sql.split("*/", 1)[-1].split()).lower()) is not None
 
 
 class _Counter:
@@ -52,9 +67,7 @@ def before_statement(sql: str) -> None:
     stop_before = _point(STOP_BEFORE_ENV)
     start = (os.environ.get(STOP_BEFORE_ENV) or "").lstrip()  # a trailing space is meant
     start = start[len(SQL_PREFIX) :].lower() if start.startswith(SQL_PREFIX) else ""
-    if not (stop_before or start) or not changes_something(sql):
-        return
-    if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
+    if not (stop_before or start) or not changes_something(sql) or _timed(sql):
         return
     text = " ".join(sql.split("*/", 1)[-1].split()).lower() if start else ""
     with _COUNTER.lock:
@@ -74,7 +87,7 @@ def after_statement(sql: str) -> None:
     log = os.environ.get(WRITES_LOG_ENV)
     if not (kill_after or log or _point(STOP_BEFORE_ENV)) or not changes_something(sql):
         return
-    if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
+    if _timed(sql):
         return
     with _COUNTER.lock:
         _COUNTER.sent += 1
