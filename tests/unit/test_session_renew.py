@@ -35,7 +35,7 @@ def test_statements_go_on_in_a_new_session_and_a_cursor_made_before_follows():
     assert cursor.session == "s0"
     assert handle.renew()
     assert cursor.session == "s1" and handle.cursor().session == "s1"
-    assert handle.sessions.left == ["s0"] and handle.sessions.opened() == ["s0", "s1"]
+    assert handle.left == ["s0"] and handle.opened() == ["s0", "s1"]
 
 
 def test_where_no_new_session_opens_no_statement_runs_in_the_old_one():
@@ -48,16 +48,16 @@ def test_where_no_new_session_opens_no_statement_runs_in_the_old_one():
         handle.renew()
     with pytest.raises(ConnectionError):  # tried again, and refused: never the old session
         _ = cursor.session
-    assert handle.sessions.opened() == ["s0"]  # to stop with the connection; none opened since
+    assert handle.opened() == ["s0"]  # to stop with the connection; none opened since
     server.down = False
-    assert cursor.session == "s1" and handle.sessions.left == ["s0"]
-    assert handle.renew() and handle.sessions.left == ["s0", "s1"]  # left again: both kept to stop
+    assert cursor.session == "s1" and handle.left == ["s0"]
+    assert handle.renew() and handle.left == ["s0", "s1"]  # left again: both kept to stop
 
 
 def test_a_handle_with_no_way_to_renew_stays_on_its_session():
     handle = SparkSessionHandle(lambda: "embedded")
     assert not handle.renew()
-    assert handle.cursor().session == "embedded" and handle.sessions.left == []
+    assert handle.cursor().session == "embedded" and handle.left == []
 
 
 class Conf:
@@ -91,15 +91,12 @@ def test_the_settings_carried_are_set_in_the_new_session_and_the_others_are_not(
 
     first = Session()
     handle = SparkSessionHandle(lambda: first, renew=open_one)
-    handle.sessions.settings = {
-        "tag": "t-1",
-        "txn": "app-1",
-    }  # as the wrapper's set_conf records them
+    handle.settings = {"tag": "t-1", "txn": "app-1"}  # as the wrapper's set_conf records them
     with pytest.raises(ConnectionError):
         handle.renew(("tag",))
     down[0] = False
     assert handle.cursor().session is sessions[0]  # opened on the next statement
-    assert sessions[0].conf.values == {"tag": "t-1"} and handle.sessions.settings == {"tag": "t-1"}
+    assert sessions[0].conf.values == {"tag": "t-1"} and handle.settings == {"tag": "t-1"}
 
 
 class AnsweringConf(Conf):

@@ -69,7 +69,7 @@ class Server:
 def wrapper(server: Server, renew: Optional[bool] = True) -> ContractsPyhiveConnectionWrapper:
     handle = ContractsPyhiveConnectionWrapper(server.open(), poll_interval=0)
     if renew:
-        handle.sessions.open_new = server.open
+        handle.renew = server.open
     return handle
 
 

@@ -130,7 +130,7 @@ class SparkContractsConnectionManager(SparkConnectionManager):
             fresh.state = ConnectionState.INIT
             return cls._open_server(fresh, creds).handle.handle
 
-        handle.sessions.open_new = renew
+        handle.renew = renew
         return connection
 
     @contextmanager

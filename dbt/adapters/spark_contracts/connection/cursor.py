@@ -19,7 +19,6 @@ from dbt.adapters.spark_contracts.connection.errors import (
     QueryTimeoutError,
     spark_errors_as_dbt_errors,
 )
-from dbt.adapters.spark_contracts.connection.renewal import SessionSwitch
 from dbt.adapters.spark_contracts.core.settings.deadline import StatementDeadline
 
 SessionFactory = Callable[[], Any]
@@ -201,30 +200,46 @@ class SparkSessionHandle(Connection):
         renew: Optional[SessionFactory] = None,
     ):
         super().__init__()
+        self._session_factory = session_factory
         self.query_timeout = query_timeout
-        # `renew`: a new session like the first (Spark Connect), or None (the embedded one)
-        self.sessions: SessionSwitch[Any] = SessionSwitch(
-            session_factory(), renew, lambda s, k, v: s.conf.set(k, v), _stop
-        )
+        self._renew = renew  # a new session like the first (Spark Connect), or None
+        self._renewing = False  # the current session is left: the next use opens a new one
+        self.left: List[Any] = []  # sessions left for a statement that may still run there
+        self.settings: Dict[str, str] = {}  # what the wrapper's `set_conf` set in the current one
 
     def _session(self) -> Any:
-        return self.sessions.session()
+        if self._renewing:  # until it opens, no statement runs anywhere (never in the old)
+            assert self._renew is not None
+            fresh = self._renew()
+            try:
+                for key, value in self.settings.items():  # those carried over (`renew`)
+                    fresh.conf.set(key, value)
+            except BaseException:
+                self.left.append(fresh)  # stopped with the connection; the next use tries anew
+                raise
+            self._session_factory, self._renewing = (lambda: fresh), False
+        return self._session_factory()
 
     def cursor(self) -> SparkSessionCursor:  # type: ignore[override]
         return SparkSessionCursor(self._session, self.query_timeout)
 
     def renew(self, carried: Sequence[str] = ()) -> bool:
-        """Its statements go on in a new session (`SessionSwitch.leave`); the current one is
-        left as it is (stopped with the connection)."""
-        return self.sessions.leave(carried)
+        """Its statements go on in a new session, with the `settings` among `carried` set
+        there too; the current one is left as it is (stopped with the connection). False where
+        it has no way to make one. The new one is opened now; where that fails, it raises, and
+        each later statement tries again first."""
+        if self._renew is None:
+            return False
+        if not self._renewing:
+            self.left.append(self._session_factory())
+            self.settings = {k: v for k, v in self.settings.items() if k in carried}
+            self._renewing = True
+        self._session()
+        return True
 
-
-def _stop(session: Any) -> None:
-    """A Connect session opened but not made the connection's (its settings failed)."""
-    try:
-        session.stop()
-    except Exception as exc:  # a session on a server gone: nothing to stop
-        logger.debug(f"could not stop a Spark Connect session: {exc}")
+    def opened(self) -> List[Any]:
+        """Every session it opened and has not stopped: those left, and the current one."""
+        return [*self.left, *([] if self._renewing else [self._session_factory()])]
 
 
 class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
@@ -251,9 +266,10 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
         conf = self.handle.cursor().session.conf
         if value is None:
             conf.unset(key)
+            self.handle.settings.pop(key, None)
         else:
             conf.set(key, value)
-        self.handle.sessions.record(key, value)
+            self.handle.settings[key] = value
 
     def get_conf(self, key: str) -> Optional[str]:
         return self.handle.cursor().session.conf.get(key, None)
@@ -275,10 +291,13 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
         stopped then (its client threads would otherwise keep the process from exiting), and
         any it left (`leave_session`); the embedded session stays, shared by the process."""
         super().close()
-        for opened in self.handle.sessions.opened():
-            if is_connect(opened):
-                _stop(opened)
-        self.handle.sessions.left.clear()
+        for left in self.handle.opened():
+            if is_connect(left):
+                try:
+                    left.stop()
+                except Exception as exc:  # a session left on a server gone: nothing to stop
+                    logger.debug(f"could not stop a Spark Connect session: {exc}")
+        self.handle.left.clear()
 
     def cancel(self) -> None:
         """Interrupt every operation this connection's own session runs (dbt-spark's session

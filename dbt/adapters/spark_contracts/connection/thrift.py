@@ -7,7 +7,7 @@ import json
 import threading
 import uuid
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper
@@ -21,7 +21,6 @@ from dbt.adapters.spark_contracts.connection.errors import (
     to_dbt_error,
     transport_error_classes,
 )
-from dbt.adapters.spark_contracts.connection.renewal import SessionSwitch
 from dbt.adapters.spark_contracts.connection.schema_io import (
     describe_json_to_json,
     describe_rows_to_json,
@@ -69,42 +68,65 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
 
     _schema_view: Optional[str] = None  # this connection's temporary view for schema reads
     _last_sql: Optional[str] = None  # the statement whose result the cursor holds
-    # its PyHive connections (`handle` is the current one's); `sessions.open_new` opens another
-    # like the first (set by the connection manager; None: `leave_session` cannot)
-    sessions: SessionSwitch[Any]
+    # a new PyHive connection opened like this one's first (`leave_session`), or None
+    renew: Optional[Callable[[], Any]] = None
+    _renewing = False  # the current session is left: the next statement opens a new one
 
-    @property  # type: ignore[override]
-    def handle(self) -> Any:
-        return self.sessions.current
-
-    @handle.setter
-    def handle(self, connection: Any) -> None:  # dbt-spark's __init__ sets the first
-        self.sessions = SessionSwitch(connection, None, _set_in, _close_quietly)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.left: List[Any] = []  # PyHive connections left for a statement that may still run
+        self._settings: Dict[str, str] = {}  # what `set_conf` set in the current session
 
     def cursor(self) -> ContractsPyhiveConnectionWrapper:
-        self.sessions.session()  # a new one opened first where the current one was left
+        if self._renewing:  # until it opens, no statement runs anywhere (never in the old)
+            self._open_new()
         return super().cursor()  # type: ignore[return-value]
 
     def leave_session(self, carried: Sequence[str] = ()) -> bool:
         """Later statements run in a new session of the server's, on a connection of its own
         (opened as the first was: the profile's settings, and the settings `carried` that
-        `set_conf` set here set again; `SessionSwitch`), the old one left untouched for a
-        statement that may still read its settings: the Thrift server says cancelled as soon
-        as it is asked, and the statement can still commit after. The old session is closed
-        with the connection. False where no new one can be made."""
-        if self.sessions.open_new is None:
+        `set_conf` set here set again), the old one left untouched for a statement that may
+        still read its settings: the Thrift server says cancelled as soon as it is asked, and
+        the statement can still commit after. The old session is closed with the connection.
+        False where no new one can be made. Where opening it (or setting those settings in it)
+        fails, it raises, and each later statement tries again first."""
+        if self.renew is None:
             return False
-        self._cursor, self._schema_view = None, None  # both the old session's
-        self.sessions.leave(carried)
+        if not self._renewing:
+            keep = {k: self._settings[k] for k in carried if k in self._settings}
+            self.left.append(self.handle)
+            self._renewing, self._cursor, self._schema_view = True, None, None
+            self._settings = keep  # set in the new session once it opens
+        self._open_new()
         logger.debug(SESSION_LEFT)
         return True
+
+    def _open_new(self) -> None:
+        """A new connection, with the settings carried set in it, made the current one; where
+        anything fails on the way, it is closed and the wrapper stays renewing."""
+        assert self.renew is not None
+        fresh = self.renew()
+        try:
+            for key, value in self._settings.items():
+                cursor = fresh.cursor()
+                try:
+                    cursor.execute(set_sql(key, value))
+                finally:
+                    cursor.close()
+        except BaseException:
+            try:
+                fresh.close()
+            except Exception as exc:  # its own error is the one raised
+                logger.debug(f"Exception while closing a session not opened whole: {exc}")
+            raise
+        self.handle, self._renewing = fresh, False
 
     def cancel(self) -> None:
         """dbt's cancel, from the main thread while this connection's thread runs: the cursor
         read once (the thread may replace it meanwhile); none while the session is renewed
         (its statements then are the settings carried, not the node's)."""
         cursor = self._cursor
-        if cursor is None or self.sessions.renewing:
+        if cursor is None or self._renewing:
             return
         try:
             cursor.cancel()
@@ -176,7 +198,10 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
             self._fetch(set_sql(key, value), fetch=False)
         finally:
             self._cursor = saved
-        self.sessions.record(key, value)
+        if value is None:
+            self._settings.pop(key, None)
+        else:
+            self._settings[key] = value
 
     def get_conf(self, key: str) -> Optional[str]:
         saved = self._cursor
@@ -198,14 +223,17 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
         """dbt closes the connection after a model, also after the server went away: that
         model's error (ConnectionLostError) is the one reported, not the failed goodbye."""
         try:
-            if not self.sessions.renewing:  # else its connection is among those left
+            if not self._renewing:  # else its connection is among those left
                 super().close()
         except transport_error_classes() as exc:
             logger.debug(f"Exception while closing the connection: {exc}")
         finally:
-            for left in self.sessions.left:
-                _close_quietly(left)
-            self.sessions.left.clear()
+            for left in self.left:
+                try:
+                    left.close()
+                except Exception as exc:  # a session left on a server gone: nothing to close
+                    logger.debug(f"Exception while closing a session left: {exc}")
+            self.left.clear()
 
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """The output schema of `sql` as Spark's JSON schema; the server analyses, not runs, it.
@@ -299,20 +327,3 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
         finally:
             self._close_cursor()
             self._last_sql = last
-
-
-def _set_in(connection: Any, key: str, value: str) -> None:
-    """One setting SET in a PyHive connection's session."""
-    cursor = connection.cursor()
-    try:
-        cursor.execute(set_sql(key, value))
-    finally:
-        cursor.close()
-
-
-def _close_quietly(connection: Any) -> None:
-    """A PyHive connection left, or not opened whole, closed (a server gone: nothing to close)."""
-    try:
-        connection.close()
-    except Exception as exc:
-        logger.debug(f"Exception while closing a session left: {exc}")
