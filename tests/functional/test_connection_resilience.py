@@ -592,6 +592,18 @@ def test_a_load_whose_answer_is_lost_keeps_its_discarded_rows(
     assert not [t for t in tables if "__pending_" in t or "__dbt_lease_" in t], tables
 
 
+def assert_as_control(server: Server, model: str, control: str, rows: int) -> None:
+    """`model`'s (id, twice) rows are the never-interrupted `control`'s, `rows` of them, and no
+    run record (lease) is left in the schema."""
+    found = {
+        name: sorted(server.query(f"select id, twice from {SCHEMA}.{name}"))
+        for name in (model, control)
+    }
+    assert found[model] == found[control] and len(found[model]) == rows, found
+    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
+    assert not [t for t in tables if "__dbt_lease_" in t], tables
+
+
 MULTI_STEP = """
 {{ config(materialized='incremental', file_format='delta', unique_key='id',
           schema_evolution=({'columns': {'twice': {'backfill': 'id * 10'}}} if var('v', 1) != 1 else {})) }}
@@ -638,13 +650,7 @@ def test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run(
 
     again = project.run(direct, "run", "--select", "mcut", *v2, env=lease)
     assert again.returncode == 0, again.stdout + again.stderr
-    rows = {
-        name: sorted(server.query(f"select id, twice from {SCHEMA}.{name}"))
-        for name in ("mcut", "mcontrol")
-    }
-    assert rows["mcut"] == rows["mcontrol"] and len(rows["mcut"]) == 6, rows
-    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
-    assert not [t for t in tables if "__dbt_lease_" in t], tables
+    assert_as_control(server, "mcut", "mcontrol", 6)
 
 
 SLOW_BACKFILL = """
@@ -707,13 +713,7 @@ def test_ctrl_c_in_a_fenced_write_leaves_its_session(server: Server, tmp_path: P
 
     again = project.run(profile, "run", "--select", "mslow", "--vars", _vars(v=2), env=lease)
     assert again.returncode == 0, again.stdout + again.stderr
-    rows = {
-        name: sorted(server.query(f"select id, twice from {SCHEMA}.{name}"))
-        for name in ("mslow", "mctl")
-    }
-    assert rows["mslow"] == rows["mctl"] and len(rows["mslow"]) == 400, rows
-    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
-    assert not [t for t in tables if "__dbt_lease_" in t], tables
+    assert_as_control(server, "mslow", "mctl", 400)
 
 
 def test_server_lost_in_the_middle_of_a_run(server: Server, proxy: Proxy, tmp_path: Path) -> None:

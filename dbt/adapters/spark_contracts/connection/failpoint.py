@@ -37,11 +37,16 @@ _BEAT = re.compile(
 )
 
 
+def _text(sql: str) -> str:
+    """The statement after dbt's query comment, its whitespace folded, in lower case."""
+    return " ".join(sql.split("*/", 1)[-1].split()).lower()
+
+
 def _timed(sql: str) -> bool:
     """A statement sent when a clock says (a heartbeat), not at a fixed place in the run."""
     if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
         return True
-    return _BEAT.fullmatch(" ".join(sql.split("*/", 1)[-1].split()).lower()) is not None
+    return _BEAT.fullmatch(_text(sql)) is not None
 
 
 class _Counter:
@@ -69,7 +74,7 @@ def before_statement(sql: str) -> None:
     start = start[len(SQL_PREFIX) :].lower() if start.startswith(SQL_PREFIX) else ""
     if not (stop_before or start) or not changes_something(sql) or _timed(sql):
         return
-    text = " ".join(sql.split("*/", 1)[-1].split()).lower() if start else ""
+    text = _text(sql) if start else ""
     with _COUNTER.lock:
         at = text.startswith(start) if start else _COUNTER.sent + 1 == stop_before
         due = at and not _COUNTER.stopped

@@ -114,10 +114,7 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
                 finally:
                     cursor.close()
         except BaseException:
-            try:
-                fresh.close()
-            except Exception as exc:  # its own error is the one raised
-                logger.debug(f"Exception while closing a session not opened whole: {exc}")
+            _close_quietly(fresh)  # its own error is the one raised
             raise
         self.handle, self._renewing = fresh, False
 
@@ -229,10 +226,7 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
             logger.debug(f"Exception while closing the connection: {exc}")
         finally:
             for left in self.left:
-                try:
-                    left.close()
-                except Exception as exc:  # a session left on a server gone: nothing to close
-                    logger.debug(f"Exception while closing a session left: {exc}")
+                _close_quietly(left)
             self.left.clear()
 
     def schema_json(self, sql: str) -> Dict[str, Any]:
@@ -327,3 +321,11 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
         finally:
             self._close_cursor()
             self._last_sql = last
+
+
+def _close_quietly(connection: Any) -> None:
+    """A PyHive connection left, or not opened whole, closed; a server gone: nothing to close."""
+    try:
+        connection.close()
+    except Exception as exc:
+        logger.debug(f"Exception while closing a session left: {exc}")
