@@ -32,7 +32,6 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     LEASE_SUFFIX,
-    lease_name,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
     EPOCH_PROPERTY,
@@ -64,8 +63,8 @@ from dbt.adapters.spark_contracts.run.record_io import (  # noqa: F401 (named fr
     ModelKey,
     drop_record,
     lease_properties,
+    other_records,
     record_name,
-    records_of,
     set_properties_sql,
     take_over_sql,
 )
@@ -186,7 +185,9 @@ class Leases:
     def _exclusive(self, owner: LeaseOwner, suffix: str) -> List[RunRecord]:
         """Other runs' records that hold (or held) the model alone: a `shared` record, a run's
         that only quarantines, is its settler's (run/settle.py), never a reason to wait."""
-        others = self.others(owner.relation, owner.invocation_id, suffix, owner.table_format)
+        others = other_records(
+            self.spark, owner.relation, owner.invocation_id, suffix, owner.table_format
+        )
         return [r for r in others if not r.shared]
 
     def _state(self, record: RunRecord) -> State:
@@ -383,22 +384,6 @@ class Leases:
         except Exception as exc:
             logger.warning(f"{owner.unique_id}: could not let go of its lease {beat.table}: {exc}")
 
-    def others(
-        self,
-        relation: str,
-        invocation_id: str,
-        suffix: str = LEASE_SUFFIX,
-        table_format: Optional[str] = None,
-    ) -> List[RunRecord]:
-        """Other runs' leases on `relation`, as they are now. Fails closed: a listing that
-        fails raises, and a lease whose properties cannot be read while it is still listed
-        raises (it may be a live run's)."""
-        schema, name = relation.rsplit(".", 1)
-        own = lease_name(name, invocation_id, suffix)  # a batch's records too (records_of)
-        rows = self.spark.fetch(f"show tables in {schema} like '{name}{suffix}*'")
-        names = (str(r.get("tableName") or "") for r in rows)
-        return records_of(self.spark, schema, names, own, table_format)
-
     def live_runs(
         self,
         relation: str,
@@ -409,6 +394,6 @@ class Leases:
         dead), as the error of a failed run names them; read once, nothing watched."""
         return tuple(
             r.holder
-            for r in self.others(relation, invocation_id, LEASE_SUFFIX, table_format)
+            for r in other_records(self.spark, relation, invocation_id, LEASE_SUFFIX, table_format)
             if self._state(r) is State.WATCH
         )

@@ -10,9 +10,7 @@ from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
-    BATCH_COLUMN,
     PENDING_DISCARDED,
-    RUN_ID_COLUMN,
 )
 from dbt.adapters.spark_contracts.core.contracts.quarantine import (
     evolve_quarantine,
@@ -31,7 +29,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     loaded_property,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import pending_properties
-from dbt.adapters.spark_contracts.core.schema.types import Struct, quote_identifier, sql_string
+from dbt.adapters.spark_contracts.core.schema.types import Struct, sql_string
 from dbt.adapters.spark_contracts.run.fence import exists, fences
 from dbt.adapters.spark_contracts.run.lease import Leases
 from dbt.adapters.spark_contracts.run.model_run import (
@@ -43,6 +41,7 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     Quarantined,
     RunBook,
 )
+from dbt.adapters.spark_contracts.run.quarantine_merge import holds, merge_once, readable
 from dbt.adapters.spark_contracts.run.record_io import copy_of, table_properties
 from dbt.adapters.spark_contracts.run.retry import tried_again
 from dbt.adapters.spark_contracts.run.run_errors import (
@@ -79,15 +78,15 @@ class Quarantine:
             f"create table if not exists {run.quarantine_table} using "
             f"{quarantine_format_for(run.table_format)} as select * from ({select}) where false"
         )
-        made = lambda: self._exists(run.quarantine_table)  # noqa: E731  by the other run
+        made = lambda: readable(self.spark, run.quarantine_table)  # noqa: E731  by the other run
         tried_again(lambda: self.spark.run(create), made, first_at_once=True)
 
     def _insert_quarantined(self, run: ModelRun, sql: str, pending: str) -> None:
         """`sql`, the run's rows (from `pending`) into the quarantine, or, where the quarantine's
         format fences no append inside its commit but checks a MERGE's (Iceberg:
-        `moves_own_rows_by_merge`), a MERGE on the run's id (`_merge_once`), so that a move
-        sent before the run lost its lease and landing after a settler's inserts nothing more.
-        Refused, the table given what the model now outputs (core/contracts/quarantine.py; else
+        `moves_own_rows_by_merge`), a MERGE on the run's id (run/quarantine_merge.merge_once),
+        so that a move sent before the run lost its lease and landing after a settler's inserts
+        nothing more. Refused, the table given what the model now outputs (core/contracts/quarantine.py; else
         `QuarantineMismatch`) and sent again; refused while the table fits, `_insert_again`
         (Delta's append that met a metadata change; Iceberg's MERGE whose commit met another
         run's)."""
@@ -132,13 +131,13 @@ class Quarantine:
 
     def _own_merge(self, run: ModelRun, pending: str) -> Callable[[], None]:
         """The run's own discarded rows moved from `pending` by a MERGE on its id
-        (`_merge_once`), under the lease's transaction id where the quarantine's format has
-        one (the pending table's columns read once, here)."""
+        (run/quarantine_merge.merge_once), under the lease's transaction id where the
+        quarantine's format has one (the pending table's columns read once, here)."""
         schema = self._pending_schema(run, pending)
         own = own_rows(run)
         fmt = quarantine_format_for(run.table_format)
         return lambda: self.leases.fenced(
-            fmt, lambda: self._merge_once(run.quarantine_table, pending, schema, own)
+            fmt, lambda: merge_once(self.spark, run.quarantine_table, pending, schema, own)
         )
 
     def _pending_schema(self, run: ModelRun, pending: str) -> Struct:
@@ -269,16 +268,16 @@ class Quarantine:
                     f"{quarantine_format_for(table_format)} as select * from {pending} where false"
                 )
             except DbtDatabaseError:  # another run settling at once may have made it first
-                if not self._exists(quarantine):
+                if not readable(self.spark, quarantine):
                     raise
-            if self._holds(quarantine, dead):
+            if holds(self.spark, quarantine, dead):
                 self.spark.run(drop_sql(pending, table_format))
                 self._unset_loaded(relation, table_format, dead.invocation_id)
                 return f"{quarantine} held its rows already: dropped {pending}"
             if logged(table_format):
                 describable = is_describable(stage_format(table_format))
                 schema = self.spark.relation_schema(pending, describable)
-                self._merge_once(quarantine, pending, schema, dead)
+                merge_once(self.spark, quarantine, pending, schema, dead)
                 self.spark.run(drop_sql(pending, table_format))
                 return f"moved {pending} into {quarantine}"
         insert = (
@@ -298,52 +297,6 @@ class Quarantine:
         """The catalog lists no table `relation` (a failed listing raises: absence is never
         concluded from an error)."""
         return not exists(self.spark, relation)
-
-    def _exists(self, table: str) -> bool:
-        try:
-            self.spark.fetch(f"select 1 as present from {table} limit 0")
-        except DbtDatabaseError:
-            return False
-        return True
-
-    def _holds(self, quarantine: str, rows: "RowsOf") -> bool:
-        """The quarantine holds rows of that run (of that batch, for a batch's)."""
-        return bool(
-            self.spark.fetch(f"select 1 as held from {quarantine} where {rows.where()} limit 1")
-        )
-
-    def _merge_once(self, quarantine: str, pending: str, schema: Struct, rows: "RowsOf") -> None:
-        """A run's discarded rows (a dead run's, by a settler; the run's own, into an Iceberg
-        quarantine) into the quarantine unless it holds rows of that run (that batch), in one
-        MERGE: two runs settling the same pending table at once cannot
-        both append it (the second MERGE's commit fails Delta's and Iceberg's conflict check,
-        or it finds the rows and inserts none). A failed MERGE after which the quarantine holds
-        the run's rows was the other run's win; any other failure is raised. `schema`: the
-        pending table's."""
-        columns = [quote_identifier(f.name) for f in schema.fields]
-        run_id = quote_identifier(RUN_ID_COLUMN)
-        # the run's id as a literal too: the quarantine's scan can skip other runs' files (each
-        # run writes files of its own)
-        on = f"q.{run_id} = p.{run_id} and q.{run_id} = {sql_string(rows.invocation_id)}"
-        if rows.tag is not None:  # a batch's: its invocation's other batches' rows are no match
-            batch = quote_identifier(BATCH_COLUMN)
-            on += f" and q.{batch} = p.{batch} and q.{batch} = {sql_string(rows.tag)}"
-        merge = (
-            f"merge into {quarantine} q using (select * from {pending} "
-            f"where {PENDING_DISCARDED}) p on {on} "
-            # never true (a match has the run's id); it keeps the MERGE a row-level operation,
-            # whose commit Iceberg checks for conflicts (Spark turns an insert-only MERGE into
-            # an unchecked append)
-            f"when matched and q.{run_id} is null then delete "
-            f"when not matched then insert ({', '.join(columns)}) "
-            f"values ({', '.join('p.' + c for c in columns)})"
-        )
-        try:
-            self.spark.run(merge)
-        except DbtDatabaseError:
-            if not self._holds(quarantine, rows):
-                raise
-            logger.info(f"another run moved {pending} into {quarantine} meanwhile")
 
     def _unset_loaded(self, relation: str, table_format: str, invocation_id: str) -> None:
         if not logged(table_format):

@@ -105,6 +105,23 @@ def records_of(
     return found
 
 
+def other_records(
+    spark: Spark,
+    relation: str,
+    invocation_id: str,
+    suffix: str = LEASE_SUFFIX,
+    table_format: Optional[str] = None,
+) -> List[RunRecord]:
+    """Other runs' records (leases) on `relation`, as they are now. Fails closed: a listing
+    that fails raises, and a record whose properties cannot be read while it is still listed
+    raises (it may be a live run's)."""
+    schema, name = relation.rsplit(".", 1)
+    own = lease_name(name, invocation_id, suffix)  # a batch's records too (records_of)
+    rows = spark.fetch(f"show tables in {schema} like '{name}{suffix}*'")
+    names = (str(r.get("tableName") or "") for r in rows)
+    return records_of(spark, schema, names, own, table_format)
+
+
 def drop_record(spark: Spark, table: str, table_format: str) -> None:
     """A run record (a lease table) dropped. Beside an Iceberg model it is an Iceberg table,
     dropped with PURGE, which deletes the files reachable from the table as the session's
