@@ -16,8 +16,8 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
-from dbt_common.exceptions import DbtDatabaseError
 
+from dbt.adapters.spark_contracts.connection.spark_handle import answers
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
     DeclaredConstraint,
     ExplicitBuild,
@@ -215,8 +215,4 @@ def build_not_null(
 
 def has_catalog(spark: Any, catalog: str) -> bool:
     """The Spark a connection reaches has a catalog of that name configured."""
-    try:
-        spark.fetch(f"show namespaces in {catalog}")
-    except DbtDatabaseError:
-        return False
-    return True
+    return answers(spark, f"show namespaces in {catalog}")

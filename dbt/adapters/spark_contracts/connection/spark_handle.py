@@ -196,6 +196,16 @@ class _ConnectionSpark:
             yield _ConnectionSpark(self._adapter)
 
 
+def answers(spark: Spark, sql: str) -> bool:
+    """`sql` (a read) runs without a database error on `spark`: a table that can be read, a
+    catalog that is configured."""
+    try:
+        spark.fetch(sql)
+    except DbtDatabaseError:
+        return False
+    return True
+
+
 def process_running(pid: int) -> bool:
     """A process of that id runs on this host (one we may not signal runs too)."""
     try:

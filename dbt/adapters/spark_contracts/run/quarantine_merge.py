@@ -5,7 +5,7 @@ them unless it does."""
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
-from dbt.adapters.spark_contracts.connection.spark_handle import Spark
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark, answers
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
     BATCH_COLUMN,
     PENDING_DISCARDED,
@@ -19,11 +19,7 @@ logger = AdapterLogger("SparkContracts")
 
 def readable(spark: Spark, table: str) -> bool:
     """`table` answers a read (a failed read: False)."""
-    try:
-        spark.fetch(f"select 1 as present from {table} limit 0")
-    except DbtDatabaseError:
-        return False
-    return True
+    return answers(spark, f"select 1 as present from {table} limit 0")
 
 
 def holds(spark: Spark, quarantine: str, rows: RowsOf) -> bool:
