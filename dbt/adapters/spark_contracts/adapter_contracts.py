@@ -67,17 +67,30 @@ class ContractMethods(metaclass=AdapterMeta):
     """Mixed into `SparkContractsAdapter`."""
 
     @available
-    def contract_new_table_action(
+    def contract_before_create(
         self,
         relation: BaseRelation,
+        existing: Optional[BaseRelation],
         compiled_sql: str,
         model: Dict[str, Any],
         run_vars: Dict[str, Any],
     ) -> str:
-        """A first build, before its first statement: the model's settings checked against its
-        output (`schema_evolution.columns`), then `tables` of the schema contract: create or
-        skip (discard modes, with a warning); freeze fails here, before anything is created."""
+        """The schema contract before the first statement that creates `relation`, or replaces
+        `existing` where that is a view: "create" or "skip".
+
+        - A new relation: the model's settings checked against its output
+          (`schema_evolution.columns`), then `tables` of the contract: create, or skip (discard
+          modes, with a warning); freeze fails here, before anything is created.
+        - A view being replaced: the contract's `freeze` modes against the view's current
+          schema, by analysis only; a violation is raised before the view changes."""
         gate = self._contract_gate(relation, model, run_vars)
+        if existing is not None:
+            if gate.contract is not None and existing.is_view:
+                spark = self._spark()
+                deployed = spark.relation_schema(str(existing), True)  # a view
+                compiled = spark.schema(compiled_sql)
+                self._refuse(spark, gate, view_violations(gate.contract, deployed, compiled))
+            return "create"
         if not gate.settings.policy.columns and gate.contract is None:
             return "create"  # nothing to check: no analysis of the query
         spark = self._spark()
@@ -100,26 +113,6 @@ class ContractMethods(metaclass=AdapterMeta):
         nodes = {**(graph.get("sources") or {}), **(graph.get("nodes") or {})}
         unique_key = (model.get("config") or {}).get("unique_key")
         return attached_tests(str(model.get("unique_id")), nodes, unique_key)
-
-    @available
-    def check_view_contract(
-        self,
-        relation: BaseRelation,
-        compiled_sql: str,
-        model: Dict[str, Any],
-        run_vars: Dict[str, Any],
-    ) -> str:
-        """A view being replaced: its schema contract's `freeze` modes against the view's
-        current schema, by analysis only; raises the violation before the view changes."""
-        gate = self._contract_gate(relation, model, run_vars)
-        if gate.contract is None:
-            return ""
-        spark = self._spark()
-        deployed = spark.relation_schema(str(relation), True)  # a view
-        self._refuse(
-            spark, gate, view_violations(gate.contract, deployed, spark.schema(compiled_sql))
-        )
-        return ""
 
     def _contract_create_sql(
         self, relation: BaseRelation, compiled_sql: str, model: Dict[str, Any], run_vars: Any

@@ -44,11 +44,12 @@
   {% do store_result('main', response=adapter.execute_plan(plan, target_relation, existing_relation, create_sql, clauses | trim)) %}
 {% endmacro %}
 
-{#-- `tables` of a schema contract, when the relation does not exist yet: true = create it.
-     `sql`: the model's query when it is not the context's (a Python model's view). --#}
-{% macro spark_contracts_may_create(relation, sql=none) %}
+{#-- The schema contract before a relation is created (`tables`), or a view `existing` replaced
+     (its `freeze` modes): true = go on. `sql`: the model's query when it is not the context's
+     (a Python model's view). --#}
+{% macro spark_contracts_may_create(relation, sql=none, existing=none) %}
   {%- set compiled_code = sql if sql is not none else compiled_code -%}
-  {%- set action = adapter.contract_new_table_action(relation, compiled_code, model, spark_contracts_run_vars()) -%}
+  {%- set action = adapter.contract_before_create(relation, existing, compiled_code, model, spark_contracts_run_vars()) -%}
   {%- if action == 'skip' -%}
     {% do store_result('main', response=adapter.skipped_response(model)) %}
   {%- endif -%}
