@@ -23,7 +23,7 @@ from dbt.adapters.spark_contracts.run.fence import fences
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.run_errors import (
     LOAD_STEP,
-    LeftHalfChanged,
+    RepairFirst,
     RunUndone,
     StepUnanswered,
 )
@@ -158,7 +158,7 @@ def test_a_later_batch_of_the_invocation_changes_nothing_over_a_half_changed_tab
     assert isinstance(error, StepUnanswered), error
     later = Runner(SimpleNamespace(), report, tmp_path)  # type: ignore[arg-type]
     run = SimpleNamespace(unique_id="model.p.m", relation="db.m", table_format="iceberg")
-    with pytest.raises(LeftHalfChanged) as left:
+    with pytest.raises(RepairFirst) as left:
         later.execute(run, "insert into db.m select 1")  # type: ignore[arg-type]
     assert "add columns" in str(left.value) and "db.m" in str(left.value)
     report.start("inv-2")  # the next dbt invocation: not this one's to refuse

@@ -104,21 +104,6 @@ class StepUnanswered(DbtRuntimeError):
         )
 
 
-class LeftHalfChanged(DbtRuntimeError):
-    """An earlier microbatch batch of this invocation left the table half changed (a statement
-    of its change Spark gave no answer for, `StepUnanswered`): this batch changes nothing, and
-    the model's next run repairs the table first."""
-
-    def __init__(self, unique_id: str, relation: str, step: str):
-        self.unique_id, self.relation, self.step = unique_id, relation, step
-        super().__init__(
-            f"{unique_id}: an earlier batch of this invocation left {relation} half changed "
-            f"(Spark gave no answer for its {step_named(step)}, which may still commit); this "
-            "batch changed nothing. Run the model again: it repairs the table first, once that "
-            "batch's lease has run out."
-        )
-
-
 class RunInProgress(DbtRuntimeError):
     """Another run of the model holds its lease and renewed it while this run watched
     (core/recovery/lease.py): this run changes nothing and fails, naming it."""
@@ -198,17 +183,29 @@ class TableChangedMeanwhile(DbtRuntimeError):
 
 
 class RepairFirst(DbtRuntimeError):
-    """When this run took the model's lease it found another run's record saying that run died
-    half way through a change of the table, left after this run's repair step looked: the table
-    this run planned against is half changed, so it changes nothing (its next run repairs the
-    table first, then plans)."""
+    """The table this run planned against is half changed, found after this run's repair step
+    looked: by a run of the model that died half way through a change (`invocation_id`, its
+    record found when this run took the model's lease), or by an earlier microbatch batch of
+    this invocation (`step`: its statement Spark gave no answer for, `StepUnanswered`; such a
+    batch's record is not one this invocation reads). This run changes nothing; the model's
+    next run repairs the table first, then plans."""
 
-    def __init__(self, unique_id: str, relation: str, invocation_id: str):
-        self.unique_id, self.relation, self.invocation_id = unique_id, relation, invocation_id
+    def __init__(self, unique_id: str, relation: str, invocation_id: str = "", step: str = ""):
+        self.unique_id, self.relation = unique_id, relation
+        self.invocation_id, self.step = invocation_id, step
+        if not step:
+            why = f"run {invocation_id} of the model died half way through a change of {relation}"
+            why += " after this run looked for one"
+            then = ""
+        else:
+            why = (
+                f"an earlier batch of this invocation left {relation} half changed (Spark gave "
+                f"no answer for its {step_named(step)}, which may still commit)"
+            )
+            then = ", once that batch's lease has run out"
         super().__init__(
-            f"{unique_id}: run {invocation_id} of the model died half way through a change of "
-            f"{relation} after this run looked for one; this run changed nothing. Run it again: "
-            "it repairs the table first."
+            f"{unique_id}: {why}; this run changed nothing. Run the model again: it repairs the "
+            f"table first{then}."
         )
 
 

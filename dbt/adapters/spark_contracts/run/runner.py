@@ -47,7 +47,6 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     LOAD_STEP,
     FirstPassFailed,
     LeaseLost,
-    LeftHalfChanged,
     RepairFirst,
     TableChangedMeanwhile,
 )
@@ -110,7 +109,7 @@ class Runner:
         fails, it wrote nothing, and the run goes on as one without it (its pending table)."""
         left = self.report.half_changed(run.relation)
         if left is not None:  # by an earlier batch: its record is not one this run reads
-            raise LeftHalfChanged(run.unique_id, run.relation, left)
+            raise RepairFirst(run.unique_id, run.relation, step=left)
         if run.first_pass is not None and (before_load is not None or after_load is not None):
             run = replace(run, first_pass=None)  # a build beside the table: never planned so
         if run.first_pass is not None:
