@@ -22,36 +22,30 @@ _PARTS = {ELEMENT: "{}", KEY: "map_keys({})", VALUE: "map_values({})"}
 
 @dataclass(frozen=True)
 class Compare:
-    """The value must be `op` the bound (a rendered SQL literal): `ge=0` is `Compare('>=', '0')`."""
+    """The value must be `op` the bound (a rendered SQL literal): `ge=0` is `Compare('>=', '0')`.
+    `of`: the value's length is compared instead, a string's (`char_length`, TEXT) or an array's
+    or map's (`size`, COLLECTION); see `Length`."""
 
     op: str
     bound: str
     label: str
+    of: str | None = None
 
     def __post_init__(self) -> None:
         if self.op not in COMPARISONS:
             raise ValueError(f"unknown comparison {self.op!r}; expected one of {COMPARISONS}")
+        if self.of not in (None, TEXT, COLLECTION):
+            raise ValueError(f"unknown length of {self.of!r}; expected {TEXT} or {COLLECTION}")
 
     def holds(self, expr: str) -> str:
+        if self.of is not None:
+            expr = f"char_length({expr})" if self.of == TEXT else f"size({expr})"
         return f"{expr} {self.op} {self.bound}"
 
 
-@dataclass(frozen=True)
-class Length:
-    """Length of a string (`char_length`) or of an array or map (`size`) `op` `n`."""
-
-    op: str
-    n: int
-    of: str
-    label: str
-
-    def __post_init__(self) -> None:
-        if self.op not in COMPARISONS or self.of not in (TEXT, COLLECTION):
-            raise ValueError(f"bad length rule {self.op!r} {self.of!r}")
-
-    def holds(self, expr: str) -> str:
-        size = f"char_length({expr})" if self.of == TEXT else f"size({expr})"
-        return f"{size} {self.op} {self.n}"
+def Length(op: str, n: int, of: str, label: str) -> Compare:
+    """Length of a string (`of` TEXT) or of an array or map (COLLECTION) `op` `n`."""
+    return Compare(op, str(int(n)), label, of)
 
 
 @dataclass(frozen=True)
@@ -116,7 +110,7 @@ class Each:
         return _PARTS[self.part].format(expr)
 
 
-Leaf = Compare | Length | Matches | OneOf | MultipleOf
+Leaf = Compare | Matches | OneOf | MultipleOf
 Rule = Leaf | Required | InField | Each
 
 
