@@ -129,3 +129,48 @@ def test_the_connect_wrapper_carries_what_it_set_and_never_asks_the_session_left
     assert opened[1].conf.values == {"tag": "t-1"}
     assert first.conf.values == {"tag": "t-1", "txn": "app-1"}
     assert wrapper.handle.cursor().session is opened[1]
+
+
+class Interruptible(Session):
+    def __init__(self) -> None:
+        super().__init__()
+        self.interrupted = 0
+
+    def interruptAll(self) -> List[str]:  # noqa: N802 (pyspark's name)
+        self.interrupted += 1
+        return ["op-1"]
+
+
+def test_a_cancel_while_the_session_is_renewed_opens_none_and_interrupts_none(monkeypatch):
+    """dbt cancels from its main thread. While the node's thread has left its session and the
+    new one is not open yet, a cancel neither opens one (it would race the node's thread for
+    it, and leak one) nor interrupts the session left (its write may still commit there); once
+    the new one is open, a cancel interrupts it."""
+    from dbt.adapters.spark_contracts.connection import cursor as cursor_module
+
+    monkeypatch.setattr(cursor_module, "is_connect", lambda session: True)
+    opened: List[Interruptible] = []
+    down = [False]
+
+    def open_one() -> Interruptible:
+        if down[0]:
+            raise ConnectionError("server out of reach")
+        opened.append(Interruptible())
+        return opened[-1]
+
+    first = open_one()
+    wrapper = cursor_module.SparkSessionConnectionWrapper(
+        SparkSessionHandle(lambda: first, renew=open_one)
+    )
+    wrapper.cancel()
+    assert first.interrupted == 1  # the control: a cancel interrupts the session in use
+    down[0] = True
+    with pytest.raises(ConnectionError):
+        wrapper.leave_session()
+    wrapper.cancel()
+    assert len(opened) == 1 and first.interrupted == 1  # nothing opened, the left one untouched
+    assert wrapper.handle.opened() == [first]
+    down[0] = False
+    assert wrapper.handle.cursor().session is opened[1]  # the node's next statement opens it
+    wrapper.cancel()
+    assert opened[1].interrupted == 1 and first.interrupted == 1

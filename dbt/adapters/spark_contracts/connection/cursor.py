@@ -237,9 +237,15 @@ class SparkSessionHandle(Connection):
         self._session()
         return True
 
+    def current(self) -> Optional[Any]:
+        """The session statements run in now; None while the one to go on in is not open yet
+        (`renew`): asking opens nothing."""
+        return None if self._renewing else self._session_factory()
+
     def opened(self) -> List[Any]:
         """Every session it opened and has not stopped: those left, and the current one."""
-        return [*self.left, *([] if self._renewing else [self._session_factory()])]
+        current = self.current()
+        return [*self.left, *([] if current is None else [current])]
 
 
 class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
@@ -301,8 +307,12 @@ class SparkSessionConnectionWrapper(SessionConnectionWrapper, CancelMark):
 
     def cancel(self) -> None:
         """Interrupt every operation this connection's own session runs (dbt-spark's session
-        wrapper cannot cancel). Other connections have sessions of their own."""
-        session = self.handle.cursor().session
+        wrapper cannot cancel). Other connections have sessions of their own. dbt cancels from
+        its main thread: none while the session is renewed (no statement of the node's runs
+        then; opening one here would race the node's thread for it)."""
+        session = self.handle.current()
+        if session is None:
+            return
         interrupted = session.interruptAll()
         logger.debug(f"Interrupted operations: {interrupted}")
 
