@@ -584,3 +584,13 @@ def test_node_validation_loads_only_what_a_node_sets(tmp_path: Any) -> None:
     with pytest.raises(ConfigError) as raised:
         validate_node_config(node({"pydantic_contract": "pc_parse_absent.orders:Order"}))
     assert str(raised.value).startswith("model.p.parsed: `pydantic_contract`")
+
+
+def test_a_length_rule_names_what_it_measures():
+    """`Length` is a comparison of a string's or a collection's length; anything else is refused
+    (it would otherwise compare the value itself)."""
+    assert Length("<=", 5, "text", "").holds("x") == "char_length(x) <= 5"
+    assert Length(">=", 2, "collection", "").holds("x") == "size(x) >= 2"
+    for of, n in ((None, 5), ("bytes", 5), ("text", 2.5)):
+        with pytest.raises(ValueError):
+            Length("<=", n, of, "")  # type: ignore[arg-type]

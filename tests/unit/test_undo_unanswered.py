@@ -171,3 +171,13 @@ def test_a_run_that_restored_leaves_nothing_half_changed(tmp_path: Path):
     error, _, _, _ = undo(tmp_path, "delta", LOAD_STEP, True, report=report)
     assert isinstance(error, RunUndone), error
     assert report.half_changed("db.m") is None
+
+
+def test_repair_first_names_the_dead_run_or_the_batchs_step_never_both():
+    dead = RepairFirst("model.p.m", "db.m", invocation_id="inv-0")
+    assert "run inv-0 of the model died" in str(dead) and "this run changed nothing" in str(dead)
+    batch = RepairFirst("model.p.m", "db.m", step="alter table db.m add columns (c int)")
+    assert "earlier batch" in str(batch) and "this batch changed nothing" in str(batch)
+    for wrong in ({}, {"invocation_id": "inv-0", "step": "x"}):
+        with pytest.raises(ValueError):
+            RepairFirst("model.p.m", "db.m", **wrong)

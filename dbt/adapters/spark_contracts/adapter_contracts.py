@@ -83,7 +83,7 @@ class ContractMethods(metaclass=AdapterMeta):
           modes, with a warning); freeze fails here, before anything is created.
         - A view being replaced: the contract's `freeze` modes against the view's current
           schema, by analysis only; a violation is raised before the view changes."""
-        gate = self._contract_gate(relation, model, run_vars)
+        gate = self._contract_gate(existing if existing is not None else relation, model, run_vars)
         if existing is not None:
             if gate.contract is not None and existing.is_view:
                 spark = self._spark()

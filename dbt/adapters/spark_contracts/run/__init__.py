@@ -15,8 +15,8 @@ The shape of a run (Jinja calls one step at a time and hands the `ModelRun` back
    back, never over another writer's commit; the intent is cleared.
 
 The parts live in their own modules: `model_run` (the plan Jinja reads), `runner` (carrying it
-out), `quarantine_steps` (the pending table and the quarantine; `retry`, a refused statement
-sent again), `restore` (putting a table back, repairs), `table_log` (each format's log), `lease` (leases and heartbeats), `commit_tag` (a node's
+out), `quarantine_steps` (the pending table and the quarantine; `quarantine_merge`, a run's rows
+moved at most once; `retry`, a refused statement sent again), `restore` (putting a table back, repairs), `table_log` (each format's log), `lease` (leases and heartbeats), `commit_tag` (a node's
 commit tag), `run_errors`, `outcome_events` (what a run did, as events; its working state), `report`. This package names them for the adapter and the tests
 (`from dbt.adapters.spark_contracts import run as runs`).
 """
@@ -44,6 +44,7 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     LeaseLost,
     QuarantineMismatch,
     QuarantinePending,
+    RepairFirst,
     RestoreFailed,
     RunInProgress,
     RunUndone,
@@ -67,6 +68,7 @@ __all__ = [
     "ModelRun",
     "PlannedBuild",
     "QuarantinePending",
+    "RepairFirst",
     "RunInProgress",
     "QuarantineMismatch",
     "Observed",

@@ -190,22 +190,23 @@ class RepairFirst(DbtRuntimeError):
     batch's record is not one this invocation reads). This run changes nothing; the model's
     next run repairs the table first, then plans."""
 
-    def __init__(self, unique_id: str, relation: str, invocation_id: str = "", step: str = ""):
+    def __init__(self, unique_id: str, relation: str, *, invocation_id: str = "", step: str = ""):
+        if bool(invocation_id) == bool(step):
+            raise ValueError("RepairFirst names either the dead run or the batch's step")
         self.unique_id, self.relation = unique_id, relation
         self.invocation_id, self.step = invocation_id, step
-        if not step:
-            why = f"run {invocation_id} of the model died half way through a change of {relation}"
-            why += " after this run looked for one"
-            then = ""
-        else:
-            why = (
-                f"an earlier batch of this invocation left {relation} half changed (Spark gave "
-                f"no answer for its {step_named(step)}, which may still commit)"
+        if invocation_id:
+            super().__init__(
+                f"{unique_id}: run {invocation_id} of the model died half way through a change "
+                f"of {relation} after this run looked for one; this run changed nothing. Run it "
+                "again: it repairs the table first."
             )
-            then = ", once that batch's lease has run out"
+            return
         super().__init__(
-            f"{unique_id}: {why}; this run changed nothing. Run the model again: it repairs the "
-            f"table first{then}."
+            f"{unique_id}: an earlier batch of this invocation left {relation} half changed "
+            f"(Spark gave no answer for its {step_named(step)}, which may still commit); this "
+            "batch changed nothing. Run the model again: it repairs the table first, once that "
+            "batch's lease has run out."
         )
 
 

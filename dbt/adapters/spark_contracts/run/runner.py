@@ -198,7 +198,7 @@ class Runner:
         dead = [r for r in self.leases.alone(run) if r.intent is not None]
         if dead:
             self.leases.let_go(run)
-            raise RepairFirst(run.unique_id, run.relation, dead[0].holder)
+            raise RepairFirst(run.unique_id, run.relation, invocation_id=dead[0].holder)
 
     def let_go(self, run: ModelRun) -> None:
         """The run's record let go of after a failure: kept (released) while it says what the

@@ -45,6 +45,8 @@ class Compare:
 
 def Length(op: str, n: int, of: str, label: str) -> Compare:
     """Length of a string (`of` TEXT) or of an array or map (COLLECTION) `op` `n`."""
+    if of not in (TEXT, COLLECTION) or int(n) != n:
+        raise ValueError(f"bad length rule {op!r} {n!r} {of!r}; `of` is {TEXT} or {COLLECTION}")
     return Compare(op, str(int(n)), label, of)
 
 
