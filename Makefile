@@ -363,9 +363,15 @@ DBT_SPARK_CONTRACTS_CLUSTER=$(CLUSTER_DIR)/cluster.json $(BIN)/pytest $(1) $(2) 
 	  -p no:cacheprovider --show-capture=no -n 2 --dist loadscope --durations=15 \
 	  --profile connect $(PYTEST_ARGS) || status=1
 endef
+# The Connect pass leaves the SIGKILL at every commit to the Thrift pass and `make faults`: the
+# retry after a kill over Connect is TestKillMidRun* (a real SIGKILL per format) and the server
+# going on with a dead client's statement (test_repair_while_the_dead_runs_statement_still_runs);
+# the matrix of commits sends the same SQL whichever client (8.5 of the pass's 17.5 minutes on
+# 2026-12-01). `make cluster-test-full` keeps it.
+CLUSTER_CONNECT_DESELECT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired
 cluster-test: export DBT_SPARK_CONTRACTS_KILL_SAMPLE = 1
 cluster-test: install jars
-	$(call with_cluster,$(call thrift_then_connect,$(CLUSTER_TESTS),--deselect $(KILL_EVERY_STATEMENT),$(CLUSTER_CONNECT_TESTS)))
+	$(call with_cluster,$(call thrift_then_connect,$(CLUSTER_TESTS),--deselect $(KILL_EVERY_STATEMENT),$(CLUSTER_CONNECT_TESTS) $(CLUSTER_CONNECT_DESELECT)))
 
 # Every test of CLUSTER_TESTS over both methods.
 cluster-test-full: export DBT_SPARK_CONTRACTS_KILL_SAMPLE = 1
