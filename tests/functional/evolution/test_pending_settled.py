@@ -190,11 +190,14 @@ class TestPendingSettled:
         # died after moving its rows, before dropping its record: the record names no table
         project.run_sql(dead_run_sql(table, fmt, "moved-rows", 0, 92)[0])
         alive_table = record_of(table, "alive-run")
-        stop = threading.Event()
+        stop, ready = threading.Event(), threading.Event()
+        adapter = project.adapter  # looked up here: `run_dbt` registers the adapter afresh
 
         def beat() -> None:
-            with project.adapter.connection_named("__beats"):
-                spark = _ConnectionSpark(project.adapter)
+            with adapter.connection_named("__beats"):
+                spark = _ConnectionSpark(adapter)
+                spark.run(beat_sql(alive_table))
+                ready.set()
                 while not stop.wait(0.5):
                     try:
                         spark.run(beat_sql(alive_table))
@@ -203,6 +206,7 @@ class TestPendingSettled:
 
         beating = threading.Thread(target=beat, daemon=True)
         beating.start()
+        assert ready.wait(60), "the live run's heartbeat did not start"
 
         def ids(t: str) -> list:
             return [r[0] for r in project.run_sql(f"select id from {t} order by id", fetch="all")]
