@@ -6,7 +6,7 @@ no Spark."""
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Callable, List, Optional
 
 import pytest
 
@@ -14,16 +14,17 @@ from dbt.adapters.spark_contracts.connection.cursor import SparkSessionHandle
 
 
 class Server:
-    """Makes numbered fake sessions; `down`: opening one fails."""
+    """Opens fake sessions (`make`'s, else numbered names); `down`: opening one fails."""
 
-    def __init__(self) -> None:
-        self.made: List[str] = []
+    def __init__(self, make: Optional[Callable[[], Any]] = None) -> None:
+        self.made: List[Any] = []
         self.down = False
+        self.make = make
 
     def open(self) -> Any:
         if self.down:
             raise ConnectionError("server out of reach")
-        self.made.append(f"s{len(self.made)}")
+        self.made.append(self.make() if self.make else f"s{len(self.made)}")
         return self.made[-1]
 
 
@@ -80,23 +81,18 @@ class Session:
 
 
 def test_the_settings_carried_are_set_in_the_new_session_and_the_others_are_not():
-    sessions: List[Session] = []
-    down = [True]
-
-    def open_one() -> Session:
-        if down[0]:
-            raise ConnectionError("server out of reach")
-        sessions.append(Session())
-        return sessions[-1]
-
+    server = Server(Session)
+    server.down = True
     first = Session()
-    handle = SparkSessionHandle(lambda: first, renew=open_one)
+    handle = SparkSessionHandle(lambda: first, renew=server.open)
     handle.settings = {"tag": "t-1", "txn": "app-1"}  # as the wrapper's set_conf records them
     with pytest.raises(ConnectionError):
         handle.renew(("tag",))
-    down[0] = False
-    assert handle.cursor().session is sessions[0]  # opened on the next statement
-    assert sessions[0].conf.values == {"tag": "t-1"} and handle.settings == {"tag": "t-1"}
+    server.down = False
+    assert server.made == []  # nothing opened while it was down
+    fresh = handle.cursor().session  # opened on the next statement
+    assert server.made == [fresh]
+    assert fresh.conf.values == {"tag": "t-1"} and handle.settings == {"tag": "t-1"}
 
 
 class AnsweringConf(Conf):
@@ -149,28 +145,21 @@ def test_a_cancel_while_the_session_is_renewed_opens_none_and_interrupts_none(mo
     from dbt.adapters.spark_contracts.connection import cursor as cursor_module
 
     monkeypatch.setattr(cursor_module, "is_connect", lambda session: True)
-    opened: List[Interruptible] = []
-    down = [False]
-
-    def open_one() -> Interruptible:
-        if down[0]:
-            raise ConnectionError("server out of reach")
-        opened.append(Interruptible())
-        return opened[-1]
-
-    first = open_one()
+    server = Server(Interruptible)
+    opened = server.made
+    first = server.open()
     wrapper = cursor_module.SparkSessionConnectionWrapper(
-        SparkSessionHandle(lambda: first, renew=open_one)
+        SparkSessionHandle(lambda: first, renew=server.open)
     )
     wrapper.cancel()
     assert first.interrupted == 1  # the control: a cancel interrupts the session in use
-    down[0] = True
+    server.down = True
     with pytest.raises(ConnectionError):
         wrapper.leave_session()
     wrapper.cancel()
     assert len(opened) == 1 and first.interrupted == 1  # nothing opened, the left one untouched
     assert wrapper.handle.opened() == [first]
-    down[0] = False
+    server.down = False
     assert wrapper.handle.cursor().session is opened[1]  # the node's next statement opens it
     wrapper.cancel()
     assert opened[1].interrupted == 1 and first.interrupted == 1
