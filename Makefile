@@ -266,7 +266,8 @@ CLUSTER_TESTS ?= tests/functional/evolution tests/functional/contracts \
 	tests/functional/cluster --ignore=tests/functional/contracts/test_quarantine_bad_day.py
 # CI's share (`make test`): every feature once per format, a project per format (feature tour), schema
 # analysis through the servers, a failed start, the connection error naming method and
-# server, and a load whose answer is lost (its pending rows kept till its marker).
+# server, a load whose answer is lost (its pending rows kept till its marker), an ALTER's, and a
+# Parquet load's (the model held until released).
 # `make cluster-test` adds cancel, retries, TLS and the token
 # (test_connection_resilience.py, against a server of its own; out of CI on 2026-11-29 for
 # time: 229 s of the Thrift pass, 333 s of the Connect pass on the slow machine), the
@@ -282,7 +283,8 @@ CLUSTER_CI_TESTS ?= tests/functional/cluster/test_feature_tour.py \
 	tests/functional/test_connection_methods.py::test_thrift_schema_forms_match_spark_json \
 	tests/functional/test_connection_resilience.py::test_wrong_port_is_one_error_naming_method_and_server \
 	tests/functional/test_connection_resilience.py::test_a_load_whose_answer_is_lost_keeps_its_discarded_rows \
-	tests/functional/test_connection_resilience.py::test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run
+	tests/functional/test_connection_resilience.py::test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run \
+	tests/functional/test_connection_resilience.py::test_a_parquet_load_whose_answer_is_lost_holds_the_model_until_it_has_ended
 
 cluster: install jars
 	$(CLUSTER) start --dir $(CLUSTER_DIR)

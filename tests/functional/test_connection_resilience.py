@@ -653,6 +653,69 @@ def test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run(
     assert_as_control(server, "mcut", "mcontrol", 6)
 
 
+PARQUET_APPEND = """
+{{ config(materialized='incremental', file_format='parquet', incremental_strategy='append') }}
+{% if is_incremental() %}
+select id from range({{ var('start', 3) }}, {{ var('start', 3) }} + 3)
+{% else %}
+select id from range(0, 3)
+{% endif %}
+"""
+
+
+def test_a_parquet_load_whose_answer_is_lost_holds_the_model_until_it_has_ended(
+    server: Server, proxy: Proxy, tmp_path: Path
+) -> None:
+    """A Parquet append (no change in steps) whose connection drops right after it sent its
+    load: the server may still run it, and a Parquet table keeps no log a late write could be
+    fenced off or taken back by. Sent to a server, the load is made under the run's record
+    (its lease held alone, its intent written first), which stays unreleased: the run fails
+    with `StepUnanswered`. The next run loads nothing: once that
+    lease ran out it refuses it (`UnguardedTakeover`, naming the record and the repair by
+    hand), the table as it was. Released by hand as the error says, once the statement has
+    ended on the server, the run after loads: the table holds the first rows, the lost load's
+    if it landed, and that run's, each once, and no record is left. (Before 2026-12-01 the run
+    let go of its lease at once, and a late statement could land over a later run's load.)"""
+    project = Project(tmp_path / "p", {"pcut.sql": PARQUET_APPEND})
+    direct = target(server)
+    first = project.run(direct, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    relation = f"{SCHEMA}.pcut"
+
+    proxy.drop_after(rb"insert\s+(into|overwrite)\s+(table\s+)?[`\w.]*pcut`?\s")
+    lease = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}  # its lease runs out in 5 s, not 30
+    cut = target(server, port=proxy.port, connect_retries=0, connect_timeout=2)
+    lost = project.run(cut, "run", env=lease)
+    assert proxy.dropped_after.is_set(), lost.stdout + lost.stderr
+    assert lost.returncode == 1, lost.stdout + lost.stderr
+    assert "keeps no log to fence off" in lost.stdout, lost.stdout
+    assert_no_traceback(lost.stdout + lost.stderr)
+    wait_until_idle(server)
+    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
+    records = [t for t in tables if t.startswith("pcut__dbt_lease_")]
+    assert len(records) == 1, tables
+    before = sorted(r[0] for r in server.query(f"select id from {relation}"))
+    assert before in ([0, 1, 2], [0, 1, 2, 3, 4, 5]), before  # the lost load landed, or not
+
+    refused = project.run(direct, "run", "--vars", "{start: 6}", env=lease)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "may still run a statement" in refused.stdout, refused.stdout
+    assert_no_traceback(refused.stdout + refused.stderr)
+    assert sorted(r[0] for r in server.query(f"select id from {relation}")) == before
+    by_hand = re.search(
+        r"release its lease, (ALTER TABLE \S+ SET TBLPROPERTIES \([^)]*\))", refused.stdout
+    )
+    assert by_hand is not None and records[0] in by_hand.group(1), refused.stdout
+    server.query(by_hand.group(1))
+
+    again = project.run(direct, "run", "--vars", "{start: 6}", env=lease)
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = sorted(r[0] for r in server.query(f"select id from {relation}"))
+    assert after == sorted(before + [6, 7, 8]), after
+    tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
+    assert not [t for t in tables if t.startswith("pcut__dbt_lease_")], tables
+
+
 SLOW_BACKFILL = """
 {{ config(materialized='incremental', file_format='delta', unique_key='id',
           schema_evolution=({'columns': {'twice': {'backfill':

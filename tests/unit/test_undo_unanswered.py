@@ -2,11 +2,11 @@
 answer (`unanswered`: it may still commit), by format, by whether the statement carried the
 lease's transaction id (`fenced`: a write of rows), whether the run had changed the table in
 steps (an intent) and whether it holds pending rows. The table is put back at once only where
-the table's log is final for the statement (Delta's marker sent under that id) or the format
-keeps no log a later run could repair from (Parquet: restored as before). On Delta without a
-final log, and on Iceberg, the run puts nothing back, leaves its record and lease
-(`abandon`) and fails with `StepUnanswered` (or, with no change to put back, the statement's
-own error, its pending rows kept for the next run). Whole runs over a scripted Delta table are
+the table's log is final for the statement (Delta's marker sent under that id). Elsewhere the
+run puts nothing back, leaves its record and lease (`abandon`) and fails with `StepUnanswered`
+(or, with no change to put back, the statement's own error, its pending rows kept for the next
+run). On Parquet, which keeps no log, the next run takes such a lease over only once the
+statement can no longer run (test_fence.py). Whole runs over a scripted Delta table are
 in test_fault_matrix.py; here each branch by its collaborators. The marker's outcome comes
 from the format's own capability (run/fence.fences), not the test."""
 
@@ -19,6 +19,7 @@ from typing import Any, List, Optional
 import pytest
 
 from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
+from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.run.fence import fences
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.run_errors import (
@@ -103,13 +104,14 @@ def test_a_change_in_steps_is_put_back_at_once_only_where_no_late_commit_can_ove
     fenced = step == LOAD_STEP  # a write of rows carries the id; an ALTER none
     error, asked, restores, _ = undo(tmp_path, table_format, step, fenced)
     final = fenced and table_format == "delta"  # only Delta fences inside the commit
-    if final or table_format == "parquet":  # restored now (Parquet: as before, no log)
+    if final:  # restored now
         assert isinstance(error, RunUndone) and restores, (error, asked)
         assert "abandon" not in asked
-    else:
+    else:  # Parquet too: a restore and a release now could be overtaken by the statement
         assert isinstance(error, StepUnanswered) and not restores, (error, asked)
         assert asked[-1] == "abandon" and not [a for a in asked if a.startswith("release")]
         assert error.step == step and "db.m" in str(error)
+        assert ("keeps no log" in str(error)) == (table_format == "parquet"), str(error)
     assert ("marker" in asked) == fenced, asked  # an ALTER: no marker fences it
 
 
@@ -119,16 +121,17 @@ def test_a_load_with_no_change_to_put_back_keeps_its_pending_rows_for_the_next_r
     tmp_path: Path, table_format: str, pending: Optional[str]
 ):
     """No intent: nothing to restore. The run fails with the statement's own error; on Delta
-    with its marker sent the log is final and its rows settled; where not, on Delta and Iceberg
-    a run holding pending rows leaves its lease for the next run (which settles them from the
-    log), and Parquet (no log) lets go, its rows kept for a person (test_settle_own.py)."""
+    with its marker sent the log is final and its rows settled; where not, a run holding
+    pending rows leaves its lease for the next run (Delta, Iceberg: it settles them from the
+    log; Parquet: its rows kept for a person, test_settle_own.py). A Parquet load into a table
+    over a server always has an intent (its record made first: the test below)."""
     error, asked, restores, settled = undo(
         tmp_path, table_format, LOAD_STEP, True, intent=False, pending=pending
     )
     assert isinstance(error, ConnectionLostError) and not restores, (error, asked)
     answered = table_format == "delta"
     assert settled == [answered], settled
-    if not answered and table_format != "parquet" and pending:
+    if not answered and pending:
         assert asked[-1] == "abandon", asked
     else:
         assert "abandon" not in asked and asked[-1].startswith("release"), asked
@@ -181,3 +184,32 @@ def test_repair_first_names_the_dead_run_or_the_batchs_step_never_both():
     for wrong in ({}, {"invocation_id": "inv-0", "step": "x"}):
         with pytest.raises(ValueError):
             RepairFirst("model.p.m", "db.m", **wrong)
+
+
+@pytest.mark.parametrize("table_format", FORMATS)
+@pytest.mark.parametrize("here", [True, False])
+@pytest.mark.parametrize(
+    "build, beside", [(Build.SWAP, False), (Build.CREATE, False), (Build.SWAP, True)]
+)
+def test_a_parquet_load_sent_to_a_server_is_made_under_the_runs_record(
+    tmp_path: Path, table_format: str, here: bool, build: Build, beside: bool
+):
+    """Which runs take the model's lease alone and write their intent before the load
+    (`Runner._in_steps`): a multi-step change, every format, every method; with no change in
+    steps, only a load into a deployed table that keeps no log (Parquet) sent to a server, so
+    that a load Spark gives no answer for leaves a record the next run cannot take over while
+    that statement may still write. Delta and Iceberg fence or watch a late write off their
+    own log; the embedded session's statement is over once its call returned."""
+    spark = SimpleNamespace(runs_here=lambda: here)
+    runner = Runner(spark, RunReport(), tmp_path)  # type: ignore[arg-type]
+    write = SimpleNamespace(multi_step=False)
+    # `replace_by`: how a rebuild would replace the table (CREATE: there is none yet);
+    # `beside`: this run is such a rebuild, its load into a new table swapped in after
+    facts = dict(table_format=table_format, replace_by=build, swaps_after_load=beside)
+    run = SimpleNamespace(**facts, drops_before_load=False, write=write, statements=())
+    into_table = build is not Build.CREATE and not beside
+    guarded = table_format == "parquet" and not here and into_table
+    assert runner._in_steps(run) is guarded  # type: ignore[arg-type]
+    steps = SimpleNamespace(multi_step=True)
+    run = SimpleNamespace(**facts, drops_before_load=False, write=steps, statements=(1,))
+    assert runner._in_steps(run) is True  # type: ignore[arg-type]

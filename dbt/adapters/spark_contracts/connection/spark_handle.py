@@ -79,6 +79,11 @@ class Spark(Protocol):
         """Metrics observed while a statement runs reach this process (classic session)."""
         ...
 
+    def runs_here(self) -> bool:
+        """Statements run in this process's own Spark (method session): a call that has
+        returned, answered or not, leaves nothing of its statement running."""
+        ...
+
     def observe(self, view: str, source: str, metrics: Tuple[Tuple[str, str], ...]) -> Observed:
         """Define temporary view `view` as `source`, observing `metrics` (name, aggregate) in
         whichever statement reads it first."""
@@ -180,6 +185,11 @@ class _ConnectionSpark:
             logger.debug(f"could not read spark.app.id: {exc}")
             app_id = ""
         return Application(endpoint, app_id)
+
+    def runs_here(self) -> bool:
+        return (
+            str(getattr(self._adapter.config.credentials, "method", "") or "session") == "session"
+        )
 
     def can_observe(self) -> bool:
         handle = self._handle()

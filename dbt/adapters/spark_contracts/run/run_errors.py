@@ -91,16 +91,29 @@ class StepUnanswered(DbtRuntimeError):
     changed the table, and could not be fenced off: it may still commit, so the table is not
     put back now (a late commit would land over the restore); the run's record is kept, its
     lease unreleased, and the model's next run takes it over once it has run out and repairs
-    the table first (Delta: after its marker; Iceberg: watching for the late commit). Delta
-    and Iceberg only: a Parquet run restores at once (run/undo.undo)."""
+    the table first (Delta: after its marker; Iceberg: watching for the late commit). Parquet
+    keeps no log to fence off or take back a late write: its next run takes the lease over
+    only on positive evidence that nothing of this run still runs (`UnguardedTakeover`
+    names the lease and the repair by hand until then). `logged`: the table's format keeps a
+    log (Delta, Iceberg)."""
 
-    def __init__(self, unique_id: str, relation: str, step: str, cause: BaseException):
+    def __init__(
+        self, unique_id: str, relation: str, step: str, cause: BaseException, logged: bool = True
+    ):
         self.unique_id, self.relation, self.step, self.cause = unique_id, relation, step, cause
+        then = (
+            "the model's next run repairs it first, from the table's own log, once this run's "
+            "lease has run out (any run of the model)"
+            if logged
+            else "this run's lease stays, and a Parquet table keeps no log to fence off or take "
+            "back a late write: the model's next run goes on only once nothing of this run can "
+            "still run (the server restarted), else it fails naming the lease and how to "
+            "release it by hand once the statement has ended on the server"
+        )
         super().__init__(
             f"{unique_id}: Spark gave no answer for the run's {step_named(step)} on "
-            f"{relation}, which may still commit, so the table was not put back now: the "
-            "model's next run repairs it first, from the table's own log, once this run's lease "
-            f"has run out (any run of the model). Cause: {cause}"
+            f"{relation}, which may still commit, so the table was not put back now: {then}. "
+            f"Cause: {cause}"
         )
 
 

@@ -12,6 +12,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
+from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
 )
@@ -154,7 +155,7 @@ class Runner:
         if run.observed is not None and load is not None:
             state.observation = self.spark.observe(run.observed, base, run.observed_metrics)
         pending = load.pending_from(run.observed or base) if load is not None else None
-        if run.write.multi_step and run.statements:  # the model alone, before anything is written
+        if self._in_steps(run):  # the model alone, before anything is written
             self._take_alone(run)
         if pending and run.quarantine_pending:  # read once: every row, from the executors
             self.quarantine.write_pending(run, pending)
@@ -184,9 +185,23 @@ class Runner:
                 self.spark.run(f"create or replace temporary view {run.source} as {load.select}")
         if state.pending is not None and self.out.rows_discarded:
             self.quarantine.ready_for_pending(run)  # before any change to the table
-        if run.write.multi_step and run.statements:
+        if self._in_steps(run):
             self._begin_steps(run)
         return run.source
+
+    def _in_steps(self, run: ModelRun) -> bool:
+        """The run changes the table under its record (an intent, the model's lease held
+        alone): a multi-step change; and every load into a deployed table that keeps no log
+        (Parquet) sent to a server, where a statement Spark gives no answer for may still run after the
+        run has failed. Its record, made before, then stays unreleased (run/undo.undo), and no
+        later run takes it over while that statement may still write: nothing could fence a
+        late Parquet write off or take it back."""
+        if run.write.multi_step and run.statements:
+            return True
+        unguarded = not row_of(run.table_format).guards_late_writes
+        beside = run.swaps_after_load or run.drops_before_load  # a rebuild makes a new table
+        into_table = run.replace_by is not Build.CREATE and not beside
+        return unguarded and into_table and not self.spark.runs_here()
 
     def _take_alone(self, run: ModelRun) -> None:
         """The model's lease taken alone for a multi-step change (its record made): a live
@@ -259,7 +274,7 @@ class Runner:
     ) -> Any:  # `action` behind the fence; `writes`: under the lease's id, fenced after too;
         # `to_table`: the load or a step of the run's change, whose late commit the undo must
         # not be overtaken by (on Delta and Iceberg every such step goes to the model's table;
-        # Parquet, whose rewrite also fills a table beside it, restores at once anyway)
+        # a Parquet rewrite's also fills a table beside it, left as a killed run's would be)
         sent = False  # the step's statement went out and has not answered
         try:
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back

@@ -2,7 +2,8 @@
 restore to the record's restore point, settle the run's own pending rows, let the lease go,
 and raise what the run reports. A statement Spark gave no answer for may still commit: on
 Delta a marker under the run's transaction id makes the log final first; elsewhere the run
-leaves its record and lease for the next run (`StepUnanswered`)."""
+leaves its record and lease for the next run (`StepUnanswered`), which on Parquet (no log) takes
+them over only once nothing of this run can still run."""
 
 from __future__ import annotations
 
@@ -55,12 +56,16 @@ def undo(
             answered = runner.leases.fence_off_own(run)
         except Exception as mark_exc:
             logger.warning(f"{run.unique_id}: could not fence its own write off: {mark_exc}")
-    # Delta's and Iceberg's next run takes a lease left unreleased over as a dead run's (its
-    # marker; its late-commit watch) and repairs or settles from the table's own log;
-    # Parquet has neither, and its property that records a load only this run would set:
-    # waiting tells nothing (and a server's Parquet lease is never taken over), so it
-    # restores now and lets go
-    defer = not answered and logged(run.table_format)
+    # a statement without an answer may still commit: the run leaves its record and lease
+    # unreleased, for the next run. On Delta and Iceberg that run takes them over as a dead
+    # run's (its marker; its late-commit watch) and repairs or settles from the table's own
+    # log. Parquet keeps no log to fence off or take back a late write: a load of it sent to
+    # a server is always made under the run's record (Runner._in_steps), and its next run
+    # takes that lease over only on positive evidence that no statement of this run can run
+    # any more (the server restarted), else refuses (`UnguardedTakeover`, naming the lease).
+    # Restoring now and letting go would let that statement land after a later run's load (a
+    # late `insert_overwrite` replacing its rows).
+    defer = not answered
     if intent is None:
         runner.quarantine.settle_own(run, restored=False, answered=answered)
         if defer and runner.state.pending is not None:
@@ -74,7 +79,9 @@ def undo(
         runner.leases.abandon()  # its intent (and pending table) stay for the taker
         runner.report.left_half_changed(run.relation, step)
         runner.record(run)
-        raise StepUnanswered(run.unique_id, run.relation, step, exc) from exc
+        raise StepUnanswered(
+            run.unique_id, run.relation, step, exc, logged(run.table_format)
+        ) from exc
     try:
         # each statement the restore sends behind the fence: a run that loses its lease
         # while it restores sends nothing more (the run that took over repairs the table)
