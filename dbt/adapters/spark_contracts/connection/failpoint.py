@@ -19,22 +19,16 @@ not, and its stop fell after the load). A lease released (its heartbeat set to 0
 from __future__ import annotations
 
 import os
-import re
 import signal
 import threading
 
-from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY
-from dbt.adapters.spark_contracts.core.recovery.statements import changes_something
+from dbt.adapters.spark_contracts.core.recovery.statements import changes_something, is_beat
 
 KILL_AFTER_ENV = "DBT_SPARK_CONTRACTS_KILL_AFTER"
 STOP_BEFORE_ENV = "DBT_SPARK_CONTRACTS_STOP_BEFORE"
 WRITES_LOG_ENV = "DBT_SPARK_CONTRACTS_WRITES_LOG"
 HEARTBEAT_THREAD_PREFIX = "lease "  # run/heartbeat.py names its thread so
 SQL_PREFIX = "sql:"  # STOP_BEFORE by the statement's start, not its number
-# a beat (run/heartbeat.beat_sql) that is not the release
-_BEAT = re.compile(
-    r"alter table \S+ set tblproperties \('" + re.escape(BEAT_PROPERTY) + r"' = '(?!0')[\d.]+'\)"
-)
 
 
 def _text(sql: str) -> str:
@@ -46,7 +40,7 @@ def _timed(sql: str) -> bool:
     """A statement sent when a clock says (a heartbeat), not at a fixed place in the run."""
     if threading.current_thread().name.startswith(HEARTBEAT_THREAD_PREFIX):
         return True
-    return _BEAT.fullmatch(_text(sql)) is not None
+    return is_beat(sql)
 
 
 class _Counter:

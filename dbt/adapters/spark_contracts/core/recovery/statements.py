@@ -1,4 +1,5 @@
-"""Which SQL statements can change something durable. Pure.
+"""Which SQL statements can change something durable, and the lease's heartbeat statement (built
+and recognised here, one owner for its shape). Pure.
 
 Used by the fault-injection point (connection/failpoint.py) to number the statements at which a
 test kills a run. A read (SELECT, SHOW, DESCRIBE, EXPLAIN), a session setting (SET, USE) and a
@@ -8,6 +9,8 @@ temporary view change nothing another process sees.
 from __future__ import annotations
 
 import re
+
+from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY
 
 _READS = (
     "select",
@@ -41,3 +44,20 @@ def changes_something(sql: str) -> bool:
     return not any(
         words == r or words.startswith(r + " ") or words.startswith(r + "(") for r in _READS
     )
+
+
+def beat_sql(table: str, value: str) -> str:
+    """The heartbeat `value` written on the lease `table` ("0": the lease released)."""
+    return f"alter table {table} set tblproperties ('{BEAT_PROPERTY}' = '{value}')"
+
+
+_BEAT = re.compile(
+    r"alter table \S+ set tblproperties \('" + re.escape(BEAT_PROPERTY) + r"' = '(?!0')[\d.]+'\)"
+)
+
+
+def is_beat(sql: str) -> bool:
+    """`sql` (dbt's query comment and whitespace aside, any case) is a heartbeat made by
+    `beat_sql`, not the release."""
+    body = _COMMENTS.sub("", sql, count=1)
+    return _BEAT.fullmatch(" ".join(body.split()).lower()) is not None
