@@ -417,6 +417,25 @@ def delta_state(server: Server, relation: str) -> tuple:
     return rows, max(versions)
 
 
+LEASE_5S = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}  # a lease runs out in 5 s, not 30
+
+
+def run_cut_off(
+    project: Project, server: Server, proxy: Proxy, patterns: tuple, *args: str
+) -> subprocess.CompletedProcess:
+    """`dbt run *args` through `proxy`, every connection dropped right after what the client
+    sent matched each of `patterns` in turn (`Proxy.drop_after`; Connect: no retry): the run
+    failed, with no traceback, and the server has nothing running any more."""
+    proxy.drop_after(*patterns)
+    cut = target(server, port=proxy.port, connect_retries=0, connect_timeout=2)
+    lost = project.run(cut, "run", *args, env=LEASE_5S)
+    assert proxy.dropped_after.is_set(), lost.stdout + lost.stderr
+    assert lost.returncode == 1, lost.stdout + lost.stderr
+    assert_no_traceback(lost.stdout + lost.stderr)
+    wait_until_idle(server)
+    return lost
+
+
 def assert_no_traceback(output: str) -> None:
     for marker in ("Traceback (most recent call last)", "\tat org.", "\tat java."):
         assert marker not in output, output
@@ -564,18 +583,14 @@ def test_a_load_whose_answer_is_lost_keeps_its_discarded_rows(
     relation = f"{SCHEMA}.qlost"
 
     # the pending table made, then the load into the model (the first pass, before it, fails)
-    proxy.drop_after(
-        rb"create\s+table\s+[`\w.]*__quarantine__pending_", rb"insert\s+into\s+[`\w.]*qlost`?\s"
+    patterns = (
+        rb"create\s+table\s+[`\w.]*__quarantine__pending_",
+        rb"insert\s+into\s+[`\w.]*qlost`?\s",
     )
-    lease = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}  # its lease runs out in 5 s, not 30
-    cut = target(server, port=proxy.port, connect_retries=0, connect_timeout=2)
-    lost = project.run(cut, "run", env=lease)
-    assert proxy.dropped_after.is_set(), lost.stdout + lost.stderr
-    assert lost.returncode == 1, lost.stdout + lost.stderr
-    assert_no_traceback(lost.stdout + lost.stderr)
+    run_cut_off(project, server, proxy, patterns)
     wait_until_idle(server)
 
-    again = project.run(direct, "run", env=lease)
+    again = project.run(direct, "run", env=LEASE_5S)
     assert again.returncode == 0, again.stdout + again.stderr
     history = server.query(f"describe history {relation}")
     loads = [r[0] for r in server.query(f"select count(*) from {relation} where id >= 100")]
@@ -632,15 +647,9 @@ def test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run(
     control = project.run(direct, "run", "--select", "mcontrol", *v2)
     assert control.returncode == 0, control.stdout + control.stderr
 
-    proxy.drop_after(rb"alter\s+table\s+[`\w.]*mcut`?\s+add\s+columns")
-    lease = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}  # its lease runs out in 5 s, not 30
-    cut = target(server, port=proxy.port, connect_retries=0, connect_timeout=2)
-    lost = project.run(cut, "run", "--select", "mcut", *v2, env=lease)
-    assert proxy.dropped_after.is_set(), lost.stdout + lost.stderr
-    assert lost.returncode == 1, lost.stdout + lost.stderr
+    alter = rb"alter\s+table\s+[`\w.]*mcut`?\s+add\s+columns"
+    lost = run_cut_off(project, server, proxy, (alter,), "--select", "mcut", *v2)
     assert "gave no answer for the run's statement" in lost.stdout, lost.stdout
-    assert_no_traceback(lost.stdout + lost.stderr)
-    wait_until_idle(server)
     # nothing put back at once: the run's record (its intent) is left for the next run, and
     # the table's log has no RESTORE
     tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
@@ -648,7 +657,7 @@ def test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run(
     history = server.query(f"describe history {SCHEMA}.mcut")
     assert not [row for row in history if "RESTORE" in {str(v) for v in row}], history
 
-    again = project.run(direct, "run", "--select", "mcut", *v2, env=lease)
+    again = project.run(direct, "run", "--select", "mcut", *v2, env=LEASE_5S)
     assert again.returncode == 0, again.stdout + again.stderr
     assert_as_control(server, "mcut", "mcontrol", 6)
 
@@ -682,22 +691,16 @@ def test_a_parquet_load_whose_answer_is_lost_holds_the_model_until_it_has_ended(
     assert first.returncode == 0, first.stdout + first.stderr
     relation = f"{SCHEMA}.pcut"
 
-    proxy.drop_after(rb"insert\s+(into|overwrite)\s+(table\s+)?[`\w.]*pcut`?\s")
-    lease = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}  # its lease runs out in 5 s, not 30
-    cut = target(server, port=proxy.port, connect_retries=0, connect_timeout=2)
-    lost = project.run(cut, "run", env=lease)
-    assert proxy.dropped_after.is_set(), lost.stdout + lost.stderr
-    assert lost.returncode == 1, lost.stdout + lost.stderr
+    load = rb"insert\s+(into|overwrite)\s+(table\s+)?[`\w.]*pcut`?\s"
+    lost = run_cut_off(project, server, proxy, (load,))
     assert "keeps no log to fence off" in lost.stdout, lost.stdout
-    assert_no_traceback(lost.stdout + lost.stderr)
-    wait_until_idle(server)
     tables = {str(r[1]) for r in server.query(f"show tables in {SCHEMA}")}
     records = [t for t in tables if t.startswith("pcut__dbt_lease_")]
     assert len(records) == 1, tables
     before = sorted(r[0] for r in server.query(f"select id from {relation}"))
     assert before in ([0, 1, 2], [0, 1, 2, 3, 4, 5]), before  # the lost load landed, or not
 
-    refused = project.run(direct, "run", "--vars", "{start: 6}", env=lease)
+    refused = project.run(direct, "run", "--vars", "{start: 6}", env=LEASE_5S)
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "may still run a statement" in refused.stdout, refused.stdout
     assert_no_traceback(refused.stdout + refused.stderr)
@@ -708,7 +711,7 @@ def test_a_parquet_load_whose_answer_is_lost_holds_the_model_until_it_has_ended(
     assert by_hand is not None and records[0] in by_hand.group(1), refused.stdout
     server.query(by_hand.group(1))
 
-    again = project.run(direct, "run", "--vars", "{start: 6}", env=lease)
+    again = project.run(direct, "run", "--vars", "{start: 6}", env=LEASE_5S)
     assert again.returncode == 0, again.stdout + again.stderr
     after = sorted(r[0] for r in server.query(f"select id from {relation}"))
     assert after == sorted(before + [6, 7, 8]), after
@@ -744,10 +747,9 @@ def test_ctrl_c_in_a_fenced_write_leaves_its_session(server: Server, tmp_path: P
     control = project.run(profile, "run", "--select", "mctl", "--vars", _vars(v=2))
     assert control.returncode == 0, control.stdout + control.stderr
 
-    lease = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}
     # an UPDATE takes deterministic expressions only (no sleep): a sum over 2 M numbers a row
     slow = _vars(v=2, work=2_000_000)
-    process = project.start(profile, "run", "--select", "mslow", "--vars", slow, env=lease)
+    process = project.start(profile, "run", "--select", "mslow", "--vars", slow, env=LEASE_5S)
     try:
         log_file = project.root / "logs" / "dbt.log"
         deadline = time.monotonic() + 240
@@ -774,7 +776,7 @@ def test_ctrl_c_in_a_fenced_write_leaves_its_session(server: Server, tmp_path: P
     assert "restore table resilience.mslow" in after.split("fenced off the writes of")[1], after
     wait_until_idle(server)
 
-    again = project.run(profile, "run", "--select", "mslow", "--vars", _vars(v=2), env=lease)
+    again = project.run(profile, "run", "--select", "mslow", "--vars", _vars(v=2), env=LEASE_5S)
     assert again.returncode == 0, again.stdout + again.stderr
     assert_as_control(server, "mslow", "mctl", 400)
 
