@@ -588,7 +588,6 @@ def test_a_load_whose_answer_is_lost_keeps_its_discarded_rows(
         rb"insert\s+into\s+[`\w.]*qlost`?\s",
     )
     run_cut_off(project, server, proxy, patterns)
-    wait_until_idle(server)
 
     again = project.run(direct, "run", env=LEASE_5S)
     assert again.returncode == 0, again.stdout + again.stderr

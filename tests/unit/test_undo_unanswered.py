@@ -21,6 +21,7 @@ import pytest
 from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.run.fence import fences
+from dbt.adapters.spark_contracts.run.outcome_events import Loaded
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.run_errors import (
     LOAD_STEP,
@@ -69,17 +70,28 @@ def undo(
     intent: bool = True,
     pending: Optional[str] = None,
     report: Optional[RunReport] = None,
+    unanswered: bool = True,
+    loaded: bool = False,
+    put_back: str = "restored",
+    restored_seen: Optional[List[bool]] = None,
 ) -> tuple[BaseException, List[str], List[Any], List[bool]]:
+    """`loaded`: the run's load committed before `step` failed; `put_back`: what the restore
+    says it did ("": nothing, a Parquet intent with no step to take back); `restored_seen`:
+    collects what the undo told the quarantine's settling (whether the load was taken back)."""
     report = report or RunReport()
     runner = Runner(SimpleNamespace(), report, tmp_path)  # type: ignore[arg-type]
     leases, restores, settled = Leases(connected), [], []  # type: ignore[var-annotated]
     runner.leases = leases  # type: ignore[assignment]
     runner.restorer = SimpleNamespace(  # type: ignore[assignment]
-        restore=lambda intent, executed, fence: restores.append(intent) or "restored"
+        restore=lambda intent, executed, fence: restores.append(intent) or put_back
     )
+    if loaded:
+        runner.events.add(Loaded())
 
     def settle_own(run: Any, restored: bool, answered: bool = True) -> None:
         settled.append(answered)
+        if restored_seen is not None:
+            restored_seen.append(restored)
         if answered:  # the log is final: the rows moved or dropped, none left pending
             runner.state.pending = None
 
@@ -92,7 +104,7 @@ def undo(
     run.invocation_id = "inv-1"
     lost = ConnectionLostError("read timed out")
     with pytest.raises(Exception) as failed:
-        undo_run(runner, run, lost, step, unanswered=True, fenced=fenced)  # type: ignore[arg-type]
+        undo_run(runner, run, lost, step, unanswered=unanswered, fenced=fenced)  # type: ignore[arg-type]
     return failed.value, leases.asked, restores, settled
 
 
@@ -189,10 +201,16 @@ def test_repair_first_names_the_dead_run_or_the_batchs_step_never_both():
 @pytest.mark.parametrize("table_format", FORMATS)
 @pytest.mark.parametrize("here", [True, False])
 @pytest.mark.parametrize(
-    "build, beside", [(Build.SWAP, False), (Build.CREATE, False), (Build.SWAP, True)]
+    "build, beside, dropped",
+    [
+        (Build.SWAP, False, False),
+        (Build.CREATE, False, False),
+        (Build.SWAP, True, False),
+        (Build.DROP_AND_CREATE, False, True),
+    ],
 )
 def test_a_parquet_load_sent_to_a_server_is_made_under_the_runs_record(
-    tmp_path: Path, table_format: str, here: bool, build: Build, beside: bool
+    tmp_path: Path, table_format: str, here: bool, build: Build, beside: bool, dropped: bool
 ):
     """Which runs take the model's lease alone and write their intent before the load
     (`Runner._in_steps`): a multi-step change, every format, every method; with no change in
@@ -206,10 +224,66 @@ def test_a_parquet_load_sent_to_a_server_is_made_under_the_runs_record(
     # `replace_by`: how a rebuild would replace the table (CREATE: there is none yet);
     # `beside`: this run is such a rebuild, its load into a new table swapped in after
     facts = dict(table_format=table_format, replace_by=build, swaps_after_load=beside)
-    run = SimpleNamespace(**facts, drops_before_load=False, write=write, statements=())
-    into_table = build is not Build.CREATE and not beside
+    run = SimpleNamespace(**facts, drops_before_load=dropped, write=write, statements=())
+    into_table = build is not Build.CREATE and not beside and not dropped
     guarded = table_format == "parquet" and not here and into_table
     assert runner._in_steps(run) is guarded  # type: ignore[arg-type]
     steps = SimpleNamespace(multi_step=True)
-    run = SimpleNamespace(**facts, drops_before_load=False, write=steps, statements=(1,))
+    run = SimpleNamespace(**facts, drops_before_load=dropped, write=steps, statements=(1,))
     assert runner._in_steps(run) is True  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("table_format", FORMATS)
+@pytest.mark.parametrize("loaded", [False, True])
+def test_an_answered_failure_claims_an_undo_only_where_one_was_done(
+    tmp_path: Path, table_format: str, loaded: bool
+):
+    """A step Spark refused (an answer) after the run had written its intent. Delta and
+    Iceberg restore from their log: the load taken back, its discarded rows dropped
+    (`restored`), `RunUndone`. Parquet keeps no log: a load that committed before a later step
+    failed stands, its discarded rows are moved after it (`restored` False) and the step's own
+    error is raised; where nothing was put back (no step to take back, the restore says
+    nothing) the same error, never "the run was undone" (found by a review, 2026-12-01: a
+    Parquet load over a server has an intent with no step since e50e418)."""
+    seen: List[bool] = []
+    parquet = table_format == "parquet"
+    error, asked, restores, settled = undo(
+        tmp_path,
+        table_format,
+        "clearing the intent" if loaded else LOAD_STEP,
+        True,
+        unanswered=False,
+        loaded=loaded,
+        put_back="" if parquet else "restored to version 3",
+        pending="db.m__quarantine__pending_inv1",
+        restored_seen=seen,
+    )
+    assert restores and settled == [True], (asked, settled)
+    assert asked[-1].startswith("release") and "abandon" not in asked, asked
+    if parquet:
+        assert isinstance(error, ConnectionLostError), error  # the step's own error
+        assert seen == [not loaded], seen  # a load that stands: its rows are moved
+    else:
+        assert isinstance(error, RunUndone) and seen == [True], (error, seen)
+
+
+@pytest.mark.parametrize("table_format", FORMATS)
+def test_the_lease_is_confirmed_after_a_write_only_where_a_taker_could_undo_it(
+    tmp_path: Path, table_format: str
+):
+    """After a write of rows, the run confirms its lease where a run that took it over may
+    have fenced the write off (Delta) or be about to take it back (Iceberg): no success for a
+    load that is not to stay. A Parquet lease is never taken over while its holder may still
+    run a statement, so a check there could only fail on a heartbeat it could not confirm,
+    after a load that stands."""
+    leases = Leases(connected=True)
+    leases.fenced = lambda fmt, action: action()  # type: ignore[attr-defined]
+    runner = Runner(SimpleNamespace(), RunReport(), tmp_path)  # type: ignore[arg-type]
+    runner.leases = leases  # type: ignore[assignment]
+    run = SimpleNamespace(unique_id="model.p.m", relation="db.m", table_format=table_format)
+    assert runner._step(run, LOAD_STEP, lambda: "ok", writes=True, to_table=True) == "ok"  # type: ignore[arg-type]
+    assert asked_checks(leases) == (1 if table_format == "parquet" else 2), leases.asked
+
+
+def asked_checks(leases: Leases) -> int:
+    return sum(1 for a in leases.asked if a == "check")

@@ -174,10 +174,10 @@ class _ConnectionSpark:
         """Where this connection's statements run (core/recovery/pending.Application): this process's
         embedded session, or the server the profile names, with its Spark application id."""
         credentials = self._adapter.config.credentials
-        method = str(getattr(credentials, "method", "") or "session")
-        if method == "session":
+        if self.runs_here():
             endpoint = f"{SESSION_ENDPOINT}{socket.gethostname()}/{os.getpid()}"
         else:
+            method = str(credentials.method)
             endpoint = f"{method}://{credentials.host}:{getattr(credentials, 'port', '')}"
         try:
             app_id = self.get_conf("spark.app.id") or ""
@@ -187,6 +187,7 @@ class _ConnectionSpark:
         return Application(endpoint, app_id)
 
     def runs_here(self) -> bool:
+        """The profile's method is `session` (`application` names this process then)."""
         return (
             str(getattr(self._adapter.config.credentials, "method", "") or "session") == "session"
         )

@@ -12,6 +12,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.recovery import statements
 from dbt.adapters.spark_contracts.core.recovery.lease import LEASE_SECONDS, beat_interval
+from dbt.adapters.spark_contracts.core.recovery.pending import RELEASED
 from dbt.adapters.spark_contracts.core.recovery.record import Client
 
 logger = AdapterLogger("SparkContracts")
@@ -38,7 +39,7 @@ def lease_seconds() -> float:
 def beat_sql(table: str, at: Optional[float] = None) -> str:
     """A heartbeat: a value that changes with each beat (only its change is read, never
     compared with another machine's clock); 0 releases the lease."""
-    value = "0" if at == 0 else f"{at if at is not None else time.time():.3f}"
+    value = RELEASED if at == 0 else f"{at if at is not None else time.time():.3f}"
     return statements.beat_sql(table, value)
 
 

@@ -14,6 +14,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
     LEASE_SUFFIX,
+    RELEASED,
     RUN_PROPERTY,
     batch_key,
     lease_name,
@@ -141,7 +142,7 @@ def drop_record(spark: Spark, table: str, table_format: str) -> None:
 
 def take_over_sql(table: str, invocation_id: str) -> str:
     """Another run's lease marked taken over by `invocation_id` (and released)."""
-    return set_properties_sql(table, {TAKEN_PROPERTY: invocation_id, BEAT_PROPERTY: "0"})
+    return set_properties_sql(table, {TAKEN_PROPERTY: invocation_id, BEAT_PROPERTY: RELEASED})
 
 
 class Fenced:
@@ -204,5 +205,5 @@ def copy_of(spark: Spark, invocation_id: str, says: Dict[str, str]) -> List[Tupl
         *kept.items(),
         (RUN_PROPERTY, invocation_id),
         (APP_PROPERTY, application_of(spark)),
-        (BEAT_PROPERTY, "0"),
+        (BEAT_PROPERTY, RELEASED),
     ]

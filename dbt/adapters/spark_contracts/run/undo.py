@@ -59,8 +59,9 @@ def undo(
     # a statement without an answer may still commit: the run leaves its record and lease
     # unreleased, for the next run. On Delta and Iceberg that run takes them over as a dead
     # run's (its marker; its late-commit watch) and repairs or settles from the table's own
-    # log. Parquet keeps no log to fence off or take back a late write: a load of it sent to
-    # a server is always made under the run's record (Runner._in_steps), and its next run
+    # log. Parquet keeps no log to fence off or take back a late write: a load into it sent
+    # to a server is made under the run's record (Runner._in_steps; not a creating run's nor
+    # a rebuild's, whose load fills a new table), and its next run
     # takes that lease over only on positive evidence that no statement of this run can run
     # any more (the server restarted), else refuses (`UnguardedTakeover`, naming the lease).
     # Restoring now and letting go would let that statement land after a later run's load (a
@@ -108,9 +109,15 @@ def undo(
             run.unique_id, step, exc, restore_exc, runner.restorer.manual_repair(intent)
         ) from exc
     runner.state.intent = None  # put back: the record keeps only pending rows, if any
-    runner.quarantine.settle_own(run, restored=True, answered=answered)
+    # a table that keeps no log (Parquet) takes no load back: one that committed before a
+    # later step failed stands, and its discarded rows follow it into the quarantine
+    unlogged = not logged(run.table_format)
+    stands = unlogged and runner.out.loaded
+    runner.quarantine.settle_own(run, restored=not stands, answered=answered)
     runner.let_go(run)
     runner.record(run)
+    if stands or (unlogged and not done):  # the step's own error: no claim of an undo
+        raise exc
     try:  # naming them is a courtesy: the failure is reported anyway
         others = runner.leases.live_runs(run.relation, run.invocation_id, run.table_format)
     except Exception as list_exc:

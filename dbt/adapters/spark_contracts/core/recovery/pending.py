@@ -62,7 +62,8 @@ from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 PENDING_SUFFIX = "__pending_"  # <relation>__quarantine__pending_<run>
 TAG_PROPERTY = "dbt_spark_contracts.pending_tag"  # the run's commit tag, on the pending table
 RUN_PROPERTY = "dbt_spark_contracts.pending_run"  # its invocation id (its rows' `_dbt_run_id`)
-BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # changes with each beat; "0": released
+BEAT_PROPERTY = "dbt_spark_contracts.heartbeat"  # changes with each beat; RELEASED: released
+RELEASED = "0"  # the heartbeat of a lease let go of
 # the model table's version (Delta version, Iceberg snapshot id) when the pending table was made
 CREATED_VERSION_PROPERTY = "dbt_spark_contracts.created_version"
 # where the run's statements run: "<endpoint> <Spark application id>" (`Application`)

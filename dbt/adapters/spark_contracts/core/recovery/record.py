@@ -61,6 +61,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
     BEAT_PROPERTY,
     CREATED_VERSION_PROPERTY,
     FENCED_PROPERTY,
+    RELEASED,
     RUN_PROPERTY,
     TAG_PROPERTY,
     Application,
@@ -169,7 +170,7 @@ class RunRecord:
 
     @property
     def released(self) -> bool:
-        return (self.beat or "").strip() in ("0", "0.0")
+        return (self.beat or "").strip() in (RELEASED, "0.0")
 
     @property
     def let_go(self) -> bool:

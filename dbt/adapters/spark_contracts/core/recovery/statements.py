@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY
+from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY, RELEASED
 
 _READS = (
     "select",
@@ -47,12 +47,16 @@ def changes_something(sql: str) -> bool:
 
 
 def beat_sql(table: str, value: str) -> str:
-    """The heartbeat `value` written on the lease `table` ("0": the lease released)."""
+    """The heartbeat `value` written on the lease `table` (`RELEASED`: the lease let go of)."""
     return f"alter table {table} set tblproperties ('{BEAT_PROPERTY}' = '{value}')"
 
 
 _BEAT = re.compile(
-    r"alter table \S+ set tblproperties \('" + re.escape(BEAT_PROPERTY) + r"' = '(?!0')[\d.]+'\)"
+    r"alter table \S+ set tblproperties \('"
+    + re.escape(BEAT_PROPERTY)
+    + r"' = '(?!"
+    + re.escape(RELEASED)
+    + r"')[\d.]+'\)"
 )
 
 
