@@ -287,3 +287,22 @@ def test_the_lease_is_confirmed_after_a_write_only_where_a_taker_could_undo_it(
 
 def asked_checks(leases: Leases) -> int:
     return sum(1 for a in leases.asked if a == "check")
+
+
+def test_a_parquet_rewrite_put_back_between_its_renames_is_undone(tmp_path: Path):
+    """The control of the test above: where the restore did put something back on Parquet (a
+    rewrite stopped between its renames, the old table renamed back) and the load had not
+    committed, the run says so (`RunUndone`) and its discarded rows go (the load is not in)."""
+    seen: List[bool] = []
+    error, _, restores, _ = undo(
+        tmp_path,
+        "parquet",
+        LOAD_STEP,
+        True,
+        unanswered=False,
+        put_back="took the unfinished rewrite back (the old table is in place)",
+        pending="db.m__quarantine__pending_inv1",
+        restored_seen=seen,
+    )
+    assert isinstance(error, RunUndone) and restores and seen == [True], (error, seen)
+    assert "took the unfinished rewrite back" in str(error), str(error)

@@ -88,7 +88,8 @@ def undo(
         # while it restores sends nothing more (the run that took over repairs the table)
         fence = lambda: runner.leases.check(run)  # noqa: E731
         done = runner.restorer.restore(intent, list(runner.out.executed), fence=fence)
-        runner.events.add(Restored(done))
+        if done or logged(run.table_format):  # Parquet with nothing put back claims none
+            runner.events.add(Restored(done))
     except LeaseLost as lost:
         runner.events.add(Restored(f"NOT RESTORED: {lost}"))
         runner.state.pending = None  # no longer its own to settle
