@@ -67,6 +67,7 @@ def undo(
     # Restoring now and letting go would let that statement land after a later run's load (a
     # late `insert_overwrite` replacing its rows).
     defer = not answered
+    unlogged = not logged(run.table_format)
     if intent is None:
         runner.quarantine.settle_own(run, restored=False, answered=answered)
         if defer and runner.state.pending is not None:
@@ -80,15 +81,13 @@ def undo(
         runner.leases.abandon()  # its intent (and pending table) stay for the taker
         runner.report.left_half_changed(run.relation, step)
         runner.record(run)
-        raise StepUnanswered(
-            run.unique_id, run.relation, step, exc, logged(run.table_format)
-        ) from exc
+        raise StepUnanswered(run.unique_id, run.relation, step, exc, logged=not unlogged) from exc
     try:
         # each statement the restore sends behind the fence: a run that loses its lease
         # while it restores sends nothing more (the run that took over repairs the table)
         fence = lambda: runner.leases.check(run)  # noqa: E731
         done = runner.restorer.restore(intent, list(runner.out.executed), fence=fence)
-        if done or logged(run.table_format):  # Parquet with nothing put back claims none
+        if done or not unlogged:  # Parquet with nothing put back claims none
             runner.events.add(Restored(done))
     except LeaseLost as lost:
         runner.events.add(Restored(f"NOT RESTORED: {lost}"))
@@ -112,7 +111,6 @@ def undo(
     runner.state.intent = None  # put back: the record keeps only pending rows, if any
     # a table that keeps no log (Parquet) takes no load back: one that committed before a
     # later step failed stands, and its discarded rows follow it into the quarantine
-    unlogged = not logged(run.table_format)
     stands = unlogged and runner.out.loaded
     runner.quarantine.settle_own(run, restored=not stands, answered=answered)
     runner.let_go(run)

@@ -37,8 +37,7 @@ _COMMENTS = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*", re.DOTALL)
 def changes_something(sql: str) -> bool:
     """The statement may change a table, a view or the catalog (not a read, not a setting of
     the session, not a temporary view). Leading comments (dbt's query comment) are skipped."""
-    body = _COMMENTS.sub("", sql, count=1)
-    words = " ".join(body.split()).lower()
+    words = _words(sql)
     if not words:
         return False
     return not any(
@@ -63,5 +62,10 @@ _BEAT = re.compile(
 def is_beat(sql: str) -> bool:
     """`sql` (dbt's query comment and whitespace aside, any case) is a heartbeat made by
     `beat_sql`, not the release."""
-    body = _COMMENTS.sub("", sql, count=1)
-    return _BEAT.fullmatch(" ".join(body.split()).lower()) is not None
+    return _BEAT.fullmatch(_words(sql)) is not None
+
+
+def _words(sql: str) -> str:
+    """The statement after its leading comments (dbt's query comment), whitespace folded,
+    in lower case."""
+    return " ".join(_COMMENTS.sub("", sql, count=1).split()).lower()
