@@ -21,6 +21,7 @@ import pytest
 from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.run.fence import fences
+from dbt.adapters.spark_contracts.run.model_run import ModelRun
 from dbt.adapters.spark_contracts.run.outcome_events import Loaded
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.run_errors import (
@@ -220,17 +221,21 @@ def test_a_parquet_load_sent_to_a_server_is_made_under_the_runs_record(
     own log; the embedded session's statement is over once its call returned."""
     spark = SimpleNamespace(runs_here=lambda: here)
     runner = Runner(spark, RunReport(), tmp_path)  # type: ignore[arg-type]
-    write = SimpleNamespace(multi_step=False)
     # `replace_by`: how a rebuild would replace the table (CREATE: there is none yet);
     # `beside`: this run is such a rebuild, its load into a new table swapped in after
-    facts = dict(table_format=table_format, replace_by=build, swaps_after_load=beside)
-    run = SimpleNamespace(**facts, drops_before_load=dropped, write=write, statements=())
+    run = SimpleNamespace(table_format=table_format, replace_by=build)
+    run.swaps_after_load, run.drops_before_load = beside, dropped
+    run.loads_into_deployed = ModelRun.loads_into_deployed.fget(run)  # type: ignore[attr-defined]
     into_table = build is not Build.CREATE and not beside and not dropped
+    assert run.loads_into_deployed is into_table
     guarded = table_format == "parquet" and not here and into_table
-    assert runner._in_steps(run) is guarded  # type: ignore[arg-type]
-    steps = SimpleNamespace(multi_step=True)
-    run = SimpleNamespace(**facts, drops_before_load=dropped, write=steps, statements=(1,))
-    assert runner._in_steps(run) is True  # type: ignore[arg-type]
+    for write, statements, expected in (
+        (SimpleNamespace(multi_step=False), (), guarded),
+        (SimpleNamespace(multi_step=True), (), guarded),  # no step planned: a plain load
+        (SimpleNamespace(multi_step=True), (1,), True),
+    ):
+        run.write, run.statements = write, statements
+        assert runner._in_steps(run) is expected  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("table_format", FORMATS)

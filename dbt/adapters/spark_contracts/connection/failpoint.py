@@ -22,18 +22,17 @@ import os
 import signal
 import threading
 
-from dbt.adapters.spark_contracts.core.recovery.statements import changes_something, is_beat
+from dbt.adapters.spark_contracts.core.recovery.statements import (
+    changes_something,
+    is_beat,
+    words,
+)
 
 KILL_AFTER_ENV = "DBT_SPARK_CONTRACTS_KILL_AFTER"
 STOP_BEFORE_ENV = "DBT_SPARK_CONTRACTS_STOP_BEFORE"
 WRITES_LOG_ENV = "DBT_SPARK_CONTRACTS_WRITES_LOG"
 HEARTBEAT_THREAD_PREFIX = "lease "  # run/heartbeat.py names its thread so
 SQL_PREFIX = "sql:"  # STOP_BEFORE by the statement's start, not its number
-
-
-def _text(sql: str) -> str:
-    """The statement after dbt's query comment, its whitespace folded, in lower case."""
-    return " ".join(sql.split("*/", 1)[-1].split()).lower()
 
 
 def _timed(sql: str) -> bool:
@@ -68,7 +67,7 @@ def before_statement(sql: str) -> None:
     start = start[len(SQL_PREFIX) :].lower() if start.startswith(SQL_PREFIX) else ""
     if not (stop_before or start) or not changes_something(sql) or _timed(sql):
         return
-    text = _text(sql) if start else ""
+    text = words(sql) if start else ""
     with _COUNTER.lock:
         at = text.startswith(start) if start else _COUNTER.sent + 1 == stop_before
         due = at and not _COUNTER.stopped

@@ -12,7 +12,6 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
-from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
 )
@@ -21,6 +20,7 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
     INTENT_CLEARED,
     Done,
     done_property,
+    under_record,
 )
 from dbt.adapters.spark_contracts.run.first_pass import first_pass_load, prepare_first_pass
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
@@ -190,18 +190,13 @@ class Runner:
         return run.source
 
     def _in_steps(self, run: ModelRun) -> bool:
-        """The run changes the table under its record (an intent, the model's lease held
-        alone): a multi-step change; and every load into a deployed table that keeps no log
-        (Parquet) sent to a server, where a statement Spark gives no answer for may still run after the
-        run has failed. Its record, made before, then stays unreleased (run/undo.undo), and no
-        later run takes it over while that statement may still write: nothing could fence a
-        late Parquet write off or take it back."""
-        if run.write.multi_step and run.statements:
-            return True
-        unguarded = not row_of(run.table_format).guards_late_writes
-        beside = run.swaps_after_load or run.drops_before_load  # a rebuild makes a new table
-        into_table = run.replace_by is not Build.CREATE and not beside
-        return unguarded and into_table and not self.spark.runs_here()
+        """The run changes the table under its record (core/recovery/record.under_record);
+        where its statements run is asked only where that decides it."""
+        steps = run.write.multi_step and bool(run.statements)
+        guards = row_of(run.table_format).guards_late_writes
+        into = run.loads_into_deployed
+        here = steps or guards or not into or self.spark.runs_here()
+        return under_record(steps=steps, guards_late_writes=guards, into_deployed=into, here=here)
 
     def _take_alone(self, run: ModelRun) -> None:
         """The model's lease taken alone for a multi-step change (its record made): a live

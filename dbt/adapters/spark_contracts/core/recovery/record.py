@@ -80,6 +80,19 @@ PENDING_PROPERTY = "dbt_spark_contracts.pending"  # the run's pending table of d
 SHARED_PROPERTY = "dbt_spark_contracts.shared"  # "true": the record does not hold the model alone
 
 
+def under_record(*, steps: bool, guards_late_writes: bool, into_deployed: bool, here: bool) -> bool:
+    """The run changes the table under its record (its intent written, the model's lease held
+    alone) before its first change: a multi-step change (`steps`); and a load into a deployed
+    table (`into_deployed`: not a creating run's, not a rebuild's new table) on a format that
+    cannot fence off or take back a late write (`guards_late_writes` false: Parquet keeps no
+    log) whose statements go to a server (`here` false: a Thrift or Connect server, where a
+    statement Spark gave no answer for may still run after the run failed). Its record then
+    stays unreleased after such a statement, and no later run takes it over while that
+    statement may still write. The embedded session's statement is over once its call
+    returned."""
+    return steps or (not guards_late_writes and into_deployed and not here)
+
+
 @dataclass(frozen=True)
 class Client:
     """The dbt process that holds a record's lease."""

@@ -37,11 +37,11 @@ _COMMENTS = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*", re.DOTALL)
 def changes_something(sql: str) -> bool:
     """The statement may change a table, a view or the catalog (not a read, not a setting of
     the session, not a temporary view). Leading comments (dbt's query comment) are skipped."""
-    words = _words(sql)
-    if not words:
+    folded = words(sql)
+    if not folded:
         return False
     return not any(
-        words == r or words.startswith(r + " ") or words.startswith(r + "(") for r in _READS
+        folded == r or folded.startswith(r + " ") or folded.startswith(r + "(") for r in _READS
     )
 
 
@@ -62,10 +62,10 @@ _BEAT = re.compile(
 def is_beat(sql: str) -> bool:
     """`sql` (dbt's query comment and whitespace aside, any case) is a heartbeat made by
     `beat_sql`, not the release."""
-    return _BEAT.fullmatch(_words(sql)) is not None
+    return _BEAT.fullmatch(words(sql)) is not None
 
 
-def _words(sql: str) -> str:
+def words(sql: str) -> str:
     """The statement after its leading comments (dbt's query comment), whitespace folded,
     in lower case."""
     return " ".join(_COMMENTS.sub("", sql, count=1).split()).lower()
