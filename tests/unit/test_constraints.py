@@ -6,10 +6,13 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from dbt_common.exceptions import DbtDatabaseError
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dbt.adapters.spark_contracts.constraints import (
+    NotNullCatalogMissing,
+    build_not_null,
     declared_constraints,
     rules_for,
     run_explicit_build,
@@ -219,9 +222,8 @@ def test_a_build_through_the_twin_catalog_is_one_commit_from_the_stage():
         assert build.publish == (
             f"{verb} ic_not_null.s.t USING iceberg PARTITIONED BY (tag) AS SELECT * FROM ic.s.t__s"
         )
-        assert build.replace is None and build.fill is None
         recorder = _Recorder()
-        run_explicit_build(recorder.run, build, recorder.restore)
+        run_explicit_build(recorder.run, build)
         assert recorder.ran == [
             "drop table if exists ic.s.t__s purge",
             build.create,
@@ -239,68 +241,66 @@ def test_a_failed_twin_build_leaves_the_old_table_and_no_stage(fail_on):
     build = explicit_build("ic.s.t", "ic.s.t__s", True, SCHEMA, "iceberg", "", "q")
     recorder = _Recorder(fail_on)
     with pytest.raises(RuntimeError):
-        run_explicit_build(recorder.run, build, recorder.restore)
-    assert recorder.ran[-1] == "drop table if exists ic.s.t__s purge" and not recorder.restored
+        run_explicit_build(recorder.run, build)
+    assert recorder.ran[-1] == "drop table if exists ic.s.t__s purge"
     assert not any(s.startswith("CREATE OR REPLACE TABLE ic.s.t ") for s in recorder.ran)
-
-
-def test_explicit_first_build_and_rebuild_statements():
-    first = explicit_build(
-        "ic.s.t", "ic.s.t__dbt_constraints", False, SCHEMA, "iceberg", "", "q", twin=False
-    )
-    assert first.stage is None
-    assert first.create == "CREATE TABLE ic.s.t (`id` INT NOT NULL, `tag` STRING) USING iceberg"
-    assert first.load == "INSERT INTO ic.s.t q"
-    again = explicit_build(
-        "ic.s.t", "ic.s.t__s", True, SCHEMA, "iceberg", "PARTITIONED BY (tag)", "q", twin=False
-    )
-    assert again.create == "CREATE TABLE ic.s.t__s (`id` INT NOT NULL, `tag` STRING) USING iceberg"
-    assert again.load == "INSERT INTO ic.s.t__s q"
-    assert again.replace == (
-        "CREATE OR REPLACE TABLE ic.s.t (`id` INT NOT NULL, `tag` STRING) USING iceberg "
-        "PARTITIONED BY (tag)"
-    )
-    assert again.fill == "INSERT INTO ic.s.t SELECT * FROM ic.s.t__s"
-    assert again.restore_sql(7) == "CALL ic.system.set_current_snapshot('s.t', 7)"
 
 
 class _Recorder:
     def __init__(self, fail_on: str | None = None):
         self.ran: list[str] = []
         self.fail_on = fail_on
-        self.restored = False
 
     def run(self, sql: str) -> None:
         self.ran.append(sql)
         if self.fail_on and sql.startswith(self.fail_on):
             raise RuntimeError("violation")
 
-    def restore(self) -> None:
-        self.restored = True
+
+class _Spark:
+    """What `build_not_null` reads and sends: the catalogs the Spark it reaches has."""
+
+    def __init__(self, catalogs: tuple[str, ...]):
+        self.catalogs = catalogs
+        self.ran: list[str] = []
+
+    def fetch(self, sql: str) -> list[dict]:
+        self.ran.append(sql)
+        catalog = sql.rsplit(" ", 1)[-1]
+        if catalog not in self.catalogs:
+            raise DbtDatabaseError(f"[CATALOG_NOT_FOUND] {catalog}")
+        return []
+
+    def run(self, sql: str) -> None:
+        self.ran.append(sql)
+
+    def schema(self, sql: str) -> Struct:
+        self.ran.append(f"schema of {sql}")
+        return SCHEMA
 
 
-@pytest.mark.parametrize(
-    "exists, fail_on, tail, restored",
-    [
-        (False, None, "INSERT INTO ic.s.t q", False),
-        (False, "INSERT INTO ic.s.t ", "drop table if exists ic.s.t purge", False),
-        (True, None, "drop table if exists ic.s.t__s purge", False),
-        (True, "INSERT INTO ic.s.t__s", "drop table if exists ic.s.t__s purge", False),
-        (True, "INSERT INTO ic.s.t SELECT", "drop table if exists ic.s.t__s purge", True),
-    ],
-)
-def test_explicit_build_undoes_a_failing_step(exists, fail_on, tail, restored):
-    build = explicit_build("ic.s.t", "ic.s.t__s", exists, SCHEMA, "iceberg", "", "q", twin=False)
-    recorder = _Recorder(fail_on)
-    if fail_on:
-        with pytest.raises(RuntimeError):
-            run_explicit_build(recorder.run, build, recorder.restore)
-    else:
-        run_explicit_build(recorder.run, build, recorder.restore)
-    assert recorder.ran[-1] == tail
-    assert recorder.restored is restored
-    if exists and fail_on == "INSERT INTO ic.s.t__s":
-        assert not any(s.startswith("CREATE OR REPLACE") for s in recorder.ran)  # old untouched
+@pytest.mark.parametrize("exists", [False, True])
+def test_a_not_null_build_without_the_catalogs_twin_is_refused_before_anything_is_written(
+    exists: bool,
+):
+    """Without the twin the build would take two commits (the table replaced empty, then
+    filled): a reader, a failure or a killed run could leave it empty. Refused, naming the
+    catalog to add and how, before any statement that writes."""
+    constraints = table_constraints("iceberg", (DeclaredConstraint("not_null", ("id",)),))
+    spark = _Spark(catalogs=("ic",))
+    with pytest.raises(NotNullCatalogMissing) as refused:
+        build_not_null(spark, "ic.s.t", "select 1 as id", constraints, "", exists)
+    assert spark.ran == ["show namespaces in ic_not_null"]  # a read, and nothing else
+    message = str(refused.value)
+    assert "ic_not_null" in message and "use-nullable-query-schema=false" in message
+    assert "nothing was changed" in message
+    twin = _Spark(catalogs=("ic", "ic_not_null"))
+    build_not_null(twin, "ic.s.t", "select 1 as id", constraints, "", exists)
+    verb = "CREATE OR REPLACE TABLE" if exists else "CREATE TABLE"
+    assert any(s.startswith(f"{verb} ic_not_null.s.t ") for s in twin.ran)
+    assert not any(
+        s.startswith(("CREATE OR REPLACE TABLE ic.", "INSERT INTO ic.s.t ")) for s in twin.ran
+    )
 
 
 def test_the_session_adds_the_iceberg_catalogs_twin_with_the_same_settings():

@@ -16,6 +16,7 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import answers
 from dbt.adapters.spark_contracts.core.contracts.constraints import (
@@ -131,49 +132,41 @@ def build_constraints(
     return model_table_constraints(model, file_format)
 
 
-def run_explicit_build(run: Any, build: ExplicitBuild, restore: Any) -> AdapterResponse:
-    """Carry out an `ExplicitBuild` with `run(sql)`; undo what a failing step left.
+class NotNullCatalogMissing(DbtRuntimeError):
+    """An Iceberg build with NOT NULL columns where the Spark the connection reaches has no
+    twin of the model's catalog that keeps them (`<catalog>_not_null`): without it the build
+    would take two commits (the table replaced empty, then filled), so a reader could see it
+    empty and a failure or a kill between them would leave it so. Refused before anything is
+    written."""
 
-    With `publish` (the catalog's twin): the stage made and filled, then the table created or
-    replaced from it in one commit; the stage dropped whatever happens (a failure leaves the
-    old table, or no table, as it was). Without it, first build: a failing INSERT drops the new
-    table; rebuild: a failing INSERT into the stage drops the stage (the old table was not
-    touched), a failure after the REPLACE calls `restore()` (the old snapshot back)."""
-    if build.publish is not None:
-        run(build.drop_stage)  # a leftover of a run that died
-        try:
-            run(build.create)
-            run(build.load)
-            run(build.publish)
-        finally:
-            run(build.drop_stage)
-        run(build.refresh)
-        return AdapterResponse(_message="OK")
-    if build.stage is None:
-        _create_and_load(run, build, build.drop_relation)
-        return AdapterResponse(_message="OK")
+    def __init__(self, relation: str, catalog: str) -> None:
+        twin = not_null_catalog(catalog)
+        super().__init__(
+            f"{relation}: an Iceberg build with NOT NULL columns (an enforced contract's "
+            f"not_null constraints) needs the catalog {twin}, which the Spark this connection "
+            f"reaches does not have; nothing was changed. Add it to the server's configuration "
+            f"as the {catalog} catalog's settings under spark.sql.catalog.{twin} with "
+            f"spark.sql.catalog.{twin}.use-nullable-query-schema=false (the embedded session "
+            "and the servers this adapter starts add it). Without it the build would take two "
+            "commits, and a reader, a failure or a killed run could leave the table empty."
+        )
+        self.relation, self.catalog = relation, catalog
+
+
+def run_explicit_build(run: Any, build: ExplicitBuild) -> AdapterResponse:
+    """Carry out an `ExplicitBuild` with `run(sql)`: the stage made and filled, then the table
+    created or replaced from it in one commit through the catalog's twin; the stage dropped
+    whatever happens (a failure leaves the old table, or no table, as it was; a kill leaves the
+    stage, which the next build drops first)."""
     run(build.drop_stage)  # a leftover of a run that died
-    _create_and_load(run, build, build.drop_stage)
     try:
-        assert build.replace is not None and build.fill is not None
-        run(build.replace)
-        run(build.fill)
-    except BaseException:
-        restore()
-        raise
+        run(build.create)
+        run(build.load)
+        run(build.publish)
     finally:
         run(build.drop_stage)
+    run(build.refresh)
     return AdapterResponse(_message="OK")
-
-
-def _create_and_load(run: Any, build: ExplicitBuild, drop: str) -> None:
-    """The table (or stage) created, then filled; a failing fill `drop`s what was created."""
-    run(build.create)
-    try:
-        run(build.load)
-    except BaseException:
-        run(drop)
-        raise
 
 
 def build_not_null(
@@ -183,34 +176,19 @@ def build_not_null(
     constraints: TableConstraints,
     clauses: str,
     exists: bool,
-    log: Any,
 ) -> AdapterResponse:
     """An Iceberg build with NOT NULL columns, all or nothing (core/contracts/constraints.py):
-    one commit through the Iceberg catalog's twin that keeps NOT NULL columns, where the Spark
-    the connection reaches has it; else two, with a warning (`log.current_version` gives the
-    snapshot a failed fill goes back to)."""
+    one commit through the Iceberg catalog's twin that keeps NOT NULL columns; refused
+    (`NotNullCatalogMissing`) where the Spark the connection reaches has no twin."""
+    catalog = relation.split(".", 1)[0]
+    if not has_catalog(spark, not_null_catalog(catalog)):
+        raise NotNullCatalogMissing(relation, catalog)
     schema = constraints.schema(spark.schema(select_sql))
     stage = suffixed(relation, "__dbt_constraints")
-    catalog = relation.split(".", 1)[0]
-    twin = has_catalog(spark, not_null_catalog(catalog))
     build = explicit_build(
-        relation, stage, exists, schema, constraints.table_format, clauses, select_sql, twin
+        relation, stage, exists, schema, constraints.table_format, clauses, select_sql
     )
-    if not twin:
-        logger.warning(
-            f"{relation}: the Spark this connection reaches has no catalog "
-            f"{not_null_catalog(catalog)} (the {catalog} catalog's settings with "
-            "use-nullable-query-schema=false, which the adapter's own session and servers "
-            "add), so this NOT NULL build takes two commits: a reader can see the table "
-            "empty between them"
-        )
-    snapshot = log.current_version(relation, "iceberg") if exists and not twin else None
-
-    def restore() -> None:
-        if snapshot is not None:
-            spark.run(build.restore_sql(snapshot))
-
-    return run_explicit_build(spark.run, build, restore)
+    return run_explicit_build(spark.run, build)
 
 
 def has_catalog(spark: Any, catalog: str) -> bool:

@@ -115,10 +115,7 @@ class PlanExecutor:
         assert plan.constraints is not None
         exists = existing is not None and not plan.drop_first
         spark = self.adapter._spark()
-        restorer = self.adapter._restorer(spark)
-        return build_not_null(
-            spark, str(target), select, plan.constraints, clauses, exists, restorer
-        )
+        return build_not_null(spark, str(target), select, plan.constraints, clauses, exists)
 
     def _execute_run(
         self,

@@ -223,41 +223,28 @@ def not_null_catalog(catalog: str) -> str:
 
 @dataclass(frozen=True)
 class ExplicitBuild:
-    """A build that declares its columns (Iceberg NOT NULL): statements in order, and what to
-    run when a step fails. The query loads a stage table with the NOT NULL columns, so a
-    violating row fails there, before the table is touched. Then `publish`: one CREATE (OR
-    REPLACE) TABLE AS SELECT from the stage through the catalog's twin that keeps the stage's
-    NOT NULL columns, one commit, so a reader sees the old table or the new one and a failure
-    leaves the old one whole. Without the twin (a server started without it): `replace` and
-    `fill`, two commits, the old snapshot made current again if the fill fails (not atomic:
-    between them a reader sees an empty table)."""
+    """A build that declares its columns (Iceberg NOT NULL): statements in order. The query
+    loads a stage table with the NOT NULL columns, so a violating row fails there, before the
+    table is touched. Then `publish`: one CREATE (OR REPLACE) TABLE AS SELECT from the stage
+    through the catalog's twin that keeps the stage's NOT NULL columns, one commit, so a reader
+    sees the old table or the new one and a failure (or a kill) leaves the old one whole. A
+    Spark without the twin is refused before anything is written
+    (constraints.NotNullCatalogMissing): without it the build would take two commits."""
 
     relation: str
-    stage: str | None
+    stage: str
     create: str
     load: str
-    replace: str | None = None
-    fill: str | None = None
-    publish: str | None = None
+    publish: str
 
     @property
     def drop_stage(self) -> str:
-        return drop_sql(str(self.stage), "iceberg")
-
-    @property
-    def drop_relation(self) -> str:
-        return drop_sql(self.relation, "iceberg")
+        return drop_sql(self.stage, "iceberg")
 
     @property
     def refresh(self) -> str:
         """The table read again by the catalog the model's other statements use."""
         return f"REFRESH TABLE {self.relation}"
-
-    def restore_sql(self, snapshot_id: int) -> str:
-        """Make the old snapshot current again after a REPLACE (not an ancestor any more, so
-        `set_current_snapshot`, not `rollback_to_snapshot`)."""
-        catalog, ident = self.relation.split(".", 1)
-        return f"CALL {catalog}.system.set_current_snapshot('{ident}', {snapshot_id})"
 
 
 def explicit_build(
@@ -268,39 +255,20 @@ def explicit_build(
     using: str,
     clauses: str,
     select_sql: str,
-    twin: bool = True,
 ) -> ExplicitBuild:
     """CREATE the stage (columns) + INSERT the query into it (the query runs once), then one
-    CREATE (OR REPLACE) TABLE AS SELECT from the stage through the catalog's twin (`twin`).
-    Without the twin: first build, CREATE TABLE (columns) + INSERT (dropped again if the INSERT
-    fails); rebuild, the stage, then CREATE OR REPLACE the table (columns) + INSERT from it."""
+    CREATE (OR REPLACE) TABLE AS SELECT from the stage through the catalog's twin."""
     columns = column_definitions(schema)
-    table_ddl = f"{columns} USING {using} {clauses}".rstrip()
-    staged = {
-        "create": f"CREATE TABLE {stage} {columns} USING {using}",
-        "load": f"INSERT INTO {stage} {select_sql}",
-    }
-    if twin:
-        catalog, ident = relation.split(".", 1)
-        verb = "CREATE OR REPLACE TABLE" if exists else "CREATE TABLE"
-        target = f"{not_null_catalog(catalog)}.{ident}"
-        publish = f"{verb} {target} USING {using} {clauses}".rstrip()
-        return ExplicitBuild(
-            relation, stage, **staged, publish=f"{publish} AS SELECT * FROM {stage}"
-        )
-    if not exists:
-        return ExplicitBuild(
-            relation,
-            None,
-            create=f"CREATE TABLE {relation} {table_ddl}",
-            load=f"INSERT INTO {relation} {select_sql}",
-        )
+    catalog, ident = relation.split(".", 1)
+    verb = "CREATE OR REPLACE TABLE" if exists else "CREATE TABLE"
+    target = f"{not_null_catalog(catalog)}.{ident}"
+    publish = f"{verb} {target} USING {using} {clauses}".rstrip()
     return ExplicitBuild(
         relation,
         stage,
-        **staged,
-        replace=f"CREATE OR REPLACE TABLE {relation} {table_ddl}",
-        fill=f"INSERT INTO {relation} SELECT * FROM {stage}",
+        create=f"CREATE TABLE {stage} {columns} USING {using}",
+        load=f"INSERT INTO {stage} {select_sql}",
+        publish=f"{publish} AS SELECT * FROM {stage}",
     )
 
 
