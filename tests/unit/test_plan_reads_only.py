@@ -68,3 +68,61 @@ def test_a_write_is_refused_before_it_reaches_spark(sql):
 def test_session_changes_are_refused(name):
     with pytest.raises(PlanWrote):
         getattr(ReadOnly(Recording()), name)
+
+
+class DeadRunLeftovers(Recording):
+    """A schema where a dead run left its record (an intent: a change half done) and a pending
+    table of discarded rows."""
+
+    def __init__(self, intent_property: str) -> None:
+        super().__init__()
+        self.intent_property = intent_property
+
+    def fetch(self, sql: str) -> list:
+        from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY
+        from dbt.adapters.spark_contracts.core.recovery.pending import (
+            BEAT_PROPERTY,
+            RUN_PROPERTY,
+        )
+
+        self.sent.append(sql)
+        if sql.startswith("show tables in db like"):
+            return [{"tableName": "m__dbt_lease_dead"}, {"tableName": "m__quarantine__pending_x"}]
+        if sql == "show tblproperties db.m__dbt_lease_dead":
+            properties = {
+                RUN_PROPERTY: "inv-dead",
+                BEAT_PROPERTY: "1.0",
+                INTENT_PROPERTY: self.intent_property,
+            }
+            return [{"key": k, "value": v} for k, v in properties.items()]
+        return []
+
+
+def test_a_dry_run_names_what_a_run_would_repair_and_changes_nothing(caplog):
+    """A dry run over a dead run's leftovers (its record with an intent, a pending table):
+    every statement is a read (the guard would refuse anything else), the repair is not asked
+    for, the leftovers are named, and the plan gets the deployed table as it was read."""
+    from dbt.adapters.spark_contracts.core.recovery.intent import Intent, commit_tag
+    from dbt.adapters.spark_contracts.run.lease import ModelKey
+    from dbt.adapters.spark_contracts.run.repair import repair
+
+    tag = commit_tag("inv-dead", "model.p.m")
+    intent = Intent("inv-dead", "model.p.m", "db.m", "delta", 3, tag)
+    spark = DeadRunLeftovers(intent.to_property())
+
+    class NoRepairs:
+        def __getattr__(self, name: str):
+            raise AssertionError(f"a dry run asked the runner for {name}")
+
+    key = ModelKey("db.m", "inv-now", "delta", "model.p.m")
+    deployed = (None, {"x": "1"})
+    again = lambda: (_ for _ in ()).throw(AssertionError("read again"))  # noqa: E731
+    with caplog.at_level("WARNING"):
+        done, read = repair(ReadOnly(spark), NoRepairs(), key, deployed, again, dry_run=True)
+    assert done == () and read == deployed
+    assert all(s.startswith(("show tables", "show tblproperties")) for s in spark.sent)
+    assert "db.m__dbt_lease_dead" in caplog.text and "db.m__quarantine__pending_x" in caplog.text
+    assert "dry run: not repaired" in caplog.text
+    # without the dry run the same leftovers go to the runner's repair
+    with pytest.raises(AssertionError, match="asked the runner for repair"):
+        repair(ReadOnly(DeadRunLeftovers(intent.to_property())), NoRepairs(), key, deployed, again)

@@ -72,13 +72,13 @@ class RunPathMethods(metaclass=AdapterMeta):
         full_refresh: bool,
         invocation_id: str,
     ) -> repairs_.Repaired:
-        """Step 1 of a table, incremental or snapshot build, before it is planned: a swap or
-        rewrite a dead run stopped between its renames put back; for a build that evolves, the node's
-        commit tag set on its session, then a dead run's intent repaired and other runs'
-        pending discarded rows settled, under the model's lease (run/repair.py). The plan
-        (`plan_model`) then only reads."""
-        relation = existing if existing is not None else self.recover_rewrite(this)
+        """Step 1 of a build, before it is planned: a swap or rewrite a dead run stopped between
+        its renames put back; for a build that evolves, the node's commit tag set on its session,
+        then dead runs' intents repaired and other runs' pending discarded rows settled, under the
+        model's lease (run/repair.py; a dry run repairs nothing). The plan then only reads."""
         contract, settings, _ = resolved_settings(self, model, run_vars)
+        keep = existing is not None or settings.dry_run
+        relation = existing if keep else self.recover_rewrite(this)
         facts = BuildFacts(
             materialization,
             "",
@@ -90,9 +90,8 @@ class RunPathMethods(metaclass=AdapterMeta):
             return repairs_.Repaired(relation)
         spark = self._spark()
         unique_id = model.get("unique_id", str(relation))
-        # this run's commit tag: from the first statement that needs it to the node's end
-        # (post_model_hook): here for a quarantining model (its settling, its first pass or
-        # pending table) and before a repair, else when the planned run needs it (execute_plan)
+        # this run's commit tag, to the node's end (post_model_hook): set here for a quarantining
+        # model and before a repair, else when the planned run needs it (execute_plan)
         tag = self._tags.new(invocation_id, unique_id)
         key = ModelKey(str(relation), invocation_id, self.table_format_of(relation), unique_id)
         quarantines = contract is not None and bool(getattr(contract, "quarantine", False))
@@ -105,6 +104,7 @@ class RunPathMethods(metaclass=AdapterMeta):
             key,
             self._deployed(spark, relation, schema=False),  # the schema: read when planned
             lambda: self._deployed(spark, relation, schema=False),
+            settings.dry_run,
         )
         return repairs_.Repaired(relation, tag, done, deployed)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from dbt.adapters.events.logging import AdapterLogger
+
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.recovery.intent import find_intent
@@ -23,6 +25,7 @@ from dbt.adapters.spark_contracts.run.lease import ModelKey
 from dbt.adapters.spark_contracts.run.record_io import records_of
 from dbt.adapters.spark_contracts.run.settle import settle_pending
 
+logger = AdapterLogger("SparkContracts")
 READ_ONLY = ("create or replace temporary view", "refresh table", "describe", "show", "select")
 
 
@@ -44,16 +47,27 @@ def repair(
     key: ModelKey,
     deployed: Tuple[Any, Dict[str, str]],
     read_again: Any,
+    dry_run: bool = False,
 ) -> Tuple[Tuple[str, ...], Tuple[Any, Dict[str, str]]]:
     """What dead runs left half done put back (their run records' intents, under the model's
     lease: run/restore.Restorer.repair), then other runs' pending tables of the model's
     quarantine settled (under the settling lease): (what was done, the deployed table as it is
     after it). The records and the pending tables are found by one listing. `read_again()`
-    reads the deployed table again."""
+    reads the deployed table again. A dry run (`dry_run`) changes nothing: what a run would
+    repair or settle first is named in a warning, and its plan is against the table as it is."""
     repairs: Tuple[str, ...] = ()
     older = find_intent(deployed[1])  # written into the table's properties before the run record
     on_table = older is not None and older.invocation_id != key.invocation_id
     records, pendings = recovery_tables(spark, key)
+    if dry_run:
+        left = [r.table for r in records if r.intent or r.late or r.swap or r.pending]
+        left += pendings + ([f"{key.relation} (its properties' intent)"] if on_table else [])
+        if left:
+            logger.warning(
+                f"{key.unique_id}: dry run: not repaired: {', '.join(left)}; a run that is not "
+                "a dry run repairs or settles them first, so its plan may differ from this one"
+            )
+        return repairs, deployed
     # a dead run's intent, or a repaired run's late commit landed (or its run gone: the watch
     # ends), looked for without the lease first, so a watch alone holds up no concurrent run
     dead = [r for r in records if r.intent is not None]
