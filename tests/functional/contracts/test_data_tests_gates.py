@@ -617,3 +617,67 @@ class TestGatesReadTheCoercedOutput:
         assert rows_of(project, rel(project, "coerced_accepted")) == [(1, 10), (2, 20), (4, None)]
         tests = run_dbt(["test"])
         assert len(tests) == 2 and {str(r.status) for r in tests} == {"pass"}
+
+
+UTILS_V1 = "select * from values (1, 'x', 5) as t(id, name, amount)"
+# id 3's name is blank, id 4's amount is out of range, id 100 fails the model's expression
+UTILS_V2 = (
+    "select * from values (2, 'x', 5), (3, '  ', 5), (4, 'y', 50), (100, 'z', 5) "
+    "as t(id, name, amount)"
+)
+UTILS_PROPERTIES = """version: 2
+models:
+  - name: gate_utils_delta
+    data_tests:
+      - dbt_utils.expression_is_true:
+          expression: "id < 100"
+    columns:
+      - name: name
+        data_tests:
+          - dbt_utils.not_empty_string
+      - name: amount
+        data_tests:
+          - dbt_utils.accepted_range:
+              min_value: 0
+              max_value: 10
+"""
+
+
+class TestDbtUtilsGates:
+    """dbt_utils' row tests gate the load as dbt's own do: the project installs dbt_utils
+    (three of its generic tests, copied unchanged into tests/functional/fixtures/dbt_utils, a
+    local package: no network), the failing rows are quarantined naming the test, and the
+    tests, run by `dbt build` after the load with dbt_utils' own SQL, pass."""
+
+    @pytest.fixture(scope="class")
+    def packages(self):
+        fixture = Path(__file__).resolve().parent.parent / "fixtures" / "dbt_utils"
+        return {"packages": [{"local": str(fixture)}]}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        config = (
+            "materialized='incremental', file_format='delta', incremental_strategy='append', "
+            f"schema_contract={ROW_Q}"
+        )
+        return {
+            "gate_utils_delta.sql": versioned_model(config, UTILS_V1, UTILS_V2),
+            "properties.yml": UTILS_PROPERTIES,
+        }
+
+    def test_dbt_utils_tests_gate_and_pass_after_the_load(self, project):
+        run_dbt(["deps"])
+        run_dbt(["build"])
+        results = {r.node.name: r for r in run_dbt(["build", "--vars", "{v: 2}"])}
+        (model,) = [r for r in results.values() if r.node.resource_type == "model"]
+        assert model.adapter_response["rows_discarded"] == 3
+        assert [r[0] for r in rows_of(project, rel(project, "gate_utils_delta"), "id")] == [1, 2]
+        assert reasons(project, "gate_utils_delta") == {
+            3: {"dbt_utils.not_empty_string(name)"},
+            4: {"dbt_utils.accepted_range(amount)"},
+            100: {"dbt_utils.expression_is_true(id < 100)"},
+        }
+        tests = [r for r in results.values() if r.node.resource_type == "test"]
+        assert len(tests) == 3 and all(str(r.status) == "pass" for r in tests), [
+            (r.node.name, str(r.status)) for r in tests
+        ]
