@@ -75,7 +75,8 @@ suites-servers: install jars
 # (tests/unit/test_fault_matrix*.py, in CI). What CI leaves out is `make functional-extra`.
 KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired \
 	--deselect tests/functional/evolution/test_kill.py::test_repair_while_the_dead_runs_statement_still_runs
-# Not in CI, to keep it near 30 minutes on 2 cores (`make functional-extra` runs exactly these):
+# Not in CI, to keep it near 30 minutes on 2 cores (`make functional-extra` runs these; the kill
+# at every commit above is `make faults`'s):
 # - the bad day (1.2 M discarded rows, ~300 MB, maxResultSize 64m) and the four concurrent cases
 #   (also `make bad-day`, per method); CI keeps every quarantine event, and the lease's tie-break
 #   and stale-plan check are unit tests;
@@ -150,7 +151,6 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[delta]" \
 	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[iceberg]" \
 	"tests/functional/evolution/test_kill.py::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
-	"tests/functional/evolution/test_kill.py::test_a_retry_at_once_after_a_kill_repairs_and_loads[delta]" \
 	tests/functional/test_microbatch.py::TestMicrobatchDelta \
 	tests/functional/contracts/test_data_tests_gates.py::TestDocsExampleRuns \
 	tests/functional/contracts/test_data_tests_gates.py::TestGatesReadTheCoercedOutput \

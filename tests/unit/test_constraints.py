@@ -14,6 +14,7 @@ from dbt.adapters.spark_contracts.constraints import (
     NotNullCatalogMissing,
     build_not_null,
     declared_constraints,
+    require_not_null_catalog,
     rules_for,
     run_explicit_build,
     support_for,
@@ -30,8 +31,11 @@ from dbt.adapters.spark_contracts.core.contracts.constraints import (
     table_constraints,
 )
 from dbt.adapters.spark_contracts.core.evolution.plan import plan_schema_change
+from dbt.adapters.spark_contracts.core.materialization.build_plan import Build, BuildPlan
 from dbt.adapters.spark_contracts.core.schema.types import Field, Primitive, Struct
 from dbt.adapters.spark_contracts.impl import SparkContractsAdapter
+from dbt.adapters.spark_contracts.run.build import PlannedBuild
+from dbt.adapters.spark_contracts.run.execute import PlanExecutor
 from tests.unit.spark_type_strategies import any_names
 
 INT, STRING = Primitive("int"), Primitive("string")
@@ -284,17 +288,32 @@ def test_a_not_null_build_without_the_catalogs_twin_is_refused_before_anything_i
     exists: bool,
 ):
     """Without the twin the build would take two commits (the table replaced empty, then
-    filled): a reader, a failure or a killed run could leave it empty. Refused, naming the
-    catalog to add and how, before any statement that writes."""
+    filled): a reader, a failure or a killed run could leave it empty. The executor asks first
+    (`require_not_null_catalog`, one read) and refuses, naming the catalog to add and how,
+    before the build's first statement: not even the drop a drop-first build sends first."""
     constraints = table_constraints("iceberg", (DeclaredConstraint("not_null", ("id",)),))
+    action = Build.DROP_AND_CREATE if exists else Build.CREATE
+    plan = PlannedBuild(
+        BuildPlan(action, "iceberg", "table", "iceberg"), None, "select 1 as id", constraints
+    )
+    assert plan.explicit_build
     spark = _Spark(catalogs=("ic",))
+
+    class Adapter:
+        def _spark(self) -> _Spark:
+            return spark
+
+        def __getattr__(self, name: str):
+            raise AssertionError(f"the build went on to {name}")
+
     with pytest.raises(NotNullCatalogMissing) as refused:
-        build_not_null(spark, "ic.s.t", "select 1 as id", constraints, "", exists)
+        PlanExecutor(Adapter()).execute(plan, "ic.s.t", object() if exists else None, "select 1")
     assert spark.ran == ["show namespaces in ic_not_null"]  # a read, and nothing else
     message = str(refused.value)
     assert "ic_not_null" in message and "use-nullable-query-schema=false" in message
     assert "nothing was changed" in message
     twin = _Spark(catalogs=("ic", "ic_not_null"))
+    require_not_null_catalog(twin, "ic.s.t")  # the twin there: no refusal
     build_not_null(twin, "ic.s.t", "select 1 as id", constraints, "", exists)
     verb = "CREATE OR REPLACE TABLE" if exists else "CREATE TABLE"
     assert any(s.startswith(f"{verb} ic_not_null.s.t ") for s in twin.ran)

@@ -126,3 +126,27 @@ def test_a_dry_run_names_what_a_run_would_repair_and_changes_nothing(caplog):
     # without the dry run the same leftovers go to the runner's repair
     with pytest.raises(AssertionError, match="asked the runner for repair"):
         repair(ReadOnly(DeadRunLeftovers(intent.to_property())), NoRepairs(), key, deployed, again)
+
+
+def test_a_dry_run_over_a_swap_stopped_between_its_renames_is_refused():
+    """The relation missing and its backup there: a dry run does not put it back (a run that
+    is not a dry run does, first), and planned as a new table it would build one over the
+    missing relation; refused, naming both. Where the relation is there, or no backup is,
+    the dry run goes on with what dbt found."""
+    from types import SimpleNamespace
+
+    from dbt.adapters.spark_contracts.adapter_swap import DryRunOverStoppedSwap, SwapMethods
+
+    relation = SimpleNamespace(database=None, schema="db", identifier="m")
+
+    class Adapter(SwapMethods):
+        def __init__(self, cached: set) -> None:
+            self.cached = cached
+
+        def get_relation(self, database, schema, identifier):
+            return f"{schema}.{identifier}" if identifier in self.cached else None
+
+    with pytest.raises(DryRunOverStoppedSwap, match="m__dbt_backup"):
+        Adapter({"m__dbt_backup"}).dry_run_relation(relation, None)
+    assert Adapter(set()).dry_run_relation(relation, None) is None
+    assert Adapter({"m__dbt_backup"}).dry_run_relation(relation, "db.m") == "db.m"

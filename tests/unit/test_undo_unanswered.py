@@ -21,7 +21,6 @@ import pytest
 from dbt.adapters.spark_contracts.connection.errors import ConnectionLostError
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.run.fence import fences
-from dbt.adapters.spark_contracts.run.model_run import ModelRun
 from dbt.adapters.spark_contracts.run.outcome_events import Loaded
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.run_errors import (
@@ -219,15 +218,14 @@ def test_a_parquet_load_sent_to_a_server_is_made_under_the_runs_record(
     that a load Spark gives no answer for leaves a record the next run cannot take over while
     that statement may still write. Delta and Iceberg fence or watch a late write off their
     own log; the embedded session's statement is over once its call returned."""
-    spark = SimpleNamespace(runs_here=lambda: here)
+    asked: List[bool] = []
+    spark = SimpleNamespace(runs_here=lambda: asked.append(here) or here)
     runner = Runner(spark, RunReport(), tmp_path)  # type: ignore[arg-type]
     # `replace_by`: how a rebuild would replace the table (CREATE: there is none yet);
     # `beside`: this run is such a rebuild, its load into a new table swapped in after
     run = SimpleNamespace(table_format=table_format, replace_by=build)
     run.swaps_after_load, run.drops_before_load = beside, dropped
-    run.loads_into_deployed = ModelRun.loads_into_deployed.fget(run)  # type: ignore[attr-defined]
     into_table = build is not Build.CREATE and not beside and not dropped
-    assert run.loads_into_deployed is into_table
     guarded = table_format == "parquet" and not here and into_table
     for write, statements, expected in (
         (SimpleNamespace(multi_step=False), (), guarded),
@@ -235,7 +233,12 @@ def test_a_parquet_load_sent_to_a_server_is_made_under_the_runs_record(
         (SimpleNamespace(multi_step=True), (1,), True),
     ):
         run.write, run.statements = write, statements
+        asked.clear()
         assert runner._in_steps(run) is expected  # type: ignore[arg-type]
+        # where the statements run is asked only where it decides (no step, no log, a
+        # deployed table): a fake Spark elsewhere need not know
+        decides = not statements and table_format == "parquet" and into_table
+        assert bool(asked) is decides
 
 
 @pytest.mark.parametrize("table_format", FORMATS)
@@ -311,3 +314,19 @@ def test_a_parquet_rewrite_put_back_between_its_renames_is_undone(tmp_path: Path
     )
     assert isinstance(error, RunUndone) and restores and seen == [True], (error, seen)
     assert "took the unfinished rewrite back" in str(error), str(error)
+
+
+@pytest.mark.parametrize("steps", [False, True])
+@pytest.mark.parametrize("guards", [False, True])
+@pytest.mark.parametrize("into", [False, True])
+@pytest.mark.parametrize("here", [False, True])
+def test_under_record_is_a_change_in_steps_or_an_unguarded_load_sent_to_a_server(
+    steps: bool, guards: bool, into: bool, here: bool
+):
+    """core/recovery/record.under_record, the whole truth table: a multi-step change always;
+    otherwise only a load into a deployed table, on a format that cannot fence off or take back
+    a late write, whose statements go to a server."""
+    from dbt.adapters.spark_contracts.core.recovery.record import under_record
+
+    got = under_record(steps=steps, guards_late_writes=guards, into_deployed=into, here=here)
+    assert got is (steps or (into and not guards and not here))

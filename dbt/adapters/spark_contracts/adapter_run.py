@@ -48,7 +48,7 @@ from dbt.adapters.spark_contracts.run import repair as repairs_
 from dbt.adapters.spark_contracts.run.build import plan_batch
 from dbt.adapters.spark_contracts.run.execute import PlanExecutor
 from dbt.adapters.spark_contracts.run.first_pass import read_discarded_last
-from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.lease import ModelKey
 from dbt.adapters.spark_contracts.run.violations import raise_violation
 from dbt.adapters.spark_contracts.validation import resolved_settings
 
@@ -77,8 +77,10 @@ class RunPathMethods(metaclass=AdapterMeta):
         then dead runs' intents repaired and other runs' pending discarded rows settled, under the
         model's lease (run/repair.py; a dry run repairs nothing). The plan then only reads."""
         contract, settings, _ = resolved_settings(self, model, run_vars)
-        keep = existing is not None or settings.dry_run
-        relation = existing if keep else self.recover_rewrite(this)
+        if settings.dry_run:  # nothing put back: refused over a swap stopped half way
+            relation = self.dry_run_relation(this, existing)
+        else:
+            relation = existing if existing is not None else self.recover_rewrite(this)
         facts = BuildFacts(
             materialization,
             "",
@@ -95,7 +97,7 @@ class RunPathMethods(metaclass=AdapterMeta):
         tag = self._tags.new(invocation_id, unique_id)
         key = ModelKey(str(relation), invocation_id, self.table_format_of(relation), unique_id)
         quarantines = contract is not None and bool(getattr(contract, "quarantine", False))
-        if quarantines:
+        if quarantines and not settings.dry_run:
             self._tags.set(spark, tag)
         runner = repairs_.TaggedRepairs(self._runner(spark, invocation_id), self._tags, spark, tag)
         done, deployed = repairs_.repair(
@@ -367,10 +369,6 @@ class RunPathMethods(metaclass=AdapterMeta):
 
     def _spark(self) -> _ConnectionSpark:
         return _ConnectionSpark(self)
-
-    def _restorer(self, spark: runs.Spark) -> runs.Restorer:
-        """Puts a table back and reads its log (Iceberg's NOT NULL build)."""
-        return runs.Restorer(spark, Leases(spark))
 
     def _runner(self, spark: runs.Spark, invocation_id: str) -> runs.Runner:
         self._report.start(invocation_id)

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.base.relation import BaseRelation
+from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.spark_contracts.connection.spark_handle import _ConnectionSpark
@@ -21,6 +22,21 @@ from dbt.adapters.spark_contracts.core.evolution.render import (
 from dbt.adapters.spark_contracts.core.recovery.swap import Swap
 from dbt.adapters.spark_contracts.run import swap as swaps
 from dbt.adapters.spark_contracts.run.lease import ModelKey
+
+
+class DryRunOverStoppedSwap(DbtRuntimeError):
+    """A dry run of a model whose relation is missing while its backup is there: a swap or a
+    Parquet rewrite may have stopped between its renames. Only a run that is not a dry run puts
+    it back (a dry run changes nothing); planned as a new table, the dry run would build one
+    over the missing relation."""
+
+    def __init__(self, relation: str, backup: str) -> None:
+        super().__init__(
+            f"{relation} is missing and {backup} is there: a swap or rewrite may have stopped "
+            "between its renames. A dry run changes nothing, so it does not put the table back "
+            "and cannot plan against it; nothing was changed. Run the model without "
+            "schema_evolution_dry_run once (it puts the table back first), then the dry run."
+        )
 
 
 class SwapMethods(metaclass=AdapterMeta):
@@ -60,6 +76,16 @@ class SwapMethods(metaclass=AdapterMeta):
         return response
 
     @available
+    def dry_run_relation(
+        self, relation: BaseRelation, existing: Optional[BaseRelation]
+    ) -> Optional[BaseRelation]:
+        """A dry run's relation: `existing`; refused (`DryRunOverStoppedSwap`) where it is
+        missing and its backup is there (`recover_rewrite` would put it back first)."""
+        backup = self._sibling(relation, BACKUP_SUFFIX) if existing is None else None
+        if backup is not None:
+            raise DryRunOverStoppedSwap(str(relation), str(backup))
+        return existing
+
     def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:
         """`relation` is missing: if a swap or a Parquet rewrite stopped between its two renames
         (core/recovery/swap.recovery: the run's record, the backup and the table beside), put

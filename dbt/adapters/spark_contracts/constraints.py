@@ -144,7 +144,7 @@ class NotNullCatalogMissing(DbtRuntimeError):
         super().__init__(
             f"{relation}: an Iceberg build with NOT NULL columns (an enforced contract's "
             f"not_null constraints) needs the catalog {twin}, which the Spark this connection "
-            f"reaches does not have; nothing was changed. Add it to the server's configuration "
+            f"reaches does not have (or cannot read); nothing was changed. Add it to the server's configuration "
             f"as the {catalog} catalog's settings under spark.sql.catalog.{twin} with "
             f"spark.sql.catalog.{twin}.use-nullable-query-schema=false (the embedded session "
             "and the servers this adapter starts add it). Without it the build would take two "
@@ -178,17 +178,22 @@ def build_not_null(
     exists: bool,
 ) -> AdapterResponse:
     """An Iceberg build with NOT NULL columns, all or nothing (core/contracts/constraints.py):
-    one commit through the Iceberg catalog's twin that keeps NOT NULL columns; refused
-    (`NotNullCatalogMissing`) where the Spark the connection reaches has no twin."""
-    catalog = relation.split(".", 1)[0]
-    if not has_catalog(spark, not_null_catalog(catalog)):
-        raise NotNullCatalogMissing(relation, catalog)
+    one commit through the Iceberg catalog's twin that keeps NOT NULL columns (the executor
+    checks first that the Spark the connection reaches has it: `require_not_null_catalog`)."""
     schema = constraints.schema(spark.schema(select_sql))
     stage = suffixed(relation, "__dbt_constraints")
     build = explicit_build(
         relation, stage, exists, schema, constraints.table_format, clauses, select_sql
     )
     return run_explicit_build(spark.run, build)
+
+
+def require_not_null_catalog(spark: Any, relation: str) -> None:
+    """`NotNullCatalogMissing` where the Spark `spark` reaches has no twin of `relation`'s
+    catalog; one read. Checked before a build's first statement (run/execute.py)."""
+    catalog = relation.split(".", 1)[0]
+    if not has_catalog(spark, not_null_catalog(catalog)):
+        raise NotNullCatalogMissing(relation, catalog)
 
 
 def has_catalog(spark: Any, catalog: str) -> bool:

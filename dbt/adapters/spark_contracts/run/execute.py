@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Union
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
-from dbt.adapters.spark_contracts.constraints import build_not_null
+from dbt.adapters.spark_contracts.constraints import build_not_null, require_not_null_catalog
 from dbt.adapters.spark_contracts.core.materialization.load import RENDERED_BY_DBT, render_load
 from dbt.adapters.spark_contracts.core.materialization.snapshot import SnapshotMerge, source_stage
 from dbt.adapters.spark_contracts.relation import source_view
@@ -43,6 +43,9 @@ class PlanExecutor:
         or the SELECT of Iceberg's NOT NULL build with its `clauses`); any other run, its steps
         and its one load (`_execute_run`)."""
         run = plan.run
+        if plan.explicit_build and not (run is not None and (run.blocked or run.dry_run)):
+            # before any statement of the build that writes (a drop first, a stage, a lease)
+            require_not_null_catalog(self.adapter._spark(), str(target))
         if run is None:
             return self._build(plan, target, existing, create_sql, clauses)
         if run.blocked:

@@ -219,14 +219,6 @@ class ModelRun:
         return self.strategy == REBUILD and self.replace_by is Build.SWAP
 
     @property
-    def loads_into_deployed(self) -> bool:
-        """The run's load goes into the table as deployed: not a creating run's (`replace_by`
-        CREATE: there is none yet), not a rebuild's into a new table (dropped first or built
-        beside)."""
-        beside = self.swaps_after_load or self.drops_before_load
-        return self.replace_by is not Build.CREATE and not beside
-
-    @property
     def tags_commits(self) -> bool:
         """A later step or run may look this run's commits up by its commit tag, so its session
         carries the tag before its first statement that changes something: a run that restores

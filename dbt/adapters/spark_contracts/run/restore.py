@@ -48,9 +48,6 @@ class Restorer:
     def log(self, table_format: str) -> TableLog:
         return table_log(self.spark, table_format)
 
-    def current_version(self, relation: str, table_format: str) -> Optional[int]:
-        return self.log(table_format).current_version(relation)
-
     def restore(
         self,
         intent: Intent,

@@ -12,6 +12,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
+from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
 )
@@ -194,7 +195,9 @@ class Runner:
         where its statements run is asked only where that decides it."""
         steps = run.write.multi_step and bool(run.statements)
         guards = row_of(run.table_format).guards_late_writes
-        into = run.loads_into_deployed
+        # not a creating run's load, nor a rebuild's into a new table (dropped first or beside)
+        beside = run.swaps_after_load or run.drops_before_load
+        into = run.replace_by is not Build.CREATE and not beside
         here = steps or guards or not into or self.spark.runs_here()
         return under_record(steps=steps, guards_late_writes=guards, into_deployed=into, here=here)
 

@@ -18,15 +18,16 @@ Why Iceberg builds the way it does (probed on Spark 4.1.1 + Iceberg 1.12.0):
 - CREATE [OR REPLACE] TABLE ... AS SELECT stores every column nullable (the catalog's
   `use-nullable-query-schema` defaults to true; changing it would change every Iceberg CTAS),
   a column list cannot be combined with AS SELECT, and ALTER COLUMN ... SET NOT NULL is refused
-  on a nullable column. So the columns are declared: CREATE TABLE (cols NOT NULL) + INSERT, where
-  Spark's write checks each row (NOT_NULL_ASSERT_VIOLATION).
-- A failing first build drops the table it created: no table remains.
-- Undoing a REPLACE is not enough for a rebuild: `set_current_snapshot` brings the old rows back
-  but keeps the new schema and properties (`rollback_to_snapshot` refuses: after a REPLACE the
-  old snapshot is no ancestor), and the Hadoop catalog cannot rename tables. So a rebuild first
-  loads the query into a stage table with the same NOT NULL columns (the query runs once; a
-  violating row fails there, the old table untouched), then REPLACEs the table and fills it from
-  the stage. Its cost: the rows are written twice.
+  on a nullable column. So the columns are declared: a stage table is created with the NOT
+  NULL columns and the query loaded into it (the query runs once; Spark's write checks each
+  row, NOT_NULL_ASSERT_VIOLATION, so a violating row fails there, the table untouched).
+- Then one CREATE [OR REPLACE] TABLE ... AS SELECT from the stage through the catalog's twin
+  `<catalog>_not_null` (the same catalog with `use-nullable-query-schema=false`, which keeps the
+  stage's NOT NULL columns): one commit. Undoing a REPLACE would not be enough:
+  `set_current_snapshot` brings the old rows back but keeps the new schema and properties
+  (`rollback_to_snapshot` refuses: after a REPLACE the old snapshot is no ancestor). So a Spark
+  without the twin is refused (constraints.NotNullCatalogMissing). Its cost: the rows are
+  written twice.
 """
 
 from __future__ import annotations
