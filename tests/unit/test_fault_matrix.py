@@ -244,6 +244,10 @@ class FakeDelta:
     def get_conf(self, key: str) -> Optional[str]:
         return self.conf.get(key)
 
+    def runs_here(self) -> bool:
+        """The embedded session: a statement is over once its call returned."""
+        return True
+
     def application(self) -> Application:
         """An embedded session in a process that has ended (SIGKILL here is simulated): the
         dead run's statements can no longer run."""

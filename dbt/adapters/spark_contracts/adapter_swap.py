@@ -75,7 +75,6 @@ class SwapMethods(metaclass=AdapterMeta):
         self._swapped(existing, swap)
         return response
 
-    @available
     def dry_run_relation(
         self, relation: BaseRelation, existing: Optional[BaseRelation]
     ) -> Optional[BaseRelation]:
@@ -86,6 +85,7 @@ class SwapMethods(metaclass=AdapterMeta):
             raise DryRunOverStoppedSwap(str(relation), str(backup))
         return existing
 
+    @available
     def recover_rewrite(self, relation: BaseRelation) -> Optional[BaseRelation]:
         """`relation` is missing: if a swap or a Parquet rewrite stopped between its two renames
         (core/recovery/swap.recovery: the run's record, the backup and the table beside), put

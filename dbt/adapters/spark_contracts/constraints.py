@@ -144,8 +144,9 @@ class NotNullCatalogMissing(DbtRuntimeError):
         super().__init__(
             f"{relation}: an Iceberg build with NOT NULL columns (an enforced contract's "
             f"not_null constraints) needs the catalog {twin}, which the Spark this connection "
-            f"reaches does not have (or cannot read); nothing was changed. Add it to the server's configuration "
-            f"as the {catalog} catalog's settings under spark.sql.catalog.{twin} with "
+            f"reaches does not have (or cannot read); nothing was changed. Add it to the "
+            f"server's configuration as the {catalog} catalog's settings under "
+            f"spark.sql.catalog.{twin} with "
             f"spark.sql.catalog.{twin}.use-nullable-query-schema=false (the embedded session "
             "and the servers this adapter starts add it). Without it the build would take two "
             "commits, and a reader, a failure or a killed run could leave the table empty."

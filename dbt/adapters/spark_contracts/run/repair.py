@@ -65,7 +65,8 @@ def repair(
         if left:
             logger.warning(
                 f"{key.unique_id}: dry run: not repaired: {', '.join(left)}; a run that is not "
-                "a dry run repairs or settles them first, so its plan may differ from this one"
+                "a dry run repairs or settles first those whose run has ended, so its plan may "
+                "differ from this one"
             )
         return repairs, deployed
     # a dead run's intent, or a repaired run's late commit landed (or its run gone: the watch

@@ -191,14 +191,13 @@ class Runner:
         return run.source
 
     def _in_steps(self, run: ModelRun) -> bool:
-        """The run changes the table under its record (core/recovery/record.under_record);
-        where its statements run is asked only where that decides it."""
+        """The run changes the table under its record (core/recovery/record.under_record)."""
         steps = run.write.multi_step and bool(run.statements)
         guards = row_of(run.table_format).guards_late_writes
         # not a creating run's load, nor a rebuild's into a new table (dropped first or beside)
         beside = run.swaps_after_load or run.drops_before_load
         into = run.replace_by is not Build.CREATE and not beside
-        here = steps or guards or not into or self.spark.runs_here()
+        here = self.spark.runs_here()
         return under_record(steps=steps, guards_late_writes=guards, into_deployed=into, here=here)
 
     def _take_alone(self, run: ModelRun) -> None:
