@@ -21,6 +21,7 @@ from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, NewColumn
 from dbt.adapters.spark_contracts.core.evolution.render import render_operation
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
 from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch
 from dbt.adapters.spark_contracts.core.recovery.lease import State as LeaseState
@@ -494,6 +495,60 @@ def test_a_late_snapshot_under_another_writers_is_named_and_nothing_undone(tmp_p
     assert "rollback_to_snapshot('db.t', <the parent" in str(failed.value), str(failed.value)
     assert catalogue.snapshot == 4  # nothing undone
     assert LATE_PROPERTY in catalogue.tables[record]  # still watched, for a person to settle
+
+
+def delta_late_catalogue(tmp_path: Path, *steps: Step) -> tuple:
+    """A Delta table repaired after run `inv` (its intent's `steps`, none recorded done) by run
+    `inv2`, where `inv` ran in the Spark application the server runs now (its statement past
+    the fence may still land)."""
+    intent = replace(dead_intent("delta"), steps=steps)
+    catalogue = repair_catalogue(intent)
+    catalogue.tables[record_of(intent)][APP_PROPERTY] = "thrift://server:10000 app-1"
+    done = Runner(catalogue, RunReport(), tmp_path).repair(key(), False) or ""  # type: ignore[arg-type]
+    assert "restored to Delta version 1" in done, done
+    return catalogue, record_of(intent)
+
+
+def test_a_delta_alter_that_may_land_late_is_watched_and_put_back_by_the_next_repair(
+    tmp_path: Path,
+):
+    """Delta fences rows' writes inside the commit, not an ALTER: a dead run whose DROP
+    COLUMNS was not done leaves its record watched from the repair's RESTORE (version 3).
+    Its DROP COLUMNS lands after that (version 4, its tag): the next repair RESTOREs to 3,
+    which brings the column's values back, and drops the record."""
+    drop = Step("ALTER TABLE db.t DROP COLUMNS (note)")
+    catalogue, record = delta_late_catalogue(tmp_path, drop)
+    assert LateWatch.from_property(catalogue.tables[record][LATE_PROPERTY]) == LateWatch(3, TAG)
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    assert not runner.repair(key("inv3"), False)  # nothing landed yet: nothing done
+    assert record in catalogue.tables
+    catalogue.history.append((4, "DROP COLUMNS", TAG))
+    done = Runner(catalogue, RunReport(), tmp_path).repair(key("inv4"), False) or ""  # type: ignore[arg-type]
+    assert "rolled back version 4 of run inv" in done and "to version 3" in done, done
+    assert catalogue.sent[-3:].count("restore table db.t to version as of 3") == 1, catalogue.sent
+    assert record not in catalogue.tables
+
+
+def test_a_late_delta_alter_under_another_writers_commit_is_named_and_nothing_undone(
+    tmp_path: Path,
+):
+    catalogue, record = delta_late_catalogue(tmp_path, Step("ALTER TABLE db.t DROP COLUMNS (note)"))
+    catalogue.history += [(4, "DROP COLUMNS", TAG), (5, "WRITE", "streaming-job")]
+    sent = len(catalogue.sent)
+    with pytest.raises(LateCommits) as failed:
+        Runner(catalogue, RunReport(), tmp_path).repair(key("inv4"), False)  # type: ignore[arg-type]
+    assert failed.value.theirs[0].version == 4 and failed.value.under[0].version == 5
+    assert not [s for s in catalogue.sent[sent:] if s.startswith("restore")]
+    assert LATE_PROPERTY in catalogue.tables[record]  # still watched, for a person to settle
+
+
+def test_no_delta_watch_where_every_step_left_takes_the_transaction_id(tmp_path: Path):
+    """A backfill UPDATE not done writes rows under the run's id: a late one is refused
+    inside its commit, so the repaired record goes (nothing to watch)."""
+    catalogue, record = delta_late_catalogue(
+        tmp_path, Step("UPDATE db.t SET note = 1", writes=True)
+    )
+    assert record not in catalogue.tables
 
 
 @pytest.mark.parametrize("gone", [False, True])
@@ -998,14 +1053,14 @@ def test_a_watch_is_acted_on_only_when_its_run_committed_late_or_is_gone(tmp_pat
         return RunRecord.from_properties(record_table, catalogue.tables[record_table])
 
     sent = len(catalogue.sent)
-    assert not late.to_do(catalogue, record(), "iceberg.db.t")  # type: ignore[arg-type]
+    assert not late.to_do(catalogue, record(), "iceberg.db.t", "iceberg")  # type: ignore[arg-type]
     assert not [s for s in catalogue.sent[sent:] if not s.startswith(("refresh", "select"))]
     catalogue.snapshots.append((3, 1, TAG))
     catalogue.snapshot = 3
-    assert late.to_do(catalogue, record(), "iceberg.db.t")  # type: ignore[arg-type]
+    assert late.to_do(catalogue, record(), "iceberg.db.t", "iceberg")  # type: ignore[arg-type]
     catalogue.snapshot = 1
     catalogue.here = Application("thrift://server:10000", "app-2")  # the server restarted
-    assert late.to_do(catalogue, record(), "iceberg.db.t")  # type: ignore[arg-type]
+    assert late.to_do(catalogue, record(), "iceberg.db.t", "iceberg")  # type: ignore[arg-type]
 
 
 def test_the_settler_leaves_a_record_whose_late_commit_is_watched(tmp_path: Path):

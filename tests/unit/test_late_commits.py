@@ -169,3 +169,90 @@ def test_the_iceberg_log_reads_its_lineage_by_parents_whatever_the_listing_order
     assert log.current_version("ice.s.t") == 6
     gone = replace(intent, restore_version=7)  # off the lineage: all of it is after
     assert [c.version for c in log.commits_after(gone)] == list(range(7))
+
+
+# -- Delta: a late statement that takes no transaction id (an ALTER), found by its version
+
+
+def test_only_a_step_not_done_that_takes_no_id_may_land_late_on_delta():
+    from dbt.adapters.spark_contracts.core.evolution.steps import Step
+    from dbt.adapters.spark_contracts.core.recovery.late import may_land_late
+
+    alter = Step("ALTER TABLE db.t DROP COLUMNS (c)")
+    backfill = Step("UPDATE db.t SET c = 1", writes=True)
+    # Delta fences the rows' writes inside their commit: only the ALTER not done is left
+    assert may_land_late((alter, backfill), (), True)
+    assert not may_land_late((alter, backfill), (0,), True)
+    assert not may_land_late((backfill,), (), True)
+    assert not may_land_late((), (), True)
+    # Iceberg fences nothing: its load follows its steps, so a run may always land late
+    assert may_land_late((alter, backfill), (0, 1), False)
+    assert may_land_late((), (), False)
+
+
+def test_an_intent_written_before_steps_said_whether_they_write_is_watched():
+    """`writes` is kept in the intent; an intent without it reads every step as an ALTER."""
+    from dbt.adapters.spark_contracts.core.evolution.steps import Step
+    from dbt.adapters.spark_contracts.core.recovery.late import may_land_late
+
+    backfill = Step("UPDATE db.t SET c = 1", writes=True)
+    assert Step.from_dict(backfill.to_dict()) == backfill
+    older = {k: v for k, v in backfill.to_dict().items() if k != "writes"}
+    assert may_land_late((Step.from_dict(older),), (), True)
+
+
+def test_a_delta_log_is_a_lineage_by_its_versions():
+    from dbt.adapters.spark_contracts.core.recovery.late import linear
+
+    commits = [Commit(v, "WRITE", None) for v in (3, 1, 2, 0)]
+    head, snapshots = linear(commits)
+    assert head == 3
+    assert [(s.commit.version, s.parent) for s in snapshots] == [(0, None), (1, 0), (2, 1), (3, 2)]
+    assert lineage(snapshots, head) == snapshots
+    assert linear([]) == (None, ())
+
+
+def test_a_late_alter_at_the_head_of_a_delta_log_goes_back_to_the_version_before_it():
+    """The repair's RESTORE is version 5 (watched from), the run that took over loaded (6),
+    then the dead run's late DROP COLUMNS landed (7): back to 6, the load kept."""
+    from dbt.adapters.spark_contracts.core.recovery.late import linear
+
+    commits = [
+        Commit(2, "WRITE", None),  # the restore point
+        Commit(3, "ADD COLUMNS", TAG),  # the dead run's, undone by the RESTORE
+        Commit(4, "MERGE", "dbt-spark-contracts-fence:t__dbt_lease_inv-a"),  # the taker's marker
+        Commit(5, "RESTORE", "dbt-spark-contracts:inv-b:model.p.m"),
+        Commit(6, "WRITE", "dbt-spark-contracts:inv-b:model.p.m"),
+        Commit(7, "DROP COLUMNS", TAG),
+    ]
+    head, snapshots = linear(commits)
+    found = late_commits(snapshots, head, LateWatch(5, TAG))
+    assert [c.version for c in found.theirs] == [7] and found.under == () and found.back_to == 6
+    # watched from the restore point, the commit the RESTORE undid would be found, with the
+    # RESTORE over it: so a Delta watch starts at the RESTORE (`watched_from`)
+    assert [c.version for c in late_commits(snapshots, head, LateWatch(2, TAG)).under] == [5, 6]
+
+
+def test_a_takers_marker_over_a_late_commit_is_no_other_writers():
+    """A marker commits nothing of its own (core/recovery/txn_fence.py): a late commit under
+    one is still at the head, and goes back with it (Delta's RESTORE keeps the marker's id)."""
+    from dbt.adapters.spark_contracts.core.recovery.late import linear
+
+    marker = "dbt-spark-contracts-fence:t__dbt_lease_inv-c"
+    head, snapshots = linear(
+        [Commit(5, "RESTORE", "x"), Commit(6, "DROP COLUMNS", TAG), Commit(7, "MERGE", marker)]
+    )
+    found = late_commits(snapshots, head, LateWatch(5, TAG))
+    assert found.under == () and found.back_to == 5
+
+
+def test_a_delta_watch_starts_at_the_repairs_own_restore():
+    from dbt.adapters.spark_contracts.core.recovery.late import watched_from
+
+    mine, theirs = "dbt-spark-contracts:inv-b:model.p.m", TAG
+    after = [Commit(3, "ADD COLUMNS", theirs), Commit(4, "RESTORE", mine)]
+    assert watched_from(after, 2, mine) == 4
+    # another run's RESTORE is not this repair's; nothing restored: from the restore point
+    assert watched_from([Commit(3, "RESTORE", "someone")], 2, mine) == 2
+    assert watched_from([], 2, mine) == 2
+    assert watched_from(after, 2, None) == 2

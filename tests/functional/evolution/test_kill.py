@@ -947,3 +947,68 @@ def test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_
     assert rows["stalled"] == rows["control"], rows
     assert [r["twice"] for r in rows["stalled"]] == [0, 10, 20, 300, 400, 500], rows
     assert leftovers(project, "stalled") == []
+
+
+# Delta, a column removal on a table whose column mapping is on from its creation, so the run's
+# only step is its DROP COLUMNS (an ALTER: Delta takes no transaction id for it). v 1 keeps
+# `gone`; each run appends the ids from `start`.
+DELTA_DROP = """
+{{ config(materialized='incremental', file_format='delta', schema_evolution={},
+          tblproperties={'delta.columnMapping.mode': 'name'}) }}
+{% set start = var('start', 0) %}
+{% if var('v', 1) == 1 %}
+select id, id * 10 as gone from range({{ start }}, {{ start }} + 3)
+{% else %}
+select id from range({{ start }}, {{ start }} + 3)
+{% endif %}
+"""
+
+
+@pytest.mark.profile("session", "thrift")
+def test_a_delta_drop_columns_sent_after_its_lease_was_taken_over_is_put_back_by_the_next_run(
+    tmp_path, stall_target, monkeypatch
+):
+    """Delta fences rows' writes inside the commit, not an ALTER: a run removing a column
+    (`allow_column_removal`) stopped (SIGSTOP) right before its DROP COLUMNS reaches Spark,
+    after its fence passed, past its lease. The model, changed back to keep the column, runs
+    again: it takes the lease over, repairs and loads, and (the stopped run's statements may
+    still run) keeps that run's record with a watch. Resumed, the first run sends its DROP
+    COLUMNS, which lands (the column and its values leave the current version), and fails
+    naming its lost lease. The run after that finds the late commit at the head of the table's
+    log, RESTOREs to the version before it (the column's values are back), drops the record
+    and loads: the table is as a run never stopped left it."""
+    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+    project = Project(
+        tmp_path / "project", "delta", stall_target, DELTA_DROP, ["control", "stalled"]
+    )
+    assert project.dbt() == 0
+    assert project.dbt("--select", "control", "--vars", "{start: 3}") == 0
+    relation = project.relation("stalled")
+    removal = "{v: 2, start: 3, allow_column_removal: true}"
+    first = _stop_before(project, "stalled", removal, f"sql:alter table {relation} drop columns")
+    try:
+        time.sleep(STALL_LEASE)
+        assert project.dbt("--select", "stalled", "--vars", "{start: 3}") == 0, project.results()
+        assert project.results()["stalled"]["adapter_response"].get("repairs")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait(timeout=600) != 0
+    resumed = resumed_result(project, "stalled")
+    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+    results = json.loads((project.root / "target" / "run_results.json").read_text())
+    stopped = results["metadata"]["invocation_id"]
+    project.settle("stalled")
+    # the late DROP COLUMNS landed on top (what the marker cannot refuse), the record is watched
+    history = project.history("stalled")
+    assert history[-1][1:] == ("DROP COLUMNS", stopped), history
+    assert "gone" not in [name for name, _ in project.state("stalled")[0]]
+    assert any(run_key(stopped) in name for name in leftovers(project, "stalled"))
+    assert project.dbt("--select", "control", "--vars", "{start: 6}") == 0
+    assert project.dbt("--select", "stalled", "--vars", "{start: 6}") == 0, project.results()
+    repairs = project.results()["stalled"]["adapter_response"].get("repairs") or []
+    assert any("rolled back version" in r and stopped in r for r in repairs), repairs
+    assert project.state("stalled") == project.state("control")
+    rows = project.rows(["control", "stalled"])
+    assert rows["stalled"] == rows["control"], rows
+    assert [r["gone"] for r in rows["stalled"]] == [0, 10, 20, 30, 40, 50, 60, 70, 80], rows
+    assert leftovers(project, "stalled") == []

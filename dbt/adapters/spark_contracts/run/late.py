@@ -1,4 +1,4 @@
-"""A taken-over run's late commit on Iceberg (core/recovery/late.py): the watch the repair of its
+"""A taken-over run's late commit (core/recovery/late.py): the watch the repair of its
 intent leaves on its record, and what every later repair step does with it."""
 
 from typing import Optional
@@ -6,21 +6,34 @@ from typing import Optional
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
-from dbt.adapters.spark_contracts.core.recovery.intent import Intent
-from dbt.adapters.spark_contracts.core.recovery.late import Late, LateWatch, late_commits
+from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
+from dbt.adapters.spark_contracts.core.recovery.late import (
+    Late,
+    LateWatch,
+    late_commits,
+    may_land_late,
+    watched_from,
+)
 from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.run_errors import LateCommits
-from dbt.adapters.spark_contracts.run.table_log import IcebergLog
+from dbt.adapters.spark_contracts.run.table_log import DELTA_USER_METADATA, table_log
 
 logger = AdapterLogger("SparkContracts")
 
 
 def watched(record: RunRecord) -> bool:
-    """A record a late commit of whose run is, or is to be, looked for: a watch, or an Iceberg
-    intent (its repair leaves one)."""
+    """A record a late commit of whose run is, or may be, looked for: a watch, or an intent
+    on a table whose log shows such a commit, one of whose steps not recorded done could land
+    late unrefused (core/recovery/late.may_land_late; its repair leaves a watch)."""
+    if record.late is not None:
+        return True
     intent = record.intent
-    return record.late is not None or (intent is not None and intent.table_format == "iceberg")
+    if intent is None:
+        return False
+    row = row_of(intent.table_format)
+    done = (d.step for d in record.done)
+    return row.takes_late_commits_back and may_land_late(intent.steps, done, row.fences_in_commit)
 
 
 def may_still_commit(spark: Spark, record: RunRecord) -> bool:
@@ -30,55 +43,66 @@ def may_still_commit(spark: Spark, record: RunRecord) -> bool:
     return not application_gone(record.application, spark.application(), process_running)
 
 
-def watch(spark: Spark, intent: Intent) -> Optional[LateWatch]:
-    """After the repair of a run's Iceberg `intent` (whose holder may still commit): the watch
-    its late commit is found by, from the snapshot the repair put the table back to (the
-    current one where the table had none before the run)."""
-    if intent.table_format != "iceberg":
+def watch(spark: Spark, record: RunRecord) -> Optional[LateWatch]:
+    """After the repair of `record`'s intent (whose holder may still commit): the watch its
+    late commit is found by, where one of its steps not recorded done could land so
+    (core/recovery/late.may_land_late): from the snapshot the repair put an Iceberg table back
+    to (the current one where the table had none before the run); on Delta, from the repair's
+    own RESTORE (the dead run's commits before it are undone), or the restore point where
+    nothing was restored."""
+    intent = record.intent
+    if intent is None or not watched(record):
         return None
-    after = intent.restore_version
-    return LateWatch(
-        after if after is not None else IcebergLog(spark).current_version(intent.relation),
-        intent.commit_tag,
-    )
+    log = table_log(spark, intent.table_format)
+    if intent.table_format == "iceberg":
+        after = intent.restore_version
+        if after is None:  # the table had no snapshot before the run
+            after = log.current_version(intent.relation)
+        return LateWatch(after, intent.commit_tag)
+    own = spark.get_conf(DELTA_USER_METADATA)  # what this session's RESTORE carried
+    after = watched_from(log.commits_after(intent), intent.restore_version, own)
+    if after is None:  # no restore point recorded: from the version the repair left
+        after = log.current_version(intent.relation)
+    return LateWatch(after, intent.commit_tag)
 
 
-def look(spark: Spark, record: RunRecord, relation: str) -> tuple:
-    """(what `record`'s watch finds on `relation`, every snapshot listed): reads only."""
+def look(spark: Spark, record: RunRecord, relation: str, table_format: str) -> tuple:
+    """(what `record`'s watch finds on `relation`, every commit listed): reads only."""
     assert record.late is not None
-    current, snapshots = IcebergLog(spark).listed(relation)
+    current, snapshots = table_log(spark, table_format).listed(relation)
     return late_commits(snapshots, current, record.late), snapshots
 
 
-def take_back(spark: Spark, record: RunRecord, relation: str, unique_id: str) -> Optional[str]:
+def take_back(
+    spark: Spark, record: RunRecord, relation: str, table_format: str, unique_id: str
+) -> Optional[str]:
     """`record`'s watch (`record.late`) looked for on `relation`'s current lineage: the holder's
-    snapshots at its head rolled back to the snapshot before them (what was done is returned);
+    commits at its head put back to the version before them (what was done is returned);
     under another writer's, `LateCommits` (nothing undone). Returns None, with nothing done,
     where none landed. The caller drops the record where something was returned or its holder
     could no longer commit before this looked (`may_still_commit`)."""
-    late, snapshots = look(spark, record, relation)
+    late, snapshots = look(spark, record, relation, table_format)
     if not late.theirs:
         return None
     if late.under or late.back_to is None:
         raise LateCommits(relation, record.holder, record.table, late.theirs, late.under)
-    catalog, ident = relation.split(".", 1)
-    spark.run(f"call {catalog}.system.rollback_to_snapshot('{ident}', {late.back_to})")
-    # a snapshot committed between the listing and the rollback, taken back with the late one
     listed = [s.commit.version for s in snapshots]
-    IcebergLog(spark).raced(relation, late.back_to, listed, late.theirs[0].tag or "")
+    tag = late.theirs[0].tag or ""
+    table_log(spark, table_format).take_back(relation, late.back_to, listed, tag, unique_id)
     ids = ", ".join(str(c.version) for c in late.theirs)
+    word = "snapshot" if table_format == "iceberg" else "version"
     message = (
-        f"rolled back snapshot {ids} of run {record.holder}, which committed after its lease "
-        f"was taken over and its change repaired, to snapshot {late.back_to}"
+        f"rolled back {word} {ids} of run {record.holder}, which committed after its lease "
+        f"was taken over and its change repaired, to {word} {late.back_to}"
     )
     logger.warning(f"{unique_id}: {message}")
     return message
 
 
-def to_do(spark: Spark, record: RunRecord, relation: str) -> bool:
+def to_do(spark: Spark, record: RunRecord, relation: str, table_format: str) -> bool:
     """The repair step has something to do for `record`'s watch (reads only, so a run takes the
     model's lease only then): a late commit landed, or its holder can no longer commit."""
     if not may_still_commit(spark, record):
         return True
-    found: Late = look(spark, record, relation)[0]
+    found: Late = look(spark, record, relation, table_format)[0]
     return bool(found.theirs)

@@ -72,7 +72,11 @@ def repair(
     # a dead run's intent, or a repaired run's late commit landed (or its run gone: the watch
     # ends), looked for without the lease first, so a watch alone holds up no concurrent run
     dead = [r for r in records if r.intent is not None]
-    dead += [r for r in records if r.late is not None and late.to_do(spark, r, key.relation)]
+    dead += [
+        r
+        for r in records
+        if r.late is not None and late.to_do(spark, r, key.relation, key.table_format)
+    ]
     if on_table or dead:
         done = runner.repair(key, on_table)
         if done:

@@ -129,7 +129,9 @@ class Restorer:
                 # whether its run can still commit, read before the table's log (run/late.py)
                 gone = late.watched(record) and not late.may_still_commit(spark, record)
                 if record.late is not None:  # repaired before; its holder may commit once more
-                    taken = late.take_back(spark, record, key.relation, key.unique_id)
+                    taken = late.take_back(
+                        spark, record, key.relation, key.table_format, key.unique_id
+                    )
                     done.extend([taken] if taken else [])
                     if taken or gone:  # watched out
                         if record.pending is None:
@@ -139,7 +141,7 @@ class Restorer:
                 if record.intent is None or record.intent.invocation_id == key.invocation_id:
                     continue
                 done.append(self._repair(record.intent, key.unique_id, fence, record.done))
-                watch = None if gone else late.watch(spark, record.intent)
+                watch = None if gone else late.watch(spark, record)
                 if record.pending is not None or watch is not None:
                     # its pending rows are the settler's (decide_pending, from the table's own
                     # log), a late commit the next repair's: the record, its intent cleared,

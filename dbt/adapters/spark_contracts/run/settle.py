@@ -52,13 +52,16 @@ def claims(
 ) -> List[Claim]:
     """What to settle: the pending table of each of `records` (other runs' records) that names
     one and carries no intent (one with an intent is its repair's) and no watch for a late
-    commit (its repair looks at that first: a late load rolled back is no load), and each pending table of
+    commit (its repair looks at that first: a late load rolled back is no load; on Delta, whose
+    marker fences the load off, the watch is for an ALTER only), and each pending table of
     `pendings` (listed now) that no record names, read from its own properties (gone since it
     was listed: passed over)."""
     found = [
         Claim(r.pending, r.table, True, r)
         for r in records
-        if r.pending is not None and r.intent is None and r.late is None
+        if r.pending is not None
+        and r.intent is None
+        and (r.late is None or r.pending.fenced_writes is not None)
     ]
     # a pending table named by any record is that record's (one with an intent: its repair's)
     named = {bare(r.pending.name) for r in records if r.pending is not None}

@@ -8,7 +8,7 @@ rollback keeps the schema (the added columns are dropped by theirs), Parquet has
 
 import re
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
@@ -24,7 +24,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     foreign_commits,
     rolled_back_with_the_run,
 )
-from dbt.adapters.spark_contracts.core.recovery.late import lineage
+from dbt.adapters.spark_contracts.core.recovery.late import lineage, linear
 from dbt.adapters.spark_contracts.core.recovery.pending import LogEntry, lease_name
 from dbt.adapters.spark_contracts.core.schema.types import has_path
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, ICEBERG_TAG_KEY
@@ -63,6 +63,18 @@ class TableLog:
 
     def manual_repair(self, intent: Intent) -> str:
         return f"check {intent.relation} by hand, then {forget(intent)}"
+
+    def listed(self, relation: str) -> Tuple[Optional[int], List[Snapshot]]:
+        """(the current version, every commit with its parent): a late commit's watch reads
+        it (core/recovery/late.py). Nothing where the format keeps no log."""
+        return None, []
+
+    def take_back(
+        self, relation: str, back_to: int, listed: Sequence[int], tag: str, unique_id: str
+    ) -> None:
+        """A late commit of the run tagged `tag` put back: the table to `back_to`, never over a
+        commit another writer made after the listing (`listed`) that found it."""
+        raise NotImplementedError(f"{relation}: its format keeps no log to go back in")
 
     def entries(self, table: str) -> Optional[List[LogEntry]]:
         """The table's commits, oldest first; None: it keeps no log."""
@@ -148,11 +160,33 @@ class DeltaLog(TableLog):
         return [self._restore(intent, after)]
 
     def _restore(self, intent: Intent, checked: Tuple[Commit, ...]) -> str:
-        """RESTORE, then make sure no other writer committed between the check and the RESTORE
-        (it would have been undone with the run's changes): if one did, RESTORE again to the
-        version just before ours, which holds that commit, and fail naming it."""
-        relation, version = intent.relation, int(intent.restore_version or 0)
+        """RESTORE to the intent's version, never over another writer's commit
+        (`_restore_over`)."""
+        version = int(intent.restore_version or 0)
         last_checked = max((int(c.version) for c in checked), default=version)
+        self._restore_over(
+            intent.relation,
+            version,
+            last_checked,
+            intent.commit_tag,
+            intent.unique_id,
+            lambda: self.manual_repair(intent),
+        )
+        return f"restored to Delta version {version}"
+
+    def _restore_over(
+        self,
+        relation: str,
+        version: int,
+        last_checked: int,
+        run_tag: str,
+        unique_id: str,
+        manual: Callable[[], str],
+    ) -> None:
+        """RESTORE to `version`, then make sure no other writer committed between the check
+        (which read up to `last_checked`) and the RESTORE: it would have been undone with the
+        commits of the run tagged `run_tag`. If one did, RESTORE again to the version just
+        before ours, which holds that commit, and fail naming it."""
         tag = self.spark.get_conf(DELTA_USER_METADATA)  # what this session's RESTORE carries
         self.spark.run(f"restore table {relation} to version as of {version}")
         later = self._commits_after(relation, last_checked)
@@ -162,17 +196,17 @@ class DeltaLog(TableLog):
         )
         if ours is None:
             raise RestoreFailed(
-                intent.unique_id,
+                unique_id,
                 "restoring",
                 DbtRuntimeError("the run's own RESTORE commit is not in the table's history"),
                 DbtRuntimeError(describe_commits(later) or "no commits after the check"),
-                self.manual_repair(intent),
+                manual(),
             )
         # the dead run's own statement, finished by a server after its client died, may land
         # here too: it is the run's change (the RESTORE undoes it), not another writer's
-        raced = foreign_commits((c for c in later if int(c.version) < ours), intent.commit_tag)
+        raced = foreign_commits((c for c in later if int(c.version) < ours), run_tag)
         if not raced:
-            return f"restored to Delta version {version}"
+            return
         after_ours = tuple(c for c in later if int(c.version) > ours)
         if after_ours:  # taking the RESTORE back now would undo these: leave it to a person
             raise ForeignCommits(
@@ -191,6 +225,25 @@ class DeltaLog(TableLog):
             raced,
             f"They committed while the run was restoring; the restore was taken back "
             f"(RESTORE to version {ours - 1}), so the run's own changes stay in place.",
+        )
+
+    def listed(self, relation: str) -> Tuple[Optional[int], List[Snapshot]]:
+        """Every version, each with the one before it as its parent (core/recovery/late.linear)."""
+        head, snapshots = linear(self._commits_after(relation, -1))
+        return head, list(snapshots)
+
+    def take_back(
+        self, relation: str, back_to: int, listed: Sequence[int], tag: str, unique_id: str
+    ) -> None:
+        """RESTORE to `back_to`, which brings back what a late ALTER took out of the current
+        version (a dropped column's values)."""
+        self._restore_over(
+            relation,
+            back_to,
+            max(listed, default=back_to),
+            tag,
+            unique_id,
+            lambda: f"RESTORE TABLE {relation} TO VERSION AS OF {back_to}",
         )
 
     def manual_repair(self, intent: Intent) -> str:
@@ -300,6 +353,15 @@ class IcebergLog(TableLog):
             done.append(f"rolled back to Iceberg snapshot {intent.restore_version}")
             self._raced(intent, after)
         return done
+
+    def take_back(
+        self, relation: str, back_to: int, listed: Sequence[int], tag: str, unique_id: str
+    ) -> None:
+        """Rolled back to `back_to`; a snapshot committed between the listing and the rollback
+        is named (`raced`)."""
+        catalog, ident = relation.split(".", 1)
+        self.spark.run(f"call {catalog}.system.rollback_to_snapshot('{ident}', {back_to})")
+        self.raced(relation, back_to, listed, tag)
 
     def snapshots(self, relation: str) -> List[Snapshot]:
         """Every snapshot of `relation` with its parent, and whether it is an ancestor of the

@@ -160,7 +160,8 @@ class FormatCapabilities:
     # (Delta's idempotent writes: core/recovery/txn_fence.py)
     fences_in_commit: bool = False
     # a commit that lands after its run's lease was taken over is found in the table's own
-    # metadata and taken back by a later run (Iceberg's snapshots: core/recovery/late.py)
+    # metadata and taken back by a later run (core/recovery/late.py): Iceberg's snapshots, and
+    # Delta's versions for a statement that takes no transaction id (an ALTER)
     takes_late_commits_back: bool = False
 
     @property
@@ -222,6 +223,7 @@ DELTA = FormatCapabilities(
     default_feature=COLUMN_DEFAULTS,
     variant_feature=VARIANT_TYPE_FEATURE,
     fences_in_commit=True,
+    takes_late_commits_back=True,
     evolving_append_conf="spark.databricks.delta.schema.autoMerge.enabled",
     append_refused_by_metadata_change=True,
     constraints_as_properties=True,

@@ -1,33 +1,39 @@
-"""A fenced-off run's late commit on a format that cannot fence inside the commit (Iceberg). Pure.
+"""A fenced-off run's late commit, on a table whose log shows it. Pure.
 
 A run that stalls between its fence (core/recovery/lease.py) and its statement reaching the table,
 or whose statement a server goes on running after its client died, can commit once more after a
-later run took its lease over and repaired the table. Delta refuses that commit (the taker's
-marker, core/recovery/txn_fence.py); Iceberg has no transaction id, so the commit lands. At most
-one lands per run: the holder checks its lease before each statement it sends, and its process
-beats its lease while a statement runs (a lease is taken over only from a stopped or dead
-process), so only the statement already past its fence is left.
+later run took its lease over and repaired the table. Delta refuses such a commit of rows (the
+taker's marker, core/recovery/txn_fence.py), but not a statement that takes no transaction id (an
+`ALTER TABLE`: a late `DROP COLUMNS` would take a column's values out of the current version);
+Iceberg has no transaction id at all. At most one lands per run: the holder checks its lease
+before each statement it sends, and its process beats its lease while a statement runs (a lease
+is taken over only from a stopped or dead process), so only the statement already past its fence
+is left.
 
-So the taker, where the holder's statements may still run (a server; a process still alive),
-keeps the holder's run record after the repair, its intent cleared, with a `LateWatch`: the
-holder's commit tag and the snapshot the repair put the table back to. Every later repair step of the
-model reads the table's own metadata for snapshots with that tag descending from that snapshot on
-the current lineage (positive evidence in the table's own log, ordered by parent ids, never by
-commit times):
+So the taker, where the holder's statements may still run (a server; a process still alive) and
+one of its steps not done could land so (`may_land_late`: on Iceberg any; on Delta one that takes
+no id), keeps the holder's run record after the repair, its intent cleared, with a `LateWatch`:
+the holder's commit tag and the version the repair left the table at. Every later repair step of
+the model reads the table's own log for commits with that tag after that version on the current
+lineage (positive evidence in the table's own log, ordered by parent ids or Delta's versions,
+never by commit times):
 
 - none: nothing landed (yet); the watch stays until the holder is provably gone;
-- at the head of the lineage (only the holder's own after the first of them): rolled back to the
-  snapshot before them, and the watch ends (that was the statement past the fence);
-- under another writer's snapshot: nothing is undone (that would undo the other commit); the run
+- at the head of the lineage (only the holder's own after the first of them, and takers'
+  markers, which change nothing): put back to the version before them (Iceberg's rollback,
+  Delta's RESTORE, which brings a dropped column's values back), and the watch ends (that was
+  the statement past the fence);
+- under another writer's commit: nothing is undone (that would undo the other commit); the run
   fails naming both and the repair by hand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from dbt.adapters.spark_contracts.core.recovery.intent import Commit, Snapshot
+from dbt.adapters.spark_contracts.core.evolution.steps import Step
+from dbt.adapters.spark_contracts.core.recovery.intent import Commit, Snapshot, is_marker
 
 # "<snapshot id or none> <commit tag>": kept on a taken-over run record
 LATE_PROPERTY = "dbt_spark_contracts.late_after"
@@ -96,7 +102,44 @@ def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWat
     if first is None:
         return Late()
     theirs = tuple(s.commit for s in after[first:] if s.commit.tag == watch.tag)
-    under = tuple(s.commit for s in after[first:] if s.commit.tag != watch.tag)
+    under = tuple(
+        s.commit for s in after[first:] if s.commit.tag != watch.tag and not is_marker(s.commit.tag)
+    )
     if under:
         return Late(theirs, under)
     return Late(theirs, (), after[first].parent)
+
+
+def may_land_late(steps: Sequence[Step], done: Iterable[int], fences_inside_commit: bool) -> bool:
+    """A run whose intent is `steps`, of which those at the indexes `done` were recorded done,
+    may still land a statement after its repair that the table's log does not refuse: one of
+    the others (the one it was sending, or the next past its fence) takes no transaction id
+    where the format fences inside the commit (Delta: `Step.writes` false, an ALTER), or any
+    of them where it does not (Iceberg)."""
+    if not fences_inside_commit:  # its load too, after its steps
+        return True
+    finished = set(done)
+    return any(not s.writes for i, s in enumerate(steps) if i not in finished)
+
+
+def linear(commits: Iterable[Commit]) -> tuple[int | None, tuple[Snapshot, ...]]:
+    """A log whose versions follow one another (Delta's) as a lineage: (the newest version,
+    each commit with the one before it as its parent)."""
+    ordered = sorted(commits, key=lambda c: c.version)
+    snapshots = tuple(
+        Snapshot(c, ordered[i - 1].version if i else None, True) for i, c in enumerate(ordered)
+    )
+    return (ordered[-1].version if ordered else None), snapshots
+
+
+def watched_from(commits: Iterable[Commit], point: int | None, own_tag: str | None) -> int | None:
+    """Where a Delta watch starts, from the commits after the repair's restore point `point`:
+    the repair's own RESTORE (tagged `own_tag`, the repairing run's), whose version undid the
+    dead run's commits before it, else `point` itself (nothing was restored: every commit of
+    the dead run after it is late)."""
+    restores = [
+        c.version
+        for c in commits
+        if c.operation.upper() == "RESTORE" and own_tag is not None and c.tag == own_tag
+    ]
+    return max(restores) if restores else point
