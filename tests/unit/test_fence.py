@@ -429,7 +429,10 @@ def test_a_repair_that_loses_the_lease_while_it_restores_restores_nothing_more(
     else:
         assert "restored to Delta version 1" in (runner.repair(key(), False) or "")
         assert "restore table db.t to version as of 1" in catalogue.sent
-        assert record_of(intent) not in catalogue.tables  # repaired: the record goes
+        # repaired: the record stays only as a watch for a late commit of its run (its
+        # application not recorded: nothing proves it can no longer commit)
+        record = catalogue.tables[record_of(intent)]
+        assert not record.get(INTENT_PROPERTY) and record.get(LATE_PROPERTY), record
 
 
 @pytest.mark.parametrize("lost", [False, True])
@@ -497,27 +500,24 @@ def test_a_late_snapshot_under_another_writers_is_named_and_nothing_undone(tmp_p
     assert LATE_PROPERTY in catalogue.tables[record]  # still watched, for a person to settle
 
 
-def delta_late_catalogue(tmp_path: Path, *steps: Step) -> tuple:
-    """A Delta table repaired after run `inv` (its intent's `steps`, none recorded done) by run
-    `inv2`, where `inv` ran in the Spark application the server runs now (its statement past
-    the fence may still land)."""
-    intent = replace(dead_intent("delta"), steps=steps)
+def delta_late_catalogue(tmp_path: Path, app: str = "app-1") -> tuple:
+    """A Delta table repaired after run `inv` (its intent: a DROP COLUMNS) by run `inv2`,
+    where `inv` ran in the Spark application `app` the server runs now (its statement past
+    the fence may still land); another one: the server restarted since."""
+    intent = replace(dead_intent("delta"), steps=(Step("ALTER TABLE db.t DROP COLUMNS (note)"),))
     catalogue = repair_catalogue(intent)
-    catalogue.tables[record_of(intent)][APP_PROPERTY] = "thrift://server:10000 app-1"
+    catalogue.tables[record_of(intent)][APP_PROPERTY] = f"thrift://server:10000 {app}"
     done = Runner(catalogue, RunReport(), tmp_path).repair(key(), False) or ""  # type: ignore[arg-type]
     assert "restored to Delta version 1" in done, done
     return catalogue, record_of(intent)
 
 
-def test_a_delta_alter_that_may_land_late_is_watched_and_put_back_by_the_next_repair(
-    tmp_path: Path,
-):
-    """Delta fences rows' writes inside the commit, not an ALTER: a dead run whose DROP
-    COLUMNS was not done leaves its record watched from the repair's RESTORE (version 3).
-    Its DROP COLUMNS lands after that (version 4, its tag): the next repair RESTOREs to 3,
-    which brings the column's values back, and drops the record."""
-    drop = Step("ALTER TABLE db.t DROP COLUMNS (note)")
-    catalogue, record = delta_late_catalogue(tmp_path, drop)
+def test_a_late_delta_commit_is_watched_and_put_back_by_the_next_repair(tmp_path: Path):
+    """Delta fences rows' writes inside the commit, not an ALTER nor its own undo's RESTORE: a
+    dead run that may still commit leaves its record watched from the repair's RESTORE
+    (version 3). Its DROP COLUMNS lands after that (version 4, its tag): the next repair
+    RESTOREs to 3, which brings the column's values back, and drops the record."""
+    catalogue, record = delta_late_catalogue(tmp_path)
     assert LateWatch.from_property(catalogue.tables[record][LATE_PROPERTY]) == LateWatch(3, TAG)
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
     assert not runner.repair(key("inv3"), False)  # nothing landed yet: nothing done
@@ -529,11 +529,9 @@ def test_a_delta_alter_that_may_land_late_is_watched_and_put_back_by_the_next_re
     assert record not in catalogue.tables
 
 
-def test_a_late_delta_alter_under_another_writers_commit_is_named_and_nothing_undone(
-    tmp_path: Path,
-):
-    catalogue, record = delta_late_catalogue(tmp_path, Step("ALTER TABLE db.t DROP COLUMNS (note)"))
-    catalogue.history += [(4, "DROP COLUMNS", TAG), (5, "WRITE", "streaming-job")]
+def test_a_late_delta_commit_under_another_writers_is_named_and_nothing_undone(tmp_path: Path):
+    catalogue, record = delta_late_catalogue(tmp_path)
+    catalogue.history += [(4, "RESTORE", TAG), (5, "WRITE", "streaming-job")]
     sent = len(catalogue.sent)
     with pytest.raises(LateCommits) as failed:
         Runner(catalogue, RunReport(), tmp_path).repair(key("inv4"), False)  # type: ignore[arg-type]
@@ -542,13 +540,9 @@ def test_a_late_delta_alter_under_another_writers_commit_is_named_and_nothing_un
     assert LATE_PROPERTY in catalogue.tables[record]  # still watched, for a person to settle
 
 
-def test_no_delta_watch_where_every_step_left_takes_the_transaction_id(tmp_path: Path):
-    """A backfill UPDATE not done writes rows under the run's id: a late one is refused
-    inside its commit, so the repaired record goes (nothing to watch)."""
-    catalogue, record = delta_late_catalogue(
-        tmp_path, Step("UPDATE db.t SET note = 1", writes=True)
-    )
-    assert record not in catalogue.tables
+def test_no_delta_watch_where_the_dead_runs_application_is_gone(tmp_path: Path):
+    catalogue, record = delta_late_catalogue(tmp_path, app="app-0")
+    assert record not in catalogue.tables  # repaired, and nothing of it can commit any more
 
 
 @pytest.mark.parametrize("gone", [False, True])
@@ -1161,3 +1155,41 @@ def test_a_refused_lease_whose_record_holds_work_is_released_by_hand_not_dropped
         Leases(catalogue).alone(key(table_format="parquet"))  # type: ignore[arg-type]
     release = f"ALTER TABLE db.t__dbt_lease_dead SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0')"
     assert release in str(refused.value) and "DROP TABLE" not in str(refused.value)
+
+
+def test_a_settler_claims_a_watched_delta_records_fenced_rows_and_keeps_its_watch():
+    """A Delta record kept for its watch whose pending rows' load carries the transaction id
+    (the marker made the log final for it) is the settler's; once settled, the record stays,
+    without its pending table, for the watch (an Iceberg one waits for its watch first)."""
+    from dbt.adapters.spark_contracts.core.recovery.pending import FENCED_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+    from dbt.adapters.spark_contracts.run.settle import claims, settled
+
+    pending = "db.t__quarantine__pending_inv"
+    says = {
+        RUN_PROPERTY: "inv",
+        BEAT_PROPERTY: "0",
+        PENDING_PROPERTY: pending,
+        LATE_PROPERTY: f"3 {TAG}",
+        FENCED_PROPERTY: "dbt-spark-contracts-lease:t__dbt_lease_inv:abc",
+    }
+    watched = RunRecord.from_properties("db.t__dbt_lease_inv", says)
+    assert watched.pending is not None and watched.pending.fenced_writes and watched.late
+    assert [c.lease for c in claims(Catalogue(), [watched], [pending], "m")] == [  # type: ignore[arg-type]
+        "db.t__dbt_lease_inv"
+    ]
+    unfenced = RunRecord.from_properties(
+        "db.t__dbt_lease_inv", {k: v for k, v in says.items() if k != FENCED_PROPERTY}
+    )
+    assert claims(Catalogue(), [unfenced], [pending], "m") == []  # type: ignore[arg-type]
+
+    catalogue = Catalogue()
+    catalogue.tables["db.t__dbt_lease_inv"] = dict(says)
+    settled(catalogue, watched, "delta")  # type: ignore[arg-type]
+    kept = RunRecord.from_properties("db.t__dbt_lease_inv", catalogue.tables["db.t__dbt_lease_inv"])
+    assert kept.pending is None and kept.late == watched.late
+    plain = RunRecord.from_properties(
+        "db.t__dbt_lease_inv", {k: v for k, v in says.items() if k != LATE_PROPERTY}
+    )
+    settled(catalogue, plain, "delta")  # type: ignore[arg-type]
+    assert "db.t__dbt_lease_inv" not in catalogue.tables

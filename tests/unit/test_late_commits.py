@@ -174,33 +174,6 @@ def test_the_iceberg_log_reads_its_lineage_by_parents_whatever_the_listing_order
 # -- Delta: a late statement that takes no transaction id (an ALTER), found by its version
 
 
-def test_only_a_step_not_done_that_takes_no_id_may_land_late_on_delta():
-    from dbt.adapters.spark_contracts.core.evolution.steps import Step
-    from dbt.adapters.spark_contracts.core.recovery.late import may_land_late
-
-    alter = Step("ALTER TABLE db.t DROP COLUMNS (c)")
-    backfill = Step("UPDATE db.t SET c = 1", writes=True)
-    # Delta fences the rows' writes inside their commit: only the ALTER not done is left
-    assert may_land_late((alter, backfill), (), True)
-    assert not may_land_late((alter, backfill), (0,), True)
-    assert not may_land_late((backfill,), (), True)
-    assert not may_land_late((), (), True)
-    # Iceberg fences nothing: its load follows its steps, so a run may always land late
-    assert may_land_late((alter, backfill), (0, 1), False)
-    assert may_land_late((), (), False)
-
-
-def test_an_intent_written_before_steps_said_whether_they_write_is_watched():
-    """`writes` is kept in the intent; an intent without it reads every step as an ALTER."""
-    from dbt.adapters.spark_contracts.core.evolution.steps import Step
-    from dbt.adapters.spark_contracts.core.recovery.late import may_land_late
-
-    backfill = Step("UPDATE db.t SET c = 1", writes=True)
-    assert Step.from_dict(backfill.to_dict()) == backfill
-    older = {k: v for k, v in backfill.to_dict().items() if k != "writes"}
-    assert may_land_late((Step.from_dict(older),), (), True)
-
-
 def test_a_delta_log_is_a_lineage_by_its_versions():
     from dbt.adapters.spark_contracts.core.recovery.late import linear
 
@@ -256,3 +229,20 @@ def test_a_delta_watch_starts_at_the_repairs_own_restore():
     assert watched_from([Commit(3, "RESTORE", "someone")], 2, mine) == 2
     assert watched_from([], 2, mine) == 2
     assert watched_from(after, 2, None) == 2
+    # an earlier repair's RESTORE back to the point (killed before it dropped the record) left
+    # this one nothing to restore: the watch starts after it, not at the point
+    earlier = Commit(4, "RESTORE", "dbt-spark-contracts:inv-x:model.p.m", restored_to=2)
+    assert watched_from([Commit(3, "ADD COLUMNS", theirs), earlier], 2, mine) == 4
+    assert watched_from([Commit(4, "RESTORE", "x", restored_to=3)], 2, mine) == 2
+
+
+def test_a_marker_tag_on_a_commit_that_changed_something_is_another_writers():
+    """The same rule as a restore's (`foreign_commits`): only a MERGE under a marker's tag is
+    a taker's empty marker."""
+    from dbt.adapters.spark_contracts.core.recovery.late import linear
+
+    marker = "dbt-spark-contracts-fence:t__dbt_lease_inv-c"
+    head, snapshots = linear(
+        [Commit(5, "RESTORE", "x"), Commit(6, "DROP COLUMNS", TAG), Commit(7, "WRITE", marker)]
+    )
+    assert [c.version for c in late_commits(snapshots, head, LateWatch(5, TAG)).under] == [7]

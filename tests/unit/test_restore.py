@@ -33,6 +33,15 @@ class History:
     def lease(self, beat: str) -> None:
         self.leases, self.beat = [{"tableName": "t__dbt_lease_inv"}], beat
 
+    def application(self):
+        """This process's embedded session: where this run's statements run."""
+        import os
+        import socket
+
+        from dbt.adapters.spark_contracts.core.recovery.pending import Application
+
+        return Application(f"session://{socket.gethostname()}/{os.getpid()}", "local-1")
+
     def fetch(self, sql):
         if sql.startswith("show tables in db like 't__dbt_lease_"):
             return self.leases

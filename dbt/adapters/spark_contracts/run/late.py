@@ -1,39 +1,35 @@
 """A taken-over run's late commit (core/recovery/late.py): the watch the repair of its
 intent leaves on its record, and what every later repair step does with it."""
 
-from typing import Optional
+from typing import List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
+from dbt.adapters.spark_contracts.core.recovery.intent import Snapshot
 from dbt.adapters.spark_contracts.core.recovery.late import (
     Late,
     LateWatch,
     late_commits,
-    may_land_late,
     watched_from,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.run_errors import LateCommits
-from dbt.adapters.spark_contracts.run.table_log import DELTA_USER_METADATA, table_log
+from dbt.adapters.spark_contracts.run.table_log import table_log
 
 logger = AdapterLogger("SparkContracts")
 
 
 def watched(record: RunRecord) -> bool:
-    """A record a late commit of whose run is, or may be, looked for: a watch, or an intent
-    on a table whose log shows such a commit, one of whose steps not recorded done could land
-    late unrefused (core/recovery/late.may_land_late; its repair leaves a watch)."""
-    if record.late is not None:
-        return True
+    """A record a late commit of whose run is, or may be, looked for: a watch, or an intent on
+    a table whose log shows such a commit (Delta, Iceberg: its repair may leave a watch)."""
     intent = record.intent
-    if intent is None:
-        return False
-    row = row_of(intent.table_format)
-    done = (d.step for d in record.done)
-    return row.takes_late_commits_back and may_land_late(intent.steps, done, row.fences_in_commit)
+    return record.late is not None or (
+        intent is not None and row_of(intent.table_format).takes_late_commits_back
+    )
 
 
 def may_still_commit(spark: Spark, record: RunRecord) -> bool:
@@ -45,11 +41,10 @@ def may_still_commit(spark: Spark, record: RunRecord) -> bool:
 
 def watch(spark: Spark, record: RunRecord) -> Optional[LateWatch]:
     """After the repair of `record`'s intent (whose holder may still commit): the watch its
-    late commit is found by, where one of its steps not recorded done could land so
-    (core/recovery/late.may_land_late): from the snapshot the repair put an Iceberg table back
-    to (the current one where the table had none before the run); on Delta, from the repair's
-    own RESTORE (the dead run's commits before it are undone), or the restore point where
-    nothing was restored."""
+    late commit is found by. On Iceberg from the snapshot the repair put the table back to (the
+    current one where the table had none before the run); on Delta from the RESTORE that undid
+    the dead run's commits, or the restore point where nothing was restored
+    (core/recovery/late.watched_from)."""
     intent = record.intent
     if intent is None or not watched(record):
         return None
@@ -60,13 +55,17 @@ def watch(spark: Spark, record: RunRecord) -> Optional[LateWatch]:
             after = log.current_version(intent.relation)
         return LateWatch(after, intent.commit_tag)
     own = spark.get_conf(DELTA_USER_METADATA)  # what this session's RESTORE carried
-    after = watched_from(log.commits_after(intent), intent.restore_version, own)
-    if after is None:  # no restore point recorded: from the version the repair left
+    commits = [s.commit for s in log.listed(intent.relation)[1]]
+    point = intent.restore_version
+    after = watched_from([c for c in commits if point is None or c.version > point], point, own)
+    if after is None:  # no restore point recorded, nothing restored: from the current version
         after = log.current_version(intent.relation)
     return LateWatch(after, intent.commit_tag)
 
 
-def look(spark: Spark, record: RunRecord, relation: str, table_format: str) -> tuple:
+def look(
+    spark: Spark, record: RunRecord, relation: str, table_format: str
+) -> Tuple[Late, List[Snapshot]]:
     """(what `record`'s watch finds on `relation`, every commit listed): reads only."""
     assert record.late is not None
     current, snapshots = table_log(spark, table_format).listed(relation)

@@ -17,7 +17,7 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql
 from dbt.adapters.spark_contracts.core.recovery import pending as protocol
 from dbt.adapters.spark_contracts.core.recovery.lease import Seen, State, Watch, judge
 from dbt.adapters.spark_contracts.core.recovery.manual import manual_move, rows_of_pending
-from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+from dbt.adapters.spark_contracts.core.recovery.record import PENDING_PROPERTY, RunRecord
 from dbt.adapters.spark_contracts.run import record_io
 from dbt.adapters.spark_contracts.run.fence import commit_markers, fences
 from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
@@ -171,7 +171,7 @@ def settle_others(
                 continue
             if claim.lease not in marked:
                 spark.run(record_io.take_over_sql(claim.lease, invocation_id))
-            record_io.drop_record(spark, claim.lease, table_format)
+            settled(spark, leases[claim.lease], table_format)
             logger.info(
                 f"{unique_id}: dropped run {run}'s record {claim.lease}: its pending table "
                 f"{name} is not there (its rows were moved, or it was never made)"
@@ -218,12 +218,22 @@ def settle_others(
         else:
             spark.run(drop_sql(name, table_format))
             what = f"dropped {name}"
-        if claim.record:  # its rows are settled: the record says nothing more
-            record_io.drop_record(spark, claim.lease, table_format)
+        if claim.record:  # its rows are settled
+            settled(spark, leases[claim.lease], table_format)
         message = f"settled run {run}'s discarded rows: {what} ({decision.reason})"
         logger.warning(f"{unique_id}: {message}")
         done.append(message)
     return done
+
+
+def settled(spark: Spark, lease: RunRecord, table_format: str) -> None:
+    """`lease`'s pending rows are settled: the record says nothing more and is dropped, unless
+    it keeps a watch for its run's late commit (a Delta record's: its repair looks at that),
+    which then stays without its pending table."""
+    if lease.late is None:
+        record_io.drop_record(spark, lease.table, table_format)
+    else:
+        spark.run(record_io.set_properties_sql(lease.table, {PENDING_PROPERTY: ""}))
 
 
 def take_over(

@@ -87,9 +87,7 @@ class Step:
     stands and nothing before it is taken back (the new table took the name); `writes`: it
     writes the table's rows (a backfill, a rewrite in place), so the run sends it under its
     lease's transaction id where the format fences inside the commit (an ALTER takes no id:
-    run/fence.py). Kept in the intent, so a repair knows which of a dead run's steps a late
-    arrival of would not be fenced off (core/recovery/late.may_land_late); an intent written
-    before it was kept reads every step as one that takes no id."""
+    run/fence.py). Not kept in the intent: only the run sending it needs it."""
 
     sql: str
     inverse: Inverse | None = None
@@ -103,8 +101,6 @@ class Step:
             data["inverse"] = {"kind": type(self.inverse).__name__, **vars(self.inverse)}
         if self.stands:
             data["stands"] = True
-        if self.writes:
-            data["writes"] = True
         return data
 
     @classmethod
@@ -116,12 +112,7 @@ class Step:
             if "paths" in fields:
                 fields["paths"] = tuple(tuple(p) for p in fields["paths"])
             inverse = _INVERSES[found["kind"]](**fields)
-        return cls(
-            str(data["sql"]),
-            inverse,
-            bool(data.get("stands", False)),
-            bool(data.get("writes", False)),
-        )
+        return cls(str(data["sql"]), inverse, bool(data.get("stands", False)))
 
 
 def undo(done: Iterable[Step]) -> tuple[Inverse, ...]:

@@ -144,11 +144,13 @@ def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ..
     """Commits not made by the run tagged `own_tag` (a restore would undo them); a lease
     taker's empty marker (core/recovery/txn_fence.py: a MERGE with its tag) is nobody's
     change."""
-    return tuple(
-        c
-        for c in commits
-        if c.tag != own_tag and not (is_marker(c.tag) and c.operation.upper() == "MERGE")
-    )
+    return tuple(c for c in commits if c.tag != own_tag and not is_marker_commit(c))
+
+
+def is_marker_commit(commit: Commit) -> bool:
+    """`commit` is a lease taker's empty marker: a MERGE with a marker's tag (a commit of
+    another kind under that tag changed something)."""
+    return is_marker(commit.tag) and commit.operation.upper() == "MERGE"
 
 
 def describe_commits(commits: Iterable[Commit]) -> str:

@@ -3,16 +3,16 @@
 A run that stalls between its fence (core/recovery/lease.py) and its statement reaching the table,
 or whose statement a server goes on running after its client died, can commit once more after a
 later run took its lease over and repaired the table. Delta refuses such a commit of rows (the
-taker's marker, core/recovery/txn_fence.py), but not a statement that takes no transaction id (an
-`ALTER TABLE`: a late `DROP COLUMNS` would take a column's values out of the current version);
-Iceberg has no transaction id at all. At most one lands per run: the holder checks its lease
+taker's marker, core/recovery/txn_fence.py), but not a statement that takes no transaction id: an
+`ALTER TABLE` (a late `DROP COLUMNS` would take a column's values out of the current version) or
+the RESTORE of the holder's own undo (it would undo the taker's repair and load). Iceberg has no
+transaction id at all. At most one lands per run: the holder checks its lease
 before each statement it sends, and its process beats its lease while a statement runs (a lease
 is taken over only from a stopped or dead process), so only the statement already past its fence
 is left.
 
-So the taker, where the holder's statements may still run (a server; a process still alive) and
-one of its steps not done could land so (`may_land_late`: on Iceberg any; on Delta one that takes
-no id), keeps the holder's run record after the repair, its intent cleared, with a `LateWatch`:
+So the taker, where the holder's statements may still run (a server; a process still alive),
+keeps the holder's run record after the repair, its intent cleared, with a `LateWatch`:
 the holder's commit tag and the version the repair left the table at. Every later repair step of
 the model reads the table's own log for commits with that tag after that version on the current
 lineage (positive evidence in the table's own log, ordered by parent ids or Delta's versions,
@@ -29,11 +29,10 @@ never by commit times):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dbt.adapters.spark_contracts.core.evolution.steps import Step
-from dbt.adapters.spark_contracts.core.recovery.intent import Commit, Snapshot, is_marker
+from dbt.adapters.spark_contracts.core.recovery.intent import Commit, Snapshot, is_marker_commit
 
 # "<snapshot id or none> <commit tag>": kept on a taken-over run record
 LATE_PROPERTY = "dbt_spark_contracts.late_after"
@@ -42,7 +41,8 @@ LATE_PROPERTY = "dbt_spark_contracts.late_after"
 @dataclass(frozen=True)
 class LateWatch:
     """What a repair of a run that may still commit once watches for: `tag`, the run's commit
-    tag, on a snapshot descending from `after` (None: the table had no snapshot then)."""
+    tag, on a commit descending from `after` (an Iceberg snapshot or a Delta version; None: the
+    table had no snapshot then)."""
 
     after: int | None
     tag: str
@@ -63,9 +63,10 @@ class LateWatch:
 
 @dataclass(frozen=True)
 class Late:
-    """What a watch found on the current lineage after its snapshot: the watched run's snapshots
-    (`theirs`, oldest first), other writers' after the first of them (`under`), and the
-    snapshot to roll back to (`back_to`, where `under` is empty and `theirs` is not)."""
+    """What a watch found on the current lineage after its commit: the watched run's commits
+    (`theirs`, oldest first), other writers' after the first of them (`under`; a taker's
+    marker is no one's), and the commit to go back to (`back_to`, where `under` is empty and
+    `theirs` is not)."""
 
     theirs: tuple[Commit, ...] = ()
     under: tuple[Commit, ...] = ()
@@ -103,23 +104,13 @@ def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWat
         return Late()
     theirs = tuple(s.commit for s in after[first:] if s.commit.tag == watch.tag)
     under = tuple(
-        s.commit for s in after[first:] if s.commit.tag != watch.tag and not is_marker(s.commit.tag)
+        s.commit
+        for s in after[first:]
+        if s.commit.tag != watch.tag and not is_marker_commit(s.commit)
     )
     if under:
         return Late(theirs, under)
     return Late(theirs, (), after[first].parent)
-
-
-def may_land_late(steps: Sequence[Step], done: Iterable[int], fences_inside_commit: bool) -> bool:
-    """A run whose intent is `steps`, of which those at the indexes `done` were recorded done,
-    may still land a statement after its repair that the table's log does not refuse: one of
-    the others (the one it was sending, or the next past its fence) takes no transaction id
-    where the format fences inside the commit (Delta: `Step.writes` false, an ALTER), or any
-    of them where it does not (Iceberg)."""
-    if not fences_inside_commit:  # its load too, after its steps
-        return True
-    finished = set(done)
-    return any(not s.writes for i, s in enumerate(steps) if i not in finished)
 
 
 def linear(commits: Iterable[Commit]) -> tuple[int | None, tuple[Snapshot, ...]]:
@@ -134,12 +125,17 @@ def linear(commits: Iterable[Commit]) -> tuple[int | None, tuple[Snapshot, ...]]
 
 def watched_from(commits: Iterable[Commit], point: int | None, own_tag: str | None) -> int | None:
     """Where a Delta watch starts, from the commits after the repair's restore point `point`:
-    the repair's own RESTORE (tagged `own_tag`, the repairing run's), whose version undid the
-    dead run's commits before it, else `point` itself (nothing was restored: every commit of
-    the dead run after it is late)."""
+    the newest RESTORE that undid the dead run's commits before it (the repair's own, tagged
+    `own_tag`, or an earlier repair's back to the point or before it, which left this one
+    nothing to put back), else `point` itself (nothing was restored: every commit of the dead
+    run after it is late)."""
     restores = [
         c.version
         for c in commits
-        if c.operation.upper() == "RESTORE" and own_tag is not None and c.tag == own_tag
+        if c.operation.upper() == "RESTORE"
+        and (
+            (own_tag is not None and c.tag == own_tag)
+            or (c.restored_to is not None and point is not None and c.restored_to <= point)
+        )
     ]
     return max(restores) if restores else point
