@@ -246,3 +246,47 @@ def test_a_marker_tag_on_a_commit_that_changed_something_is_another_writers():
         [Commit(5, "RESTORE", "x"), Commit(6, "DROP COLUMNS", TAG), Commit(7, "WRITE", marker)]
     )
     assert [c.version for c in late_commits(snapshots, head, LateWatch(5, TAG)).under] == [7]
+
+
+def test_a_delta_commit_a_restore_undid_is_no_late_one():
+    """A take-back already made (its RESTORE to the version before the late commit is on top)
+    finds nothing more, and the dead run's own commits a repair's RESTORE undid are never late:
+    no false `LateCommits` from the RESTOREs over them."""
+    from dbt.adapters.spark_contracts.core.recovery.late import linear, undone_by_restores
+
+    mine = "dbt-spark-contracts:inv-b:model.p.m"
+    commits = [
+        Commit(2, "WRITE", None),
+        Commit(3, "WRITE", "streaming-job"),  # another writer's, before the dead run's change
+        Commit(4, "ADD COLUMNS", TAG),  # the dead run's, undone by 5
+        Commit(5, "RESTORE", mine, restored_to=3),
+        Commit(6, "WRITE", mine),  # the taker's load
+        Commit(7, "DROP COLUMNS", TAG),  # the late one
+    ]
+    assert undone_by_restores(commits) == {4}
+    head, snapshots = linear(commits)
+    # watched from the dead run's recorded version (2), before the writer's commit at 3
+    found = late_commits(snapshots, head, LateWatch(2, TAG))
+    assert [c.version for c in found.theirs] == [7] and found.under == () and found.back_to == 6
+    taken_back = Commit(8, "RESTORE", "dbt-spark-contracts:inv-c:model.p.m", restored_to=6)
+    head, snapshots = linear([*commits, taken_back])
+    assert late_commits(snapshots, head, LateWatch(2, TAG)) == Late()
+
+
+def test_a_late_restore_of_the_dead_runs_own_undo_is_taken_back_to_the_version_before_it():
+    """The dead run's undo RESTORE (to its restore point 3) landing after the taker's load (6)
+    undoes that load: taken back to version 6, not to the RESTORE's own target."""
+    from dbt.adapters.spark_contracts.core.recovery.late import linear
+
+    mine = "dbt-spark-contracts:inv-b:model.p.m"
+    head, snapshots = linear(
+        [
+            Commit(3, "WRITE", None),
+            Commit(4, "RESTORE", mine),  # the repair (nothing of the dead run's to undo)
+            Commit(5, "WRITE", mine),
+            Commit(6, "WRITE", mine),
+            Commit(7, "RESTORE", TAG, restored_to=3),
+        ]
+    )
+    found = late_commits(snapshots, head, LateWatch(4, TAG))
+    assert [c.version for c in found.theirs] == [7] and found.back_to == 6

@@ -650,8 +650,8 @@ def test_a_stalled_run_that_lost_its_lease_commits_nothing(
     rows = project.rows(["control", "stalled"])
     assert rows["stalled"] == rows["control"], rows
     # the run record taken over: the run that took it over repaired what it said and kept it,
-    # watched for a late commit of the stopped run (core/recovery/late.py: on Delta because
-    # ALTERs of its change were not done, which take no transaction id), which the model's next
+    # watched for a late commit of the stopped run (core/recovery/late.py: on Delta its ALTERs
+    # and its own undo's RESTORE take no transaction id), which the model's next
     # run drops where that run's statements can no longer run (its embedded session ended with
     # it; a server's application still runs)
     assert len(leftovers(project, "stalled")) == 1, leftovers(project, "stalled")

@@ -56,7 +56,9 @@ def watch(spark: Spark, record: RunRecord) -> Optional[LateWatch]:
         return LateWatch(after, intent.commit_tag)
     own = spark.get_conf(DELTA_USER_METADATA)  # what this session's RESTORE carried
     commits = [s.commit for s in log.listed(intent.relation)[1]]
-    point = intent.restore_version
+    # the point the repair restored to: before the dead run's first own commit (another
+    # writer's commit between the version it read and that one stays)
+    point = log.restore_point(intent).restore_version
     after = watched_from([c for c in commits if point is None or c.version > point], point, own)
     if after is None:  # no restore point recorded, nothing restored: from the current version
         after = log.current_version(intent.relation)

@@ -363,8 +363,8 @@ class Leases:
         """The held lease left as it is, its heartbeat stopped, not released: a statement of
         this run may still commit (a load, a backfill or an ALTER Spark gave no answer for), so
         the next run takes the lease over as a dead run's (once it runs out, or its process is
-        gone), with its marker (on Delta: it fences off a write of rows, not an ALTER) and, on
-        Iceberg, the watch for a late snapshot."""
+        gone), with its marker (on Delta: it fences off a write of rows, not an ALTER) and the
+        watch for a late commit (run/late.py)."""
         beat, self.held, self.txn_app, self.swapping = self.held, None, None, False
         if beat is not None:
             beat.stop()

@@ -60,7 +60,14 @@ def repair(
     on_table = older is not None and older.invocation_id != key.invocation_id
     records, pendings = recovery_tables(spark, key)
     if dry_run:
-        left = [r.table for r in records if r.intent or r.late or r.swap or r.pending]
+        left = [
+            r.table
+            for r in records
+            if r.intent
+            or r.swap
+            or r.pending
+            or (r.late and late.to_do(spark, r, key.relation, key.table_format))
+        ]
         left += pendings + ([f"{key.relation} (its properties' intent)"] if on_table else [])
         if left:
             logger.warning(

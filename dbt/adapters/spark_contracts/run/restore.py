@@ -105,9 +105,9 @@ class Restorer:
     def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
         """What dead runs of the model left half done, put back before anything else, under the
         model's lease (`key`: this run): each other run's record that carries an intent
-        (core/recovery/record.py), then dropped (on Iceberg, where the dead run's statements may
-        still run, kept with a watch for its late commit instead: run/late.py); a record with
-        such a watch has its run's late snapshot rolled back, and goes once that is done or
+        (core/recovery/record.py), then dropped (on Delta and Iceberg, where the dead run's
+        statements may still run, kept with a watch for its late commit instead: run/late.py);
+        a record with such a watch has its run's late commit taken back, and goes once that is done or
         its run can no longer commit; `on_table`: an intent on the table's own
         properties, as earlier builds (before the run record) wrote it, read again and cleared. The lease is
         taken over from the dead run (its process is gone, or its lease ran out while this run

@@ -87,10 +87,12 @@ def lineage(snapshots: Iterable[Snapshot], head: int | None) -> tuple[Snapshot, 
 
 
 def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWatch) -> Late:
-    """The watched run's snapshots after the watch's snapshot on the lineage of `head` (the
-    current snapshot), and what may be done with them (see the module's text). A watch whose
-    snapshot left that lineage (the table was rolled back past it) finds nothing: no snapshot
-    there descends from it (a late commit there stays unseen)."""
+    """The watched run's commits after the watch's on the lineage of `head` (the current
+    snapshot or version), and what may be done with them (see the module's text); on Delta, a
+    commit a later RESTORE undid is passed over (its run's commits a repair undid; a late one
+    taken back already). A watch whose snapshot left that lineage (the table was rolled back
+    past it) finds nothing: no snapshot there descends from it (a late commit there stays
+    unseen)."""
     chain = lineage(snapshots, head)
     ids = [s.commit.version for s in chain]
     if watch.after is None:
@@ -99,6 +101,8 @@ def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWat
         after = chain[ids.index(watch.after) + 1 :]
     else:
         return Late()
+    undone = undone_by_restores(s.commit for s in chain)  # a take-back already made, say
+    after = tuple(s for s in after if s.commit.version not in undone)
     first = next((i for i, s in enumerate(after) if s.commit.tag == watch.tag), None)
     if first is None:
         return Late()
@@ -111,6 +115,17 @@ def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWat
     if under:
         return Late(theirs, under)
     return Late(theirs, (), after[first].parent)
+
+
+def undone_by_restores(commits: Iterable[Commit]) -> frozenset[int]:
+    """The versions of a Delta log that a later RESTORE undid: each RESTORE to version t at
+    version r undoes t+1 .. r-1 (the table at r is the table at t). An Iceberg rollback takes
+    its snapshots off the lineage instead (no `restored_to`): nothing here."""
+    undone: set[int] = set()
+    for c in commits:
+        if c.restored_to is not None:
+            undone.update(range(c.restored_to + 1, c.version))
+    return frozenset(undone)
 
 
 def linear(commits: Iterable[Commit]) -> tuple[int | None, tuple[Snapshot, ...]]:

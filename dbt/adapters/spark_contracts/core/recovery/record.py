@@ -27,11 +27,11 @@ The states a later run finds, and what it does (run/repair.py, run/swap.py):
   (its process on this host is gone) or expired (not renewed for a lease's length while watched)
   and that carries an intent: the run that takes the lease over puts the table back to the
   intent's version, after checking in the table's own log that every commit after it carries
-  the dead run's tag, then drops the record (on Iceberg, where the dead run's statements may
-  still run, it keeps it, its intent cleared, with a `late` watch instead);
-- a record with a `late` watch (core/recovery/late.py): the table's snapshots after the watch's
-  are read for its run's tag; one found at the head is rolled back, one under another writer's
-  snapshot fails the run naming both; the record is dropped once a late snapshot was taken back
+  the dead run's tag, then drops the record (on Delta and Iceberg, where the dead run's
+  statements may still run, it keeps it, its intent cleared, with a `late` watch instead);
+- a record with a `late` watch (core/recovery/late.py): the table's commits after the watch's
+  are read for its run's tag; one found at the head is taken back, one under another writer's
+  commit fails the run naming both; the record is dropped once a late commit was taken back
   or its run's statements can no longer run;
 - a record that carries a swap, its relation missing, the backup and the table built beside it
   there: the backup is renamed back (the relation, the backup, the new table and the record
