@@ -837,19 +837,26 @@ def test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_ro
 
 
 def _backfill_sent_after_a_takeover(project: Project, monkeypatch) -> str:
-    """Models `control` and `stalled` built, `control` run to v 2, then a run
-    of `stalled` to v 2 stopped right before its backfill UPDATE (its fence passed) and left
-    stopped past its lease, while the model runs again (it takes the lease over, repairs and
-    loads); then resumed: it fails naming its lost lease. Returns its invocation id, once the
-    table's commits settled."""
+    """Models `control` and `stalled` built, `control` run to v 2, then a run of `stalled` to
+    v 2 stopped right before its backfill UPDATE past its lease while the model runs again,
+    then resumed (`_sent_after_a_takeover`). Returns its invocation id."""
     monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
     assert project.dbt() == 0
     assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
     # by its text: a run's n-th write differs between methods (Iceberg over Thrift)
-    first = _stop_before(project, "stalled", "{v: 2}", f"sql:update {project.relation('stalled')} ")
+    update = f"sql:update {project.relation('stalled')} "
+    return _sent_after_a_takeover(project, "{v: 2}", update, "{v: 2}")
+
+
+def _sent_after_a_takeover(project: Project, stopped_vars: str, stop: str, again_vars: str) -> str:
+    """A run of `stalled` (`stopped_vars`) stopped right before its statement `stop` (its fence
+    passed) and left stopped past its lease, while the model runs again (`again_vars`: it
+    takes the lease over, repairs and loads); then resumed: it fails naming its lost lease.
+    Returns its invocation id, once the table's commits settled."""
+    first = _stop_before(project, "stalled", stopped_vars, stop)
     try:
         time.sleep(STALL_LEASE)
-        assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+        assert project.dbt("--select", "stalled", "--vars", again_vars) == 0, project.results()
         assert project.results()["stalled"]["adapter_response"].get("repairs")
     finally:
         os.kill(first.pid, signal.SIGCONT)
@@ -989,21 +996,9 @@ def test_a_delta_drop_columns_sent_after_its_lease_was_taken_over_is_put_back_by
     )
     assert project.dbt() == 0
     assert project.dbt("--select", "control", "--vars", "{start: 3}") == 0
-    relation = project.relation("stalled")
     removal = "{v: 2, start: 3, allow_column_removal: true}"
-    first = _stop_before(project, "stalled", removal, f"sql:alter table {relation} drop columns")
-    try:
-        time.sleep(STALL_LEASE)
-        assert project.dbt("--select", "stalled", "--vars", "{start: 3}") == 0, project.results()
-        assert project.results()["stalled"]["adapter_response"].get("repairs")
-    finally:
-        os.kill(first.pid, signal.SIGCONT)
-    assert first.wait(timeout=600) != 0
-    resumed = resumed_result(project, "stalled")
-    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
-    results = json.loads((project.root / "target" / "run_results.json").read_text())
-    stopped = results["metadata"]["invocation_id"]
-    project.settle("stalled")
+    drop = f"sql:alter table {project.relation('stalled')} drop columns"
+    stopped = _sent_after_a_takeover(project, removal, drop, "{start: 3}")
     # the late DROP COLUMNS landed on top (what the marker cannot refuse), the record is watched
     history = project.history("stalled")
     assert history[-1][1:] == ("DROP COLUMNS", stopped), history
