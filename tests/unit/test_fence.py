@@ -74,6 +74,7 @@ class Catalogue:
         self.fail: Optional[str] = None  # statements matching it fail
         self.cached: Dict[str, Dict[str, str]] = {}  # Iceberg tables as the catalog cached them
         self.conf: Dict[str, Optional[str]] = {}  # the session's settings
+        self.restored: Dict[int, int] = {}  # Delta: a RESTORE's version and its target
 
     def when(self, pattern: str, hook: Callable[[], None]) -> None:
         self.hooks.append((pattern, hook))
@@ -126,8 +127,11 @@ class Catalogue:
         unset = re.match(r"alter table (\S+) unset tblproperties if exists \('([^']+)'\)$", sql)
         if unset:
             self.tables[unset.group(1).lower()].pop(unset.group(2), None)
-        if sql.startswith("restore table db.t"):
-            self.history.append((len(self.history), "RESTORE", REPAIR_TAG))
+        restore = re.match(r"restore table db\.t to version as of (\d+)", sql)
+        if restore:  # it carries the session's tag
+            self.restored[len(self.history)] = int(restore.group(1))
+            tag = self.conf.get(DELTA_USER_METADATA) or REPAIR_TAG
+            self.history.append((len(self.history), "RESTORE", tag))
         if sql == marker_sql("db.t"):  # a lease taker's empty marker commit, as it is tagged
             self.history.append((len(self.history), "MERGE", self.conf[DELTA_USER_METADATA]))
         if " drop columns " in sql:
@@ -164,8 +168,19 @@ class Catalogue:
             if table is None:
                 raise RuntimeError(f"Table or view not found: {props.group(1)}")
             return [{"key": k, "value": v} for k, v in table.items()]
-        if sql.startswith("describe history db.t"):
-            return [{"version": v, "operation": o, "userMetadata": t} for v, o, t in self.history]
+        if sql.startswith("describe history db.t"):  # newest first, as Delta lists it
+            rows = [
+                {
+                    "version": v,
+                    "operation": o,
+                    "userMetadata": t,
+                    "operationParameters": {"version": str(self.restored[v])}
+                    if v in self.restored
+                    else {},
+                }
+                for v, o, t in sorted(self.history, reverse=True)
+            ]
+            return rows[:1] if sql.endswith(" limit 1") else rows
         if "from iceberg.db.t.refs where name = 'main'" in sql:  # the current snapshot
             return [{"snapshot_id": self.snapshot}]
         if "from iceberg.db.t.snapshots" in sql:  # every snapshot, with its parent

@@ -16,6 +16,8 @@ from dbt.adapters.spark_contracts.core.recovery.late import (
     LateWatch,
     late_commits,
     lineage,
+    linear,
+    no_op_restores,
 )
 from dbt.adapters.spark_contracts.core.recovery.record import LATE_PROPERTY, RunRecord
 
@@ -290,3 +292,53 @@ def test_a_late_restore_of_the_dead_runs_own_undo_is_taken_back_to_the_version_b
     )
     found = late_commits(snapshots, head, LateWatch(4, TAG))
     assert [c.version for c in found.theirs] == [7] and found.back_to == 6
+
+
+@st.composite
+def delta_logs(draw) -> list[Commit]:
+    """A Delta log of 2 to 12 versions: writes, and RESTOREs to an earlier version."""
+    commits = [Commit(0, "CREATE TABLE", None)]
+    for version in range(1, draw(st.integers(1, 11)) + 1):
+        if draw(st.booleans()):
+            target = draw(st.integers(0, version - 1))
+            commits.append(Commit(version, "RESTORE", "r", target))
+        else:
+            commits.append(Commit(version, "WRITE", "w"))
+    return commits
+
+
+@given(delta_logs())
+def test_a_restore_is_a_no_op_exactly_where_the_table_was_at_its_target_already(log):
+    """Against a model of the table: a write makes a content of its own; a RESTORE to t makes
+    the content at t. A RESTORE at r is a no-op where the content at r - 1 is the one at t."""
+    content: dict[int, int] = {}
+    for c in log:
+        content[c.version] = content[c.restored_to] if c.restored_to is not None else c.version
+    expected = {
+        c.version
+        for c in log
+        if c.restored_to is not None and content[c.version - 1] == content[c.restored_to]
+    }
+    assert no_op_restores(random.Random(len(log)).sample(log, len(log))) == expected
+
+
+def test_a_late_restore_to_where_the_table_was_already_is_passed_not_taken_back():
+    """A repairer's late RESTORE (version 7, to 4) after its taker's RESTORE to 4 (version 6)
+    and under the taker's load (version 8): it changed nothing, so it is no late commit to
+    take back nor under another writer's; found, it ends the watch."""
+    late_tag = "dbt-spark-contracts:inv-b:model.p.m"
+    commits = [Commit(v, "WRITE", "w") for v in range(5)]
+    commits += [
+        Commit(5, "WRITE", "dead"),
+        Commit(6, "RESTORE", "taker", 4),
+        Commit(7, "RESTORE", late_tag, 4),
+        Commit(8, "WRITE", "taker"),
+    ]
+    head, snapshots = linear(commits)
+    found = late_commits(snapshots, head, LateWatch(6, late_tag))
+    assert found == Late(passed=(Commit(7, "RESTORE", late_tag, 4),))
+    # over the load instead (version 9, to 4): it undid the load; back to 8
+    commits = [*commits[:7], Commit(7, "WRITE", "taker"), Commit(8, "RESTORE", late_tag, 4)]
+    head, snapshots = linear(commits)
+    found = late_commits(snapshots, head, LateWatch(6, late_tag))
+    assert found.theirs == (Commit(8, "RESTORE", late_tag, 4),) and found.back_to == 7

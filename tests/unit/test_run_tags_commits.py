@@ -123,8 +123,8 @@ class Runner:
     def __init__(self, spark: Conf) -> None:
         self.spark, self.seen_at_repair, self.leases = spark, None, "leases"
 
-    def repair(self, key: Any, on_table: bool) -> Optional[str]:
-        self.seen_at_repair = list(self.spark.calls)
+    def repair(self, key: Any, on_table: bool, tag: Optional[str] = None) -> Optional[str]:
+        self.seen_at_repair, self.tag = list(self.spark.calls), tag
         return "repaired"
 
 
@@ -135,3 +135,4 @@ def test_the_repair_step_sets_the_tag_before_a_repair_only():
     assert wrapped.leases == "leases" and spark.calls == []  # reads pass through, no SET
     assert wrapped.repair("key", False) == "repaired"
     assert runner.seen_at_repair == [(k, "the-tag") for k in TAG_KEYS]
+    assert runner.tag == "the-tag"  # its record names it (run/late.on_takeover)

@@ -1037,3 +1037,38 @@ def test_a_dry_run_over_a_dead_runs_half_change_repairs_nothing(tmp_path, kill_t
     rows = project.rows(["control", "dead"])
     assert rows["dead"] == rows["control"], rows
     assert leftovers(project, "dead") == []
+
+
+@pytest.mark.profile("session", "thrift")
+def test_a_repairers_restore_sent_after_its_lease_was_taken_over_is_taken_back_by_the_next_run(
+    tmp_path, stall_target, monkeypatch
+):
+    """A run repairing a dead run's half change can stall too. A Delta run is killed (SIGKILL)
+    at its first commit (its intent left). The model's next run, stopped (SIGSTOP) right before
+    its repair's RESTORE (its fence passed), stays stopped past its lease. A third run takes
+    that lease over (the stopped repairer's record names its commit tag: it watches for it),
+    repairs and loads. Resumed, the repairer sends its RESTORE, which lands and undoes that
+    load, and fails naming its lost lease. The run after that finds the late RESTORE at the
+    head of the table's log and RESTOREs to the version before it: the load is back, and the
+    table is as a run never killed or stopped left it."""
+    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+    project = Project(tmp_path / "project", "delta", stall_target, names=["control", "stalled"])
+    assert project.dbt() == 0
+    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+    project.dbt("--select", "stalled", "--vars", "{v: 2}", kill_at=1, table="stalled")
+    assert project.state("stalled")[1], "the kill at the first commit left no intent"
+    restore = f"sql:restore table {project.relation('stalled')} "
+    stopped = _sent_after_a_takeover(project, "{v: 2}", restore, "{v: 2}")
+    # the late RESTORE landed on top, undoing the taker's load; its record is watched
+    history = project.history("stalled")
+    assert history[-1][1:] == ("RESTORE", stopped), history
+    assert project.state("stalled") != project.state("control")
+    assert any(run_key(stopped) in name for name in leftovers(project, "stalled"))
+    assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+    repairs = project.results()["stalled"]["adapter_response"].get("repairs") or []
+    assert any("rolled back version" in r and stopped in r for r in repairs), repairs
+    assert project.state("stalled") == project.state("control")
+    rows = project.rows(["control", "stalled"])
+    assert rows["stalled"] == rows["control"], rows
+    if project.reader is not None:  # over a server the killed run's record stays watched
+        assert leftovers(project, "stalled") == []

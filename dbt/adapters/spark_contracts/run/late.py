@@ -9,6 +9,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_
 from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
 from dbt.adapters.spark_contracts.core.recovery.intent import Snapshot
 from dbt.adapters.spark_contracts.core.recovery.late import (
+    LATE_PROPERTY,
     Late,
     LateWatch,
     late_commits,
@@ -17,6 +18,7 @@ from dbt.adapters.spark_contracts.core.recovery.late import (
 from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
+from dbt.adapters.spark_contracts.run.record_io import set_properties_sql, table_listed
 from dbt.adapters.spark_contracts.run.run_errors import LateCommits
 from dbt.adapters.spark_contracts.run.table_log import table_log
 
@@ -65,6 +67,40 @@ def watch(spark: Spark, record: RunRecord) -> Optional[LateWatch]:
     return LateWatch(after, intent.commit_tag)
 
 
+def on_takeover(
+    spark: Spark, record: RunRecord, relation: str, table_format: str
+) -> Optional[LateWatch]:
+    """The watch a run that takes `record`'s lease over gives it, where `record` is a repairing
+    run's (its commit tag, no intent), its holder may still commit, and the format's undo is a
+    commit with that tag (Delta's RESTORE): from `relation`'s current version. Stalled between
+    its fence and its RESTORE, that run would otherwise undo, unseen, what the taker repairs and
+    loads. None where no table is there (no RESTORE of it can land)."""
+    if not record.tag or record.intent is not None or record.late is not None:
+        return None
+    if not row_of(table_format).undo_is_tagged_commit or not may_still_commit(spark, record):
+        return None
+    try:
+        version = table_log(spark, table_format).current_version(relation)
+    except Exception:
+        if table_listed(spark, relation):
+            raise
+        return None
+    return LateWatch(version, record.tag)
+
+
+def moved_on(
+    spark: Spark, watching: List[Tuple[str, str]], relation: str, table_format: str
+) -> None:
+    """The watches `on_takeover` gave (record table, tag) moved on to `relation`'s version after
+    this run's own repair: a late undo that landed before (the same RESTORE as this run's, or
+    one this run's repair read) is part of what the repair saw."""
+    if not watching:
+        return
+    after = table_log(spark, table_format).current_version(relation)
+    for table, tag in watching:
+        spark.run(set_properties_sql(table, {LATE_PROPERTY: LateWatch(after, tag).to_property()}))
+
+
 def look(
     spark: Spark, record: RunRecord, relation: str, table_format: str
 ) -> Tuple[Late, List[Snapshot]]:
@@ -84,7 +120,15 @@ def take_back(
     could no longer commit before this looked (`may_still_commit`)."""
     late, snapshots = look(spark, record, relation, table_format)
     if not late.theirs:
-        return None
+        if not late.passed:
+            return None
+        ids = ", ".join(str(c.version) for c in late.passed)
+        message = (
+            f"run {record.holder}'s commit {ids}, sent after its lease was taken over, put the "
+            "table back to the state it was in already: nothing to take back, its watch ends"
+        )
+        logger.info(f"{unique_id}: {message}")
+        return message
     if late.under or late.back_to is None:
         raise LateCommits(relation, record.holder, record.table, late.theirs, late.under)
     listed = [s.commit.version for s in snapshots]
@@ -106,4 +150,4 @@ def to_do(spark: Spark, record: RunRecord, relation: str, table_format: str) -> 
     if not may_still_commit(spark, record):
         return True
     found: Late = look(spark, record, relation, table_format)[0]
-    return bool(found.theirs)
+    return bool(found.theirs or found.passed)

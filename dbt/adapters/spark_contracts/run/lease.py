@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
+from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY
 from dbt.adapters.spark_contracts.core.recovery.lease import (
     Seen,
     State,
@@ -30,10 +31,9 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
     judge,
     next_epoch,
 )
-from dbt.adapters.spark_contracts.core.recovery.pending import (
-    LEASE_SUFFIX,
-)
+from dbt.adapters.spark_contracts.core.recovery.pending import LEASE_SUFFIX
 from dbt.adapters.spark_contracts.core.recovery.record import (
+    COMMIT_TAG_PROPERTY,
     EPOCH_PROPERTY,
     SHARED_PROPERTY,
     SWAP_PROPERTY,
@@ -42,6 +42,7 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
 )
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import app_id
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
+from dbt.adapters.spark_contracts.run import late
 from dbt.adapters.spark_contracts.run.fence import (  # noqa: F401 (confirm: named from here too)
     carrying,
     commit_markers,
@@ -95,6 +96,8 @@ class Leases:
         # version its writes carried (`fenced`); None where its format has none
         self.txn_app: Optional[str] = None
         self.txn_version = 0
+        # (record table, tag): the repairers' records its last takeover gave a watch (late.py)
+        self.watching: List[Tuple[str, str]] = []
 
     def take(
         self,
@@ -102,11 +105,13 @@ class Leases:
         suffix: str = LEASE_SUFFIX,
         says: Optional[Dict[str, str]] = None,
         txn_app: Optional[str] = None,
+        tag: Optional[str] = None,
     ) -> None:
         """The run's record made, saying `says` from the start, and its lease held. With `says`
         (a run that only quarantines: its pending table) the record is `shared`: it does not
         hold the model alone (`alone` passes it by). `txn_app`: the transaction id it names (one
-        `draw` gave), else one is drawn for a run's lease where its format has them."""
+        `draw` gave), else one is drawn for a run's lease where its format has them. `tag`: a
+        repairing run's commit tag, which its record names (`COMMIT_TAG_PROPERTY`)."""
         lease = record_name(owner, suffix)
         since = time.monotonic()
         extra = dict(says or {})
@@ -116,6 +121,8 @@ class Leases:
         self.txn_app, self.txn_version = app, 0
         if app is not None:
             extra[TXN_APP_PROPERTY] = app
+        if tag:
+            extra[COMMIT_TAG_PROPERTY] = tag
         pairs = "".join(f", '{k}' = {sql_string(v)}" for k, v in extra.items())
         self.spark.run(
             f"create table if not exists {lease} (lease int) using "
@@ -125,25 +132,20 @@ class Leases:
         self.held = Heartbeat(self.spark, lease, since=since).start()
         self.swapping = False
 
-    def alone(self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX) -> List[RunRecord]:
-        """Take the run's lease and hold it only if no other run of the model holds one.
-
-        Another run's lease that is dead (its process on this host is gone) or expired (its
-        heartbeat did not change for a lease's length while this run watched it) is taken over.
-        One that may be alive is watched: if its heartbeat changes, that run is alive and this
-        one fails naming it (`RunInProgress`); if it goes, or expires, this run takes its lease.
-        Two runs that take their leases at one moment each see the other's: the one whose
-        invocation id sorts first keeps its lease and watches the other's go (`_outwait`); the
-        other lets go of its own and waits for the first to end (or fails naming it once its
-        lease is seen renewed). So of two runs at once one goes on, never neither: no clock and
-        no random wait decides it (a random wait let both give up when both looked again at one
-        moment and each took the other's new lease for a renewed one). A failure while it holds its lease
-        lets go of it (no heartbeat outlives the call). Returns the other runs' records that
-        still say their run was changing a table (`RunRecord.holds_work`): none binds any more,
-        and only a run that repairs what they say drops them (run/restore.py, run/swap.py)."""
+    def alone(
+        self, owner: LeaseOwner, suffix: str = LEASE_SUFFIX, tag: Optional[str] = None
+    ) -> List[RunRecord]:
+        """Take the run's lease and hold it only if no other run of the model holds one (`tag`:
+        a repairing run's commit tag, for its record). A dead or expired lease is taken over;
+        one that may be alive is watched until it is renewed (`RunInProgress`), goes or expires.
+        Of two runs that took their leases at one moment, the one whose invocation id sorts
+        first keeps its lease and outwaits the other's (`_outwait`), which lets go and waits:
+        one goes on, never neither, and no clock or random wait decides it. A failure lets go
+        of the lease. Returns the other runs' records that still say their run was changing a
+        table (`RunRecord.holds_work`): only a run that repairs them drops them."""
         watch = Watch(lease_seconds())
         for round_ in range(1, LEASE_ROUNDS + 1):
-            self.take(owner, suffix)
+            self.take(owner, suffix, tag=tag)
             try:
                 others = self._exclusive(owner, suffix)
                 binding = self._binding(owner, others, watch)
@@ -233,14 +235,11 @@ class Leases:
     ) -> None:
         """Other runs' leases that are dead or expired marked taken over by this run, which
         holds the next epoch; `fence`: each one's holder's writes to the model table then
-        fenced off inside the commit where its format can (run/fence.commit_markers), before
-        this run reads the table's log (a settler's lease: its writes carry no transaction id).
-        A lease taken over (now, or by an earlier run) whose holder's
-        process on this host is gone is dropped: only that process's fence ever read the mark
-        (`holder_gone`). One whose holder may be alive (its process still runs: stalled; or it
-        ran on another host) stays marked, for its run to find (the fence), which then drops
-        it itself (`check`). A record that says its run was changing a table is never dropped
-        here: the run that repairs it does."""
+        fenced off inside the commit where its format can (run/fence.commit_markers), and a
+        repairer's late RESTORE watched for (run/late.on_takeover). A lease taken over whose
+        holder's process on this host is gone is dropped (only that process's fence read the
+        mark); one whose holder may be alive stays marked for its fence (`check`); one that
+        says its run was changing a table is left to the run that repairs it."""
         host = this_client().host
         taken = [r for r in others if not r.released and not r.taken_by]
         if fence:  # a model's lease (a settler's late move into a Parquet quarantine is the
@@ -251,9 +250,14 @@ class Leases:
             for r in others
             if r.taken_by and not r.holds_work and holder_gone(r, host, process_running)
         ]
+        self.watching = []
         for record in taken:
             dead = self._state(record) is State.DEAD
-            self.spark.run(take_over_sql(record.table, owner.invocation_id))
+            # a repairer that may still commit: watched for its late RESTORE (run/late.py)
+            found = late.on_takeover(self.spark, record, owner.relation, owner.table_format)
+            told = {LATE_PROPERTY: found.to_property()} if fence and found else {}
+            self.spark.run(take_over_sql(record.table, owner.invocation_id, told))
+            self.watching += [(record.table, found.tag)] if told and found else []
             why = (
                 "its process on this host has ended"
                 if dead
@@ -263,7 +267,7 @@ class Leases:
                 f"{owner.unique_id}: took over the lease of run {record.holder} on "
                 f"{owner.relation} ({why}); that run can commit nothing more"
             )
-            if not record.holds_work and holder_gone(record, host, process_running):
+            if not told and not record.holds_work and holder_gone(record, host, process_running):
                 stale.append(record)
         if fence:  # also a record taken over before (its taker may have died before this)
             for record in [*taken, *(r for r in others if r.taken_by and r.holds_work)]:
@@ -281,10 +285,8 @@ class Leases:
 
     def check(self, owner: LeaseOwner) -> None:
         """The fence, before an irreversible step: the run's own lease is still its own, or
-        `LeaseLost`, naming the run that took it over. Its heartbeat stops, and it drops the
-        lease table: it commits nothing more, and the mark was there for it alone to read;
-        unless the record still says what the run was changing (the run that took over reads
-        it there to repair it, and drops it)."""
+        `LeaseLost`, naming the run that took it over. Its heartbeat stops, and it drops its
+        record (the mark was for it alone), unless the record says what a taker must repair."""
         beat = self.held
         if beat is None:
             return
@@ -361,10 +363,8 @@ class Leases:
 
     def abandon(self) -> None:
         """The held lease left as it is, its heartbeat stopped, not released: a statement of
-        this run may still commit (a load, a backfill or an ALTER Spark gave no answer for), so
-        the next run takes the lease over as a dead run's (once it runs out, or its process is
-        gone), with its marker (on Delta: it fences off a write of rows, not an ALTER) and the
-        watch for a late commit (run/late.py)."""
+        this run Spark gave no answer for may still commit, so the next run takes the lease over
+        as a dead run's, with its marker and the watch for a late commit (run/late.py)."""
         beat, self.held, self.txn_app, self.swapping = self.held, None, None, False
         if beat is not None:
             beat.stop()

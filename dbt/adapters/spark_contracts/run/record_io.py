@@ -140,9 +140,11 @@ def drop_record(spark: Spark, table: str, table_format: str) -> None:
     spark.run(drop_sql(table, table_format))
 
 
-def take_over_sql(table: str, invocation_id: str) -> str:
-    """Another run's lease marked taken over by `invocation_id` (and released)."""
-    return set_properties_sql(table, {TAKEN_PROPERTY: invocation_id, BEAT_PROPERTY: RELEASED})
+def take_over_sql(table: str, invocation_id: str, told: Optional[Dict[str, str]] = None) -> str:
+    """Another run's lease marked taken over by `invocation_id` (and released), saying `told`
+    from then on too."""
+    marks = {TAKEN_PROPERTY: invocation_id, BEAT_PROPERTY: RELEASED, **(told or {})}
+    return set_properties_sql(table, marks)
 
 
 class Fenced:

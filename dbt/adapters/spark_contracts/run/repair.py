@@ -136,7 +136,7 @@ class TaggedRepairs:
 
     def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
         self._tags.set(self._spark, self._tag)
-        return self._runner.repair(key, on_table)
+        return self._runner.repair(key, on_table, self._tag)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runner, name)

@@ -102,7 +102,7 @@ class Restorer:
     def manual_repair(self, intent: Intent) -> str:
         return self.log(intent.table_format).manual_repair(intent)
 
-    def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
+    def repair(self, key: ModelKey, on_table: bool, tag: Optional[str] = None) -> Optional[str]:
         """What dead runs of the model left half done, put back before anything else, under the
         model's lease (`key`: this run): each other run's record that carries an intent
         (core/recovery/record.py), then dropped (on Delta and Iceberg, where the dead run's
@@ -115,8 +115,13 @@ class Restorer:
         alive: `RunInProgress`), so a run that was only stalled can commit nothing after this
         (the fence). The repair is behind the fence too: a repairing run that loses the lease
         while it works (it stalled past it, and a third run took it over) sends nothing more
-        (`LeaseLost`). None: nothing was left to repair (another run repaired it meanwhile)."""
-        records = self.leases.alone(key)
+        (`LeaseLost`). `tag`: this run's commit tag, which its record names, so that a run that
+        takes this one's lease over watches for its late RESTORE (run/late.on_takeover); the
+        watches this run gave other repairers' records start from the version its repair left,
+        and a last fence before it lets go leaves its record (with a taker's watch) to the
+        taker where its last statement came late. None: nothing was left to repair (another
+        run repaired it meanwhile)."""
+        records = self.leases.alone(key, tag=tag)
         fence = lambda: self.leases.check(key)  # noqa: E731
         try:
             done: List[str] = []
@@ -150,6 +155,8 @@ class Restorer:
                     spark.run(set_properties_sql(record.table, {**INTENT_CLEARED, **told}))
                 else:
                     drop_record(spark, record.table, key.table_format)
+            late.moved_on(spark, self.leases.watching, key.relation, key.table_format)
+            fence()
             return "; ".join(done) or None
         finally:
             self.leases.let_go(key)

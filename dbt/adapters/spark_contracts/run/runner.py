@@ -90,9 +90,9 @@ class Runner:
     def log(self, table_format: str) -> TableLog:
         return self.restorer.log(table_format)
 
-    def repair(self, key: ModelKey, on_table: bool) -> Optional[str]:
+    def repair(self, key: ModelKey, on_table: bool, tag: Optional[str] = None) -> Optional[str]:
         """Dead runs' intents repaired under the model's lease (Restorer.repair)."""
-        return self.restorer.repair(key, on_table)
+        return self.restorer.repair(key, on_table, tag)
 
     def execute(
         self,

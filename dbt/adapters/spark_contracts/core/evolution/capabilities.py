@@ -163,6 +163,9 @@ class FormatCapabilities:
     # metadata and taken back by a later run (core/recovery/late.py): Iceberg's snapshots, and
     # Delta's versions for a statement that takes no transaction id (an ALTER)
     takes_late_commits_back: bool = False
+    # a repair's undo is a commit carrying the session's commit tag (Delta's RESTORE; Iceberg's
+    # rollback only moves the current snapshot), so a repairer's own late undo can be watched for
+    undo_is_tagged_commit: bool = False
 
     @property
     def moves_own_rows_by_merge(self) -> bool:
@@ -224,6 +227,7 @@ DELTA = FormatCapabilities(
     variant_feature=VARIANT_TYPE_FEATURE,
     fences_in_commit=True,
     takes_late_commits_back=True,
+    undo_is_tagged_commit=True,
     evolving_append_conf="spark.databricks.delta.schema.autoMerge.enabled",
     append_refused_by_metadata_change=True,
     constraints_as_properties=True,

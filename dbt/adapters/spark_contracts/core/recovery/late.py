@@ -71,6 +71,10 @@ class Late:
     theirs: tuple[Commit, ...] = ()
     under: tuple[Commit, ...] = ()
     back_to: int | None = None
+    # the watched run's commits found that changed nothing (a Delta RESTORE to the state the
+    # table was in already: its late undo of what its taker had put back the same way); one
+    # found ends the watch all the same (it was the statement past the fence)
+    passed: tuple[Commit, ...] = ()
 
 
 def lineage(snapshots: Iterable[Snapshot], head: int | None) -> tuple[Snapshot, ...]:
@@ -103,9 +107,14 @@ def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWat
         return Late()
     undone = undone_by_restores(s.commit for s in chain)  # a take-back already made, say
     after = tuple(s for s in after if s.commit.version not in undone)
+    same = no_op_restores(s.commit for s in chain)
+    passed = tuple(
+        s.commit for s in after if s.commit.version in same and s.commit.tag == watch.tag
+    )
+    after = tuple(s for s in after if s.commit.version not in same)
     first = next((i for i, s in enumerate(after) if s.commit.tag == watch.tag), None)
     if first is None:
-        return Late()
+        return Late(passed=passed)
     theirs = tuple(s.commit for s in after[first:] if s.commit.tag == watch.tag)
     under = tuple(
         s.commit
@@ -126,6 +135,32 @@ def undone_by_restores(commits: Iterable[Commit]) -> frozenset[int]:
         if c.restored_to is not None:
             undone.update(range(c.restored_to + 1, c.version))
     return frozenset(undone)
+
+
+def no_op_restores(commits: Iterable[Commit]) -> frozenset[int]:
+    """The versions of a Delta log that are a RESTORE to the state the table was in already
+    (version r restores to t, and the table at t is the table at r - 1): they changed nothing.
+    A version's state is the state of the version a RESTORE at it restored to, else its own;
+    two versions whose states differ may still hold the same rows (then the RESTORE counts as
+    a change: the watch stays on the safe side)."""
+    by_version = {c.version: c for c in commits}
+
+    def state(version: int) -> int:
+        seen: set[int] = set()
+        at = by_version.get(version)
+        while at is not None and at.restored_to is not None and at.version not in seen:
+            seen.add(at.version)
+            version = at.restored_to
+            at = by_version.get(version)
+        return version
+
+    return frozenset(
+        c.version
+        for c in by_version.values()
+        if c.restored_to is not None
+        and c.version - 1 in by_version
+        and state(c.restored_to) == state(c.version - 1)
+    )
 
 
 def linear(commits: Iterable[Commit]) -> tuple[int | None, tuple[Snapshot, ...]]:

@@ -42,7 +42,9 @@ The states a later run finds, and what it does (run/repair.py, run/swap.py):
   the record dropped; one whose pending table is not there (moved already, or never made) is
   dropped;
 - a record that carries none of these (a lease let go of or taken over): no one needs it once
-  its holder is gone.
+  its holder is gone; a repairing run's record names its commit tag (`tag`): the run that takes
+  it over while its holder may still commit gives it a `late` watch (its late RESTORE would undo
+  the taker's repair and load).
 
 The model table carries nothing of this: no bookkeeping commit lands in its log. An intent that a
 earlier build (before the run record) wrote into the model table's properties is still read and repaired
@@ -78,6 +80,9 @@ DONE_PROPERTY = "dbt_spark_contracts.done"  # "<step>@<version>,...": the steps 
 SWAP_PROPERTY = "dbt_spark_contracts.swap"  # the relation a swap under way renames
 PENDING_PROPERTY = "dbt_spark_contracts.pending"  # the run's pending table of discarded rows
 SHARED_PROPERTY = "dbt_spark_contracts.shared"  # "true": the record does not hold the model alone
+# the commit tag a repairing run's commits carry (its record has no intent to name it): a run that
+# takes its lease over watches the table for a late one (core/recovery/late.py)
+COMMIT_TAG_PROPERTY = "dbt_spark_contracts.commit_tag"
 
 
 def under_record(*, steps: bool, guards_late_writes: bool, into_deployed: bool, here: bool) -> bool:
@@ -152,6 +157,7 @@ class RunRecord:
     txn_app: str | None = None  # the transaction id its holder's writes carry, if any
     # taken over and repaired, its holder may still commit once (core/recovery/late.py)
     late: LateWatch | None = None
+    tag: str | None = None  # a repairing run's commit tag (`COMMIT_TAG_PROPERTY`)
 
     @classmethod
     def from_properties(cls, table: str, properties: Mapping[str, str]) -> RunRecord:
@@ -179,6 +185,7 @@ class RunRecord:
             (lowered.get(SHARED_PROPERTY) or "").strip().lower() == "true",
             (lowered.get(TXN_APP_PROPERTY) or "").strip() or None,
             LateWatch.from_property(lowered.get(LATE_PROPERTY)),
+            (lowered.get(COMMIT_TAG_PROPERTY) or "").strip() or None,
         )
 
     @property
