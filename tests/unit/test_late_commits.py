@@ -22,6 +22,7 @@ from dbt.adapters.spark_contracts.core.recovery.late import (
 from dbt.adapters.spark_contracts.core.recovery.record import LATE_PROPERTY, RunRecord
 
 TAG = "dbt-spark-contracts:inv-a:model.p.m"
+MARKER = "dbt-spark-contracts-fence:db.t__dbt_lease_inv-b"  # a lease taker's marker's tag
 
 
 def chain(tags: list, start: int = 10, shuffle: int = 0) -> list[Snapshot]:
@@ -299,9 +300,12 @@ def delta_logs(draw) -> list[Commit]:
     """A Delta log of 2 to 12 versions: writes, and RESTOREs to an earlier version."""
     commits = [Commit(0, "CREATE TABLE", None)]
     for version in range(1, draw(st.integers(1, 11)) + 1):
-        if draw(st.booleans()):
+        kind = draw(st.sampled_from(["RESTORE", "WRITE", "marker"]))
+        if kind == "RESTORE":
             target = draw(st.integers(0, version - 1))
             commits.append(Commit(version, "RESTORE", "r", target))
+        elif kind == "marker":  # a lease taker's empty MERGE: it changes nothing
+            commits.append(Commit(version, "MERGE", MARKER))
         else:
             commits.append(Commit(version, "WRITE", "w"))
     return commits
@@ -310,10 +314,16 @@ def delta_logs(draw) -> list[Commit]:
 @given(delta_logs())
 def test_a_restore_is_a_no_op_exactly_where_the_table_was_at_its_target_already(log):
     """Against a model of the table: a write makes a content of its own; a RESTORE to t makes
-    the content at t. A RESTORE at r is a no-op where the content at r - 1 is the one at t."""
+    the content at t; a marker keeps the content before it. A RESTORE at r is a no-op where
+    the content at r - 1 is the one at t."""
     content: dict[int, int] = {}
     for c in log:
-        content[c.version] = content[c.restored_to] if c.restored_to is not None else c.version
+        if c.restored_to is not None:
+            content[c.version] = content[c.restored_to]
+        elif c.tag == MARKER:
+            content[c.version] = content[c.version - 1]
+        else:
+            content[c.version] = c.version
     expected = {
         c.version
         for c in log

@@ -22,9 +22,10 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
     CLIENT_PROPERTY,
     COMMIT_TAG_PROPERTY,
     TAKEN_PROPERTY,
+    TXN_APP_PROPERTY,
     RunRecord,
 )
-from dbt.adapters.spark_contracts.run import Runner, RunReport
+from dbt.adapters.spark_contracts.run import Runner, RunReport, late
 from dbt.adapters.spark_contracts.run import heartbeat as heartbeat_module
 from dbt.adapters.spark_contracts.run import lease as lease_module
 from dbt.adapters.spark_contracts.run.heartbeat import this_client
@@ -61,18 +62,21 @@ def stalled_repairer(app: str = "app-1", tag: str = STALLED_TAG) -> dict:
         CLIENT_PROPERTY: f"{this_client().host}/{os.getpid()}",
         APP_PROPERTY: f"thrift://server:10000 {app}",
         COMMIT_TAG_PROPERTY: tag,
+        # a model lease's record names a transaction id: its taker commits a marker for it
+        TXN_APP_PROPERTY: "dbt-spark-contracts-lease:db.t__dbt_lease_inv2:aaaa",
     }
 
 
 def taken_over(tmp_path: Path, app: str = "app-1") -> Catalogue:
     """inv's half change (its ADD COLUMNS at version 2; restore point 1), inv2's stalled
-    repair, and inv3's repair, which takes inv2's lease over and RESTOREs (version 3)."""
+    repair, and inv3's repair, which takes inv2's lease over (its marker for inv2's id:
+    version 3) and RESTOREs (version 4)."""
     catalogue = repair_catalogue(dead_intent())
     catalogue.tables[STALLED] = stalled_repairer(app)
     catalogue.conf[DELTA_USER_METADATA] = TAKER_TAG
     done = Runner(catalogue, RunReport(), tmp_path).repair(key("inv3"), False, TAKER_TAG) or ""  # type: ignore[arg-type]
     assert "restored to Delta version 1" in done, done
-    assert catalogue.history[-1] == (3, "RESTORE", TAKER_TAG)
+    assert [h[1] for h in catalogue.history[3:]] == ["MERGE", "RESTORE"], catalogue.history
     assert record_of(dead_intent()) in catalogue.tables  # its own watch (app-1 still runs)
     return catalogue
 
@@ -100,32 +104,35 @@ def test_the_taker_watches_a_stalled_repairer_from_the_version_its_own_repair_le
     catalogue = taken_over(tmp_path)
     record = RunRecord.from_properties(STALLED, catalogue.tables[STALLED])
     assert record.taken_by == "inv3"
-    # marked at the takeover from version 2, moved on to the version after the RESTORE (3)
-    assert record.late == LateWatch(3, STALLED_TAG)
+    # unarmed at the takeover (in its mark), armed from the version after the RESTORE (4)
+    assert record.late == LateWatch(4, STALLED_TAG)
     marks = [s for s in catalogue.sent if s.startswith(f"alter table {STALLED}")]
-    assert LATE_PROPERTY in marks[0] and TAKEN_PROPERTY in marks[0], marks
+    assert TAKEN_PROPERTY in marks[0] and f"'unarmed {STALLED_TAG}'" in marks[0], marks
 
 
 def test_its_late_restore_over_the_takers_load_is_taken_back_by_the_next_repair(tmp_path: Path):
-    """The taker loads (version 4); the stalled run's RESTORE to 1 lands on top (version 5),
-    undoing that load: the next repair RESTOREs to 4 and drops the record."""
+    """The taker loads (version 5); the stalled run's RESTORE to 1 lands on top (version 6),
+    undoing that load: the next repair RESTOREs to 5 and drops the record."""
     catalogue = taken_over(tmp_path)
-    catalogue.history.append((4, "WRITE", TAKER_TAG))
-    catalogue.history.append((5, "RESTORE", STALLED_TAG))
-    catalogue.restored[5] = 1
+    catalogue.history.append((5, "WRITE", TAKER_TAG))
+    catalogue.history.append((6, "RESTORE", STALLED_TAG))
+    catalogue.restored[6] = 1
     done = next_repair(catalogue, tmp_path)
-    assert "rolled back version 5 of run inv2" in done and "to version 4" in done, done
-    assert "restore table db.t to version as of 4" in catalogue.sent
+    assert "rolled back version 6 of run inv2" in done and "to version 5" in done, done
+    assert "restore table db.t to version as of 5" in catalogue.sent
     assert STALLED not in catalogue.tables
 
 
 def test_its_late_restore_to_where_the_taker_had_put_the_table_ends_the_watch(tmp_path: Path):
     """The stalled run's RESTORE lands after the taker's own (same target: it changed nothing),
-    then the taker loads: nothing is taken back, no `LateCommits`, the watch ends."""
+    then the taker loads: nothing is taken back, no `LateCommits`, the watch ends. The taker's
+    marker before its own RESTORE, and another marker (a later takeover's) between the two
+    RESTOREs, change nothing either."""
     catalogue = taken_over(tmp_path)
-    catalogue.history.append((4, "RESTORE", STALLED_TAG))
-    catalogue.restored[4] = 1
-    catalogue.history.append((5, "WRITE", TAKER_TAG))
+    catalogue.history.append((5, "MERGE", "dbt-spark-contracts-fence:db.t__dbt_lease_inv9"))
+    catalogue.history.append((6, "RESTORE", STALLED_TAG))
+    catalogue.restored[6] = 1
+    catalogue.history.append((7, "WRITE", TAKER_TAG))
     sent = len(catalogue.sent)
     done = next_repair(catalogue, tmp_path)
     assert "put the table back to the state it was in already" in done, done
@@ -135,18 +142,18 @@ def test_its_late_restore_to_where_the_taker_had_put_the_table_ends_the_watch(tm
 
 def test_its_late_restore_under_another_writers_commit_is_named(tmp_path: Path):
     catalogue = taken_over(tmp_path)
-    catalogue.history += [(4, "WRITE", TAKER_TAG), (5, "RESTORE", STALLED_TAG)]
-    catalogue.restored[5] = 1
-    catalogue.history.append((6, "WRITE", "streaming-job"))
+    catalogue.history += [(5, "WRITE", TAKER_TAG), (6, "RESTORE", STALLED_TAG)]
+    catalogue.restored[6] = 1
+    catalogue.history.append((7, "WRITE", "streaming-job"))
     with pytest.raises(LateCommits) as failed:
         next_repair(catalogue, tmp_path)
-    assert failed.value.theirs[0].version == 5 and failed.value.under[0].version == 6
+    assert failed.value.theirs[0].version == 6 and failed.value.under[0].version == 7
     assert STALLED in catalogue.tables
 
 
 def test_nothing_landed_keeps_the_watch(tmp_path: Path):
     catalogue = taken_over(tmp_path)
-    catalogue.history.append((4, "WRITE", TAKER_TAG))
+    catalogue.history.append((5, "WRITE", TAKER_TAG))
     assert "inv2" not in next_repair(catalogue, tmp_path)
     assert LATE_PROPERTY in catalogue.tables[STALLED]
 
@@ -163,3 +170,56 @@ def test_no_watch_on_a_record_without_a_tag(tmp_path: Path):
     del catalogue.tables[STALLED][COMMIT_TAG_PROPERTY]
     Runner(catalogue, RunReport(), tmp_path).repair(key("inv3"), False, TAKER_TAG)  # type: ignore[arg-type]
     assert LATE_PROPERTY not in catalogue.tables[STALLED]
+
+
+def test_a_watch_its_takers_repair_did_not_arm_takes_nothing_back_and_is_armed_by_the_next(
+    tmp_path: Path,
+):
+    """The taker marked inv2's record (unarmed watch) and cleared inv's intent, then died before
+    its repair ended. inv2's RESTORE to 1 had landed before the taker's repair read the table
+    (it repaired inv's change, which the taker then found nothing to put back of). The next
+    repair takes nothing back (that RESTORE is the repair, not a late change over a load) and
+    arms the watch from the version it leaves."""
+    catalogue = Catalogue()
+    catalogue.history += [(3, "RESTORE", STALLED_TAG)]
+    catalogue.restored[3] = 1
+    catalogue.tables[STALLED] = {
+        **stalled_repairer(),
+        TAKEN_PROPERTY: "inv3",
+        BEAT_PROPERTY: "0",
+        LATE_PROPERTY: LateWatch(None, STALLED_TAG, armed=False).to_property(),
+    }
+    record = RunRecord.from_properties(STALLED, catalogue.tables[STALLED])
+    assert late.to_do(catalogue, record, "db.t", "delta")  # type: ignore[arg-type]
+    sent = len(catalogue.sent)
+    assert "inv2" not in next_repair(catalogue, tmp_path)
+    assert not [s for s in catalogue.sent[sent:] if s.startswith("restore")]
+    # armed after the version this repair left: its marker for inv2's transaction id (4)
+    assert catalogue.history[-1][:2] == (4, "MERGE"), catalogue.history
+    armed = RunRecord.from_properties(STALLED, catalogue.tables[STALLED]).late
+    assert armed == LateWatch(4, STALLED_TAG)
+
+
+def test_a_takeover_outside_a_repair_gives_no_watch():
+    """A run's lease taken for its own change (no repair: no tag passed) marks a repairer's
+    record taken over and gives it no watch: no RESTORE of that repairer can be pending then
+    (the intent it repaired would still be there, and this run's repair step would have taken
+    the lease over first)."""
+    catalogue = Catalogue()
+    catalogue.tables[STALLED] = stalled_repairer()
+    leases = Leases(catalogue)  # type: ignore[arg-type]
+    leases.alone(key("inv3"))
+    leases.let_go(key("inv3"))
+    assert catalogue.tables[STALLED][TAKEN_PROPERTY] == "inv3"
+    assert LATE_PROPERTY not in catalogue.tables[STALLED]
+
+
+def test_a_watch_that_found_only_a_restore_that_changed_nothing_has_something_to_do(
+    tmp_path: Path,
+):
+    """The repair step takes the model's lease for it (to end the watch)."""
+    catalogue = taken_over(tmp_path)
+    catalogue.history.append((5, "RESTORE", STALLED_TAG))
+    catalogue.restored[5] = 1
+    record = RunRecord.from_properties(STALLED, catalogue.tables[STALLED])
+    assert late.to_do(catalogue, record, "db.t", "delta")  # type: ignore[arg-type]

@@ -57,9 +57,6 @@ class Leases:
     def release(self, run: Any, keep: bool) -> None:
         self.asked.append(f"release keep={keep}")
 
-    def live_runs(self, *args: Any) -> tuple:
-        return ()
-
 
 def undo(
     tmp_path: Path,

@@ -962,6 +962,22 @@ def test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_
     assert leftovers(project, "stalled") == []
 
 
+def _taken_back_by_the_next_run(project: Project, stopped: str, operation: str, again: str) -> dict:
+    """The stopped run's late `operation` is the last commit of `stalled` and its record is
+    watched; the model's next run (`again`: its vars) takes it back (RESTORE to the version
+    before it) and the table ends as `control`'s. Returns both tables' rows."""
+    history = project.history("stalled")
+    assert history[-1][1:] == (operation, stopped), history
+    assert any(run_key(stopped) in name for name in leftovers(project, "stalled"))
+    assert project.dbt("--select", "stalled", "--vars", again) == 0, project.results()
+    repairs = project.results()["stalled"]["adapter_response"].get("repairs") or []
+    assert any("rolled back version" in r and stopped in r for r in repairs), repairs
+    assert project.state("stalled") == project.state("control")
+    rows = project.rows(["control", "stalled"])
+    assert rows["stalled"] == rows["control"], rows
+    return rows
+
+
 # Delta, a column removal on a table whose column mapping is on from its creation, so the run's
 # only step is its DROP COLUMNS (an ALTER: Delta takes no transaction id for it). v 1 keeps
 # `gone`; each run appends the ids from `start`.
@@ -1000,17 +1016,9 @@ def test_a_delta_drop_columns_sent_after_its_lease_was_taken_over_is_put_back_by
     drop = f"sql:alter table {project.relation('stalled')} drop columns"
     stopped = _sent_after_a_takeover(project, removal, drop, "{start: 3}")
     # the late DROP COLUMNS landed on top (what the marker cannot refuse), the record is watched
-    history = project.history("stalled")
-    assert history[-1][1:] == ("DROP COLUMNS", stopped), history
     assert "gone" not in [name for name, _ in project.state("stalled")[0]]
-    assert any(run_key(stopped) in name for name in leftovers(project, "stalled"))
     assert project.dbt("--select", "control", "--vars", "{start: 6}") == 0
-    assert project.dbt("--select", "stalled", "--vars", "{start: 6}") == 0, project.results()
-    repairs = project.results()["stalled"]["adapter_response"].get("repairs") or []
-    assert any("rolled back version" in r and stopped in r for r in repairs), repairs
-    assert project.state("stalled") == project.state("control")
-    rows = project.rows(["control", "stalled"])
-    assert rows["stalled"] == rows["control"], rows
+    rows = _taken_back_by_the_next_run(project, stopped, "DROP COLUMNS", "{start: 6}")
     assert [r["gone"] for r in rows["stalled"]] == [0, 10, 20, 30, 40, 50, 60, 70, 80], rows
     assert leftovers(project, "stalled") == []
 
@@ -1059,16 +1067,8 @@ def test_a_repairers_restore_sent_after_its_lease_was_taken_over_is_taken_back_b
     assert project.state("stalled")[1], "the kill at the first commit left no intent"
     restore = f"sql:restore table {project.relation('stalled')} "
     stopped = _sent_after_a_takeover(project, "{v: 2}", restore, "{v: 2}")
-    # the late RESTORE landed on top, undoing the taker's load; its record is watched
-    history = project.history("stalled")
-    assert history[-1][1:] == ("RESTORE", stopped), history
+    # the late RESTORE landed on top, undoing the taker's load
     assert project.state("stalled") != project.state("control")
-    assert any(run_key(stopped) in name for name in leftovers(project, "stalled"))
-    assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
-    repairs = project.results()["stalled"]["adapter_response"].get("repairs") or []
-    assert any("rolled back version" in r and stopped in r for r in repairs), repairs
-    assert project.state("stalled") == project.state("control")
-    rows = project.rows(["control", "stalled"])
-    assert rows["stalled"] == rows["control"], rows
+    _taken_back_by_the_next_run(project, stopped, "RESTORE", "{v: 2}")
     if project.reader is not None:  # over a server the killed run's record stays watched
         assert leftovers(project, "stalled") == []

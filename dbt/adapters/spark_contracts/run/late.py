@@ -1,5 +1,6 @@
 """A taken-over run's late commit (core/recovery/late.py): the watch the repair of its
-intent leaves on its record, and what every later repair step does with it."""
+intent leaves on its record (or, for a repairing run, the repair that takes its lease over),
+and what every later repair step does with it."""
 
 from typing import List, Optional, Tuple
 
@@ -18,7 +19,7 @@ from dbt.adapters.spark_contracts.core.recovery.late import (
 from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
-from dbt.adapters.spark_contracts.run.record_io import set_properties_sql, table_listed
+from dbt.adapters.spark_contracts.run.record_io import set_properties_sql
 from dbt.adapters.spark_contracts.run.run_errors import LateCommits
 from dbt.adapters.spark_contracts.run.table_log import table_log
 
@@ -67,33 +68,28 @@ def watch(spark: Spark, record: RunRecord) -> Optional[LateWatch]:
     return LateWatch(after, intent.commit_tag)
 
 
-def on_takeover(
-    spark: Spark, record: RunRecord, relation: str, table_format: str
-) -> Optional[LateWatch]:
-    """The watch a run that takes `record`'s lease over gives it, where `record` is a repairing
-    run's (its commit tag, no intent), its holder may still commit, and the format's undo is a
-    commit with that tag (Delta's RESTORE): from `relation`'s current version. Stalled between
-    its fence and its RESTORE, that run would otherwise undo, unseen, what the taker repairs and
-    loads. None where no table is there (no RESTORE of it can land)."""
+def on_takeover(spark: Spark, record: RunRecord, table_format: str) -> Optional[LateWatch]:
+    """The watch a repair that takes `record`'s lease over gives it, where `record` is a
+    repairing run's (its commit tag, no intent), its holder may still commit, and the format's
+    undo is a commit with that tag (Delta's RESTORE): unarmed, so nothing is taken back for it
+    until a repair that ends arms it from the version it left (`moved_on`). Stalled between its
+    fence and its RESTORE, that run would otherwise undo, unseen, what the taker repairs and
+    loads; a RESTORE of it that lands before a repair has ended is part of what that repair
+    reads (it repaired the same intent)."""
     if not record.tag or record.intent is not None or record.late is not None:
         return None
     if not row_of(table_format).undo_is_tagged_commit or not may_still_commit(spark, record):
         return None
-    try:
-        version = table_log(spark, table_format).current_version(relation)
-    except Exception:
-        if table_listed(spark, relation):
-            raise
-        return None
-    return LateWatch(version, record.tag)
+    return LateWatch(None, record.tag, armed=False)
 
 
 def moved_on(
     spark: Spark, watching: List[Tuple[str, str]], relation: str, table_format: str
 ) -> None:
-    """The watches `on_takeover` gave (record table, tag) moved on to `relation`'s version after
-    this run's own repair: a late undo that landed before (the same RESTORE as this run's, or
-    one this run's repair read) is part of what the repair saw."""
+    """The unarmed watches (record table, tag) armed from `relation`'s version after this run's
+    repair: a late RESTORE that landed before was part of what the repair read (the same
+    intent's; at most one intent is left to repair at a time: each run's repair step repairs
+    the one before)."""
     if not watching:
         return
     after = table_log(spark, table_format).current_version(relation)
@@ -105,7 +101,7 @@ def look(
     spark: Spark, record: RunRecord, relation: str, table_format: str
 ) -> Tuple[Late, List[Snapshot]]:
     """(what `record`'s watch finds on `relation`, every commit listed): reads only."""
-    assert record.late is not None
+    assert record.late is not None and record.late.armed
     current, snapshots = table_log(spark, table_format).listed(relation)
     return late_commits(snapshots, current, record.late), snapshots
 
@@ -113,10 +109,11 @@ def look(
 def take_back(
     spark: Spark, record: RunRecord, relation: str, table_format: str, unique_id: str
 ) -> Optional[str]:
-    """`record`'s watch (`record.late`) looked for on `relation`'s current lineage: the holder's
-    commits at its head put back to the version before them (what was done is returned);
-    under another writer's, `LateCommits` (nothing undone). Returns None, with nothing done,
-    where none landed. The caller drops the record where something was returned or its holder
+    """`record`'s armed watch (`record.late`) looked for on `relation`'s current lineage: the
+    holder's commits at its head put back to the version before them (what was done is
+    returned); under another writer's, `LateCommits` (nothing undone); where all it found
+    changed nothing (`Late.passed`), nothing is done and that is returned (the watch ends).
+    Returns None, with nothing done, where none landed. The caller drops the record where something was returned or its holder
     could no longer commit before this looked (`may_still_commit`)."""
     late, snapshots = look(spark, record, relation, table_format)
     if not late.theirs:
@@ -146,8 +143,9 @@ def take_back(
 
 def to_do(spark: Spark, record: RunRecord, relation: str, table_format: str) -> bool:
     """The repair step has something to do for `record`'s watch (reads only, so a run takes the
-    model's lease only then): a late commit landed, or its holder can no longer commit."""
-    if not may_still_commit(spark, record):
+    model's lease only then): a late commit landed (one that changed nothing too: it ends the
+    watch), the watch is still to be armed, or its holder can no longer commit."""
+    if not may_still_commit(spark, record) or (record.late and not record.late.armed):
         return True
     found: Late = look(spark, record, relation, table_format)[0]
     return bool(found.theirs or found.passed)

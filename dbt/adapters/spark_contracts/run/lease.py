@@ -152,7 +152,7 @@ class Leases:
                 if binding and first_of(owner, binding):
                     others, binding = self._outwait(owner, suffix, watch)
                 if not binding:
-                    self._take_over(owner, others, watch, fence=suffix == LEASE_SUFFIX)
+                    self._take_over(owner, others, watch, suffix == LEASE_SUFFIX, tag)
                     return [r for r in others if r.holds_work]
             except BaseException:
                 self.let_go(owner)
@@ -231,12 +231,18 @@ class Leases:
             time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
 
     def _take_over(
-        self, owner: LeaseOwner, others: Sequence[RunRecord], watch: Watch, fence: bool = True
+        self,
+        owner: LeaseOwner,
+        others: Sequence[RunRecord],
+        watch: Watch,
+        fence: bool = True,
+        tag: Optional[str] = None,
     ) -> None:
         """Other runs' leases that are dead or expired marked taken over by this run, which
         holds the next epoch; `fence`: each one's holder's writes to the model table then
-        fenced off inside the commit where its format can (run/fence.commit_markers), and a
-        repairer's late RESTORE watched for (run/late.on_takeover). A lease taken over whose
+        fenced off inside the commit where its format can (run/fence.commit_markers); `tag`: a
+        repair's (its tag), which watches for a repairer's late RESTORE (run/late.on_takeover).
+        A lease taken over whose
         holder's process on this host is gone is dropped (only that process's fence read the
         mark); one whose holder may be alive stays marked for its fence (`check`); one that
         says its run was changing a table is left to the run that repairs it."""
@@ -254,10 +260,12 @@ class Leases:
         for record in taken:
             dead = self._state(record) is State.DEAD
             # a repairer that may still commit: watched for its late RESTORE (run/late.py)
-            found = late.on_takeover(self.spark, record, owner.relation, owner.table_format)
-            told = {LATE_PROPERTY: found.to_property()} if fence and found else {}
+            found = (
+                late.on_takeover(self.spark, record, owner.table_format) if fence and tag else None
+            )
+            told = {LATE_PROPERTY: found.to_property()} if found else {}
             self.spark.run(take_over_sql(record.table, owner.invocation_id, told))
-            self.watching += [(record.table, found.tag)] if told and found else []
+            self.watching += [(record.table, found.tag)] if found else []
             why = (
                 "its process on this host has ended"
                 if dead
@@ -383,17 +391,3 @@ class Leases:
                 drop_record(self.spark, beat.table, owner.table_format)
         except Exception as exc:
             logger.warning(f"{owner.unique_id}: could not let go of its lease {beat.table}: {exc}")
-
-    def live_runs(
-        self,
-        relation: str,
-        invocation_id: str,
-        table_format: Optional[str] = None,
-    ) -> tuple:
-        """Other runs of the model whose leases may be held now (not released, taken over or
-        dead), as the error of a failed run names them; read once, nothing watched."""
-        return tuple(
-            r.holder
-            for r in other_records(self.spark, relation, invocation_id, LEASE_SUFFIX, table_format)
-            if self._state(r) is State.WATCH
-        )

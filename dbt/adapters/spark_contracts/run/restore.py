@@ -134,10 +134,14 @@ class Restorer:
                 # whether its run can still commit, read before the table's log (run/late.py)
                 gone = late.watched(record) and not late.may_still_commit(spark, record)
                 if record.late is not None:  # repaired before; its holder may commit once more
-                    taken = late.take_back(
-                        spark, record, key.relation, key.table_format, key.unique_id
-                    )
-                    done.extend([taken] if taken else [])
+                    taken = None
+                    if record.late.armed:
+                        taken = late.take_back(
+                            spark, record, key.relation, key.table_format, key.unique_id
+                        )
+                        done.extend([taken] if taken else [])
+                    elif not gone:  # a repairer's, given at a takeover: armed at this one's end
+                        self.leases.watching.append((record.table, record.late.tag))
                     if taken or gone:  # watched out
                         if record.pending is None:
                             drop_record(spark, record.table, key.table_format)

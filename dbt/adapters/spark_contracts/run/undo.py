@@ -11,9 +11,14 @@ from typing import Any, NoReturn
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
 from dbt.adapters.spark_contracts.core.evolution.capabilities import logged
+from dbt.adapters.spark_contracts.core.recovery.lease import State, judge
+from dbt.adapters.spark_contracts.core.recovery.pending import LEASE_SUFFIX
+from dbt.adapters.spark_contracts.run.heartbeat import this_client
 from dbt.adapters.spark_contracts.run.model_run import ModelRun
 from dbt.adapters.spark_contracts.run.outcome_events import Restored
+from dbt.adapters.spark_contracts.run.record_io import other_records
 from dbt.adapters.spark_contracts.run.run_errors import (
     ForeignCommits,
     LeaseLost,
@@ -118,8 +123,19 @@ def undo(
     if stands or (unlogged and not done):  # the step's own error: no claim of an undo
         raise exc
     try:  # naming them is a courtesy: the failure is reported anyway
-        others = runner.leases.live_runs(run.relation, run.invocation_id, run.table_format)
+        others = live_runs(runner.spark, run.relation, run.invocation_id, run.table_format)
     except Exception as list_exc:
         logger.debug(f"{run.unique_id}: could not list the leases: {list_exc}")
         others = ()
     raise RunUndone(run.unique_id, step, runner.out.restored, exc, others) from exc
+
+
+def live_runs(spark: Spark, relation: str, invocation_id: str, table_format: str) -> tuple:
+    """Other runs of the model whose leases may be held now (not released, taken over or
+    dead), as the error of a failed run names them; read once, nothing watched."""
+    host = this_client().host
+    return tuple(
+        r.holder
+        for r in other_records(spark, relation, invocation_id, LEASE_SUFFIX, table_format)
+        if judge(r, host, process_running) is State.WATCH
+    )

@@ -46,15 +46,22 @@ class LateWatch:
 
     after: int | None
     tag: str
+    # False: given to a taken-over repairer's record at the takeover, before the taker's repair
+    # read the table; the repair that ends (the taker's, or a later run's) arms it from the
+    # version it left, and until then nothing is taken back for it
+    armed: bool = True
 
     def to_property(self) -> str:
-        return f"{'none' if self.after is None else self.after} {self.tag}"
+        after = "unarmed" if not self.armed else "none" if self.after is None else self.after
+        return f"{after} {self.tag}"
 
     @classmethod
     def from_property(cls, value: str | None) -> LateWatch | None:
         after, _, tag = (value or "").strip().partition(" ")
         if not after or not tag.strip():
             return None
+        if after == "unarmed":
+            return cls(None, tag.strip(), armed=False)
         try:
             return cls(None if after == "none" else int(after), tag.strip())
         except ValueError:
@@ -140,18 +147,23 @@ def undone_by_restores(commits: Iterable[Commit]) -> frozenset[int]:
 def no_op_restores(commits: Iterable[Commit]) -> frozenset[int]:
     """The versions of a Delta log that are a RESTORE to the state the table was in already
     (version r restores to t, and the table at t is the table at r - 1): they changed nothing.
-    A version's state is the state of the version a RESTORE at it restored to, else its own;
-    two versions whose states differ may still hold the same rows (then the RESTORE counts as
-    a change: the watch stays on the safe side)."""
+    A version's state is the state of the version a RESTORE at it restored to, that of the
+    version before it for a lease taker's marker (it changes nothing), else its own; two
+    versions whose states differ may still hold the same rows (then the RESTORE counts as a
+    change: the watch stays on the safe side)."""
     by_version = {c.version: c for c in commits}
 
     def state(version: int) -> int:
         seen: set[int] = set()
-        at = by_version.get(version)
-        while at is not None and at.restored_to is not None and at.version not in seen:
-            seen.add(at.version)
-            version = at.restored_to
+        while version not in seen:
+            seen.add(version)
             at = by_version.get(version)
+            if at is not None and at.restored_to is not None:
+                version = at.restored_to
+            elif at is not None and is_marker_commit(at) and version - 1 in by_version:
+                version -= 1
+            else:
+                break
         return version
 
     return frozenset(
