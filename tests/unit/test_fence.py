@@ -72,6 +72,7 @@ class Catalogue:
         self.columns = ["id", "note"]
         self.hooks: List[tuple] = []
         self.fail: Optional[str] = None  # statements matching it fail
+        self.failure: Any = RuntimeError  # how (not a DbtDatabaseError: Spark gave no answer)
         self.cached: Dict[str, Dict[str, str]] = {}  # Iceberg tables as the catalog cached them
         self.conf: Dict[str, Optional[str]] = {}  # the session's settings
         self.restored: Dict[int, int] = {}  # Delta: a RESTORE's version and its target
@@ -104,7 +105,7 @@ class Catalogue:
     def run(self, sql: str) -> None:
         self.sent.append(sql)
         if self.fail and re.search(self.fail, sql):
-            raise RuntimeError(f"failed: {sql}")
+            raise self.failure(f"failed: {sql}")
         self._apply(sql)
         for hook in [h for h in self.hooks if re.search(h[0], sql)]:
             self.hooks.remove(hook)

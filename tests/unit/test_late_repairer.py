@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from dbt_common.exceptions import DbtDatabaseError
 
 from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch
 from dbt.adapters.spark_contracts.core.recovery.pending import (
@@ -31,13 +32,14 @@ from dbt.adapters.spark_contracts.run import lease as lease_module
 from dbt.adapters.spark_contracts.run.heartbeat import this_client
 from dbt.adapters.spark_contracts.run.lease import Leases
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
-from dbt.adapters.spark_contracts.run.run_errors import LateCommits
+from dbt.adapters.spark_contracts.run.run_errors import LateCommits, LeaseLost, RestoreFailed
 from tests.unit.test_fence import (
     Catalogue,
     dead_intent,
     key,
     record_of,
     repair_catalogue,
+    stall,
 )
 
 STALLED_TAG = "dbt-spark-contracts:inv2:model.p.m:aaaa"
@@ -223,3 +225,43 @@ def test_a_watch_that_found_only_a_restore_that_changed_nothing_has_something_to
     catalogue.restored[5] = 1
     record = RunRecord.from_properties(STALLED, catalogue.tables[STALLED])
     assert late.to_do(catalogue, record, "db.t", "delta")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("answered", [False, True])
+def test_a_repair_restore_without_an_answer_leaves_its_record_for_a_takers_watch(
+    tmp_path: Path, answered: bool
+):
+    """A repair whose RESTORE ends with no answer from Spark (a server's connection lost: it
+    may still commit) leaves its record as it is: not released, naming its tag, so the run that
+    takes it over watches for that RESTORE. One Spark refused (an answer) lets go of it."""
+    catalogue = repair_catalogue(dead_intent())
+    catalogue.fail = r"^restore table db\.t"
+    catalogue.failure = DbtDatabaseError if answered else RuntimeError
+    with pytest.raises(RestoreFailed):
+        Runner(catalogue, RunReport(), tmp_path).repair(key("inv2"), False, STALLED_TAG)  # type: ignore[arg-type]
+    if answered:
+        assert STALLED not in catalogue.tables
+        return
+    record = RunRecord.from_properties(STALLED, catalogue.tables[STALLED])
+    assert record.tag == STALLED_TAG and not record.released
+
+
+def test_a_repairer_whose_last_statement_came_late_leaves_its_watched_record(tmp_path: Path):
+    """inv2's repair stalls past its lease as it sends its last statement (the dead run's
+    record told its intent is cleared); a taker marks its record taken over and gives it a watch. Its repair's
+    last fence finds the lease lost (`LeaseLost`), so inv2 does not drop its own record, and
+    the taker's watch stays for the next run."""
+    catalogue = repair_catalogue(dead_intent())
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+
+    def taken() -> None:
+        stall(runner.leases)
+        catalogue.tables[STALLED][TAKEN_PROPERTY] = "inv3"
+        catalogue.tables[STALLED][BEAT_PROPERTY] = "0"
+        catalogue.tables[STALLED][LATE_PROPERTY] = f"unarmed {STALLED_TAG}"
+
+    # its last statement: the dead run's record told its intent is cleared (it stays, watched)
+    catalogue.when(rf"^alter table {record_of(dead_intent())} set tblproperties", taken)
+    with pytest.raises(LeaseLost):
+        runner.repair(key("inv2"), False, STALLED_TAG)
+    assert LATE_PROPERTY in catalogue.tables[STALLED]

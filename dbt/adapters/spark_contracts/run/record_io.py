@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Tupl
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtDatabaseError
 
+from dbt.adapters.spark_contracts.connection.errors import statement_answered
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.recovery.pending import (
@@ -159,6 +160,25 @@ class Fenced:
     def run(self, sql: str) -> Any:
         self._check()
         return self._spark.run(sql)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spark, name)
+
+
+class Answered:
+    """`spark` noting whether a statement it sent (`run`) ended without Spark's answer
+    (connection/errors.statement_answered: a lost connection, a cancel, a server's timeout):
+    such a statement may still commit on a server (`unanswered`)."""
+
+    def __init__(self, spark: Spark) -> None:
+        self._spark, self.unanswered = spark, False
+
+    def run(self, sql: str) -> Any:
+        try:
+            return self._spark.run(sql)
+        except Exception as exc:
+            self.unanswered = self.unanswered or not statement_answered(exc)
+            raise
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._spark, name)

@@ -17,7 +17,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     foreign_commits,
 )
 from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY
-from dbt.adapters.spark_contracts.core.recovery.record import INTENT_CLEARED, Done
+from dbt.adapters.spark_contracts.core.recovery.record import INTENT_CLEARED, Done, RunRecord
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run import late
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
@@ -25,6 +25,7 @@ from dbt.adapters.spark_contracts.run.model_run import (
     stage_name,
 )
 from dbt.adapters.spark_contracts.run.record_io import (
+    Answered,
     Fenced,
     drop_record,
     set_properties_sql,
@@ -120,50 +121,61 @@ class Restorer:
         watches this run gave other repairers' records start from the version its repair left,
         and a last fence before it lets go leaves its record (with a taker's watch) to the
         taker where its last statement came late. None: nothing was left to repair (another
-        run repaired it meanwhile)."""
+        run repaired it meanwhile). A statement of the repair that got no answer (a server's
+        RESTORE cut off) may still land: the record is then left as it is (`abandon`), so the
+        run that takes it over watches for it."""
         records = self.leases.alone(key, tag=tag)
-        fence = lambda: self.leases.check(key)  # noqa: E731
+        sent = Answered(self.spark)  # this repair's statements, noted
         try:
-            done: List[str] = []
-            if on_table:
-                found = find_intent(table_properties(self.spark, key.relation))
-                if found is not None and found.invocation_id != key.invocation_id:
-                    done.append(self._repair(found, key.unique_id, fence, on_table=True))
-            spark = Fenced(self.spark, fence)
-            for record in sorted(records, key=lambda r: -r.epoch):
-                # whether its run can still commit, read before the table's log (run/late.py)
-                gone = late.watched(record) and not late.may_still_commit(spark, record)
-                if record.late is not None:  # repaired before; its holder may commit once more
-                    taken = None
-                    if record.late.armed:
-                        taken = late.take_back(
-                            spark, record, key.relation, key.table_format, key.unique_id
-                        )
-                        done.extend([taken] if taken else [])
-                    elif not gone:  # a repairer's, given at a takeover: armed at this one's end
-                        self.leases.watching.append((record.table, record.late.tag))
-                    if taken or gone:  # watched out
-                        if record.pending is None:
-                            drop_record(spark, record.table, key.table_format)
-                        else:  # its pending rows are the settler's now
-                            spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
-                if record.intent is None or record.intent.invocation_id == key.invocation_id:
-                    continue
-                done.append(self._repair(record.intent, key.unique_id, fence, record.done))
-                watch = None if gone else late.watch(spark, record)
-                if record.pending is not None or watch is not None:
-                    # its pending rows are the settler's (decide_pending, from the table's own
-                    # log), a late commit the next repair's: the record, its intent cleared,
-                    # stays for them
-                    told = {LATE_PROPERTY: watch.to_property()} if watch is not None else {}
-                    spark.run(set_properties_sql(record.table, {**INTENT_CLEARED, **told}))
-                else:
-                    drop_record(spark, record.table, key.table_format)
-            late.moved_on(spark, self.leases.watching, key.relation, key.table_format)
-            fence()
-            return "; ".join(done) or None
+            return Restorer(sent, self.leases)._repaired(key, on_table, records)  # type: ignore[arg-type]
+        except BaseException:
+            if sent.unanswered:
+                self.leases.abandon()
+            raise
         finally:
             self.leases.let_go(key)
+
+    def _repaired(self, key: ModelKey, on_table: bool, records: List[RunRecord]) -> Optional[str]:
+        """`repair`'s work, its lease held (`records`: the other runs' that hold work)."""
+        fence = lambda: self.leases.check(key)  # noqa: E731
+        done: List[str] = []
+        if on_table:
+            found = find_intent(table_properties(self.spark, key.relation))
+            if found is not None and found.invocation_id != key.invocation_id:
+                done.append(self._repair(found, key.unique_id, fence, on_table=True))
+        spark = Fenced(self.spark, fence)
+        for record in sorted(records, key=lambda r: -r.epoch):
+            # whether its run can still commit, read before the table's log (run/late.py)
+            gone = late.watched(record) and not late.may_still_commit(spark, record)
+            if record.late is not None:  # repaired before; its holder may commit once more
+                taken = None
+                if record.late.armed:
+                    taken = late.take_back(
+                        spark, record, key.relation, key.table_format, key.unique_id
+                    )
+                    done.extend([taken] if taken else [])
+                elif not gone:  # a repairer's, given at a takeover: armed at this one's end
+                    self.leases.watching.append((record.table, record.late.tag))
+                if taken or gone:  # watched out
+                    if record.pending is None:
+                        drop_record(spark, record.table, key.table_format)
+                    else:  # its pending rows are the settler's now
+                        spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
+            if record.intent is None or record.intent.invocation_id == key.invocation_id:
+                continue
+            done.append(self._repair(record.intent, key.unique_id, fence, record.done))
+            watch = None if gone else late.watch(spark, record)
+            if record.pending is not None or watch is not None:
+                # its pending rows are the settler's (decide_pending, from the table's own
+                # log), a late commit the next repair's: the record, its intent cleared,
+                # stays for them
+                told = {LATE_PROPERTY: watch.to_property()} if watch is not None else {}
+                spark.run(set_properties_sql(record.table, {**INTENT_CLEARED, **told}))
+            else:
+                drop_record(spark, record.table, key.table_format)
+        late.moved_on(spark, self.leases.watching, key.relation, key.table_format)
+        fence()
+        return "; ".join(done) or None
 
     def _repair(
         self,
