@@ -265,3 +265,15 @@ def test_a_repairer_whose_last_statement_came_late_leaves_its_watched_record(tmp
     with pytest.raises(LeaseLost):
         runner.repair(key("inv2"), False, STALLED_TAG)
     assert LATE_PROPERTY in catalogue.tables[STALLED]
+
+
+def test_an_iceberg_repair_without_an_answer_lets_go_of_its_record(tmp_path: Path):
+    """Iceberg's rollback carries no tag, so no taker could watch for it: the record is let
+    go of as before, and holds nothing up (on Parquet an unreleased record would hold the
+    model until its server restarts)."""
+    intent = dead_intent("iceberg")
+    catalogue = repair_catalogue(intent)
+    catalogue.fail = r"rollback_to_snapshot"
+    with pytest.raises(RestoreFailed):
+        Runner(catalogue, RunReport(), tmp_path).repair(key("inv2", "iceberg"), False, STALLED_TAG)  # type: ignore[arg-type]
+    assert "iceberg.db.t__dbt_lease_inv2" not in catalogue.tables

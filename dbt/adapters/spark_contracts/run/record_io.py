@@ -176,8 +176,9 @@ class Answered:
     def run(self, sql: str) -> Any:
         try:
             return self._spark.run(sql)
-        except Exception as exc:
-            self.unanswered = self.unanswered or not statement_answered(exc)
+        except BaseException as exc:  # an interrupt in the writing thread is no answer too
+            answered = isinstance(exc, Exception) and statement_answered(exc)
+            self.unanswered = self.unanswered or not answered
             raise
 
     def __getattr__(self, name: str) -> Any:

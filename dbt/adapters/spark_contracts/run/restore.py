@@ -8,7 +8,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.contracts.load_select import RUN_ID_COLUMN
-from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged
+from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, logged, row_of
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     INTENT_PROPERTY,
@@ -122,15 +122,17 @@ class Restorer:
         and a last fence before it lets go leaves its record (with a taker's watch) to the
         taker where its last statement came late. None: nothing was left to repair (another
         run repaired it meanwhile). A statement of the repair that got no answer (a server's
-        RESTORE cut off) may still land: the record is then left as it is (`abandon`), so the
-        run that takes it over watches for it."""
+        RESTORE cut off) may still land: on Delta, whose RESTORE a taker can watch for, the
+        record is then left as it is (`abandon`), so the run that takes it over watches for
+        it; elsewhere it is let go of as before (on Parquet an unreleased record would hold
+        the model until its server restarts)."""
         records = self.leases.alone(key, tag=tag)
         sent = Answered(self.spark)  # this repair's statements, noted
         try:
             return Restorer(sent, self.leases)._repaired(key, on_table, records)  # type: ignore[arg-type]
         except BaseException:
-            if sent.unanswered:
-                self.leases.abandon()
+            if sent.unanswered and row_of(key.table_format).undo_is_tagged_commit:
+                self.leases.abandon()  # its taker watches for it (elsewhere: nothing to watch)
             raise
         finally:
             self.leases.let_go(key)
