@@ -113,8 +113,9 @@ def take_back(
     holder's commits at its head put back to the version before them (what was done is
     returned); under another writer's, `LateCommits` (nothing undone); where all it found
     changed nothing (`Late.passed`), nothing is done and that is returned (the watch ends).
-    Returns None, with nothing done, where none landed. The caller drops the record where something was returned or its holder
-    could no longer commit before this looked (`may_still_commit`)."""
+    Returns None, with nothing done, where none landed. The caller drops the record where
+    something was returned or its holder could no longer commit before this looked
+    (`may_still_commit`)."""
     late, snapshots = look(spark, record, relation, table_format)
     if not late.theirs:
         if not late.passed:
