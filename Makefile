@@ -73,8 +73,8 @@ suites-servers: install jars
 # same XML). The real SIGKILLs are `make faults-ci` (mid-run, per format) and `make faults` (at
 # every commit); the statement-by-statement fault matrices are unit tests
 # (tests/unit/test_fault_matrix*.py, in CI). What CI leaves out is `make functional-extra`.
-KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired \
-	--deselect tests/functional/evolution/test_kill.py::test_repair_while_the_dead_runs_statement_still_runs
+KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::TestKillAtEveryCommit::test_kill_9_at_every_commit_is_repaired \
+	--deselect tests/functional/evolution/test_kill.py::TestRepairWhileTheDeadStatementRuns::test_repair_while_the_dead_runs_statement_still_runs
 # Not in CI, to keep it near 30 minutes on 2 cores (`make functional-extra` runs these; the kill
 # at every commit above is `make faults`'s):
 # - the bad day (1.2 M discarded rows, ~300 MB, maxResultSize 64m) and the four concurrent cases
@@ -148,9 +148,9 @@ EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
 	"$(CONCURRENT)[q_delta]" tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
 	tests/functional/evolution/test_kill.py::TestKillMidRunIceberg \
-	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[delta]" \
-	"tests/functional/evolution/test_kill.py::test_a_stalled_run_that_lost_its_lease_commits_nothing[iceberg]" \
-	"tests/functional/evolution/test_kill.py::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
+	"tests/functional/evolution/test_kill.py::TestStalledRun::test_a_stalled_run_that_lost_its_lease_commits_nothing[delta]" \
+	"tests/functional/evolution/test_kill.py::TestStalledRun::test_a_stalled_run_that_lost_its_lease_commits_nothing[iceberg]" \
+	"tests/functional/evolution/test_kill.py::TestRetryAtOnce::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
 	tests/functional/test_microbatch.py::TestMicrobatchDelta \
 	tests/functional/contracts/test_data_tests_gates.py::TestDocsExampleRuns \
 	tests/functional/contracts/test_data_tests_gates.py::TestGatesReadTheCoercedOutput \
@@ -158,12 +158,12 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	tests/functional/contracts/test_pydantic_create_run.py::TestFailedCreatingRunLeavesNothing \
 	tests/functional/adapter/test_basic.py::TestAdapterMethod \
 	tests/functional/adapter/test_basic.py::TestDefaultsAreDelta \
-	"tests/functional/evolution/test_kill.py::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[iceberg]" \
-	"tests/functional/evolution/test_kill.py::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[delta]" \
-	tests/functional/evolution/test_kill.py::test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit \
-	tests/functional/evolution/test_kill.py::test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit \
-	tests/functional/evolution/test_kill.py::test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_by_the_next_run \
-	tests/functional/evolution/test_kill.py::test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_row_twice \
+	"tests/functional/evolution/test_kill.py::TestStalledQuarantiningRun::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[iceberg]" \
+	"tests/functional/evolution/test_kill.py::TestStalledQuarantiningRun::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[delta]" \
+	tests/functional/evolution/test_kill.py::TestLateLoad::test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit \
+	tests/functional/evolution/test_kill.py::TestLateBackfill::test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit \
+	tests/functional/evolution/test_kill.py::TestLateIcebergBackfill::test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_by_the_next_run \
+	tests/functional/evolution/test_kill.py::TestLateIcebergMove::test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_row_twice \
 	tests/functional/contracts/test_snapshot_undone.py::TestASnapshotsChangeIsTakenBackWithItsMerge \
 	tests/functional/adapter/test_basic.py::TestSingularTests \
 	tests/functional/adapter/test_basic.py::TestSingularTestsEphemeral \
@@ -370,7 +370,7 @@ endef
 # going on with a dead client's statement (test_repair_while_the_dead_runs_statement_still_runs);
 # the matrix of commits sends the same SQL whichever client (8.5 of the pass's 17.5 minutes on
 # 2026-12-01). `make cluster-test-full` keeps it.
-CLUSTER_CONNECT_DESELECT := --deselect tests/functional/evolution/test_kill.py::test_kill_9_at_every_commit_is_repaired
+CLUSTER_CONNECT_DESELECT := --deselect tests/functional/evolution/test_kill.py::TestKillAtEveryCommit::test_kill_9_at_every_commit_is_repaired
 cluster-test: export DBT_SPARK_CONTRACTS_KILL_SAMPLE = 1
 cluster-test: install jars
 	$(call with_cluster,$(call thrift_then_connect,$(CLUSTER_TESTS),--deselect $(KILL_EVERY_STATEMENT),$(CLUSTER_CONNECT_TESTS) $(CLUSTER_CONNECT_DESELECT)))

@@ -309,46 +309,49 @@ def kill_target(request, tmp_path) -> tuple:
     return target, Path(request.getfixturevalue("warehouse_dir")).resolve(), None
 
 
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_kill_9_at_every_commit_is_repaired(tmp_path, kill_target, fmt):
-    project = Project(tmp_path / "project", fmt, kill_target)
-    assert project.dbt() == 0  # v1 of every model
-    before, _ = project.state("control")
-    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
-    after, intent = project.state("control")
-    assert not intent and after != before
+class TestKillAtEveryCommit:
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_kill_9_at_every_commit_is_repaired(self, tmp_path, kill_target, fmt):
+        project = Project(tmp_path / "project", fmt, kill_target)
+        assert project.dbt() == 0  # v1 of every model
+        before, _ = project.state("control")
+        assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+        after, intent = project.state("control")
+        assert not intent and after != before
 
-    left_intent = {}
-    for k in kill_points(fmt):
-        table = f"kill_{k}"
-        project.dbt("--select", table, "--vars", "{v: 2}", kill_at=k, table=table)
-        schema, intent = project.state(table)
-        assert intent or schema in (before, after), (k, schema)
-        left_intent[table] = intent
-    assert any(left_intent.values()), left_intent  # some kill landed mid-run
+        left_intent = {}
+        for k in kill_points(fmt):
+            table = f"kill_{k}"
+            project.dbt("--select", table, "--vars", "{v: 2}", kill_at=k, table=table)
+            schema, intent = project.state(table)
+            assert intent or schema in (before, after), (k, schema)
+            left_intent[table] = intent
+        assert any(left_intent.values()), left_intent  # some kill landed mid-run
 
-    # another writer commits to a table a killed run left mid-way
-    project.dbt(
-        "--select", "foreign", "--vars", "{v: 2}", kill_at=FOREIGN_KILL_POINT, table="foreign"
-    )
-    assert project.state("foreign")[1], "the kill left no intent in the run's record"
-    foreign_args = ["foreign_write", "--args", f"{{table: {project.relation('foreign')}}}"]
-    assert project.dbt(*foreign_args, command="run-operation") == 0
+        # another writer commits to a table a killed run left mid-way
+        project.dbt(
+            "--select", "foreign", "--vars", "{v: 2}", kill_at=FOREIGN_KILL_POINT, table="foreign"
+        )
+        assert project.state("foreign")[1], "the kill left no intent in the run's record"
+        foreign_args = ["foreign_write", "--args", f"{{table: {project.relation('foreign')}}}"]
+        assert project.dbt(*foreign_args, command="run-operation") == 0
 
-    assert project.dbt("--vars", "{v: 2}", "--exclude", "foreign") == 0  # repairs, then loads
-    repairs = {name: r["adapter_response"].get("repairs") for name, r in project.results().items()}
-    for table, intent in left_intent.items():
-        assert bool(repairs.get(table)) == intent, (table, repairs.get(table))
-        assert project.state(table) == (after, False), table
-    rows = project.rows(["control", *left_intent])
-    for table in left_intent:
-        assert rows[table] == rows["control"], (table, rows[table])
+        assert project.dbt("--vars", "{v: 2}", "--exclude", "foreign") == 0  # repairs, then loads
+        repairs = {
+            name: r["adapter_response"].get("repairs") for name, r in project.results().items()
+        }
+        for table, intent in left_intent.items():
+            assert bool(repairs.get(table)) == intent, (table, repairs.get(table))
+            assert project.state(table) == (after, False), table
+        rows = project.rows(["control", *left_intent])
+        for table in left_intent:
+            assert rows[table] == rows["control"], (table, rows[table])
 
-    # the repair does not undo the other writer's commit: it fails naming it
-    assert project.dbt("--select", "foreign", "--vars", "{v: 2}") != 0
-    message = project.results()["foreign"]["message"]
-    assert "another writer committed" in message and "streaming-job" in message, message
-    assert 99 in [row["id"] for row in project.rows(["foreign"])["foreign"]]
+        # the repair does not undo the other writer's commit: it fails naming it
+        assert project.dbt("--select", "foreign", "--vars", "{v: 2}") != 0
+        message = project.results()["foreign"]["message"]
+        assert "another writer committed" in message and "streaming-job" in message, message
+        assert 99 in [row["id"] for row in project.rows(["foreign"])["foreign"]]
 
 
 # The backfill is slow in the run that is killed (a nested loop per row, not foldable, of
@@ -364,35 +367,36 @@ SLOW = "{v: 2, loop: 3000}"
 BEFORE_UPDATE = 3  # column defaults feature, ADD COLUMNS, SET DEFAULT; then the UPDATE
 
 
-@pytest.mark.profile("thrift", "connect")  # an embedded Spark dies with its dbt process
-def test_repair_while_the_dead_runs_statement_still_runs(tmp_path, kill_target):
-    """Over a server the killed client's UPDATE goes on; the repair run starts at once (no
-    settling): the dead statement commits before the repair's RESTORE (undone with the dead
-    run's changes) or after it (Delta's optimistic concurrency rejects it: the RESTORE changed
-    the table's metadata), and the table ends like the control."""
-    names = ["control", "dead"]
-    project = Project(tmp_path / "project", "delta", kill_target, SLOW_BACKFILL, names)
-    assert project.dbt() == 0
-    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
-    after = project.state("control")
-    assert after[1] is False
-    project.dbt(
-        *("--select", "dead", "--vars", SLOW),
-        kill_at=BEFORE_UPDATE,
-        kill_delay=1.0,
-        table="dead",
-        settle=False,
-    )
-    assert project.state("dead")[1], "the kill left no intent in the run's record"
-    repaired = project.dbt("--select", "dead", "--vars", "{v: 2}")
-    project.settle("dead")
-    history = project.history("dead")
-    print("history of the dead run's table:", history)  # what interleaved (pytest -rA shows it)
-    assert repaired == 0, (project.results()["dead"]["message"], history)
-    assert project.results()["dead"]["adapter_response"].get("repairs"), history
-    assert project.state("dead") == after, history
-    rows = project.rows(["control", "dead"])
-    assert rows["dead"] == rows["control"], (rows, history)
+class TestRepairWhileTheDeadStatementRuns:
+    @pytest.mark.profile("thrift", "connect")  # an embedded Spark dies with its dbt process
+    def test_repair_while_the_dead_runs_statement_still_runs(self, tmp_path, kill_target):
+        """Over a server the killed client's UPDATE goes on; the repair run starts at once (no
+        settling): the dead statement commits before the repair's RESTORE (undone with the dead
+        run's changes) or after it (Delta's optimistic concurrency rejects it: the RESTORE changed
+        the table's metadata), and the table ends like the control."""
+        names = ["control", "dead"]
+        project = Project(tmp_path / "project", "delta", kill_target, SLOW_BACKFILL, names)
+        assert project.dbt() == 0
+        assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+        after = project.state("control")
+        assert after[1] is False
+        project.dbt(
+            *("--select", "dead", "--vars", SLOW),
+            kill_at=BEFORE_UPDATE,
+            kill_delay=1.0,
+            table="dead",
+            settle=False,
+        )
+        assert project.state("dead")[1], "the kill left no intent in the run's record"
+        repaired = project.dbt("--select", "dead", "--vars", "{v: 2}")
+        project.settle("dead")
+        history = project.history("dead")
+        print("history of the dead run's table:", history)  # what interleaved (pytest -rA shows it)
+        assert repaired == 0, (project.results()["dead"]["message"], history)
+        assert project.results()["dead"]["adapter_response"].get("repairs"), history
+        assert project.state("dead") == after, history
+        rows = project.rows(["control", "dead"])
+        assert rows["dead"] == rows["control"], (rows, history)
 
 
 # A backfill on each format (iceberg: ADD COLUMNS, then UPDATE; delta: the column defaults feature,
@@ -514,33 +518,36 @@ def kills_mid_run(tmp_path, kill_target, fmt: str) -> None:
         assert len(runs_) == 2, runs_  # each run's rows once
 
 
-@pytest.mark.profile("session")  # the positive evidence: the dead run's process on this host
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_a_retry_at_once_after_a_kill_repairs_and_loads(tmp_path, kill_target, fmt, monkeypatch):
-    """The most common death: a cancelled CI job (SIGKILL at the run's first commit), retried at
-    once, with the default lease. The dead run's process on this host is gone, so the retry
-    takes its lease over without waiting for it to run out, repairs the table and loads: it
-    ends like a run never killed, well inside one lease's length."""
-    monkeypatch.setenv(LEASE_ENV, "30")  # the default: a retry that waited would take 30 s more
-    names = ["control", "dead"]
-    project = Project(tmp_path / "project", fmt, kill_target, names=names)
-    assert project.dbt() == 0
-    project.dbt("--select", "dead", "--vars", "{v: 2}", kill_at=1, table="dead")
-    assert project.state("dead")[1], "the kill at the first commit left no intent"
-    # the retry, and beside it the control's first v2 run (one dbt process less)
-    assert project.dbt("--vars", "{v: 2}") == 0, project.results()
-    after = project.state("control")
-    assert after[1] is False
-    # what the retry said: it took the lease over on the evidence that the dead run's process
-    # has ended, and never waited (it says so on the console as soon as it waits; a time
-    # bound failed on a loaded machine, where a retry that repairs is slow without waiting)
-    said = (project.root / f"dbt-{project.runs}.log").read_text()
-    assert "(its process on this host has ended)" in said, said
-    assert "waiting up to" not in said, said
-    assert project.results()["dead"]["adapter_response"].get("repairs")
-    assert project.state("dead") == after
-    rows = project.rows(["control", "dead"])
-    assert rows["dead"] == rows["control"], rows
+class TestRetryAtOnce:
+    @pytest.mark.profile("session")  # the positive evidence: the dead run's process on this host
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_a_retry_at_once_after_a_kill_repairs_and_loads(
+        self, tmp_path, kill_target, fmt, monkeypatch
+    ):
+        """The most common death: a cancelled CI job (SIGKILL at the run's first commit), retried at
+        once, with the default lease. The dead run's process on this host is gone, so the retry
+        takes its lease over without waiting for it to run out, repairs the table and loads: it
+        ends like a run never killed, well inside one lease's length."""
+        monkeypatch.setenv(LEASE_ENV, "30")  # the default: a retry that waited would take 30 s more
+        names = ["control", "dead"]
+        project = Project(tmp_path / "project", fmt, kill_target, names=names)
+        assert project.dbt() == 0
+        project.dbt("--select", "dead", "--vars", "{v: 2}", kill_at=1, table="dead")
+        assert project.state("dead")[1], "the kill at the first commit left no intent"
+        # the retry, and beside it the control's first v2 run (one dbt process less)
+        assert project.dbt("--vars", "{v: 2}") == 0, project.results()
+        after = project.state("control")
+        assert after[1] is False
+        # what the retry said: it took the lease over on the evidence that the dead run's process
+        # has ended, and never waited (it says so on the console as soon as it waits; a time
+        # bound failed on a loaded machine, where a retry that repairs is slow without waiting)
+        said = (project.root / f"dbt-{project.runs}.log").read_text()
+        assert "(its process on this host has ended)" in said, said
+        assert "waiting up to" not in said, said
+        assert project.results()["dead"]["adapter_response"].get("repairs")
+        assert project.state("dead") == after
+        rows = project.rows(["control", "dead"])
+        assert rows["dead"] == rows["control"], rows
 
 
 def _stopped_run(
@@ -616,84 +623,86 @@ def stall_target(request, tmp_path) -> tuple:
     return target, warehouse, request.getfixturevalue("worker_spark")
 
 
-@pytest.mark.profile("session", "thrift")
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_a_stalled_run_that_lost_its_lease_commits_nothing(
-    tmp_path, stall_target, fmt, monkeypatch
-):
-    """A run stopped (SIGSTOP) in the middle of its multi-step change, past its lease; the model
-    is run again, which takes the lease over (the stopped run's process is alive, so only once
-    the lease ran out while it watched), repairs and loads; then the first run resumes
-    (SIGCONT). It fails, naming the run that took over, and commits nothing: the table ends
-    like a run never stopped, and no success is reported for a load that is not there."""
-    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-    names = ["control", "stalled"]
-    project = Project(tmp_path / "project", fmt, stall_target, names=names)
-    assert project.dbt() == 0
-    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
-    after = project.state("control")
-    first = _stop_at(project, "stalled", "{v: 2}", 1)  # its first change (its intent recorded)
-    try:
-        time.sleep(STALL_LEASE)
-        assert project.state("stalled")[1], "the stopped run's record holds no intent"
-        assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
-        second = project.results()["stalled"]
-        assert second["adapter_response"].get("repairs"), second
+class TestStalledRun:
+    @pytest.mark.profile("session", "thrift")
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_a_stalled_run_that_lost_its_lease_commits_nothing(
+        self, tmp_path, stall_target, fmt, monkeypatch
+    ):
+        """A run stopped (SIGSTOP) in the middle of its multi-step change, past its lease; the model
+        is run again, which takes the lease over (the stopped run's process is alive, so only once
+        the lease ran out while it watched), repairs and loads; then the first run resumes
+        (SIGCONT). It fails, naming the run that took over, and commits nothing: the table ends
+        like a run never stopped, and no success is reported for a load that is not there."""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", fmt, stall_target, names=names)
+        assert project.dbt() == 0
+        assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+        after = project.state("control")
+        first = _stop_at(project, "stalled", "{v: 2}", 1)  # its first change (its intent recorded)
+        try:
+            time.sleep(STALL_LEASE)
+            assert project.state("stalled")[1], "the stopped run's record holds no intent"
+            assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+            second = project.results()["stalled"]
+            assert second["adapter_response"].get("repairs"), second
+            assert project.state("stalled") == after
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
+        assert first.wait(timeout=600) != 0  # the resumed run fails
+        resumed = resumed_result(project, "stalled")
+        assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+        project.settle("stalled")
         assert project.state("stalled") == after
-    finally:
-        os.kill(first.pid, signal.SIGCONT)
-    assert first.wait(timeout=600) != 0  # the resumed run fails
-    resumed = resumed_result(project, "stalled")
-    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
-    project.settle("stalled")
-    assert project.state("stalled") == after
-    rows = project.rows(["control", "stalled"])
-    assert rows["stalled"] == rows["control"], rows
-    # the run record taken over: the run that took it over repaired what it said and kept it,
-    # watched for a late commit of the stopped run (core/recovery/late.py: on Delta its ALTERs
-    # and its own undo's RESTORE take no transaction id), which the model's next
-    # run drops where that run's statements can no longer run (its embedded session ended with
-    # it; a server's application still runs)
-    assert len(leftovers(project, "stalled")) == 1, leftovers(project, "stalled")
-    assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
-    if project.reader is None:  # over a server: kept until it runs another application
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] == rows["control"], rows
+        # the run record taken over: the run that took it over repaired what it said and kept it,
+        # watched for a late commit of the stopped run (core/recovery/late.py: on Delta its ALTERs
+        # and its own undo's RESTORE take no transaction id), which the model's next
+        # run drops where that run's statements can no longer run (its embedded session ended with
+        # it; a server's application still runs)
         assert len(leftovers(project, "stalled")) == 1, leftovers(project, "stalled")
-        return
-    assert leftovers(project, "stalled") == []
+        assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+        if project.reader is None:  # over a server: kept until it runs another application
+            assert len(leftovers(project, "stalled")) == 1, leftovers(project, "stalled")
+            return
+        assert leftovers(project, "stalled") == []
 
 
-@pytest.mark.profile("session", "thrift")
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_a_quarantining_run_stalled_after_its_load_commits_nothing_more(
-    tmp_path, stall_target, fmt, monkeypatch
-):
-    """A quarantining load stopped (SIGSTOP) once its load is in the table, before its discarded
-    rows move from its pending table into the quarantine, past its lease. The model is run
-    again: it watches the pending table's lease run out, takes it over, moves the rows (the
-    load that carries their run's tag is in the table), and loads. The first run, resumed,
-    fails naming its lost lease and moves nothing again: every load's discarded rows are in the
-    quarantine once, nothing is left pending. (Where the stop came after the run had moved its
-    rows already, it ends successfully and the next run finds nothing to settle: the same end.)"""
-    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-    body = QUARANTINE_MODEL.format(fmt=fmt)
-    project = Project(tmp_path / "project", fmt, stall_target, body, names=["q_stalled"])
-    assert project.dbt() == 0
-    first = _stop_at(project, "q_stalled", "{v: 2}", AFTER_LOAD)
-    try:
-        time.sleep(STALL_LEASE)
-        assert project.dbt("--select", "q_stalled", "--vars", "{v: 2}") == 0, project.results()
-        second = project.results()["q_stalled"]["adapter_response"]
-    finally:
-        os.kill(first.pid, signal.SIGCONT)
-    code = first.wait(timeout=600)
-    resumed = resumed_result(project, "q_stalled")
-    settled = [r for r in second.get("repairs") or [] if "settled run" in r]
-    if code != 0:  # stopped before it moved its rows: the next run moved them
-        assert "lost its lease" in resumed["message"], resumed
-        assert settled, second
-    else:  # it had moved them before the stop took hold
-        assert resumed["status"] == "success" and not settled, (resumed, second)
-    two_loads_each_quarantined_once(project, "q_stalled")
+class TestStalledQuarantiningRun:
+    @pytest.mark.profile("session", "thrift")
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_a_quarantining_run_stalled_after_its_load_commits_nothing_more(
+        self, tmp_path, stall_target, fmt, monkeypatch
+    ):
+        """A quarantining load stopped (SIGSTOP) once its load is in the table, before its discarded
+        rows move from its pending table into the quarantine, past its lease. The model is run
+        again: it watches the pending table's lease run out, takes it over, moves the rows (the
+        load that carries their run's tag is in the table), and loads. The first run, resumed,
+        fails naming its lost lease and moves nothing again: every load's discarded rows are in the
+        quarantine once, nothing is left pending. (Where the stop came after the run had moved its
+        rows already, it ends successfully and the next run finds nothing to settle: the same end.)"""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        body = QUARANTINE_MODEL.format(fmt=fmt)
+        project = Project(tmp_path / "project", fmt, stall_target, body, names=["q_stalled"])
+        assert project.dbt() == 0
+        first = _stop_at(project, "q_stalled", "{v: 2}", AFTER_LOAD)
+        try:
+            time.sleep(STALL_LEASE)
+            assert project.dbt("--select", "q_stalled", "--vars", "{v: 2}") == 0, project.results()
+            second = project.results()["q_stalled"]["adapter_response"]
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
+        code = first.wait(timeout=600)
+        resumed = resumed_result(project, "q_stalled")
+        settled = [r for r in second.get("repairs") or [] if "settled run" in r]
+        if code != 0:  # stopped before it moved its rows: the next run moved them
+            assert "lost its lease" in resumed["message"], resumed
+            assert settled, second
+        else:  # it had moved them before the stop took hold
+            assert resumed["status"] == "success" and not settled, (resumed, second)
+        two_loads_each_quarantined_once(project, "q_stalled")
 
 
 def two_loads_each_quarantined_once(project: Project, table: str) -> None:
@@ -737,103 +746,107 @@ def write_index(log: Path, start: str) -> int:
     raise AssertionError(f"no {start!r} in {log.read_text()}")
 
 
-@pytest.mark.profile("session", "thrift")
-def test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit(
-    tmp_path, stall_target, monkeypatch
-):
-    """The window the fence before each step leaves: a quarantining Delta run stopped (SIGSTOP)
-    right before its load reaches Spark, after its fence passed, and past its lease. The model
-    run again takes the lease of the stopped run's record over, commits an empty marker under
-    that run's transaction id, finds no load of it in the table's log and drops its discarded
-    rows at once (the marker is the positive evidence that the load can no longer commit;
-    before, they were kept while the stopped process lived, and its load then committed a
-    second time), and loads. The first run, resumed, sends its load, which commits nothing
-    (its rows' table is gone, and the marker fences it off), and fails naming its lost lease.
-    Every row is in the table once, every discarded row of the load that stands is in the
-    quarantine once, nothing is left pending."""
-    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-    body = QUARANTINE_MODEL.format(fmt="delta")
-    names = ["q_control", "q_fenced"]
-    project = Project(tmp_path / "project", "delta", stall_target, body, names=names)
-    assert project.dbt() == 0
-    writes = tmp_path / "writes.log"
-    monkeypatch.setenv("DBT_SPARK_CONTRACTS_WRITES_LOG", str(writes))
-    assert project.dbt("--select", "q_control", "--vars", "{v: 2}") == 0
-    monkeypatch.delenv("DBT_SPARK_CONTRACTS_WRITES_LOG")
-    load = write_index(writes, f"insert into {project.relation('q_control')} ")
-    first = _stop_before(project, "q_fenced", "{v: 2}", load)
-    try:
-        time.sleep(STALL_LEASE)
-        assert project.dbt("--select", "q_fenced", "--vars", "{v: 2}") == 0, project.results()
-        second = project.results()["q_fenced"]["adapter_response"]
-    finally:
-        os.kill(first.pid, signal.SIGCONT)
-    assert first.wait(timeout=600) != 0
-    resumed = resumed_result(project, "q_fenced")
-    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
-    settled = [r for r in second.get("repairs") or [] if "settled run" in r]
-    assert settled and "fences that run's writes off" in settled[0], second
-    project.settle("q_fenced")
-    rows = project.rows(["q_fenced", "q_fenced__quarantine", "q_control"])
-    assert [r["id"] for r in rows["q_fenced"]] == [0, 1, 2, 3, 5, 7], rows
-    assert rows["q_fenced"] == rows["q_control"], rows
-    quarantined = rows["q_fenced__quarantine"]
-    assert sorted(r["id"] for r in quarantined) == [4, 6, 8], quarantined
-    assert len({r["_dbt_run_id"] for r in quarantined}) == 1, quarantined
-    # the taker's marker, and after it nothing of the resumed run (it ended last)
-    results = json.loads((project.root / "target" / "run_results.json").read_text())
-    stopped = results["metadata"]["invocation_id"]
-    history = project.history("q_fenced")
-    markers = [v for v, _, tag in history if tag.startswith("dbt-spark-contracts-fence")]
-    assert markers and not [h for h in history if h[0] > markers[0] and h[2] == stopped], history
-    assert leftovers(project, "q_fenced") == []
-
-
-@pytest.mark.profile("session", "thrift")
-def test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_row_twice(
-    tmp_path, stall_target, monkeypatch
-):
-    """Iceberg fences no append inside its commit. A quarantining Iceberg run (A) stopped
-    (SIGSTOP) right before its own move of its discarded rows into the quarantine, after its
-    load and its fence, past its lease. The model run again (B) takes the lease over, finds A's
-    load in the table's log and moves A's rows, and is stopped right before it drops A's
-    pending table. A, resumed, sends its move there: the window where a late move finds the
-    pending table still there. As a MERGE on the run's id (`moves_own_rows_by_merge`) it finds
-    the rows and inserts none, or its commit meets B's and fails (an append added them a
-    second time); A fails naming its lost lease. B, resumed, drops A's pending table and
-    record, and loads. Each run's discarded rows are in the quarantine once, nothing is left
-    pending."""
-    from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
-
-    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-    project = Project(
-        tmp_path / "project",
-        "iceberg",
-        stall_target,
-        QUARANTINE_MODEL.format(fmt="iceberg"),
-        names=["q_moved"],
-    )
-    assert project.dbt() == 0
-    quarantine = f"{project.relation('q_moved')}__quarantine"
-    verb = "merge" if row_of("iceberg").moves_own_rows_by_merge else "insert"
-    first = _stop_before(project, "q_moved", "{v: 2}", f"sql:{verb} into {quarantine} ")
-    second = None
-    try:
-        time.sleep(STALL_LEASE)
-        drop = f"sql:drop table if exists {quarantine}__pending_"
-        second = _stop_before(project, "q_moved", "{v: 2}", drop)
-        os.kill(first.pid, signal.SIGCONT)
+class TestLateLoad:
+    @pytest.mark.profile("session", "thrift")
+    def test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """The window the fence before each step leaves: a quarantining Delta run stopped (SIGSTOP)
+        right before its load reaches Spark, after its fence passed, and past its lease. The model
+        run again takes the lease of the stopped run's record over, commits an empty marker under
+        that run's transaction id, finds no load of it in the table's log and drops its discarded
+        rows at once (the marker is the positive evidence that the load can no longer commit;
+        before, they were kept while the stopped process lived, and its load then committed a
+        second time), and loads. The first run, resumed, sends its load, which commits nothing
+        (its rows' table is gone, and the marker fences it off), and fails naming its lost lease.
+        Every row is in the table once, every discarded row of the load that stands is in the
+        quarantine once, nothing is left pending."""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        body = QUARANTINE_MODEL.format(fmt="delta")
+        names = ["q_control", "q_fenced"]
+        project = Project(tmp_path / "project", "delta", stall_target, body, names=names)
+        assert project.dbt() == 0
+        writes = tmp_path / "writes.log"
+        monkeypatch.setenv("DBT_SPARK_CONTRACTS_WRITES_LOG", str(writes))
+        assert project.dbt("--select", "q_control", "--vars", "{v: 2}") == 0
+        monkeypatch.delenv("DBT_SPARK_CONTRACTS_WRITES_LOG")
+        load = write_index(writes, f"insert into {project.relation('q_control')} ")
+        first = _stop_before(project, "q_fenced", "{v: 2}", load)
+        try:
+            time.sleep(STALL_LEASE)
+            assert project.dbt("--select", "q_fenced", "--vars", "{v: 2}") == 0, project.results()
+            second = project.results()["q_fenced"]["adapter_response"]
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
         assert first.wait(timeout=600) != 0
-        resumed = resumed_result(project, "q_moved")
-    finally:  # neither left stopped, whatever failed
-        for process in (first, second):
-            if process is not None and process.poll() is None:
-                os.kill(process.pid, signal.SIGCONT)
-    assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
-    assert second.wait(timeout=600) == 0, project.results()
-    settled = project.results()["q_moved"]["adapter_response"].get("repairs") or []
-    assert [r for r in settled if "settled run" in r and "moved" in r], settled
-    two_loads_each_quarantined_once(project, "q_moved")
+        resumed = resumed_result(project, "q_fenced")
+        assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+        settled = [r for r in second.get("repairs") or [] if "settled run" in r]
+        assert settled and "fences that run's writes off" in settled[0], second
+        project.settle("q_fenced")
+        rows = project.rows(["q_fenced", "q_fenced__quarantine", "q_control"])
+        assert [r["id"] for r in rows["q_fenced"]] == [0, 1, 2, 3, 5, 7], rows
+        assert rows["q_fenced"] == rows["q_control"], rows
+        quarantined = rows["q_fenced__quarantine"]
+        assert sorted(r["id"] for r in quarantined) == [4, 6, 8], quarantined
+        assert len({r["_dbt_run_id"] for r in quarantined}) == 1, quarantined
+        # the taker's marker, and after it nothing of the resumed run (it ended last)
+        results = json.loads((project.root / "target" / "run_results.json").read_text())
+        stopped = results["metadata"]["invocation_id"]
+        history = project.history("q_fenced")
+        markers = [v for v, _, tag in history if tag.startswith("dbt-spark-contracts-fence")]
+        assert markers and not [h for h in history if h[0] > markers[0] and h[2] == stopped], (
+            history
+        )
+        assert leftovers(project, "q_fenced") == []
+
+
+class TestLateIcebergMove:
+    @pytest.mark.profile("session", "thrift")
+    def test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_row_twice(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """Iceberg fences no append inside its commit. A quarantining Iceberg run (A) stopped
+        (SIGSTOP) right before its own move of its discarded rows into the quarantine, after its
+        load and its fence, past its lease. The model run again (B) takes the lease over, finds A's
+        load in the table's log and moves A's rows, and is stopped right before it drops A's
+        pending table. A, resumed, sends its move there: the window where a late move finds the
+        pending table still there. As a MERGE on the run's id (`moves_own_rows_by_merge`) it finds
+        the rows and inserts none, or its commit meets B's and fails (an append added them a
+        second time); A fails naming its lost lease. B, resumed, drops A's pending table and
+        record, and loads. Each run's discarded rows are in the quarantine once, nothing is left
+        pending."""
+        from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
+
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        project = Project(
+            tmp_path / "project",
+            "iceberg",
+            stall_target,
+            QUARANTINE_MODEL.format(fmt="iceberg"),
+            names=["q_moved"],
+        )
+        assert project.dbt() == 0
+        quarantine = f"{project.relation('q_moved')}__quarantine"
+        verb = "merge" if row_of("iceberg").moves_own_rows_by_merge else "insert"
+        first = _stop_before(project, "q_moved", "{v: 2}", f"sql:{verb} into {quarantine} ")
+        second = None
+        try:
+            time.sleep(STALL_LEASE)
+            drop = f"sql:drop table if exists {quarantine}__pending_"
+            second = _stop_before(project, "q_moved", "{v: 2}", drop)
+            os.kill(first.pid, signal.SIGCONT)
+            assert first.wait(timeout=600) != 0
+            resumed = resumed_result(project, "q_moved")
+        finally:  # neither left stopped, whatever failed
+            for process in (first, second):
+                if process is not None and process.poll() is None:
+                    os.kill(process.pid, signal.SIGCONT)
+        assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+        assert second.wait(timeout=600) == 0, project.results()
+        settled = project.results()["q_moved"]["adapter_response"].get("repairs") or []
+        assert [r for r in settled if "settled run" in r and "moved" in r], settled
+        two_loads_each_quarantined_once(project, "q_moved")
 
 
 def _backfill_sent_after_a_takeover(project: Project, monkeypatch) -> str:
@@ -868,33 +881,36 @@ def _sent_after_a_takeover(project: Project, stopped_vars: str, stop: str, again
     return results["metadata"]["invocation_id"]
 
 
-@pytest.mark.profile("session", "thrift")
-def test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit(
-    tmp_path, stall_target, monkeypatch
-):
-    """Delta's skip itself: a multi-step Delta run stopped (SIGSTOP) right before its backfill
-    UPDATE reaches Spark (its fence passed), past its lease. The model run again takes the
-    lease over, commits its marker under the stopped run's transaction id, repairs the table
-    (RESTORE) and carries the whole change out itself. The first run, resumed, sends its
-    UPDATE: it has no source a repair could drop, so without the fence it would commit over
-    the second run's load; Delta skips it (its version is below the marker's), and the run
-    fails naming its lost lease. No commit of the first run follows the marker."""
-    project = Project(tmp_path / "project", "delta", stall_target, names=["control", "stalled"])
-    stopped = _backfill_sent_after_a_takeover(project, monkeypatch)
-    after = project.state("control")
-    history = project.history("stalled")
-    markers = [v for v, _, tag in history if tag.startswith("dbt-spark-contracts-fence")]
-    assert markers and not [h for h in history if h[0] > markers[0] and h[2] == stopped], history
-    assert project.state("stalled") == after
-    rows = project.rows(["control", "stalled"])
-    assert rows["stalled"] == rows["control"], rows
-    # the stopped run's record stays, watched for a late commit that takes no id (an ALTER, its
-    # own undo's RESTORE: core/recovery/late.py), until its statements can no longer run: the
-    # next run drops it where they ran in its embedded session, which ended with it
-    assert [name for name in leftovers(project, "stalled") if run_key(stopped) in name]
-    assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
-    if project.reader is not None:
-        assert leftovers(project, "stalled") == []
+class TestLateBackfill:
+    @pytest.mark.profile("session", "thrift")
+    def test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """Delta's skip itself: a multi-step Delta run stopped (SIGSTOP) right before its backfill
+        UPDATE reaches Spark (its fence passed), past its lease. The model run again takes the
+        lease over, commits its marker under the stopped run's transaction id, repairs the table
+        (RESTORE) and carries the whole change out itself. The first run, resumed, sends its
+        UPDATE: it has no source a repair could drop, so without the fence it would commit over
+        the second run's load; Delta skips it (its version is below the marker's), and the run
+        fails naming its lost lease. No commit of the first run follows the marker."""
+        project = Project(tmp_path / "project", "delta", stall_target, names=["control", "stalled"])
+        stopped = _backfill_sent_after_a_takeover(project, monkeypatch)
+        after = project.state("control")
+        history = project.history("stalled")
+        markers = [v for v, _, tag in history if tag.startswith("dbt-spark-contracts-fence")]
+        assert markers and not [h for h in history if h[0] > markers[0] and h[2] == stopped], (
+            history
+        )
+        assert project.state("stalled") == after
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] == rows["control"], rows
+        # the stopped run's record stays, watched for a late commit that takes no id (an ALTER, its
+        # own undo's RESTORE: core/recovery/late.py), until its statements can no longer run: the
+        # next run drops it where they ran in its embedded session, which ended with it
+        assert [name for name in leftovers(project, "stalled") if run_key(stopped) in name]
+        assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+        if project.reader is not None:
+            assert leftovers(project, "stalled") == []
 
 
 def lineage_runs(project: Project, table: str) -> list[str]:
@@ -927,39 +943,40 @@ select id, id * 100 as twice from range(3, 6)
 """
 
 
-@pytest.mark.profile("session", "thrift")
-def test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_by_the_next_run(
-    tmp_path, stall_target, monkeypatch
-):
-    """Iceberg has no transaction id, so the window the fence before each step leaves stays
-    open: a multi-step Iceberg run (ADD COLUMNS, its backfill UPDATE, its MERGE) stopped
-    (SIGSTOP) right before its UPDATE reaches Spark, after its fence passed, past its lease.
-    The model run again takes the lease over, repairs the table (drops the column, rolls back)
-    and carries the change out itself; since the stopped run's statements may still run, it
-    keeps that run's record with a watch (its tag, the snapshot after the repair). Resumed, the
-    first run sends its UPDATE, which commits on top (it sets the backfill's value on the rows
-    the second run loaded too), and fails naming its lost lease. The run after that finds the
-    late snapshot at the head of the table's lineage, rolls it back, drops the record and
-    loads: no snapshot of the stopped run is left on the lineage, and the table is as a run
-    never stopped."""
-    names = ["control", "stalled"]
-    project = Project(tmp_path / "project", "iceberg", stall_target, ICEBERG_BACKFILL, names)
-    stopped = _backfill_sent_after_a_takeover(project, monkeypatch)
-    after = project.state("control")
-    # the late UPDATE landed on top (what Delta's marker refuses), and the record stays watched
-    assert lineage_runs(project, "stalled")[-1] == stopped, lineage_runs(project, "stalled")
-    rows = project.rows(["control", "stalled"])
-    assert rows["stalled"] != rows["control"], rows
-    assert any(run_key(stopped) in name for name in leftovers(project, "stalled"))
-    assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
-    repairs = project.results()["stalled"]["adapter_response"].get("repairs") or []
-    assert any("rolled back snapshot" in r and stopped in r for r in repairs), repairs
-    assert stopped not in lineage_runs(project, "stalled"), lineage_runs(project, "stalled")
-    assert project.state("stalled") == after
-    rows = project.rows(["control", "stalled"])
-    assert rows["stalled"] == rows["control"], rows
-    assert [r["twice"] for r in rows["stalled"]] == [0, 10, 20, 300, 400, 500], rows
-    assert leftovers(project, "stalled") == []
+class TestLateIcebergBackfill:
+    @pytest.mark.profile("session", "thrift")
+    def test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_by_the_next_run(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """Iceberg has no transaction id, so the window the fence before each step leaves stays
+        open: a multi-step Iceberg run (ADD COLUMNS, its backfill UPDATE, its MERGE) stopped
+        (SIGSTOP) right before its UPDATE reaches Spark, after its fence passed, past its lease.
+        The model run again takes the lease over, repairs the table (drops the column, rolls back)
+        and carries the change out itself; since the stopped run's statements may still run, it
+        keeps that run's record with a watch (its tag, the snapshot after the repair). Resumed, the
+        first run sends its UPDATE, which commits on top (it sets the backfill's value on the rows
+        the second run loaded too), and fails naming its lost lease. The run after that finds the
+        late snapshot at the head of the table's lineage, rolls it back, drops the record and
+        loads: no snapshot of the stopped run is left on the lineage, and the table is as a run
+        never stopped."""
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", "iceberg", stall_target, ICEBERG_BACKFILL, names)
+        stopped = _backfill_sent_after_a_takeover(project, monkeypatch)
+        after = project.state("control")
+        # the late UPDATE landed on top (what Delta's marker refuses), and the record stays watched
+        assert lineage_runs(project, "stalled")[-1] == stopped, lineage_runs(project, "stalled")
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] != rows["control"], rows
+        assert any(run_key(stopped) in name for name in leftovers(project, "stalled"))
+        assert project.dbt("--select", "stalled", "--vars", "{v: 2}") == 0, project.results()
+        repairs = project.results()["stalled"]["adapter_response"].get("repairs") or []
+        assert any("rolled back snapshot" in r and stopped in r for r in repairs), repairs
+        assert stopped not in lineage_runs(project, "stalled"), lineage_runs(project, "stalled")
+        assert project.state("stalled") == after
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] == rows["control"], rows
+        assert [r["twice"] for r in rows["stalled"]] == [0, 10, 20, 300, 400, 500], rows
+        assert leftovers(project, "stalled") == []
 
 
 def _taken_back_by_the_next_run(project: Project, stopped: str, operation: str, again: str) -> dict:
@@ -993,82 +1010,91 @@ select id from range({{ start }}, {{ start }} + 3)
 """
 
 
-@pytest.mark.profile("session", "thrift")
-def test_a_delta_drop_columns_sent_after_its_lease_was_taken_over_is_put_back_by_the_next_run(
-    tmp_path, stall_target, monkeypatch
-):
-    """Delta fences rows' writes inside the commit, not an ALTER: a run removing a column
-    (`allow_column_removal`) stopped (SIGSTOP) right before its DROP COLUMNS reaches Spark,
-    after its fence passed, past its lease. The model, changed back to keep the column, runs
-    again: it takes the lease over, repairs and loads, and (the stopped run's statements may
-    still run) keeps that run's record with a watch. Resumed, the first run sends its DROP
-    COLUMNS, which lands (the column and its values leave the current version), and fails
-    naming its lost lease. The run after that finds the late commit at the head of the table's
-    log, RESTOREs to the version before it (the column's values are back), drops the record
-    and loads: the table is as a run never stopped left it."""
-    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-    project = Project(
-        tmp_path / "project", "delta", stall_target, DELTA_DROP, ["control", "stalled"]
-    )
-    assert project.dbt() == 0
-    assert project.dbt("--select", "control", "--vars", "{start: 3}") == 0
-    removal = "{v: 2, start: 3, allow_column_removal: true}"
-    drop = f"sql:alter table {project.relation('stalled')} drop columns"
-    stopped = _sent_after_a_takeover(project, removal, drop, "{start: 3}")
-    # the late DROP COLUMNS landed on top (what the marker cannot refuse), the record is watched
-    assert "gone" not in [name for name, _ in project.state("stalled")[0]]
-    assert project.dbt("--select", "control", "--vars", "{start: 6}") == 0
-    rows = _taken_back_by_the_next_run(project, stopped, "DROP COLUMNS", "{start: 6}")
-    assert [r["gone"] for r in rows["stalled"]] == [0, 10, 20, 30, 40, 50, 60, 70, 80], rows
-    assert leftovers(project, "stalled") == []
-
-
-@pytest.mark.profile("session")  # the dead run's process on this host: its lease is free at once
-def test_a_dry_run_over_a_dead_runs_half_change_repairs_nothing(tmp_path, kill_target):
-    """A Delta run killed (SIGKILL) at its first commit leaves its change half done and its
-    record. A dry run of the model (`schema_evolution_dry_run`) then names the record in a
-    warning and changes nothing: no commit on the table, the record and its intent still
-    there. The real run after it repairs and loads, and ends as a run never killed."""
-    project = Project(tmp_path / "project", "delta", kill_target, names=["control", "dead"])
-    assert project.dbt() == 0
-    project.dbt("--select", "dead", "--vars", "{v: 2}", kill_at=1, table="dead")
-    before = (project.state("dead"), project.history("dead"), leftovers(project, "dead"))
-    assert before[0][1], "the kill at the first commit left no intent"
-    dry = "{v: 2, schema_evolution_dry_run: true}"
-    assert project.dbt("--select", "dead", "--vars", dry) == 0, project.results()
-    said = (project.root / f"dbt-{project.runs}.log").read_text()
-    assert "dry run: not repaired" in said and "dead__dbt_lease_" in said, said
-    assert (project.state("dead"), project.history("dead"), leftovers(project, "dead")) == before
-    assert project.dbt("--vars", "{v: 2}") == 0, project.results()
-    assert project.results()["dead"]["adapter_response"].get("repairs")
-    assert project.state("dead") == project.state("control")
-    rows = project.rows(["control", "dead"])
-    assert rows["dead"] == rows["control"], rows
-    assert leftovers(project, "dead") == []
-
-
-@pytest.mark.profile("session", "thrift")
-def test_a_repairers_restore_sent_after_its_lease_was_taken_over_is_taken_back_by_the_next_run(
-    tmp_path, stall_target, monkeypatch
-):
-    """A run repairing a dead run's half change can stall too. A Delta run is killed (SIGKILL)
-    at its first commit (its intent left). The model's next run, stopped (SIGSTOP) right before
-    its repair's RESTORE (its fence passed), stays stopped past its lease. A third run takes
-    that lease over (the stopped repairer's record names its commit tag: it watches for it),
-    repairs and loads. Resumed, the repairer sends its RESTORE, which lands and undoes that
-    load, and fails naming its lost lease. The run after that finds the late RESTORE at the
-    head of the table's log and RESTOREs to the version before it: the load is back, and the
-    table is as a run never killed or stopped left it."""
-    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-    project = Project(tmp_path / "project", "delta", stall_target, names=["control", "stalled"])
-    assert project.dbt() == 0
-    assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
-    project.dbt("--select", "stalled", "--vars", "{v: 2}", kill_at=1, table="stalled")
-    assert project.state("stalled")[1], "the kill at the first commit left no intent"
-    restore = f"sql:restore table {project.relation('stalled')} "
-    stopped = _sent_after_a_takeover(project, "{v: 2}", restore, "{v: 2}")
-    # the late RESTORE landed on top, undoing the taker's load
-    assert project.state("stalled") != project.state("control")
-    _taken_back_by_the_next_run(project, stopped, "RESTORE", "{v: 2}")
-    if project.reader is not None:  # over a server the killed run's record stays watched
+class TestLateDropColumns:
+    @pytest.mark.profile("session", "thrift")
+    def test_a_delta_drop_columns_sent_after_its_lease_was_taken_over_is_put_back_by_the_next_run(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """Delta fences rows' writes inside the commit, not an ALTER: a run removing a column
+        (`allow_column_removal`) stopped (SIGSTOP) right before its DROP COLUMNS reaches Spark,
+        after its fence passed, past its lease. The model, changed back to keep the column, runs
+        again: it takes the lease over, repairs and loads, and (the stopped run's statements may
+        still run) keeps that run's record with a watch. Resumed, the first run sends its DROP
+        COLUMNS, which lands (the column and its values leave the current version), and fails
+        naming its lost lease. The run after that finds the late commit at the head of the table's
+        log, RESTOREs to the version before it (the column's values are back), drops the record
+        and loads: the table is as a run never stopped left it."""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        project = Project(
+            tmp_path / "project", "delta", stall_target, DELTA_DROP, ["control", "stalled"]
+        )
+        assert project.dbt() == 0
+        assert project.dbt("--select", "control", "--vars", "{start: 3}") == 0
+        removal = "{v: 2, start: 3, allow_column_removal: true}"
+        drop = f"sql:alter table {project.relation('stalled')} drop columns"
+        stopped = _sent_after_a_takeover(project, removal, drop, "{start: 3}")
+        # the late DROP COLUMNS landed on top (what the marker cannot refuse), the record is watched
+        assert "gone" not in [name for name, _ in project.state("stalled")[0]]
+        assert project.dbt("--select", "control", "--vars", "{start: 6}") == 0
+        rows = _taken_back_by_the_next_run(project, stopped, "DROP COLUMNS", "{start: 6}")
+        assert [r["gone"] for r in rows["stalled"]] == [0, 10, 20, 30, 40, 50, 60, 70, 80], rows
         assert leftovers(project, "stalled") == []
+
+
+class TestDryRunOverADeadRun:
+    @pytest.mark.profile(
+        "session"
+    )  # the dead run's process on this host: its lease is free at once
+    def test_a_dry_run_over_a_dead_runs_half_change_repairs_nothing(self, tmp_path, kill_target):
+        """A Delta run killed (SIGKILL) at its first commit leaves its change half done and its
+        record. A dry run of the model (`schema_evolution_dry_run`) then names the record in a
+        warning and changes nothing: no commit on the table, the record and its intent still
+        there. The real run after it repairs and loads, and ends as a run never killed."""
+        project = Project(tmp_path / "project", "delta", kill_target, names=["control", "dead"])
+        assert project.dbt() == 0
+        project.dbt("--select", "dead", "--vars", "{v: 2}", kill_at=1, table="dead")
+        before = (project.state("dead"), project.history("dead"), leftovers(project, "dead"))
+        assert before[0][1], "the kill at the first commit left no intent"
+        dry = "{v: 2, schema_evolution_dry_run: true}"
+        assert project.dbt("--select", "dead", "--vars", dry) == 0, project.results()
+        said = (project.root / f"dbt-{project.runs}.log").read_text()
+        assert "dry run: not repaired" in said and "dead__dbt_lease_" in said, said
+        assert (
+            project.state("dead"),
+            project.history("dead"),
+            leftovers(project, "dead"),
+        ) == before
+        assert project.dbt("--vars", "{v: 2}") == 0, project.results()
+        assert project.results()["dead"]["adapter_response"].get("repairs")
+        assert project.state("dead") == project.state("control")
+        rows = project.rows(["control", "dead"])
+        assert rows["dead"] == rows["control"], rows
+        assert leftovers(project, "dead") == []
+
+
+class TestLateRepairerRestore:
+    @pytest.mark.profile("session", "thrift")
+    def test_a_repairers_restore_sent_after_its_lease_was_taken_over_is_taken_back_by_the_next_run(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """A run repairing a dead run's half change can stall too. A Delta run is killed (SIGKILL)
+        at its first commit (its intent left). The model's next run, stopped (SIGSTOP) right before
+        its repair's RESTORE (its fence passed), stays stopped past its lease. A third run takes
+        that lease over (the stopped repairer's record names its commit tag: it watches for it),
+        repairs and loads. Resumed, the repairer sends its RESTORE, which lands and undoes that
+        load, and fails naming its lost lease. The run after that finds the late RESTORE at the
+        head of the table's log and RESTOREs to the version before it: the load is back, and the
+        table is as a run never killed or stopped left it."""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        project = Project(tmp_path / "project", "delta", stall_target, names=["control", "stalled"])
+        assert project.dbt() == 0
+        assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+        project.dbt("--select", "stalled", "--vars", "{v: 2}", kill_at=1, table="stalled")
+        assert project.state("stalled")[1], "the kill at the first commit left no intent"
+        restore = f"sql:restore table {project.relation('stalled')} "
+        stopped = _sent_after_a_takeover(project, "{v: 2}", restore, "{v: 2}")
+        # the late RESTORE landed on top, undoing the taker's load
+        assert project.state("stalled") != project.state("control")
+        _taken_back_by_the_next_run(project, stopped, "RESTORE", "{v: 2}")
+        if project.reader is not None:  # over a server the killed run's record stays watched
+            assert leftovers(project, "stalled") == []
