@@ -32,7 +32,12 @@ from dbt.adapters.spark_contracts.run import lease as lease_module
 from dbt.adapters.spark_contracts.run.heartbeat import this_client
 from dbt.adapters.spark_contracts.run.lease import Leases
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
-from dbt.adapters.spark_contracts.run.run_errors import LateCommits, LeaseLost, RestoreFailed
+from dbt.adapters.spark_contracts.run.run_errors import (
+    LateCommits,
+    LeaseLost,
+    RepairFirst,
+    RestoreFailed,
+)
 from tests.unit.test_fence import (
     Catalogue,
     dead_intent,
@@ -277,3 +282,24 @@ def test_an_iceberg_repair_without_an_answer_lets_go_of_its_record(tmp_path: Pat
     with pytest.raises(RestoreFailed):
         Runner(catalogue, RunReport(), tmp_path).repair(key("inv2", "iceberg"), False, STALLED_TAG)  # type: ignore[arg-type]
     assert "iceberg.db.t__dbt_lease_inv2" not in catalogue.tables
+
+
+def test_a_later_batch_of_the_invocation_does_not_take_an_abandoned_repairs_record(tmp_path: Path):
+    """A microbatch batch's repair whose RESTORE got no answer leaves its record for a taker.
+    A later batch of the same invocation (same report: one invocation) repairs under the same
+    record name: it changes nothing and fails with `RepairFirst` naming that statement, so the
+    record, with what a taker's watch needs, stays as the first batch left it."""
+    catalogue = repair_catalogue(dead_intent())
+    catalogue.fail = r"^restore table db\.t"
+    catalogue.failure = RuntimeError  # no answer
+    report = RunReport()
+    with pytest.raises(RestoreFailed):
+        Runner(catalogue, report, tmp_path).repair(key("inv2"), False, STALLED_TAG)  # type: ignore[arg-type]
+    left = dict(catalogue.tables[STALLED])
+    sent = len(catalogue.sent)
+    catalogue.fail = None
+    with pytest.raises(RepairFirst, match=r"restore table db\.t"):
+        Runner(catalogue, report, tmp_path).repair(key("inv2"), False, STALLED_TAG)  # type: ignore[arg-type]
+    assert catalogue.tables[STALLED] == left and len(catalogue.sent) == sent
+    # another invocation is not held up by it (its report is its own)
+    assert RunReport().half_changed("db.t") is None

@@ -98,6 +98,7 @@ class Leases:
         self.txn_version = 0
         # (record table, tag): the repairers' records its last takeover gave a watch (late.py)
         self.watching: List[Tuple[str, str]] = []
+        self.abandoned = ""  # the statement without an answer for which `abandon` left it
 
     def take(
         self,
@@ -369,10 +370,12 @@ class Leases:
         """The held lease dropped."""
         self.release(owner, keep=False)
 
-    def abandon(self) -> None:
+    def abandon(self, step: str = "") -> None:
         """The held lease left as it is, its heartbeat stopped, not released: a statement of
-        this run Spark gave no answer for may still commit, so the next run takes the lease over
-        as a dead run's, with its marker and the watch for a late commit (run/late.py)."""
+        this run Spark gave no answer for (`step`, where the caller knows it) may still commit,
+        so the next run takes the lease over as a dead run's, with its marker and the watch for
+        a late commit (run/late.py). `abandoned` says so from here on."""
+        self.abandoned = step or "a statement"
         beat, self.held, self.txn_app, self.swapping = self.held, None, None, False
         if beat is not None:
             beat.stop()

@@ -168,17 +168,17 @@ class Fenced:
 class Answered:
     """`spark` noting whether a statement it sent (`run`) ended without Spark's answer
     (connection/errors.statement_answered: a lost connection, a cancel, a server's timeout):
-    such a statement may still commit on a server (`unanswered`)."""
+    such a statement may still commit on a server (`unanswered`: the first such statement)."""
 
     def __init__(self, spark: Spark) -> None:
-        self._spark, self.unanswered = spark, False
+        self._spark, self.unanswered = spark, ""
 
     def run(self, sql: str) -> Any:
         try:
             return self._spark.run(sql)
         except BaseException as exc:  # an interrupt in the writing thread is no answer too
             answered = isinstance(exc, Exception) and statement_answered(exc)
-            self.unanswered = self.unanswered or not answered
+            self.unanswered = self.unanswered or ("" if answered else sql)
             raise
 
     def __getattr__(self, name: str) -> Any:

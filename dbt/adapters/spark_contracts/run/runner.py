@@ -91,8 +91,21 @@ class Runner:
         return self.restorer.log(table_format)
 
     def repair(self, key: ModelKey, on_table: bool, tag: Optional[str] = None) -> Optional[str]:
-        """Dead runs' intents repaired under the model's lease (Restorer.repair)."""
-        return self.restorer.repair(key, on_table, tag)
+        """Dead runs' intents repaired under the model's lease (Restorer.repair). A repair of
+        this invocation that left its record for a taker (a statement without an answer:
+        `abandon`) holds the model for the rest of the invocation, as a run's own step does
+        (`RepairFirst`): a later microbatch batch's repair would take its lease under the same
+        name (`ModelKey` carries no batch), make that record again and drop it, and with it the
+        watch a taker needs for that statement landing late."""
+        left = self.report.half_changed(key.relation)
+        if left is not None:
+            raise RepairFirst(key.unique_id, key.relation, step=left)
+        try:
+            return self.restorer.repair(key, on_table, tag)
+        except BaseException:
+            if self.leases.abandoned:
+                self.report.left_half_changed(key.relation, self.leases.abandoned)
+            raise
 
     def execute(
         self,
