@@ -432,8 +432,9 @@ bench: install jars
 	$(BIN)/python benchmarks/bench_contract_load.py
 	$(BIN)/python -u benchmarks/bench_run_path.py
 
-# The same figures, one pair each at smaller sizes (about 10 minutes on 2 cores): a check before
-# a commit, not a measurement to quote. Writes reports/bench-quick.md and reports/bench-quick.json.
+# The figures with a target, one pair each at smaller sizes (P1-connect and P5's large table,
+# information only, left out; about 10 minutes on 2 cores): a check before a commit, not a
+# measurement to quote. Writes reports/bench-quick.md and reports/bench-quick.json.
 bench-quick: install jars
 	$(BIN)/python -u benchmarks/bench_run_path.py --quick
 

@@ -1,7 +1,7 @@
 """Benchmark: the adapter's run path end to end, through `dbt run` processes as users run them.
 
 Run from the repository root: `python benchmarks/bench_run_path.py` (`make bench` does;
-`--quick`, `make bench-quick`, runs one pair per figure at smaller sizes).
+`--quick`, `make bench-quick`, runs one pair per figure with a target at smaller sizes).
 
 Every measurement is one `dbt run --profiles-dir .` subprocess in a generated project under
 benchmarks/run_path/ (written by this script; the profiles read the warehouse folder from the
@@ -13,8 +13,9 @@ measured run starts from the same deployed tables (P6 excepted: consecutive runs
 nothing is cached beforehand (each process starts its own JVM and SparkSession; only dbt's own
 partial parsing carries over, as it does for users). The measured processes run one at a time, A and B interleaved (A, B, A, B,
 ...); ratio = median(A) / median(B). Sizes below are `make bench`'s (FULL); `--quick` (QUICK)
-uses 5 + 5 P1 models of 10k rows with a 2k batch, 500k P3 and P6 rows and a 200k-row P5
-table, and does not count the P3 and P6 tables with `dbt show` after the runs.
+uses 5 + 5 P1 models of 10k rows with a 2k batch and 250k P3 and P6 rows, leaves out the
+figures for information only (P1-connect and its server, P5's large table), and does not
+count the P3 and P6 tables with `dbt show` after the runs.
 
   P1  the second `dbt run` (threads 4) of 20 incremental Delta models, 10 `merge` with
       unique_key (5k updates + 5k inserts each) and 10 `append` (10k rows each), configured with
@@ -194,9 +195,9 @@ QUICK = Sizes(
     p1_models_per_strategy=5,
     p1_first_rows=10_000,
     p1_batch=2_000,
-    p3_rows=500_000,
-    p5_large_rows=200_000,
-    p6_rows=500_000,
+    p3_rows=250_000,
+    p5_large_rows=0,  # no large table: its figure is information only
+    p6_rows=250_000,
     count_tables=False,  # the runs' own counts (rows_discarded, quarantined) are still checked
 )
 
@@ -1385,7 +1386,8 @@ class P5:
     wanted = {"none": None, "add": "AddColumns", "widen": "AlterColumnType"}
 
     def __init__(self, work: Path, jars: List[Path], large_rows: int) -> None:
-        self.sizes = {"p5_small": P5_SMALL_ROWS, "p5_large": large_rows}
+        # large_rows 0 (`--quick`): no large table (its figure is information only)
+        self.sizes = {"p5_small": P5_SMALL_ROWS, **({"p5_large": large_rows} if large_rows else {})}
         project = write_project("p5_evolution", contracts_profile("p5_evolution", 1), p5_models())
         self.target = Target(
             "p5", contracts_dbt(), project, work / "p5" / "wh", jars, work / "logs"
@@ -1394,7 +1396,7 @@ class P5:
             ("p5_small", "add"),
             ("p5_small", "none"),
             ("p5_small", "widen"),
-            ("p5_large", "add"),
+            *((("p5_large", "add"),) if large_rows else ()),
         )
 
     def setups(self) -> List[Callable[[], str]]:
@@ -1419,11 +1421,11 @@ class P5:
         return measured(self.target, [model], {"change": change, "lo": size, "hi": size + P5_BATCH})
 
     def measure(self, pairs: int) -> List[Row]:
-        large = self.sizes["p5_large"]
+        large = self.sizes.get("p5_large", 0)
         print(
             f"P5: Delta, schema_evolution {{}}, append of {P5_BATCH:,} rows into a "
             f"{P5_SMALL_ROWS:,}-row table: add column (A1), widen int->bigint (A2) / no change "
-            f"(B); add column also into a {large:,}-row table",
+            "(B)" + (f"; add column also into a {large:,}-row table" if large else ""),
             flush=True,
         )
         runs: Dict[Tuple[str, str], List[RunResult]] = {key: [] for key in self.order}
@@ -1461,7 +1463,7 @@ class P5:
         small_add, small_none = ("p5_small", "add"), ("p5_small", "none")
         small_widen, large_add = ("p5_small", "widen"), ("p5_large", "add")
         note = f"{P5_SMALL_ROWS:,}-row table, {P5_BATCH:,}-row batch"
-        return [
+        rows = [
             Row(
                 "P5 add column model",
                 model(small_add),
@@ -1480,6 +1482,10 @@ class P5:
             ),
             Row("P5 add column wall", wall(small_add), wall(small_none), None, "whole process"),
             Row("P5 widen int wall", wall(small_widen), wall(small_none), None, "whole process"),
+        ]
+        if not large:
+            return rows
+        return rows + [
             Row(
                 f"P5 add col {short(large)}/{short(P5_SMALL_ROWS)}",
                 model(large_add),
@@ -1798,7 +1804,7 @@ class Report:
     def header(self) -> str:
         what = {
             "full": "`make bench`",
-            "quick": "`make bench-quick` (QUICK: one pair per figure, smaller sizes)",
+            "quick": "`make bench-quick` (QUICK: one pair per figure with a target, smaller sizes)",
             "steady": "`bench_run_path.py --steady` (consecutive runs on the same tables)",
         }[self.mode]
         return (
@@ -1891,15 +1897,22 @@ def git_commit() -> str:
 
 
 FIGURES = ("p1", "p1-thrift", "p1-connect", "p3", "p3-heavy", "p5", "p6")
+# `--quick` leaves out the information-only P1-connect (its own server and runs: about a
+# minute and a half of a 12-minute run on 2026-12-01); `--only p1-connect` measures it
+QUICK_LEAVES_OUT = ("p1-connect",)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default=",".join(FIGURES), help=f"comma list of {FIGURES}")
+    parser.add_argument(
+        "--only",
+        default=None,
+        help=f"comma list of {FIGURES} (default: all; `--quick`: all but p1-connect)",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="one pair per figure, smaller sizes (`make bench-quick`): reports/bench-quick.*",
+        help="one pair per figure with a target, smaller sizes (`make bench-quick`): reports/bench-quick.*",
     )
     parser.add_argument("--pairs", type=int, default=None)
     parser.add_argument("--p3-rows", type=int, default=None)
@@ -1920,7 +1933,8 @@ def main() -> None:
         "`… iceberg`, reports/<stem>-iceberg.*",
     )
     args = parser.parse_args()
-    only = {part.strip().lower() for part in args.only.split(",")}
+    default = [f for f in FIGURES if not (args.quick and f in QUICK_LEAVES_OUT)]
+    only = {part.strip().lower() for part in (args.only or ",".join(default)).split(",")}
     unknown = only - set(FIGURES)
     if unknown:
         parser.error(f"--only: unknown {sorted(unknown)}; known: {', '.join(FIGURES)}")

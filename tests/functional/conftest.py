@@ -84,6 +84,11 @@ def pytest_configure(config: pytest.Config) -> None:
 # started last becomes the run's tail. The Makefile passes `--no-loadscope-reorder` to keep this
 # order (xdist's own puts the scopes with most tests first).
 LONGEST_FIRST = (
+    # seconds in CI on 81190eb, each test a class of its own (loadscope: its own scope)
+    "tests/functional/evolution/test_kill.py::TestLateDropColumns",  # 237
+    "tests/functional/evolution/test_kill.py::TestLateRepairerRestore",  # 236
+    "tests/functional/evolution/test_kill.py::TestRetryAtOnce",  # 137
+    "tests/functional/evolution/test_kill.py::TestDryRunOverADeadRun",  # 108
     "tests/functional/contracts/test_data_tests_gates.py::TestDataTestsGateTheLoad",  # 398
     "tests/functional/contracts/test_contract_matrix.py::TestContractMatrix",  # 302
     "tests/functional/evolution/test_evolution_matrix.py::TestEvolutionMatrix",  # 298

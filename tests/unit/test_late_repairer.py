@@ -279,9 +279,11 @@ def test_an_iceberg_repair_without_an_answer_lets_go_of_its_record(tmp_path: Pat
     intent = dead_intent("iceberg")
     catalogue = repair_catalogue(intent)
     catalogue.fail = r"rollback_to_snapshot"
+    report = RunReport()
     with pytest.raises(RestoreFailed):
-        Runner(catalogue, RunReport(), tmp_path).repair(key("inv2", "iceberg"), False, STALLED_TAG)  # type: ignore[arg-type]
+        Runner(catalogue, report, tmp_path).repair(key("inv2", "iceberg"), False, STALLED_TAG)  # type: ignore[arg-type]
     assert "iceberg.db.t__dbt_lease_inv2" not in catalogue.tables
+    assert report.half_changed(intent.relation) is None  # a later batch is not held up
 
 
 def test_a_later_batch_of_the_invocation_does_not_take_an_abandoned_repairs_record(tmp_path: Path):
@@ -293,6 +295,7 @@ def test_a_later_batch_of_the_invocation_does_not_take_an_abandoned_repairs_reco
     catalogue.fail = r"^restore table db\.t"
     catalogue.failure = RuntimeError  # no answer
     report = RunReport()
+    report.start("inv2")
     with pytest.raises(RestoreFailed):
         Runner(catalogue, report, tmp_path).repair(key("inv2"), False, STALLED_TAG)  # type: ignore[arg-type]
     left = dict(catalogue.tables[STALLED])
@@ -301,5 +304,25 @@ def test_a_later_batch_of_the_invocation_does_not_take_an_abandoned_repairs_reco
     with pytest.raises(RepairFirst, match=r"restore table db\.t"):
         Runner(catalogue, report, tmp_path).repair(key("inv2"), False, STALLED_TAG)  # type: ignore[arg-type]
     assert catalogue.tables[STALLED] == left and len(catalogue.sent) == sent
-    # another invocation is not held up by it (its report is its own)
-    assert RunReport().half_changed("db.t") is None
+    # the next invocation is not held up by it (the report starts again)
+    report.start("inv3")
+    assert report.half_changed("db.t") is None
+
+
+def test_a_later_batchs_repair_step_repairs_and_settles_nothing(tmp_path: Path):
+    """Where an earlier batch of the invocation left the model (its repair's statement, or a
+    step, got no answer), a later batch's repair step changes nothing, even where it finds no
+    dead run's intent to repair (the statement landed) and would go on to settle pending rows:
+    `RepairFirst` before its first statement."""
+    from dbt.adapters.spark_contracts.run.repair import repair
+
+    catalogue = Catalogue()
+    report = RunReport()
+    report.start("inv2")
+    report.left_half_changed("db.t", "restore table db.t to version as of 1")
+    runner = Runner(catalogue, report, tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(RepairFirst, match="restore table db.t"):
+        repair(catalogue, runner, key("inv2"), (None, {}), lambda: (None, {}))
+    assert catalogue.sent == []
+    # a dry run reads as before (it changes nothing anyway)
+    repair(catalogue, runner, key("inv2"), (None, {}), lambda: (None, {}), dry_run=True)

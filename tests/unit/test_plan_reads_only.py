@@ -111,6 +111,9 @@ def test_a_dry_run_names_what_a_run_would_repair_and_changes_nothing(caplog):
     spark = DeadRunLeftovers(intent.to_property())
 
     class NoRepairs:
+        def hold_if_left(self, relation: str, unique_id: str) -> None:
+            """No earlier batch of this invocation left the model."""
+
         def __getattr__(self, name: str):
             raise AssertionError(f"a dry run asked the runner for {name}")
 

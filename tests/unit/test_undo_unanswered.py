@@ -51,7 +51,7 @@ class Leases:
         self.asked.append("marker")
         return self.connected and fences(run.table_format)
 
-    def abandon(self) -> None:
+    def abandon(self, step: str) -> None:
         self.asked.append("abandon")
 
     def release(self, run: Any, keep: bool) -> None:

@@ -1042,9 +1042,8 @@ class TestLateDropColumns:
 
 
 class TestDryRunOverADeadRun:
-    @pytest.mark.profile(
-        "session"
-    )  # the dead run's process on this host: its lease is free at once
+    # the dead run's process on this host: its lease is free at once
+    @pytest.mark.profile("session")
     def test_a_dry_run_over_a_dead_runs_half_change_repairs_nothing(self, tmp_path, kill_target):
         """A Delta run killed (SIGKILL) at its first commit leaves its change half done and its
         record. A dry run of the model (`schema_evolution_dry_run`) then names the record in a

@@ -370,12 +370,12 @@ class Leases:
         """The held lease dropped."""
         self.release(owner, keep=False)
 
-    def abandon(self, step: str = "") -> None:
+    def abandon(self, step: str) -> None:
         """The held lease left as it is, its heartbeat stopped, not released: a statement of
-        this run Spark gave no answer for (`step`, where the caller knows it) may still commit,
-        so the next run takes the lease over as a dead run's, with its marker and the watch for
-        a late commit (run/late.py). `abandoned` says so from here on."""
-        self.abandoned = step or "a statement"
+        this run Spark gave no answer for (`step`) may still commit, so the next run takes the
+        lease over as a dead run's, with its marker and the watch for a late commit
+        (run/late.py). `abandoned` names it from here on."""
+        self.abandoned = step
         beat, self.held, self.txn_app, self.swapping = self.held, None, None, False
         if beat is not None:
             beat.stop()

@@ -54,7 +54,11 @@ def repair(
     quarantine settled (under the settling lease): (what was done, the deployed table as it is
     after it). The records and the pending tables are found by one listing. `read_again()`
     reads the deployed table again. A dry run (`dry_run`) changes nothing: what a run would
-    repair or settle first is named in a warning, and its plan is against the table as it is."""
+    repair or settle first is named in a warning, and its plan is against the table as it is.
+    A run of a model an earlier batch of this invocation left to the next one changes nothing
+    (`Runner.hold_if_left`)."""
+    if not dry_run:  # an earlier batch's statement may still commit: nothing repaired, settled
+        runner.hold_if_left(key.relation, key.unique_id)
     repairs: Tuple[str, ...] = ()
     older = find_intent(deployed[1])  # written into the table's properties before the run record
     on_table = older is not None and older.invocation_id != key.invocation_id

@@ -41,9 +41,11 @@ class RunReport:
 
     def left_half_changed(self, relation: str, step: str) -> None:
         """A run of this invocation left `relation` half changed for the next invocation to
-        repair (a `step` Spark gave no answer for, which may still commit: run/undo.undo). Its
-        record is its own invocation's, which a later microbatch batch does not read
-        (run/record_io.records_of): this is how that batch learns of it."""
+        repair (a `step` Spark gave no answer for, which may still commit: run/undo.undo; or a
+        statement of its repair of a dead run: Runner.repair). Its record is its own
+        invocation's, which a later microbatch batch does not read
+        (run/record_io.records_of): this is how that batch learns of it
+        (Runner.hold_if_left)."""
         with self._lock:
             self._left[relation.lower()] = step
 

@@ -199,9 +199,10 @@ class RepairFirst(DbtRuntimeError):
     """The table this run planned against is half changed, found after this run's repair step
     looked: by a run of the model that died half way through a change (`invocation_id`, its
     record found when this run took the model's lease), or by an earlier microbatch batch of
-    this invocation (`step`: its statement Spark gave no answer for, `StepUnanswered`; such a
-    batch's record is not one this invocation reads). This run changes nothing; the model's
-    next run repairs the table first, then plans."""
+    this invocation (`step`: its statement Spark gave no answer for, a step of its change
+    (`StepUnanswered`) or of its repair of a dead run; such a batch's record is not one this
+    invocation reads). This run changes nothing; the model's next run repairs the table first,
+    then plans."""
 
     def __init__(self, unique_id: str, relation: str, *, invocation_id: str = "", step: str = ""):
         if bool(invocation_id) == bool(step):

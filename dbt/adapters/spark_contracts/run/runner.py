@@ -90,16 +90,23 @@ class Runner:
     def log(self, table_format: str) -> TableLog:
         return self.restorer.log(table_format)
 
+    def hold_if_left(self, relation: str, unique_id: str) -> None:
+        """`RepairFirst`, before this run changes anything, where a run of this invocation (an
+        earlier microbatch batch) left `relation` to the next invocation: a step or a repair
+        statement of its got no answer and may still commit (`RunReport.left_half_changed`).
+        Its record is its invocation's own, which this run does not read."""
+        left = self.report.half_changed(relation)
+        if left is not None:
+            raise RepairFirst(unique_id, relation, step=left)
+
     def repair(self, key: ModelKey, on_table: bool, tag: Optional[str] = None) -> Optional[str]:
         """Dead runs' intents repaired under the model's lease (Restorer.repair). A repair of
         this invocation that left its record for a taker (a statement without an answer:
         `abandon`) holds the model for the rest of the invocation, as a run's own step does
-        (`RepairFirst`): a later microbatch batch's repair would take its lease under the same
+        (`hold_if_left`): a later microbatch batch's repair would take its lease under the same
         name (`ModelKey` carries no batch), make that record again and drop it, and with it the
         watch a taker needs for that statement landing late."""
-        left = self.report.half_changed(key.relation)
-        if left is not None:
-            raise RepairFirst(key.unique_id, key.relation, step=left)
+        self.hold_if_left(key.relation, key.unique_id)
         try:
             return self.restorer.repair(key, on_table, tag)
         except BaseException:
@@ -122,9 +129,7 @@ class Runner:
         what carries it out (Iceberg's NOT NULL build of a run that creates the table). A
         quarantining run with a first pass (run_plan.first_pass) tries it first; where it
         fails, it wrote nothing, and the run goes on as one without it (its pending table)."""
-        left = self.report.half_changed(run.relation)
-        if left is not None:  # by an earlier batch: its record is not one this run reads
-            raise RepairFirst(run.unique_id, run.relation, step=left)
+        self.hold_if_left(run.relation, run.unique_id)
         if run.first_pass is not None and (before_load is not None or after_load is not None):
             run = replace(run, first_pass=None)  # a build beside the table: never planned so
         if run.first_pass is not None:

@@ -76,14 +76,14 @@ def undo(
     if intent is None:
         runner.quarantine.settle_own(run, restored=False, answered=answered)
         if defer and runner.state.pending is not None:
-            runner.leases.abandon()  # its pending table stays for the run that takes over
+            runner.leases.abandon(step)  # its pending table stays for the run that takes over
         else:
             runner.let_go(run)
         runner.record(run)
         raise exc
     if defer:  # a restore now could be overtaken by the statement: the next run repairs
         runner.events.add(Restored(f"NOT RESTORED: {step} got no answer, may still commit"))
-        runner.leases.abandon()  # its intent (and pending table) stay for the taker
+        runner.leases.abandon(step)  # its intent (and pending table) stay for the taker
         runner.report.left_half_changed(run.relation, step)
         runner.record(run)
         raise StepUnanswered(run.unique_id, run.relation, step, exc, logged=not unlogged) from exc
