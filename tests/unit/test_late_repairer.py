@@ -288,9 +288,12 @@ def test_an_iceberg_repair_without_an_answer_lets_go_of_its_record(tmp_path: Pat
 
 def test_a_later_batch_of_the_invocation_does_not_take_an_abandoned_repairs_record(tmp_path: Path):
     """A microbatch batch's repair whose RESTORE got no answer leaves its record for a taker.
-    A later batch of the same invocation (same report: one invocation) repairs under the same
-    record name: it changes nothing and fails with `RepairFirst` naming that statement, so the
-    record, with what a taker's watch needs, stays as the first batch left it."""
+    A later batch of the same invocation (same report: one invocation) would repair under the
+    same record name: its repair step changes nothing and fails with `RepairFirst` naming that
+    statement, so the record, with what a taker's watch needs, stays as the first batch left
+    it."""
+    from dbt.adapters.spark_contracts.run.repair import repair
+
     catalogue = repair_catalogue(dead_intent())
     catalogue.fail = r"^restore table db\.t"
     catalogue.failure = RuntimeError  # no answer
@@ -301,8 +304,9 @@ def test_a_later_batch_of_the_invocation_does_not_take_an_abandoned_repairs_reco
     left = dict(catalogue.tables[STALLED])
     sent = len(catalogue.sent)
     catalogue.fail = None
+    runner = Runner(catalogue, report, tmp_path)  # type: ignore[arg-type]
     with pytest.raises(RepairFirst, match=r"restore table db\.t"):
-        Runner(catalogue, report, tmp_path).repair(key("inv2"), False, STALLED_TAG)  # type: ignore[arg-type]
+        repair(catalogue, runner, key("inv2"), (None, {}), lambda: (None, {}))
     assert catalogue.tables[STALLED] == left and len(catalogue.sent) == sent
     # the next invocation is not held up by it (the report starts again)
     report.start("inv3")

@@ -132,9 +132,8 @@ class Restorer:
             return Restorer(sent, self.leases)._repaired(key, on_table, records)  # type: ignore[arg-type]
         except BaseException:
             if sent.unanswered and row_of(key.table_format).undo_is_tagged_commit:
-                self.leases.abandon(
-                    sent.unanswered
-                )  # its taker watches for it (elsewhere: nothing to watch)
+                # its taker watches for it (elsewhere: nothing to watch)
+                self.leases.abandon(sent.unanswered)
             raise
         finally:
             self.leases.let_go(key)

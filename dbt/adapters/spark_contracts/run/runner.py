@@ -102,11 +102,11 @@ class Runner:
     def repair(self, key: ModelKey, on_table: bool, tag: Optional[str] = None) -> Optional[str]:
         """Dead runs' intents repaired under the model's lease (Restorer.repair). A repair of
         this invocation that left its record for a taker (a statement without an answer:
-        `abandon`) holds the model for the rest of the invocation, as a run's own step does
-        (`hold_if_left`): a later microbatch batch's repair would take its lease under the same
-        name (`ModelKey` carries no batch), make that record again and drop it, and with it the
+        `abandon`) holds the model for the rest of the invocation, as a run's own step does:
+        the repair step of a later microbatch batch (run/repair.repair) stops at
+        `hold_if_left` before it gets here, where it would take its lease under the same name
+        (`ModelKey` carries no batch), make that record again and drop it, and with it the
         watch a taker needs for that statement landing late."""
-        self.hold_if_left(key.relation, key.unique_id)
         try:
             return self.restorer.repair(key, on_table, tag)
         except BaseException:
