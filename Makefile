@@ -234,7 +234,7 @@ faults-ci: install jars
 # The Iceberg contract and evolution suites with the Iceberg catalog in a REST catalog server
 # (spark_contracts_dev.rest_catalog: Iceberg 1.11's RESTCatalogServer, one per pytest worker) on
 # session, then through local thrift and connect servers; each method's seconds printed. Not in
-# CI (tests/functional/test_rest_catalog.py is). Without the 10-minute bad day and test_kill
+# CI (tests/functional/test_rest_catalog.py neither: it is in `make functional-extra`). Without the 10-minute bad day and test_kill
 # (which times its kills by the Hadoop catalogue's files).
 REST_CATALOG_TESTS := tests/functional/contracts tests/functional/evolution -k iceberg \
 	--ignore=tests/functional/contracts/test_quarantine_bad_day.py \

@@ -387,6 +387,37 @@ class TestDataTestsGateTheLoad:
         tests = [r for r in results if r.node.resource_type == "test"]
         assert len(tests) == 9 and {str(r.status) for r in tests} == {"pass"}
 
+    def test_full_refresh_of_a_table_model_still_gates(self, project, outcome):
+        """A table model under `--full-refresh` rebuilds without checking `schema_contract`
+        against the table it replaces, but its gates still bind: counted per test, the
+        failing rows quarantined, the kept rows alone in the rebuilt table."""
+        names = ("gate_table_delta", "gate_unique_table_delta")
+
+        def quarantined(name: str) -> int:
+            sql = f"select count(*) from {rel(project, name)}__quarantine"
+            return int(project.run_sql(sql, fetch="one")[0])
+
+        before = {name: quarantined(name) for name in names}
+        results = {
+            r.node.name: r
+            for r in run_dbt(["run", "--full-refresh", "--select", *names, "--vars", "{v: 2}"])
+        }
+        table = results["gate_table_delta"].adapter_response
+        assert table["rows_discarded"] == 3, table
+        assert per_test(table) == {
+            "not_null(name)": ("discard_row", 2),
+            "accepted_values(status)": ("discard_row", 2),
+        }
+        assert [r[0] for r in rows_of(project, rel(project, "gate_table_delta"), "id")] == [2]
+        unique = results["gate_unique_table_delta"].adapter_response
+        assert per_test(unique) == {"unique(id)": ("discard_row", 2)}, unique
+        ids = {r[0] for r in rows_of(project, rel(project, "gate_unique_table_delta"), "id")}
+        assert ids == {4, None}
+        assert {name: quarantined(name) - before[name] for name in names} == {
+            "gate_table_delta": 3,
+            "gate_unique_table_delta": 2,
+        }
+
 
 class TestDataTestsConfigSurface:
     """Folder inheritance, the run-level override, the dry-run plan file, a bad mode at parse."""

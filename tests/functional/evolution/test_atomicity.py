@@ -79,6 +79,8 @@ class TestAtomicity:
         for fmt in FORMATS:
             files[f"query_fails_{fmt}.sql"] = QUERY_FAILS.format(fmt=fmt)
             files[f"dry_run_{fmt}.sql"] = DRY_RUN.format(fmt=fmt)
+        # no table yet when the dry run runs: it is built (a dry run changes no existing table)
+        files["dry_new_delta.sql"] = DRY_RUN.format(fmt="delta")
         for fmt in ("delta", "iceberg"):
             files[f"load_fails_{fmt}.sql"] = LOAD_FAILS.format(fmt=fmt)
         return files
@@ -88,7 +90,7 @@ class TestAtomicity:
         table = rel(project, "not_null_relaxed", "delta")
         project.run_sql(f"create table {table} (id int not null) using delta")
         project.run_sql(f"insert into {table} values (1)")
-        run_dbt(["run", "--exclude", "not_null_relaxed"])
+        run_dbt(["run", "--exclude", "not_null_relaxed", "dry_new_delta"])
         snapshot = {}
         for fmt in FORMATS:
             for name in (f"query_fails_{fmt}", f"dry_run_{fmt}"):
@@ -109,7 +111,11 @@ class TestAtomicity:
         results, report = {}, {"models": {}}
         for args, expect in (
             (["--vars", "{v: 2}", "--select", "query_fails_*", "load_fails_*"], False),
-            (["--vars", "{v: 2, schema_evolution_dry_run: true}", "--select", "dry_run_*"], True),
+            (
+                ["--vars", "{v: 2, schema_evolution_dry_run: true}", "--select", "dry_run_*"]
+                + ["dry_new_delta"],
+                True,
+            ),
             (["--vars", "{v: 2}", "--select", "not_null_relaxed"], True),
         ):
             for r in run_dbt(["run", *args], expect_pass=expect):
@@ -170,6 +176,13 @@ class TestAtomicity:
         if fmt == "delta":
             assert entry["write_path"] == "in_write", entry
         assert entry["executed"] == []
+
+    def test_dry_run_builds_a_model_with_no_table_yet(self, project, before, v2):
+        """The README's caveat: a dry run changes no existing table, and a model with no table
+        yet is still built (its first build has no plan to dry-run; `before` excluded it)."""
+        results, _ = v2
+        assert str(results["dry_new_delta"].status) == "success"
+        assert rows_of(project, rel(project, "dry_new_delta", "delta")) == [(2, "x")]
 
     def test_delta_not_null_relaxed(self, project, before, v2):
         results, report = v2
