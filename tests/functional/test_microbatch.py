@@ -171,6 +171,56 @@ class TestMicrobatchIceberg(BaseMicrobatchWindows):
     fmt = "iceberg"
 
 
+CONTRACT_YML = """
+version: 2
+models:
+  - name: mb_contract
+    config:
+      contract: {enforced: true}
+    columns:
+      - name: id
+        data_type: bigint
+      - name: event_time
+        data_type: timestamp
+      - name: tag
+        data_type: string
+"""
+
+
+class TestMicrobatchEnforcedContract:
+    """dbt's enforced model contract on a microbatch model (Delta): every batch of every run is
+    checked; a batch whose output breaks it fails alone, before it writes, and the batches
+    before it load."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "events.sql": EVENTS,
+            "mb_contract.sql": microbatch_model("delta", ", on_schema_change='fail'"),
+            "schema.yml": CONTRACT_YML,
+        }
+
+    def test_each_batch_is_checked(self, project):
+        rel = relation(project, "delta", "mb_contract")
+        args = window("2020-01-01", "2020-01-05", "--select", "events", "mb_contract")
+        run_dbt(args)
+        assert by_id(project, rel) == {i: ("v1",) for i in range(16)}
+        before = len(commits(project, "delta", rel))
+
+        args = window("2020-01-01", "2020-01-04", "--select", "mb_contract")
+        results, log = run_dbt_and_capture(
+            [*args, "--vars", "{tag: v2, extra_day: 3}"], expect_pass=False
+        )
+        batches = results[0].batch_results
+        assert (len(batches.successful), len(batches.failed)) == (2, 1), batches
+        assert "This model has an enforced contract that failed" in log, log[-3000:]
+        # day 3's batch broke the contract (one more column) and wrote nothing
+        expected = {i: ("v1" if i in day(3) or i in day(4) else "v2",) for i in range(16)}
+        assert by_id(project, rel) == expected
+        assert "extra" not in schema_of(project, rel)
+        assert len(commits(project, "delta", rel)) == before + 2
+
+
 class TestMicrobatchRefusals:
     @pytest.fixture(scope="class")
     def models(self):
