@@ -78,6 +78,13 @@ MODELS = {
     ),
     "evolve_delta_table": evolve("delta").replace("'incremental'", "'table'"),
     "evolve_iceberg_table": evolve("iceberg").replace("'incremental'", "'table'"),
+    # a table model's rebuild of its existing table that discards (not its creating run)
+    "table_discard_row_quarantine_delta": discard("delta", "discard_row", quarantine=True).replace(
+        "'incremental'", "'table'"
+    ),
+    "table_discard_value_iceberg": discard("iceberg", "discard_value").replace(
+        "'incremental'", "'table'"
+    ),
     "columns_discard_value": probe_model(
         "file_format='delta', schema_contract={'columns': 'discard_value'}",
         "select id from range(1)",
@@ -99,6 +106,8 @@ CORE = (
     "discard_value_quarantine",
     "evolve_delta_table",
     "columns_discard_value",
+    "table_discard_row_quarantine_delta",
+    "table_discard_value_iceberg",
 )
 
 
@@ -185,6 +194,22 @@ class TestOneEvaluationEveryShape:
         quarantining = name == "discard_row_quarantine"
         assert entry["staged"] is (name.endswith("iceberg_merge") or quarantining), entry
         assert (entry["pending_table"] is not None) is quarantining, entry
+
+    @shapes(lambda name: name.startswith("table_discard"))
+    def test_a_table_rebuild_counts_its_discards(
+        self, project: Any, runs: Dict[str, Any], name: str
+    ) -> None:
+        """The rebuild replaces the table with this run's kept rows (its discards counted)."""
+        response = runs["responses"][name]
+        prefix = "iceberg." if "iceberg" in name else ""
+        kept = rows_of(project, f"{prefix}{project.test_schema}.{name}")
+        if "discard_row" in name:
+            assert (response["rows_discarded"], len(kept)) == (DISCARDED, ROWS - DISCARDED)
+            quarantine = f"{project.test_schema}.{name}__quarantine"
+            assert len(project.run_sql(f"select * from {quarantine}", fetch="all")) == DISCARDED
+        else:
+            assert response["values_discarded"] == DISCARDED, response
+            assert (len(kept), sum(1 for row in kept if row[1] is None)) == (ROWS, DISCARDED)
 
 
 class TestOneEvaluationMoreShapes(TestOneEvaluationEveryShape):
