@@ -94,7 +94,7 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::TestKil
 #   from a clean clone);
 # - the feature tour on the session (cluster-ci runs each format once over a server: Delta over
 #   Connect, Iceberg and Parquet over Thrift);
-# - the Iceberg microbatch class (Delta's stays), snapshots of a native variant column (Delta,
+# - the Delta and Iceberg microbatch classes (CI keeps the enforced-contract one), snapshots of a native variant column (Delta,
 #   Iceberg) and of an evolving view (the snapshot contracts stay), a native variant column
 #   through microbatch;
 # - the Derby metastore widened in place (test_long_view_text; CI keeps the long view itself);
