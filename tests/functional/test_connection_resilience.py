@@ -419,6 +419,10 @@ def delta_state(server: Server, relation: str) -> tuple:
 
 
 LEASE_5S = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "5"}  # a lease runs out in 5 s, not 30
+# the run that takes such a lease over, then commits: a lease of its own long enough that a
+# heartbeat slowed by a loaded server stays within nine tenths of it (make cluster-test with 3
+# workers, 2026-12-01: a taker under a 5-s lease refused to commit, its beat 4.7 s old)
+LEASE_TAKER = {"DBT_SPARK_CONTRACTS_LEASE_SECONDS": "15"}
 
 
 def run_cut_off(
@@ -590,7 +594,7 @@ def test_a_load_whose_answer_is_lost_keeps_its_discarded_rows(
     )
     run_cut_off(project, server, proxy, patterns)
 
-    again = project.run(direct, "run", env=LEASE_5S)
+    again = project.run(direct, "run", env=LEASE_TAKER)
     assert again.returncode == 0, again.stdout + again.stderr
     history = server.query(f"describe history {relation}")
     loads = [r[0] for r in server.query(f"select count(*) from {relation} where id >= 100")]
@@ -668,7 +672,7 @@ def test_an_alter_whose_answer_is_lost_is_repaired_by_the_next_run(
     history = server.query(f"describe history {SCHEMA}.mcut")
     assert not [row for row in history if "RESTORE" in {str(v) for v in row}], history
 
-    again = project.run(direct, "run", "--select", "mcut", *v2, env=LEASE_5S)
+    again = project.run(direct, "run", "--select", "mcut", *v2, env=LEASE_TAKER)
     assert again.returncode == 0, again.stdout + again.stderr
     # the server may still commit the ALTER (Delta takes no transaction id for it): the record
     # stays, watched, so the model's next run RESTOREs a late one away (run-guarantees.md)
@@ -724,7 +728,7 @@ def test_a_parquet_load_whose_answer_is_lost_holds_the_model_until_it_has_ended(
     assert by_hand is not None and records[0] in by_hand.group(1), refused.stdout
     server.query(by_hand.group(1))
 
-    again = project.run(direct, "run", "--vars", "{start: 6}", env=LEASE_5S)
+    again = project.run(direct, "run", "--vars", "{start: 6}", env=LEASE_TAKER)
     assert again.returncode == 0, again.stdout + again.stderr
     after = sorted(r[0] for r in server.query(f"select id from {relation}"))
     assert after == sorted(before + [6, 7, 8]), after
@@ -789,7 +793,7 @@ def test_ctrl_c_in_a_fenced_write_leaves_its_session(server: Server, tmp_path: P
     assert "restore table resilience.mslow" in after.split("fenced off the writes of")[1], after
     wait_until_idle(server)
 
-    again = project.run(profile, "run", "--select", "mslow", "--vars", _vars(v=2), env=LEASE_5S)
+    again = project.run(profile, "run", "--select", "mslow", "--vars", _vars(v=2), env=LEASE_TAKER)
     assert again.returncode == 0, again.stdout + again.stderr
     assert_as_control(server, "mslow", "mctl", 400)
 
