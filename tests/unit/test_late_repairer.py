@@ -32,6 +32,7 @@ from dbt.adapters.spark_contracts.run import lease as lease_module
 from dbt.adapters.spark_contracts.run.heartbeat import this_client
 from dbt.adapters.spark_contracts.run.lease import Leases
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
+from dbt.adapters.spark_contracts.run.repair import repair
 from dbt.adapters.spark_contracts.run.run_errors import (
     LateCommits,
     LeaseLost,
@@ -292,8 +293,6 @@ def test_a_later_batch_of_the_invocation_does_not_take_an_abandoned_repairs_reco
     same record name: its repair step changes nothing and fails with `RepairFirst` naming that
     statement, so the record, with what a taker's watch needs, stays as the first batch left
     it."""
-    from dbt.adapters.spark_contracts.run.repair import repair
-
     catalogue = repair_catalogue(dead_intent())
     catalogue.fail = r"^restore table db\.t"
     catalogue.failure = RuntimeError  # no answer
@@ -318,8 +317,6 @@ def test_a_later_batchs_repair_step_repairs_and_settles_nothing(tmp_path: Path):
     step, got no answer), a later batch's repair step changes nothing, even where it finds no
     dead run's intent to repair (the statement landed) and would go on to settle pending rows:
     `RepairFirst` before its first statement."""
-    from dbt.adapters.spark_contracts.run.repair import repair
-
     catalogue = Catalogue()
     report = RunReport()
     report.start("inv2")

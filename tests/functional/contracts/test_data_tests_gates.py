@@ -169,6 +169,12 @@ def reasons(project: Any, name: str) -> Dict[int, set[str]]:
     return {int(r[0]): set(str(r[1]).split("; ")) for r in rows}
 
 
+def quarantined(project: Any, name: str) -> int:
+    """The rows in the model's quarantine."""
+    sql = f"select count(*) from {rel(project, name)}__quarantine"
+    return int(project.run_sql(sql, fetch="one")[0])
+
+
 def per_test(counts: Any) -> Dict[str, tuple[str, int]]:
     """A run's counts per data test (`adapter_response` or its plan file entry)."""
     return {c["reason"]: (c["action"], c["rows"]) for c in counts["data_tests"] or ()}
@@ -259,10 +265,7 @@ class TestDataTestsGateTheLoad:
         # a NULL id is no duplicate (dbt's test skips NULLs)
         assert {r[0] for r in rows_of(project, rel(project, name), "id")} == {4, None}
         assert reasons(project, name) == {1: {"unique(id)"}, 3: {"unique(id)"}}
-        rows = project.run_sql(
-            f"select count(*) from {rel(project, name)}__quarantine", fetch="one"
-        )
-        assert rows[0] == 4
+        assert quarantined(project, name) == 4
 
     def test_freeze_fails_before_any_row_naming_test_column_values(self, project, outcome):
         result = outcome["second"]["gate_freeze_delta"]
@@ -392,12 +395,7 @@ class TestDataTestsGateTheLoad:
         against the table it replaces, but its gates still bind: counted per test, the
         failing rows quarantined, the kept rows alone in the rebuilt table."""
         names = ("gate_table_delta", "gate_unique_table_delta")
-
-        def quarantined(name: str) -> int:
-            sql = f"select count(*) from {rel(project, name)}__quarantine"
-            return int(project.run_sql(sql, fetch="one")[0])
-
-        before = {name: quarantined(name) for name in names}
+        before = {name: quarantined(project, name) for name in names}
         results = {
             r.node.name: r
             for r in run_dbt(["run", "--full-refresh", "--select", *names, "--vars", "{v: 2}"])
@@ -413,7 +411,7 @@ class TestDataTestsGateTheLoad:
         assert per_test(unique) == {"unique(id)": ("discard_row", 2)}, unique
         ids = {r[0] for r in rows_of(project, rel(project, "gate_unique_table_delta"), "id")}
         assert ids == {4, None}
-        assert {name: quarantined(name) - before[name] for name in names} == {
+        assert {name: quarantined(project, name) - before[name] for name in names} == {
             "gate_table_delta": 3,
             "gate_unique_table_delta": 2,
         }

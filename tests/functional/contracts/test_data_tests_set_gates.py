@@ -24,7 +24,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.functional.contracts.test_contract_matrix import rel
-from tests.functional.contracts.test_data_tests_gates import per_test, reasons
+from tests.functional.contracts.test_data_tests_gates import per_test, quarantined, reasons
 from tests.functional.evolution.test_evolution_matrix import rows_of
 from tests.functional.probes import ROWS, evaluation_probes, versioned_model
 
@@ -78,11 +78,6 @@ MODELS = {
     "rel_iceberg": (DEPENDS + model("iceberg", "append"), "customer_id", RELATED),
     "rel_parquet": (DEPENDS + model("parquet", "append"), "customer_id", RELATED),
 }
-
-
-def quarantined(project: Any, name: str) -> int:
-    sql = f"select count(*) from {rel(project, name)}__quarantine"
-    return int(project.run_sql(sql, fetch="one")[0])
 
 
 def table(project: Any, name: str) -> list[tuple[Any, ...]]:
