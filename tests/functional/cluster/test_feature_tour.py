@@ -5,7 +5,9 @@ the whole evolution/contract suites).
 
 Per format: schema evolution (a new column, and int -> bigint where the format widens in place),
 a `columns: freeze` contract that stops a run and leaves its table as it was, `discard_row` with
-quarantine, and a dbt model contract (`contract: {enforced: true}`) checked on an incremental run.
+quarantine, a dbt model contract (`contract: {enforced: true}`) checked on an incremental run, and
+the model's own data tests as gates on the load (`data_tests: discard_row`, issue 42), their
+failing rows quarantined with the test's name.
 """
 
 from __future__ import annotations
@@ -59,7 +61,22 @@ select 2 as id, named_struct('a', 2, 'b', 3) as s
 """
 
 
-KINDS = ("evolving", "frozen", "discarding", "enforced")
+# `not_null(name)` and `accepted_values(status)` gate the load: ids 4 and 8 carry status 'z',
+# ids 5 and 10 a NULL name, the 6 others load
+GATED = """
+{{{{ config(materialized='incremental', file_format='{fmt}', incremental_strategy='append',
+          schema_contract={{'data_tests': 'discard_row', 'quarantine': true}}) }}}}
+{{% if var('v', 1) == 1 %}}
+select id, 'x' as name, 'a' as status from range(1)
+{{% else %}}
+select id, if(id % 5 = 0, cast(null as string), 'x') as name,
+       if(id % 4 = 0, 'z', 'a') as status
+from range(1, 11)
+{{% endif %}}
+"""
+
+
+KINDS = ("evolving", "frozen", "discarding", "enforced", "gated")
 
 
 def _enforced_yml(formats: Tuple[str, ...]) -> str:
@@ -75,6 +92,14 @@ def _enforced_yml(formats: Tuple[str, ...]) -> str:
                 "        data_type: int",
                 "      - name: s",
                 "        data_type: struct<a:int,b:string>",
+                f"  - name: gated_{fmt}",
+                "    columns:",
+                "      - name: name",
+                "        data_tests: [not_null]",
+                "      - name: status",
+                "        data_tests:",
+                "          - accepted_values:",
+                "              values: ['a', 'b']",
             )
         ]
     )
@@ -89,6 +114,7 @@ def _models(formats: Tuple[str, ...]) -> Dict[str, str]:
         models[f"frozen_{fmt}.sql"] = FROZEN.format(fmt=fmt)
         models[f"discarding_{fmt}.sql"] = DISCARDING.format(fmt=fmt)
         models[f"enforced_{fmt}.sql"] = ENFORCED.format(fmt=fmt)
+        models[f"gated_{fmt}.sql"] = GATED.format(fmt=fmt)
     return models
 
 
@@ -137,6 +163,7 @@ class FeatureTour:
             assert status[f"enforced_{fmt}"] == "error", status
             assert status[f"evolving_{fmt}"] == "success", status
             assert status[f"discarding_{fmt}"] == "success", status
+            assert status[f"gated_{fmt}"] == "success", status
         messages = {r.node.name: str(r.message) for r in second}
         for fmt in FORMATS:
             assert "extra" in messages[f"frozen_{fmt}"], messages[f"frozen_{fmt}"]
@@ -165,6 +192,26 @@ class FeatureTour:
             ]
             quarantine = _table(project, fmt, f"discarding_{fmt}__quarantine")
             assert sorted(r[0] for r in _rows(project, f"select id from {quarantine}")) == [5, 10]
+            # the data tests as gates: counted per test, the failing rows quarantined with the
+            # names of the tests they failed, the others loaded
+            gated = {r.node.name: r for r in second}[f"gated_{fmt}"].adapter_response
+            assert gated["rows_discarded"] == 4, gated
+            counts = {c["reason"]: (c["action"], c["rows"]) for c in gated["data_tests"] or ()}
+            assert counts == {
+                "not_null(name)": ("discard_row", 2),
+                "accepted_values(status)": ("discard_row", 2),
+            }, counts
+            table = _table(project, fmt, f"gated_{fmt}")
+            assert _rows(project, f"select id from {table} order by id") == [
+                (i,) for i in (0, 1, 2, 3, 6, 7, 9)
+            ]
+            sql = f"select id, _contract_reason from {table}__quarantine"
+            assert {r[0]: set(str(r[1]).split("; ")) for r in _rows(project, sql)} == {
+                4: {"accepted_values(status)"},
+                5: {"not_null(name)"},
+                8: {"accepted_values(status)"},
+                10: {"not_null(name)"},
+            }
 
 
 class TestFeatureTourDelta(FeatureTour):
