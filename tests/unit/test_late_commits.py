@@ -115,6 +115,32 @@ def test_decided_by_parents_whatever_the_listing_order(after_watch, shuffle):
     assert found.back_to == (None if others_after else own[0] - 1)
 
 
+def test_a_watch_whose_snapshot_expired_watches_from_its_child():
+    # the repair's fence against a late rollback expired 11, the watch's snapshot (and 10)
+    snaps = [s for s in chain(["b", "taker", "fence", TAG]) if s.commit.version > 11]
+    found = late_commits(snaps, 13, LateWatch(11, TAG))
+    assert found == Late((Commit(13, "append", TAG),), (), 12)
+
+
+def test_an_expired_snapshot_that_is_not_the_watchs_still_finds_nothing():
+    # the lineage listed starts below a snapshot whose parent is not the watch's: off it
+    snaps = [s for s in chain(["b", "taker", "x", TAG]) if s.commit.version > 12]
+    assert late_commits(snaps, 13, LateWatch(11, TAG)) == Late()
+
+
+@given(
+    st.lists(st.booleans(), max_size=8),  # each snapshot after the watch: the run's own?
+    st.integers(min_value=0, max_value=10_000),
+)
+def test_expiring_the_watchs_snapshot_and_those_before_it_changes_no_decision(after, shuffle):
+    tags = ["b", "taker", *(TAG if own else "other" for own in after)]
+    head = 11 + len(after)
+    listed = chain(tags, shuffle=shuffle)
+    expired = [s for s in listed if s.commit.version > 11]
+    watch = LateWatch(11, TAG)
+    assert late_commits(expired, head, watch) == late_commits(listed, head, watch)
+
+
 @given(st.one_of(st.none(), st.integers(min_value=0, max_value=2**62)))
 def test_the_watch_round_trips_through_its_record(after):
     watch = LateWatch(after, TAG)

@@ -273,18 +273,27 @@ def test_a_repairer_whose_last_statement_came_late_leaves_its_watched_record(tmp
     assert LATE_PROPERTY in catalogue.tables[STALLED]
 
 
-def test_an_iceberg_repair_without_an_answer_lets_go_of_its_record(tmp_path: Path):
-    """Iceberg's rollback carries no tag, so no taker could watch for it: the record is let
-    go of as before, and holds nothing up (on Parquet an unreleased record would hold the
-    model until its server restarts)."""
+def test_an_iceberg_repair_without_an_answer_leaves_its_record_for_a_takers_fence(
+    tmp_path: Path,
+):
+    """Iceberg's rollback carries no tag, so no taker could watch for it; its record is left
+    as it is (not released), so the run that takes it over finds a run that may still roll
+    back and fences the snapshot off (IcebergLog.fence_off, test_kill.py's
+    TestLateIcebergRepairerRollback on real Iceberg)."""
     intent = dead_intent("iceberg")
     catalogue = repair_catalogue(intent)
     catalogue.fail = r"rollback_to_snapshot"
     report = RunReport()
     with pytest.raises(RestoreFailed):
         Runner(catalogue, report, tmp_path).repair(key("inv2", "iceberg"), False, STALLED_TAG)  # type: ignore[arg-type]
-    assert "iceberg.db.t__dbt_lease_inv2" not in catalogue.tables
-    assert report.half_changed(intent.relation) is None  # a later batch is not held up
+    left = RunRecord.from_properties(
+        "iceberg.db.t__dbt_lease_inv2", catalogue.tables["iceberg.db.t__dbt_lease_inv2"]
+    )
+    assert not left.released and left.tag == STALLED_TAG, left
+    assert late.undo_may_land(catalogue, [left], "iceberg")  # type: ignore[arg-type]
+    assert not late.undo_may_land(catalogue, [left], "delta")  # type: ignore[arg-type]
+    # and a later batch of the invocation is held, as after a Delta repair's (runner.repair)
+    assert report.half_changed(intent.relation) is not None
 
 
 def test_a_later_batch_of_the_invocation_does_not_take_an_abandoned_repairs_record(tmp_path: Path):

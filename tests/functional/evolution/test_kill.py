@@ -1097,3 +1097,61 @@ class TestLateRepairerRestore:
         _taken_back_by_the_next_run(project, stopped, "RESTORE", "{v: 2}")
         if project.reader is not None:  # over a server the killed run's record stays watched
             assert leftovers(project, "stalled") == []
+
+
+class TestLateIcebergRepairerRollback:
+    @pytest.mark.profile("session", "thrift")
+    def test_a_repairers_rollback_sent_after_its_lease_was_taken_over_fails_on_the_fence(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """Iceberg's rollback is no commit and names no one, so no watch could tell a stalled
+        repairer's late rollback from a person's. An Iceberg run (ADD COLUMNS, its backfill
+        UPDATE, its MERGE) is killed (SIGKILL) once its UPDATE committed (its intent left). The
+        model's next run, stopped (SIGSTOP) right before its repair's rollback (its fence
+        passed), stays stopped past its lease. A third run takes that lease over, repairs, and,
+        since the stopped run may still send its rollback, fences it off: an empty commit past
+        the snapshot it would roll back to, then that snapshot expired. Then it loads. Resumed,
+        the repairer sends its rollback, which fails on the expired snapshot, and the run fails
+        naming its lost lease. The third run's load stays: the table is as a run never killed or
+        stopped left it, with no further run needed."""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", "iceberg", stall_target, ICEBERG_BACKFILL, names)
+        assert project.dbt() == 0
+        assert project.dbt("--select", "control", "--vars", "{v: 2}") == 0
+        point = lineage_snapshots(project, "stalled")[0]  # where a repair puts the table back
+        # killed once its UPDATE committed (the ADD COLUMNS before it is no snapshot)
+        project.dbt("--select", "stalled", "--vars", "{v: 2}", kill_at=2, table="stalled")
+        assert project.state("stalled")[1], "the kill left no intent"
+        assert lineage_snapshots(project, "stalled")[0] != point, "the kill left no snapshot"
+        rollback = "sql:call iceberg.system.rollback_to_snapshot("
+        stopped = _sent_after_a_takeover(project, "{v: 2}", rollback, "{v: 2}")
+        assert point not in all_snapshots(project, "stalled"), "the rollback's target stayed"
+        taker = lineage_runs(project, "stalled")[-1]
+        assert taker and taker != stopped, lineage_runs(project, "stalled")
+        assert project.state("stalled") == project.state("control")
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] == rows["control"], rows
+        assert [r["twice"] for r in rows["stalled"]] == [0, 10, 20, 300, 400, 500], rows
+
+
+def _metadata(project: Project, table: str) -> dict:
+    """The table's newest Iceberg metadata file, read."""
+    metadata = project.table_dir(table) / "metadata"
+    version = max(int(p.name[1:].split(".")[0]) for p in metadata.glob("v*.metadata.json"))
+    return json.loads((metadata / f"v{version}.metadata.json").read_text())
+
+
+def all_snapshots(project: Project, table: str) -> set[int]:
+    return {s["snapshot-id"] for s in _metadata(project, table).get("snapshots", [])}
+
+
+def lineage_snapshots(project: Project, table: str) -> list[int]:
+    """The current snapshot and its ancestors, newest first (by parent ids)."""
+    meta = _metadata(project, table)
+    by_id = {s["snapshot-id"]: s for s in meta.get("snapshots", [])}
+    chain, at = [], meta.get("current-snapshot-id")
+    while at is not None and at in by_id:
+        chain.append(at)
+        at = by_id[at].get("parent-snapshot-id")
+    return chain

@@ -68,6 +68,16 @@ def watch(spark: Spark, record: RunRecord) -> Optional[LateWatch]:
     return LateWatch(after, intent.commit_tag)
 
 
+def undo_may_land(spark: Spark, records: List[RunRecord], table_format: str) -> bool:
+    """One of the other runs' `records` (those a takeover found) may still send an undo that
+    no watch can find, its holder not provably gone: on Iceberg, whose rollback is no commit
+    and names no one, a repairer's rollback or a failed run's own, stalled past its fence. The
+    repair then fences off the snapshots it puts the table back to (restore.Restorer)."""
+    if not row_of(table_format).undo_fenced_by_expiry:
+        return False
+    return any(not r.released and may_still_commit(spark, r) for r in records)
+
+
 def on_takeover(spark: Spark, record: RunRecord, table_format: str) -> Optional[LateWatch]:
     """The watch a repair that takes `record`'s lease over gives it, where `record` is a
     repairing run's (its commit tag, no intent), its holder may still commit, and the format's
@@ -107,13 +117,19 @@ def look(
 
 
 def take_back(
-    spark: Spark, record: RunRecord, relation: str, table_format: str, unique_id: str
+    spark: Spark,
+    record: RunRecord,
+    relation: str,
+    table_format: str,
+    unique_id: str,
+    targets: Optional[List[int]] = None,
 ) -> Optional[str]:
     """`record`'s armed watch (`record.late`) looked for on `relation`'s current lineage: the
     holder's commits at its head put back to the version before them (what was done is
     returned); under another writer's, `LateCommits` (nothing undone); where all it found
     changed nothing (`Late.passed`), nothing is done and that is returned (the watch ends).
-    Returns None, with nothing done, where none landed. The caller drops the record where
+    Returns None, with nothing done, where none landed; the version put back to is added to
+    `targets` (the repair's fence, restore.Restorer._fence_off). The caller drops the record where
     something was returned or its holder could no longer commit before this looked
     (`may_still_commit`)."""
     late, snapshots = look(spark, record, relation, table_format)
@@ -132,6 +148,8 @@ def take_back(
     listed = [s.commit.version for s in snapshots]
     tag = late.theirs[0].tag or ""
     table_log(spark, table_format).take_back(relation, late.back_to, listed, tag, unique_id)
+    if targets is not None:
+        targets.append(late.back_to)
     ids = ", ".join(str(c.version) for c in late.theirs)
     word = "snapshot" if table_format == "iceberg" else "version"
     message = (

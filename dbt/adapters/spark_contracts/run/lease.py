@@ -98,6 +98,7 @@ class Leases:
         self.txn_version = 0
         # (record table, tag): the repairers' records its last takeover gave a watch (late.py)
         self.watching: List[Tuple[str, str]] = []
+        self.undo_may_land = False  # its last takeover's: run/late.undo_may_land
         self.abandoned = ""  # the statement without an answer for which `abandon` left it
 
     def take(
@@ -258,6 +259,7 @@ class Leases:
             if r.taken_by and not r.holds_work and holder_gone(r, host, process_running)
         ]
         self.watching = []
+        self.undo_may_land = fence and late.undo_may_land(self.spark, others, owner.table_format)
         for record in taken:
             dead = self._state(record) is State.DEAD
             # a repairer that may still commit: watched for its late RESTORE (run/late.py)

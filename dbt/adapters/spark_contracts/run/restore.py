@@ -122,17 +122,18 @@ class Restorer:
         and a last fence before it lets go leaves its record (with a taker's watch) to the
         taker where its last statement came late. None: nothing was left to repair (another
         run repaired it meanwhile). A statement of the repair that got no answer (a server's
-        RESTORE cut off) may still land: on Delta, whose RESTORE a taker can watch for, the
-        record is then left as it is (`abandon`), so the run that takes it over watches for
-        it; elsewhere it is let go of as before (on Parquet an unreleased record would hold
-        the model until its server restarts)."""
+        RESTORE cut off) may still land: on Delta, whose RESTORE a taker can watch for, and on
+        Iceberg, whose rollback a taker fences off (`_fence_off`), the record is then left as
+        it is (`abandon`) for the run that takes it over; on Parquet it is let go of as before
+        (an unreleased record would hold the model until its server restarts)."""
         records = self.leases.alone(key, tag=tag)
         sent = Answered(self.spark)  # this repair's statements, noted
         try:
             return Restorer(sent, self.leases)._repaired(key, on_table, records)  # type: ignore[arg-type]
         except BaseException:
-            if sent.unanswered and row_of(key.table_format).undo_is_tagged_commit:
-                # its taker watches for it (elsewhere: nothing to watch)
+            row = row_of(key.table_format)
+            if sent.unanswered and (row.undo_is_tagged_commit or row.undo_fenced_by_expiry):
+                # its taker watches for it or fences it off (Parquet: neither)
                 self.leases.abandon(sent.unanswered)
             raise
         finally:
@@ -147,6 +148,7 @@ class Restorer:
             if found is not None and found.invocation_id != key.invocation_id:
                 done.append(self._repair(found, key.unique_id, fence, on_table=True))
         spark = Fenced(self.spark, fence)
+        targets: List[int] = []  # the versions this repair put the table back to
         for record in sorted(records, key=lambda r: -r.epoch):
             # whether its run can still commit, read before the table's log (run/late.py)
             gone = late.watched(record) and not late.may_still_commit(spark, record)
@@ -154,7 +156,7 @@ class Restorer:
                 taken = None
                 if record.late.armed:
                     taken = late.take_back(
-                        spark, record, key.relation, key.table_format, key.unique_id
+                        spark, record, key.relation, key.table_format, key.unique_id, targets
                     )
                     done.extend([taken] if taken else [])
                 elif not gone:  # a repairer's, given at a takeover: armed at this one's end
@@ -167,6 +169,8 @@ class Restorer:
             if record.intent is None or record.intent.invocation_id == key.invocation_id:
                 continue
             done.append(self._repair(record.intent, key.unique_id, fence, record.done))
+            if record.intent.restore_version is not None:
+                targets.append(int(record.intent.restore_version))
             watch = None if gone else late.watch(spark, record)
             if record.pending is not None or watch is not None:
                 # its pending rows are the settler's (decide_pending, from the table's own
@@ -176,9 +180,35 @@ class Restorer:
                 spark.run(set_properties_sql(record.table, {**INTENT_CLEARED, **told}))
             else:
                 drop_record(spark, record.table, key.table_format)
+        if self.leases.undo_may_land and targets:  # a late rollback to one would undo this
+            done += self._fence_off(spark, key, targets)
         late.moved_on(spark, self.leases.watching, key.relation, key.table_format)
         fence()
         return "; ".join(done) or None
+
+    def _fence_off(self, spark: Spark, key: ModelKey, targets: List[int]) -> List[str]:
+        """The format's fence against a late undo to one of `targets` (TableLog.fence_off),
+        sent by a run whose lease this repair took over while it may still send one; where it
+        cannot be built, `RestoreFailed`, naming the statement that builds it by hand."""
+        try:
+            return table_log(spark, key.table_format).fence_off(key.relation, targets)
+        except LeaseLost:
+            raise
+        except Exception as exc:
+            catalog, ident = key.relation.split(".", 1)
+            raise RestoreFailed(
+                key.unique_id,
+                f"fencing off a late rollback to {', '.join(map(str, targets))}",
+                DbtRuntimeError(
+                    "a run whose lease was taken over may still roll the table back there, "
+                    "past this run's repair and load"
+                ),
+                exc,
+                f"once the table's current snapshot is past each of them, CALL "
+                f"{catalog}.system.expire_snapshots(table => '{ident}', older_than => "
+                f"timestamp '1970-01-01 00:00:01', snapshot_ids => array(<each>)); or run "
+                "again once that run has ended",
+            ) from exc
 
     def _repair(
         self,
@@ -221,6 +251,8 @@ class Restorer:
         except (ForeignCommits, LeaseLost):
             raise
         except Exception as exc:
+            if fence is not None:  # lost its lease meanwhile (its late rollback fenced off,
+                fence()  # IcebergLog.fence_off): that is what failed (`LeaseLost`)
             raise RestoreFailed(
                 unique_id,
                 f"repairing after run {intent.invocation_id}",

@@ -179,6 +179,14 @@ class FormatCapabilities:
         return self.logged and not self.fences_in_commit
 
     @property
+    def undo_fenced_by_expiry(self) -> bool:
+        """A repair's undo here moves the current snapshot back, with no commit and nothing
+        naming who moved it (Iceberg's `rollback_to_snapshot`), so a run that may still send one
+        late (stalled past its fence) is fenced off by expiring the snapshot it would move back
+        to: the late call then fails (run/iceberg_log.IcebergLog.fence_off)."""
+        return self.takes_late_commits_back and not self.undo_is_tagged_commit
+
+    @property
     def guards_late_writes(self) -> bool:
         """A run that lost its lease cannot leave a write behind in a table of this format: it
         is fenced off inside the commit, or found and taken back."""

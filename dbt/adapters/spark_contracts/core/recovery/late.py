@@ -103,13 +103,18 @@ def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWat
     commit a later RESTORE undid is passed over (its run's commits a repair undid; a late one
     taken back already). A watch whose snapshot left that lineage (the table was rolled back
     past it) finds nothing: no snapshot there descends from it (a late commit there stays
-    unseen)."""
+    unseen). One whose snapshot expired while it was on the lineage (its child is the oldest
+    snapshot listed there) watches all of the lineage."""
     chain = lineage(snapshots, head)
     ids = [s.commit.version for s in chain]
     if watch.after is None:
         after = chain
     elif watch.after in ids:
         after = chain[ids.index(watch.after) + 1 :]
+    elif chain and chain[0].parent == watch.after:
+        # the watch's snapshot expired (a repair's fence against a late rollback to it,
+        # run/iceberg_log.fence_off): the listed lineage starts at its child, all after it
+        after = chain
     else:
         return Late()
     undone = undone_by_restores(s.commit for s in chain)  # a take-back already made, say
