@@ -76,7 +76,17 @@ MODELS = {
     "gate_row_delta": (model(ROW_Q), properties("gate_row_delta")),
     "gate_row_iceberg": (model(ROW_Q, "iceberg"), properties("gate_row_iceberg")),
     "gate_row_parquet": (model(ROW_Q, "parquet"), properties("gate_row_parquet")),
-    "gate_table_delta": (model(ROW_Q, kind="table"), properties("gate_table_delta")),
+    **{
+        f"gate_table_{fmt}": (model(ROW_Q, fmt, kind="table"), properties(f"gate_table_{fmt}"))
+        for fmt in ("delta", "iceberg", "parquet")
+    },
+    # an incremental model rebuilt by --full-refresh (test_full_refresh_…)
+    "gate_refresh_delta": (model(ROW_Q), properties("gate_refresh_delta")),
+    # insert_overwrite on an unpartitioned table: each run's kept rows replace the table's
+    "gate_overwrite_parquet": (
+        model(ROW_Q, "parquet", how="insert_overwrite"),
+        properties("gate_overwrite_parquet"),
+    ),
     "gate_value_delta": (
         model("{'data_tests': 'discard_value'}"),
         properties("gate_value_delta"),
@@ -94,10 +104,13 @@ MODELS = {
         model("{'data_tests': 'freeze'}"),
         properties("gate_freeze_create_delta"),
     ),
-    "gate_freeze_delta": (
-        model("{'data_tests': 'freeze'}", v1=V1_GOOD),
-        properties("gate_freeze_delta", name_tests="- unique"),
-    ),
+    **{
+        f"gate_freeze_{fmt}": (
+            model("{'data_tests': 'freeze'}", fmt, v1=V1_GOOD),
+            properties(f"gate_freeze_{fmt}", name_tests="- unique"),
+        )
+        for fmt in ("delta", "iceberg", "parquet")
+    },
     # a merge on id; `relationships` to the model itself is checked after the load
     "gate_where_delta": (
         model("{'data_tests': 'discard_row'}", how="merge"),
@@ -198,17 +211,29 @@ class TestDataTestsGateTheLoad:
         failed = {r.node.name: r.message for r in first if str(r.status) != "success"}
         assert set(failed) == {"gate_freeze_create_delta"}, failed
         second, log2 = run_dbt_and_capture(["run", "--vars", "{v: 2}"], expect_pass=False)
-        report = Path(project.project_root) / "target" / "schema_changes.json"
+        target = Path(project.project_root) / "target"
         (Path(project.project_root) / "models" / "gate_freeze_create_delta.sql").unlink()
+        written = json.loads((target / "run_results.json").read_text())["results"]
         return {
             "first": {r.node.name: r for r in first},
             "second": {r.node.name: r for r in second},
             "log": log1 + log2,
-            "report": json.loads(report.read_text())["models"],
+            "report": json.loads((target / "schema_changes.json").read_text())["models"],
+            # the second run's run_results.json as dbt wrote it, by model name
+            "run_results": {r["unique_id"].split(".")[-1]: r for r in written},
         }
 
     @pytest.mark.parametrize(
-        "name", ["gate_row_delta", "gate_row_iceberg", "gate_row_parquet", "gate_table_delta"]
+        "name",
+        [
+            "gate_row_delta",
+            "gate_row_iceberg",
+            "gate_row_parquet",
+            "gate_table_delta",
+            "gate_table_iceberg",
+            "gate_table_parquet",
+            "gate_overwrite_parquet",
+        ],
     )
     def test_discard_row_quarantines_with_the_test_name(self, project, outcome, name):
         first = outcome["first"][name].adapter_response
@@ -227,7 +252,9 @@ class TestDataTestsGateTheLoad:
         }
         assert per_test(second.adapter_response) == counts
         assert per_test(outcome["report"][f"model.test.{name}"]) == counts
-        kept = [1, 2] if name != "gate_table_delta" else [2]  # a table keeps only this run's
+        assert per_test(outcome["run_results"][name]["adapter_response"]) == counts
+        # a table, or an overwrite of an unpartitioned one, keeps only this run's rows
+        kept = [2] if "table" in name or "overwrite" in name else [1, 2]
         assert [r[0] for r in rows_of(project, rel(project, name), "id")] == kept
         assert reasons(project, name) == {
             0: {"not_null(name)"},
@@ -267,8 +294,10 @@ class TestDataTestsGateTheLoad:
         assert reasons(project, name) == {1: {"unique(id)"}, 3: {"unique(id)"}}
         assert quarantined(project, name) == 4
 
-    def test_freeze_fails_before_any_row_naming_test_column_values(self, project, outcome):
-        result = outcome["second"]["gate_freeze_delta"]
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
+    def test_freeze_fails_before_any_row_naming_test_column_values(self, project, outcome, fmt):
+        name = f"gate_freeze_{fmt}"
+        result = outcome["second"][name]
         assert str(result.status) == "error"
         message = result.message
         assert "schema_entity: data_tests" in message and "contract_mode: freeze" in message
@@ -276,8 +305,8 @@ class TestDataTestsGateTheLoad:
         assert "accepted_values(status)" in message and "'z'" in message
         # its failing rows, counted in the pass that staged the output (ids 4 and 5)
         assert "2 rows fail the data test accepted_values(status)" in message
-        assert rows_of(project, rel(project, "gate_freeze_delta")) == [(1, "x", "a")]
-        violation = outcome["report"]["model.test.gate_freeze_delta"]["violation"]
+        assert rows_of(project, rel(project, name)) == [(1, "x", "a")]
+        violation = outcome["report"][f"model.test.{name}"]["violation"]
         assert violation["schema_entity"] == "data_tests"
         assert violation["offending_values"] == ["z"] and violation["failing_rows"] == 2
 
@@ -394,7 +423,7 @@ class TestDataTestsGateTheLoad:
         """A table model under `--full-refresh` rebuilds without checking `schema_contract`
         against the table it replaces, but its gates still bind: counted per test, the
         failing rows quarantined, the kept rows alone in the rebuilt table."""
-        names = ("gate_table_delta", "gate_unique_table_delta")
+        names = ("gate_table_delta", "gate_unique_table_delta", "gate_refresh_delta")
         before = {name: quarantined(project, name) for name in names}
         results = {
             r.node.name: r
@@ -411,9 +440,14 @@ class TestDataTestsGateTheLoad:
         assert per_test(unique) == {"unique(id)": ("discard_row", 2)}, unique
         ids = {r[0] for r in rows_of(project, rel(project, "gate_unique_table_delta"), "id")}
         assert ids == {4, None}
+        # an incremental model's full refresh: rebuilt from this run's kept rows alone
+        refresh = results["gate_refresh_delta"].adapter_response
+        assert per_test(refresh) == per_test(table), refresh
+        assert [r[0] for r in rows_of(project, rel(project, "gate_refresh_delta"), "id")] == [2]
         assert {name: quarantined(project, name) - before[name] for name in names} == {
             "gate_table_delta": 3,
             "gate_unique_table_delta": 2,
+            "gate_refresh_delta": 3,
         }
 
 
