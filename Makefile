@@ -136,7 +136,6 @@ EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 	tests/functional/test_snapshot_keys_and_deletes.py tests/functional/test_embedded_spark.py \
 	tests/functional/adapter/test_python_model.py tests/functional/test_thrift_statements.py \
 	tests/functional/contracts/test_quarantine_is_not_the_journal.py \
-	tests/functional/contracts/test_data_tests_set_gates.py \
 	tests/functional/contracts/test_pydantic_refresh_run.py \
 	tests/functional/contracts/test_pydantic_contract.py \
 	tests/functional/contracts/test_microbatch_quarantine.py \
@@ -152,6 +151,7 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	"tests/functional/evolution/test_kill.py::TestStalledRun::test_a_stalled_run_that_lost_its_lease_commits_nothing[iceberg]" \
 	"tests/functional/evolution/test_kill.py::TestRetryAtOnce::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
 	tests/functional/test_microbatch.py::TestMicrobatchDelta \
+	tests/functional/contracts/test_data_tests_set_gates.py::TestSetGatesRunTheQueryOnce \
 	tests/functional/contracts/test_data_tests_gates.py::TestDocsExampleRuns \
 	tests/functional/contracts/test_data_tests_gates.py::TestGatesReadTheCoercedOutput \
 	tests/functional/contracts/test_data_tests_gates.py::TestDataTestsConfigSurface \
