@@ -277,6 +277,21 @@ def test_a_marker_tag_on_a_commit_that_changed_something_is_another_writers():
     assert [c.version for c in late_commits(snapshots, head, LateWatch(5, TAG)).under] == [7]
 
 
+def test_an_iceberg_repairs_empty_commit_under_a_marker_tag_is_nobodys():
+    """The fence's empty commit (run/rollback_fence.py: an Iceberg append with a marker's tag)
+    between the watch and a late commit is no other writer's: the late one is taken back to
+    it; an overwrite under that tag changed something, and is another writer's."""
+    from dbt.adapters.spark_contracts.core.recovery.intent import foreign_commits, is_marker_commit
+
+    marker = "dbt-spark-contracts-fence:t__dbt_lease_inv-c"
+    assert is_marker_commit(Commit(12, "append", marker))
+    assert not is_marker_commit(Commit(12, "overwrite", marker))
+    assert not is_marker_commit(Commit(12, "append", "dbt-spark-contracts:inv-c:model.p.m"))
+    snaps = chain(["b", "taker", marker, TAG])  # 12 the fence's commit, 13 the late one
+    assert late_commits(snaps, 13, LateWatch(11, TAG)) == Late((Commit(13, "append", TAG),), (), 12)
+    assert foreign_commits([Commit(12, "append", marker)], TAG) == ()
+
+
 def test_a_delta_commit_a_restore_undid_is_no_late_one():
     """A take-back already made (its RESTORE to the version before the late commit is on top)
     finds nothing more, and the dead run's own commits a repair's RESTORE undid are never late:

@@ -42,9 +42,11 @@ class Refusing:
         self.sent.append(sql)
         return [{"held": 1}] if self.held else []
 
+    quarantine = SCHEMA  # the quarantine's columns, read after a refusal of a batch's rows
+
     def relation_schema(self, relation: str, describable: bool) -> Struct:
-        assert relation == PENDING
-        return SCHEMA
+        assert relation in (PENDING, "s.m__quarantine"), relation
+        return SCHEMA if relation == PENDING else self.quarantine
 
 
 class Fence:
@@ -66,6 +68,10 @@ def a_run(table_format: str = "delta", batch_tag: str = "") -> Any:
         invocation_id="inv-1",
         batch_tag=batch_tag,
         unique_id="model.p.m",
+        # what the quarantine takes from the run: the model's columns (a batch's tag too)
+        quarantined_schema=SCHEMA
+        if not batch_tag
+        else Struct((*SCHEMA.fields, Field("_dbt_batch_tag", Primitive("string")))),
     )
 
 
@@ -106,9 +112,25 @@ def test_a_refused_merge_after_which_the_rows_are_there_ends_it() -> None:
 
 def test_a_batch_merges_on_its_own_tag_among_its_invocations_rows() -> None:
     spark, fence = Refusing(refusals=1), Fence()
+    spark.quarantine = Struct((*SCHEMA.fields, Field("_dbt_batch_tag", Primitive("string"))))
     insert(spark, a_run(batch_tag="tag-3"), fence)
     merge = next(s for s in spark.sent if s.startswith("merge"))
     assert "q.`_dbt_batch_tag` = p.`_dbt_batch_tag` and q.`_dbt_batch_tag` = 'tag-3'" in merge
+
+
+def test_a_batchs_rows_refused_by_a_quarantine_an_earlier_batch_made_add_its_tag_column() -> None:
+    """A microbatch model's first batch makes the quarantine while the next batch's plan read
+    dbt's cache without it (`quarantine_format` None): that batch's rows, refused there (no
+    `_dbt_batch_tag` column), are sent again once the column is added."""
+    spark, fence = Refusing(refusals=1), Fence()
+    spark.quarantine = Struct((*SCHEMA.fields, Field("_dbt_batch_tag", Primitive("string"))))
+    insert(spark, a_run(batch_tag="tag-3"), fence)
+    assert not any(s.lower().startswith("alter") for s in spark.sent)  # it fits
+    spark, fence = Refusing(refusals=1), Fence()
+    insert(spark, a_run(batch_tag="tag-3"), fence)
+    (added,) = [s for s in spark.sent if s.lower().startswith("alter")]
+    assert "s.m__quarantine" in added and "_dbt_batch_tag" in added, added
+    assert writes(spark) == ["insert", "insert"], spark.sent
 
 
 def test_refused_every_time_the_last_refusal_is_raised() -> None:

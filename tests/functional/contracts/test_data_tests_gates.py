@@ -451,6 +451,59 @@ class TestDataTestsGateTheLoad:
         }
 
 
+# a microbatch model gated by not_null(id): the ids 0, 5, 10 and 15 (one a day) are NULL; its
+# unique(id) is a set test over a load that replaces part of the table: checked after the load
+MICROBATCH_GATED = """
+{{ config(materialized='incremental', incremental_strategy='microbatch', file_format='delta',
+    event_time='event_time', batch_size='day', begin=modules.datetime.datetime(2020, 1, 1),
+    schema_contract={'data_tests': 'discard_row', 'quarantine': true}) }}
+select if(id % 5 = 0, cast(null as bigint), id) as id, event_time from {{ ref('events') }}
+"""
+MICROBATCH_PROPERTIES = """version: 2
+models:
+  - name: mb_gated
+    columns:
+      - name: id
+        data_tests: [not_null, unique]
+"""
+
+
+class TestMicrobatchGates:
+    """The gates bind in each microbatch batch: a batch's failing rows are discarded, counted
+    and quarantined with the test's name; `unique` is checked after the load."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        from tests.functional.test_microbatch import EVENTS
+
+        return {
+            "events.sql": EVENTS,
+            "mb_gated.sql": MICROBATCH_GATED,
+            "properties.yml": MICROBATCH_PROPERTIES,
+        }
+
+    def test_each_batch_is_gated(self, project):
+        from tests.functional.test_microbatch import window
+
+        run_dbt(["run", "--select", "events"])
+        args = window("2020-01-01", "2020-01-05", "--select", "mb_gated")
+        results, log = run_dbt_and_capture(args, expect_pass=None)  # type: ignore[arg-type]
+        (result,) = results
+        assert str(result.status) == "success", (result.message, log[-4000:])
+        assert len(result.batch_results.successful) == 4, result.batch_results
+        ids = sorted(r[0] for r in rows_of(project, rel(project, "mb_gated"), "id"))
+        assert ids == [i for i in range(16) if i % 5], ids
+        quarantine = f"{rel(project, 'mb_gated')}__quarantine"
+        sql = f"select date(event_time), _contract_reason from {quarantine}"
+        found = sorted((str(r[0]), str(r[1])) for r in project.run_sql(sql, fetch="all"))
+        # one row a day, each turned away by its own batch
+        assert found == [(f"2020-01-0{d}", "not_null(id)") for d in (1, 2, 3, 4)], found
+        assert "is checked after the load" in log and "unique" in log, log[-3000:]
+        # dbt's tests after the load pass: the gate left no NULL id, the ids are unique
+        tested = run_dbt(["test", "--select", "mb_gated"])
+        assert {str(r.status) for r in tested} == {"pass"}
+
+
 class TestDataTestsConfigSurface:
     """Folder inheritance, the run-level override, the dry-run plan file, a bad mode at parse."""
 

@@ -110,45 +110,6 @@ class IcebergLog(TableLog):
         self.spark.run(f"call {catalog}.system.rollback_to_snapshot('{ident}', {back_to})")
         self.raced(relation, back_to, listed, tag)
 
-    def fence_off(self, relation: str, targets: Sequence[int]) -> List[str]:
-        """Each snapshot of `targets` expired, so that a rollback to it sent late (by a run that
-        lost its lease while it may still send one: a repairer's, or a failed run's own undo)
-        fails ("Cannot roll back to unknown snapshot id") instead of taking this run's repair
-        and load off the current lineage; a rollback records nothing that names who sent it,
-        so no watch could tell it from a person's. The current snapshot cannot be expired: an
-        empty commit (this run's tag) first moves the table past it. A late rollback that lands
-        between the two makes it current again; then both are made again. Its data files stay
-        (the current snapshot holds them); time travel to it is what goes."""
-        catalog, ident = relation.split(".", 1)
-        done: List[str] = []
-        for target in dict.fromkeys(targets):
-            for _ in range(3):
-                if all(s.commit.version != target for s in self.snapshots(relation)):
-                    break  # gone already
-                if self.current_version(relation) == target:
-                    self.spark.run(f"insert into {relation} select * from {relation} where false")
-                try:  # `older_than` at the epoch: no snapshot goes by its age, only `target`
-                    self.spark.run(
-                        f"call {catalog}.system.expire_snapshots(table => '{ident}', "
-                        "older_than => timestamp '1970-01-01 00:00:01', "
-                        f"snapshot_ids => array({target}))"
-                    )
-                except Exception:
-                    if self.current_version(relation) == target:
-                        continue  # a late rollback to it landed meanwhile: again
-                    raise
-                done.append(
-                    f"expired snapshot {target}, which a run that lost its lease may still "
-                    "roll back to"
-                )
-                break
-            else:
-                raise RuntimeError(
-                    f"snapshot {target} of {relation} was made current again after each of 3 "
-                    "empty commits past it"
-                )
-        return done
-
     def snapshots(self, relation: str) -> List[Snapshot]:
         """Every snapshot of `relation` with its parent, and whether it is an ancestor of the
         current one, read fresh."""

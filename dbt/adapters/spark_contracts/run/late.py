@@ -72,7 +72,9 @@ def undo_may_land(spark: Spark, records: List[RunRecord], table_format: str) -> 
     """One of the other runs' `records` (those a takeover found) may still send an undo that
     no watch can find, its holder not provably gone: on Iceberg, whose rollback is no commit
     and names no one, a repairer's rollback or a failed run's own, stalled past its fence. The
-    repair then fences off the snapshots it puts the table back to (restore.Restorer)."""
+    repair then fences off the snapshot it puts the table back to (run/rollback_fence.py).
+    Any other run's record found counts, a watched one too: over a server that keeps running a
+    watch lasts until it restarts, so there every Iceberg repair of an intent fences."""
     if not row_of(table_format).undo_fenced_by_expiry:
         return False
     return any(not r.released and may_still_commit(spark, r) for r in records)
@@ -117,19 +119,13 @@ def look(
 
 
 def take_back(
-    spark: Spark,
-    record: RunRecord,
-    relation: str,
-    table_format: str,
-    unique_id: str,
-    targets: Optional[List[int]] = None,
+    spark: Spark, record: RunRecord, relation: str, table_format: str, unique_id: str
 ) -> Optional[str]:
     """`record`'s armed watch (`record.late`) looked for on `relation`'s current lineage: the
     holder's commits at its head put back to the version before them (what was done is
     returned); under another writer's, `LateCommits` (nothing undone); where all it found
     changed nothing (`Late.passed`), nothing is done and that is returned (the watch ends).
-    Returns None, with nothing done, where none landed; the version put back to is added to
-    `targets` (the repair's fence, restore.Restorer._fence_off). The caller drops the record where
+    Returns None, with nothing done, where none landed. The caller drops the record where
     something was returned or its holder could no longer commit before this looked
     (`may_still_commit`)."""
     late, snapshots = look(spark, record, relation, table_format)
@@ -148,8 +144,6 @@ def take_back(
     listed = [s.commit.version for s in snapshots]
     tag = late.theirs[0].tag or ""
     table_log(spark, table_format).take_back(relation, late.back_to, listed, tag, unique_id)
-    if targets is not None:
-        targets.append(late.back_to)
     ids = ", ".join(str(c.version) for c in late.theirs)
     word = "snapshot" if table_format == "iceberg" else "version"
     message = (

@@ -63,12 +63,6 @@ class TableLog:
         commit another writer made after the listing (`listed`) that found it."""
         raise NotImplementedError(f"{relation}: its format keeps no log to go back in")
 
-    def fence_off(self, relation: str, targets: Sequence[int]) -> List[str]:
-        """The format's fence against a late undo to one of `targets` (the versions a repair
-        put the table back to): nothing where an undo is a tagged commit a watch finds
-        (Delta's RESTORE) or there is no log."""
-        return []
-
     def entries(self, table: str) -> Optional[List[LogEntry]]:
         """The table's commits, oldest first; None: it keeps no log."""
         return None

@@ -100,7 +100,7 @@ class Quarantine:
             write()
         except DbtDatabaseError:
             self.leases.check(run)  # refused by a taker's marker: the lease is lost
-            statements = self._quarantine_evolution(run)
+            statements = self._quarantine_evolution(run, refused=True)
             if not statements:  # the table fits (or was created from these rows)
                 # Delta's refused append; a MERGE whose commit met another's
                 if not (row.append_refused_by_metadata_change or row.moves_own_rows_by_merge):
@@ -143,10 +143,15 @@ class Quarantine:
     def _pending_schema(self, run: ModelRun, pending: str) -> Struct:
         return self.spark.relation_schema(pending, is_describable(stage_format(run.table_format)))
 
-    def _quarantine_evolution(self, run: ModelRun) -> List[str]:
+    def _quarantine_evolution(self, run: ModelRun, refused: bool = False) -> List[str]:
         """The statements that make an existing quarantine take the model's rows, read from
-        its schema; `QuarantineMismatch` where it could not."""
+        its schema; `QuarantineMismatch` where it could not. `refused`: after the quarantine
+        refused the run's rows (it exists, whatever dbt's cache said)."""
         table, table_format = run.quarantine_table, run.quarantine_format
+        if table_format is None and refused and run.batch_tag:
+            # made since dbt's cache was read: by an earlier microbatch batch of this
+            # invocation, say (a first batch's has no `_dbt_batch_tag` column)
+            table_format = quarantine_format_for(run.table_format)
         if table_format is None:
             return []
         existing = self.spark.relation_schema(table, is_describable(table_format))

@@ -32,6 +32,7 @@ from dbt.adapters.spark_contracts.run.record_io import (
     table_properties,
     unset_properties_sql,
 )
+from dbt.adapters.spark_contracts.run.rollback_fence import FenceNotBuilt, fence_off
 from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, LeaseLost, RestoreFailed
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
@@ -148,30 +149,33 @@ class Restorer:
             if found is not None and found.invocation_id != key.invocation_id:
                 done.append(self._repair(found, key.unique_id, fence, on_table=True))
         spark = Fenced(self.spark, fence)
-        targets: List[int] = []  # the versions this repair put the table back to
-        for record in sorted(records, key=lambda r: -r.epoch):
-            # whether its run can still commit, read before the table's log (run/late.py)
-            gone = late.watched(record) and not late.may_still_commit(spark, record)
-            if record.late is not None:  # repaired before; its holder may commit once more
-                taken = None
-                if record.late.armed:
-                    taken = late.take_back(
-                        spark, record, key.relation, key.table_format, key.unique_id, targets
-                    )
-                    done.extend([taken] if taken else [])
-                elif not gone:  # a repairer's, given at a takeover: armed at this one's end
-                    self.leases.watching.append((record.table, record.late.tag))
-                if taken or gone:  # watched out
-                    if record.pending is None:
-                        drop_record(spark, record.table, key.table_format)
-                    else:  # its pending rows are the settler's now
-                        spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
+        ordered = sorted(records, key=lambda r: -r.epoch)
+        # whether each run can still commit, read before the table's log (run/late.py)
+        gone = {r.table: late.watched(r) and not late.may_still_commit(spark, r) for r in ordered}
+        # first every watch (run/rollback_fence.py re-anchors the ones it would cut off: each
+        # must have been checked by then), then the intents
+        for record in ordered:
+            if record.late is None:  # not repaired before
+                continue
+            taken = None  # its holder may commit once more
+            if record.late.armed:
+                taken = late.take_back(spark, record, key.relation, key.table_format, key.unique_id)
+                done.extend([taken] if taken else [])
+            elif not gone[record.table]:  # a repairer's, given at a takeover: armed at the end
+                self.leases.watching.append((record.table, record.late.tag))
+            if taken or gone[record.table]:  # watched out
+                if record.pending is None:
+                    drop_record(spark, record.table, key.table_format)
+                else:  # its pending rows are the settler's now
+                    spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
+        for record in ordered:
             if record.intent is None or record.intent.invocation_id == key.invocation_id:
                 continue
-            done.append(self._repair(record.intent, key.unique_id, fence, record.done))
-            if record.intent.restore_version is not None:
-                targets.append(int(record.intent.restore_version))
-            watch = None if gone else late.watch(spark, record)
+            fenced = record.table if self.leases.undo_may_land else None
+            done.append(
+                self._repair(record.intent, key.unique_id, fence, record.done, fenced=fenced)
+            )
+            watch = None if gone[record.table] else late.watch(spark, record)
             if record.pending is not None or watch is not None:
                 # its pending rows are the settler's (decide_pending, from the table's own
                 # log), a late commit the next repair's: the record, its intent cleared,
@@ -180,35 +184,9 @@ class Restorer:
                 spark.run(set_properties_sql(record.table, {**INTENT_CLEARED, **told}))
             else:
                 drop_record(spark, record.table, key.table_format)
-        if self.leases.undo_may_land and targets:  # a late rollback to one would undo this
-            done += self._fence_off(spark, key, targets)
         late.moved_on(spark, self.leases.watching, key.relation, key.table_format)
         fence()
         return "; ".join(done) or None
-
-    def _fence_off(self, spark: Spark, key: ModelKey, targets: List[int]) -> List[str]:
-        """The format's fence against a late undo to one of `targets` (TableLog.fence_off),
-        sent by a run whose lease this repair took over while it may still send one; where it
-        cannot be built, `RestoreFailed`, naming the statement that builds it by hand."""
-        try:
-            return table_log(spark, key.table_format).fence_off(key.relation, targets)
-        except LeaseLost:
-            raise
-        except Exception as exc:
-            catalog, ident = key.relation.split(".", 1)
-            raise RestoreFailed(
-                key.unique_id,
-                f"fencing off a late rollback to {', '.join(map(str, targets))}",
-                DbtRuntimeError(
-                    "a run whose lease was taken over may still roll the table back there, "
-                    "past this run's repair and load"
-                ),
-                exc,
-                f"once the table's current snapshot is past each of them, CALL "
-                f"{catalog}.system.expire_snapshots(table => '{ident}', older_than => "
-                f"timestamp '1970-01-01 00:00:01', snapshot_ids => array(<each>)); or run "
-                "again once that run has ended",
-            ) from exc
 
     def _repair(
         self,
@@ -217,10 +195,14 @@ class Restorer:
         fence: Optional[Callable[[], None]] = None,
         done_steps: Sequence[Done] = (),
         on_table: bool = False,
+        fenced: Optional[str] = None,
     ) -> str:
         """`fence`: checked before each statement (`restore`). `done_steps`: what the dead
         run's record says it completed; `on_table`: the intent is on the table's properties
-        (an older version's), cleared once repaired."""
+        (an older version's), cleared once repaired. `fenced`: the dead run's record, where a
+        run whose lease this repair took over may still send a rollback to the snapshot the
+        repair put the table back to (run/late.undo_may_land): on Iceberg that snapshot is
+        fenced off before the intent is cleared (run/rollback_fence.py)."""
         where = "the table's properties" if on_table else "its run's record"
         logger.warning(
             f"{unique_id}: {where} carry the intent of run {intent.invocation_id} "
@@ -246,9 +228,13 @@ class Restorer:
             )
         try:
             done = self.restore(intent, fence=fence)
+            point = intent.restore_version
+            if fenced and point is not None and row_of(intent.table_format).undo_fenced_by_expiry:
+                put = fence_off(spark, intent.relation, int(point), fenced, intent.invocation_id)
+                done = "; ".join(d for d in (done, put) if d)
             if on_table and not table_log(spark, intent.table_format).restores_properties:
                 spark.run(clear_intent_sql(intent.relation))
-        except (ForeignCommits, LeaseLost):
+        except (ForeignCommits, LeaseLost, FenceNotBuilt):
             raise
         except Exception as exc:
             if fence is not None:  # lost its lease meanwhile (its late rollback fenced off,

@@ -148,9 +148,10 @@ def foreign_commits(commits: Iterable[Commit], own_tag: str) -> tuple[Commit, ..
 
 
 def is_marker_commit(commit: Commit) -> bool:
-    """`commit` is a lease taker's empty marker: a MERGE with a marker's tag (a commit of
-    another kind under that tag changed something)."""
-    return is_marker(commit.tag) and commit.operation.upper() == "MERGE"
+    """`commit` is a lease taker's empty marker: a MERGE with a marker's tag (Delta's,
+    core/recovery/txn_fence.py), or an append with one (an Iceberg repair's empty commit,
+    run/rollback_fence.py); a commit of another kind under that tag changed something."""
+    return is_marker(commit.tag) and commit.operation.upper() in ("MERGE", "APPEND")
 
 
 def describe_commits(commits: Iterable[Commit]) -> str:
