@@ -278,7 +278,7 @@ def test_an_iceberg_repair_without_an_answer_leaves_its_record_for_a_takers_fenc
 ):
     """Iceberg's rollback carries no tag, so no taker could watch for it; its record is left
     as it is (not released), so the run that takes it over finds a run that may still roll
-    back and fences the snapshot off (IcebergLog.fence_off, test_kill.py's
+    back and fences the snapshot off (run/rollback_fence.py, test_kill.py's
     TestLateIcebergRepairerRollback on real Iceberg)."""
     intent = dead_intent("iceberg")
     catalogue = repair_catalogue(intent)

@@ -12,6 +12,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     Commit,
     Intent,
     Snapshot,
+    is_marker_commit,
     rolled_back_with_the_run,
 )
 from dbt.adapters.spark_contracts.core.recovery.late import lineage
@@ -91,8 +92,10 @@ class IcebergLog(TableLog):
                 done.append("dropped the columns the run added")
         if (
             intent.restore_version is not None
+            and not (after and all(is_marker_commit(c) for c in after))
             and self.current_version(relation) != intent.restore_version
-        ):
+        ):  # (only a fence's empty commits after it: the table is in its state already,
+            # and the snapshot may be expired, run/rollback_fence.py)
             catalog, ident = relation.split(".", 1)
             self.spark.run(
                 f"call {catalog}.system.rollback_to_snapshot('{ident}', {intent.restore_version})"

@@ -77,7 +77,9 @@ def undo_may_land(spark: Spark, records: List[RunRecord], table_format: str) -> 
     watch lasts until it restarts, so there every Iceberg repair of an intent fences."""
     if not row_of(table_format).undo_fenced_by_expiry:
         return False
-    return any(not r.released and may_still_commit(spark, r) for r in records)
+    # a record taken over (released by a taker's mark) counts: a taker that failed before
+    # its fence leaves the holder's rollback to the next repair
+    return any(not r.let_go and may_still_commit(spark, r) for r in records)
 
 
 def on_takeover(spark: Spark, record: RunRecord, table_format: str) -> Optional[LateWatch]:

@@ -1,7 +1,7 @@
 """Putting a table back: the versions and commits a restore reads, the restore itself (never over
 another writer's commit), and the repair of a table a dead run left with its intent."""
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -124,7 +124,7 @@ class Restorer:
         taker where its last statement came late. None: nothing was left to repair (another
         run repaired it meanwhile). A statement of the repair that got no answer (a server's
         RESTORE cut off) may still land: on Delta, whose RESTORE a taker can watch for, and on
-        Iceberg, whose rollback a taker fences off (`_fence_off`), the record is then left as
+        Iceberg, whose rollback a taker fences off (run/rollback_fence.py), the record is then left as
         it is (`abandon`) for the run that takes it over; on Parquet it is let go of as before
         (an unreleased record would hold the model until its server restarts)."""
         records = self.leases.alone(key, tag=tag)
@@ -171,7 +171,7 @@ class Restorer:
         for record in ordered:
             if record.intent is None or record.intent.invocation_id == key.invocation_id:
                 continue
-            fenced = record.table if self.leases.undo_may_land else None
+            fenced = (record.table, key.invocation_id) if self.leases.undo_may_land else None
             done.append(
                 self._repair(record.intent, key.unique_id, fence, record.done, fenced=fenced)
             )
@@ -195,11 +195,12 @@ class Restorer:
         fence: Optional[Callable[[], None]] = None,
         done_steps: Sequence[Done] = (),
         on_table: bool = False,
-        fenced: Optional[str] = None,
+        fenced: Optional[Tuple[str, str]] = None,
     ) -> str:
         """`fence`: checked before each statement (`restore`). `done_steps`: what the dead
         run's record says it completed; `on_table`: the intent is on the table's properties
-        (an older version's), cleared once repaired. `fenced`: the dead run's record, where a
+        (an older version's), cleared once repaired. `fenced`: (the dead run's record, this run's
+        invocation id), where a
         run whose lease this repair took over may still send a rollback to the snapshot the
         repair put the table back to (run/late.undo_may_land): on Iceberg that snapshot is
         fenced off before the intent is cleared (run/rollback_fence.py)."""
@@ -230,7 +231,7 @@ class Restorer:
             done = self.restore(intent, fence=fence)
             point = intent.restore_version
             if fenced and point is not None and row_of(intent.table_format).undo_fenced_by_expiry:
-                put = fence_off(spark, intent.relation, int(point), fenced, intent.invocation_id)
+                put = fence_off(spark, intent.relation, int(point), *fenced)
                 done = "; ".join(d for d in (done, put) if d)
             if on_table and not table_log(spark, intent.table_format).restores_properties:
                 spark.run(clear_intent_sql(intent.relation))
@@ -238,7 +239,7 @@ class Restorer:
             raise
         except Exception as exc:
             if fence is not None:  # lost its lease meanwhile (its late rollback fenced off,
-                fence()  # IcebergLog.fence_off): that is what failed (`LeaseLost`)
+                fence()  # run/rollback_fence.py): that is what failed (`LeaseLost`)
             raise RestoreFailed(
                 unique_id,
                 f"repairing after run {intent.invocation_id}",

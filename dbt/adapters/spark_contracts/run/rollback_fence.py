@@ -31,6 +31,7 @@ from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_tag
 from dbt.adapters.spark_contracts.run.iceberg_log import IcebergLog
 from dbt.adapters.spark_contracts.run.model_run import ICEBERG_SNAPSHOT_TAG
 from dbt.adapters.spark_contracts.run.record_io import other_records, set_properties_sql
+from dbt.adapters.spark_contracts.run.run_errors import LeaseLost
 
 EPOCH = "timestamp '1970-01-01 00:00:01'"
 TRIES = 3
@@ -57,7 +58,8 @@ def fence_off(
     spark: Spark, relation: str, target: int, record_table: str, invocation_id: str
 ) -> Optional[str]:
     """`target` (the snapshot a repair of `record_table`'s intent put `relation` back to)
-    expired behind an empty commit (the module's text), from this run (`invocation_id`).
+    expired behind an empty commit (the module's text), by the run `invocation_id` (the
+    repairing one: its own records are not re-anchored).
     Returns what was done; None where it is gone already."""
     log = IcebergLog(spark)
     for _ in range(TRIES):
@@ -76,6 +78,8 @@ def fence_off(
                 "(a commit landed on it since the repair)",
             )
         below = {s.commit.version for s in lineage(snapshots, target)}
+        # an earlier fence's empty commits (a try of this loop's, made current no more)
+        below |= {s.commit.version for s in snapshots if is_marker_commit(s.commit)}
         listed = {s.commit.version for s in snapshots}
         _rewatch(spark, relation, invocation_id, below, listed, int(head))
         catalog, ident = relation.split(".", 1)
@@ -84,6 +88,8 @@ def fence_off(
                 f"call {catalog}.system.expire_snapshots(table => '{ident}', older_than => "
                 f"{EPOCH}, snapshot_ids => array({target}))"
             )
+        except LeaseLost:
+            raise
         except Exception as exc:
             if log.current_version(relation) == target:
                 continue  # a late rollback to it landed meanwhile: again
@@ -112,8 +118,9 @@ def _rewatch(
     spark: Spark, relation: str, invocation_id: str, below: set, listed: set, fence: int
 ) -> None:
     """Every other run's armed watch on `relation` anchored in `below` (the target and its
-    ancestors) or at a snapshot no longer `listed` (an earlier fence's target) anchored at
-    `fence` instead: expiring the target would cut it off from the current lineage."""
+    ancestors, and earlier empty commits of a fence) or at a snapshot no longer `listed` (an
+    earlier fence's target) anchored at `fence` instead: expiring the target would cut it off
+    from the current lineage."""
     for record in other_records(spark, relation, invocation_id, table_format="iceberg"):
         watch = record.late
         if watch is None or not watch.armed or watch.after is None:

@@ -183,7 +183,7 @@ class FormatCapabilities:
         """A repair's undo here moves the current snapshot back, with no commit and nothing
         naming who moved it (Iceberg's `rollback_to_snapshot`), so a run that may still send one
         late (stalled past its fence) is fenced off by expiring the snapshot it would move back
-        to: the late call then fails (run/iceberg_log.IcebergLog.fence_off)."""
+        to: the late call then fails (run/rollback_fence.py)."""
         return self.takes_late_commits_back and not self.undo_is_tagged_commit
 
     @property

@@ -113,7 +113,7 @@ def late_commits(snapshots: Iterable[Snapshot], head: int | None, watch: LateWat
         after = chain[ids.index(watch.after) + 1 :]
     elif chain and chain[0].parent == watch.after:
         # the watch's snapshot expired (a repair's fence against a late rollback to it,
-        # run/iceberg_log.fence_off): the listed lineage starts at its child, all after it
+        # run/rollback_fence.py): the listed lineage starts at its child, all after it
         after = chain
     else:
         return Late()

@@ -1,0 +1,138 @@
+"""The Iceberg repair's fence against a late rollback (run/rollback_fence.py), over a scripted
+table that answers the statements the fence sends (no Spark): the empty commit, the check that
+the current snapshot is that commit on the target, the watches re-anchored, the expiry, and a
+late rollback landing in between."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch
+from dbt.adapters.spark_contracts.run.model_run import ICEBERG_SNAPSHOT_TAG
+from dbt.adapters.spark_contracts.run.rollback_fence import FenceNotBuilt, fence_off
+
+TABLE = "iceberg.db.t"
+RECORD = "iceberg.db.t__dbt_lease_dead"
+OWN = "dbt-spark-contracts:taker:model.p.m:aaaa"
+
+
+class Table:
+    """Snapshots (id -> (parent, operation, tag)), the current one, the session's tag, and
+    what was sent. `late_rollback_at_expiry`: a late rollback to the target lands right before
+    the first expiry (which then fails: the target is current again)."""
+
+    def __init__(self, chain: List[tuple], late_rollback_at_expiry: bool = False) -> None:
+        self.snapshots: Dict[int, tuple] = {}
+        parent: Optional[int] = None
+        for sid, op, tag in chain:
+            self.snapshots[sid] = (parent, op, tag)
+            parent = sid
+        self.current = parent
+        self.conf: Dict[str, Optional[str]] = {ICEBERG_SNAPSHOT_TAG: OWN}
+        self.sent: List[str] = []
+        self.late = late_rollback_at_expiry
+        self.next_id = 100
+
+    def run(self, sql: str) -> None:
+        self.sent.append(sql)
+        if sql.startswith("insert into") and sql.endswith("where false"):
+            self.next_id += 1
+            tag = self.conf.get(ICEBERG_SNAPSHOT_TAG)
+            self.snapshots[self.next_id] = (self.current, "append", tag)
+            self.current = self.next_id
+        elif "expire_snapshots" in sql:
+            target = int(re.search(r"array\((\d+)\)", sql).group(1))  # type: ignore[union-attr]
+            if self.late:
+                self.late, self.current = False, target
+            if target == self.current:
+                raise RuntimeError(f"Cannot expire {target}. Still referenced by refs: [main]")
+            del self.snapshots[target]
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        self.sent.append(sql)
+        if ".refs" in sql:
+            return [{"snapshot_id": self.current}]
+        if ".snapshots" in sql:
+            return [
+                {"snapshot_id": sid, "parent_id": parent, "operation": op, "tag": tag}
+                for sid, (parent, op, tag) in self.snapshots.items()
+            ]
+        if sql.startswith("show tables"):
+            return []  # no other run's record
+        raise AssertionError(sql)
+
+    def get_conf(self, key: str) -> Optional[str]:
+        return self.conf.get(key)
+
+    def set_conf(self, key: str, value: Optional[str]) -> None:
+        self.conf[key] = value
+
+    def writes(self) -> List[str]:
+        return [s.split()[0] for s in self.sent if not s.startswith(("refresh", "select", "show"))]
+
+
+def test_the_target_is_expired_behind_an_empty_commit_under_a_marker_tag():
+    table = Table([(1, "append", "a"), (2, "append", "b")])  # the repair put it back to 2
+    done = fence_off(table, TABLE, 2, RECORD, "taker")  # type: ignore[arg-type]
+    assert done and "expired snapshot 2" in done
+    assert table.writes() == ["insert", "call"]
+    assert 2 not in table.snapshots and table.snapshots[table.current][0] == 2
+    assert table.snapshots[table.current][2].startswith("dbt-spark-contracts-fence:")
+    assert table.conf[ICEBERG_SNAPSHOT_TAG] == OWN  # the session's tag set back
+    assert "older_than => timestamp '1970-01-01 00:00:01'" in table.sent[-1]
+
+
+def test_a_commit_on_the_target_since_the_repair_expires_nothing():
+    # 3: a late commit of the dead run, landed on the target after the rollback
+    table = Table([(1, "append", "a"), (2, "append", "b"), (3, "overwrite", "late")])
+    with pytest.raises(FenceNotBuilt, match="not this repair's empty commit"):
+        fence_off(table, TABLE, 2, RECORD, "taker")  # type: ignore[arg-type]
+    assert table.writes() == [] and 2 in table.snapshots
+
+
+def test_a_target_gone_already_needs_nothing():
+    table = Table([(1, "append", "a"), (2, "append", "b")])
+    assert fence_off(table, TABLE, 7, RECORD, "taker") is None  # type: ignore[arg-type]
+    assert table.writes() == []
+
+
+def test_a_late_rollback_before_the_expiry_makes_both_again():
+    table = Table([(1, "append", "a"), (2, "append", "b")], late_rollback_at_expiry=True)
+    done = fence_off(table, TABLE, 2, RECORD, "taker")  # type: ignore[arg-type]
+    assert done and table.writes() == ["insert", "call", "insert", "call"]
+    assert 2 not in table.snapshots and table.snapshots[table.current][0] == 2
+
+
+def test_a_refused_expiry_is_named_with_the_expiry_by_hand():
+    class Tagged(Table):
+        def run(self, sql: str) -> None:
+            if "expire_snapshots" in sql:
+                self.sent.append(sql)
+                raise RuntimeError("Cannot expire 2. Still referenced by refs: [tag-x]")
+            super().run(sql)
+
+    table = Tagged([(1, "append", "a"), (2, "append", "b")])
+    with pytest.raises(FenceNotBuilt) as raised:
+        fence_off(table, TABLE, 2, RECORD, "taker")  # type: ignore[arg-type]
+    assert "tag-x" in str(raised.value) and "snapshot_ids => array(2)" in str(raised.value)
+
+
+def test_watches_the_expiry_would_cut_off_are_re_anchored(monkeypatch):
+    """Another run's armed watch at the target or below it moves to the empty commit; one
+    above it (none here) or unarmed stays."""
+    from dbt.adapters.spark_contracts.run import rollback_fence
+
+    records = [
+        type("R", (), {"table": "iceberg.db.t__dbt_lease_x", "late": LateWatch(1, "tag-x")}),
+        type("R", (), {"table": "iceberg.db.t__dbt_lease_y", "late": LateWatch(None, "tag-y")}),
+        type("R", (), {"table": "iceberg.db.t__dbt_lease_z", "late": LateWatch(None, "z", False)}),
+    ]
+    monkeypatch.setattr(rollback_fence, "other_records", lambda *a, **k: records)
+    table = Table([(1, "append", "a"), (2, "append", "b")])
+    fence_off(table, TABLE, 2, RECORD, "taker")  # type: ignore[arg-type]
+    moved = [s for s in table.sent if LATE_PROPERTY in s]
+    assert len(moved) == 1 and "t__dbt_lease_x" in moved[0], moved
+    assert f"{table.current} tag-x" in moved[0]
