@@ -36,6 +36,13 @@ def chain(tags: list, start: int = 10, shuffle: int = 0) -> list[Snapshot]:
     return snaps
 
 
+def watched_chain(after_watch: list, shuffle: int) -> tuple[list[Snapshot], int]:
+    """10, 11 (the watch's snapshot, after the repair), then one snapshot per entry of
+    `after_watch` (True: the watched run's own), listed shuffled; and the head."""
+    tags = ["b", "taker", *(TAG if own else "other" for own in after_watch)]
+    return chain(tags, shuffle=shuffle), 11 + len(after_watch)
+
+
 def test_a_late_snapshot_at_the_head_is_rolled_back_to_its_parent():
     snaps = chain(["b", "taker", TAG])  # 10, 11 (after the repair), 12 the late one
     found = late_commits(snaps, 12, LateWatch(11, TAG))
@@ -100,9 +107,8 @@ def test_a_table_without_a_snapshot_at_the_watch_and_the_late_one_first_cannot_g
     st.integers(min_value=0, max_value=10_000),
 )
 def test_decided_by_parents_whatever_the_listing_order(after_watch, shuffle):
-    tags = ["b", "taker", *(TAG if own else "other" for own in after_watch)]
-    head = 11 + len(after_watch)
-    found = late_commits(chain(tags, shuffle=shuffle), head, LateWatch(11, TAG))
+    listed, head = watched_chain(after_watch, shuffle)
+    found = late_commits(listed, head, LateWatch(11, TAG))
     ids = list(range(12, 12 + len(after_watch)))
     own = [i for i, mine in zip(ids, after_watch, strict=True) if mine]
     assert [c.version for c in found.theirs] == own
@@ -133,9 +139,7 @@ def test_an_expired_snapshot_that_is_not_the_watchs_still_finds_nothing():
     st.integers(min_value=0, max_value=10_000),
 )
 def test_expiring_the_watchs_snapshot_and_those_before_it_changes_no_decision(after, shuffle):
-    tags = ["b", "taker", *(TAG if own else "other" for own in after)]
-    head = 11 + len(after)
-    listed = chain(tags, shuffle=shuffle)
+    listed, head = watched_chain(after, shuffle)
     expired = [s for s in listed if s.commit.version > 11]
     watch = LateWatch(11, TAG)
     assert late_commits(expired, head, watch) == late_commits(listed, head, watch)

@@ -10,11 +10,24 @@ from __future__ import annotations
 
 import threading
 import uuid
-from typing import Callable, Dict, Sequence, Tuple
+from contextlib import contextmanager
+from typing import Callable, Dict, Iterator, Sequence, Tuple
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.recovery.intent import commit_tag
 from dbt.adapters.spark_contracts.run.model_run import TAG_KEYS
+
+
+@contextmanager
+def tagged_as(spark: Spark, key: str, tag: str) -> Iterator[None]:
+    """The commits of the statements inside carry `tag` under the session's `key` (a lease
+    taker's marker, say); the node's own tag is set back after, whatever they did."""
+    previous = spark.get_conf(key)
+    spark.set_conf(key, tag)
+    try:
+        yield
+    finally:
+        spark.set_conf(key, previous)
 
 
 class CommitTags:

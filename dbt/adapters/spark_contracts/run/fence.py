@@ -24,6 +24,7 @@ from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
     marker_tag,
 )
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
+from dbt.adapters.spark_contracts.run.commit_tag import tagged_as
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat
 from dbt.adapters.spark_contracts.run.late import may_still_commit
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, TAG_KEYS
@@ -145,17 +146,13 @@ def fence_off(
     for table, table_format in tables:
         if not fences(table_format) or not exists(spark, table):
             continue
-        previous = spark.get_conf(DELTA_USER_METADATA)  # the node's own tag, set back after
-        spark.set_conf(DELTA_USER_METADATA, marker_tag(record_table))
-        try:
+        with tagged_as(spark, DELTA_USER_METADATA, marker_tag(record_table)):
 
             def mark(t: str = table) -> None:
                 with carrying(spark, app, MARKER_VERSION):
                     spark.run(marker_sql(t))
 
             tried_again(mark, lambda: False, True)
-        finally:
-            spark.set_conf(DELTA_USER_METADATA, previous)
         marked.append(table)
     if marked:
         logger.debug(f"fenced off the writes of {record_table}'s holder on {', '.join(marked)}")

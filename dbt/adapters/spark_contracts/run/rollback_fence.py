@@ -28,6 +28,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.recovery.intent import is_marker_commit
 from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch, lineage
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_tag
+from dbt.adapters.spark_contracts.run.commit_tag import tagged_as
 from dbt.adapters.spark_contracts.run.iceberg_log import IcebergLog
 from dbt.adapters.spark_contracts.run.model_run import ICEBERG_SNAPSHOT_TAG
 from dbt.adapters.spark_contracts.run.record_io import other_records, set_properties_sql
@@ -104,14 +105,9 @@ def fence_off(
 
 
 def _empty_commit(spark: Spark, relation: str, tag: str) -> None:
-    """A snapshot that changes nothing, tagged `tag` (the session's snapshot property, set back
-    after)."""
-    previous = spark.get_conf(ICEBERG_SNAPSHOT_TAG)
-    spark.set_conf(ICEBERG_SNAPSHOT_TAG, tag)
-    try:
+    """A snapshot that changes nothing, tagged `tag`."""
+    with tagged_as(spark, ICEBERG_SNAPSHOT_TAG, tag):
         spark.run(f"insert into {relation} select * from {relation} where false")
-    finally:
-        spark.set_conf(ICEBERG_SNAPSHOT_TAG, previous)
 
 
 def _rewatch(
