@@ -136,3 +136,44 @@ def test_watches_the_expiry_would_cut_off_are_re_anchored(monkeypatch):
     moved = [s for s in table.sent if LATE_PROPERTY in s]
     assert len(moved) == 1 and "t__dbt_lease_x" in moved[0], moved
     assert f"{table.current} tag-x" in moved[0]
+
+
+class Rollbacks(Table):
+    """A table whose rollback sets the current snapshot, as Iceberg's does (no commit)."""
+
+    def run(self, sql: str) -> None:
+        found = re.search(r"rollback_to_snapshot\('db\.t', (\d+)\)", sql)
+        if found:
+            self.sent.append(sql)
+            self.current = int(found.group(1))
+            return
+        super().run(sql)
+
+
+@pytest.mark.parametrize("fenced", [True, False])
+def test_a_take_back_fences_off_the_snapshot_it_went_back_to(fenced: bool):
+    """A dead run's late snapshot (3, its tag) taken back by a repairer (run/late.take_back):
+    with a run whose lease it took over that may still roll back too (`fence_as`), the snapshot
+    it went back to (2) is expired behind an empty commit, so that late rollback fails; with
+    none, the rollback alone."""
+    from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+    from dbt.adapters.spark_contracts.run import late
+
+    table = Rollbacks([(1, "append", "a"), (2, "append", "b"), (3, "overwrite", "late")])
+    record = RunRecord(RECORD, "dead", "12.5", late=LateWatch(2, "late"))
+    done = late.take_back(
+        table,  # type: ignore[arg-type]
+        record,
+        TABLE,
+        "iceberg",
+        "model.p.m",
+        fence_as=(RECORD, "taker") if fenced else None,
+    )
+    assert done and "rolled back snapshot 3" in done
+    if fenced:
+        assert "expired snapshot 2" in done
+        assert 2 not in table.snapshots and table.snapshots[table.current][0] == 2
+        assert table.writes() == ["call", "insert", "call"]  # rollback, empty commit, expiry
+    else:
+        assert table.current == 2 and 2 in table.snapshots
+        assert table.writes() == ["call"]

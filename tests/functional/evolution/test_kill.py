@@ -938,7 +938,8 @@ ICEBERG_BACKFILL = """
 {% if var('v', 1) == 1 %}
 select id from range(3)
 {% else %}
-select id, id * 100 as twice from range(3, 6)
+{% set start = var('start', 3) %}
+select id, id * 100 as twice from range({{ start }}, {{ start }} + 3)
 {% endif %}
 """
 
@@ -1133,6 +1134,37 @@ class TestLateIcebergRepairerRollback:
         rows = project.rows(["control", "stalled"])
         assert rows["stalled"] == rows["control"], rows
         assert [r["twice"] for r in rows["stalled"]] == [0, 10, 20, 300, 400, 500], rows
+
+
+class TestLateIcebergTakeBackRollback:
+    @pytest.mark.profile("session", "thrift")
+    def test_a_take_backs_rollback_sent_after_its_lease_was_taken_over_fails_on_the_fence(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """The take-back of a late commit is a rollback too. A run's backfill UPDATE lands late
+        on Iceberg (TestLateIcebergBackfill), and its record is watched. The next run, stopped
+        (SIGSTOP) right before the rollback that takes that UPDATE back (its fence passed),
+        stays stopped past its lease. A third run takes that lease over, takes the UPDATE back
+        itself and, since the stopped run may still send its rollback, fences it off (the
+        snapshot both roll back to expired behind an empty commit), then loads new rows. Resumed, the
+        stopped run's rollback fails on the expired snapshot and the run fails naming its lost
+        lease. The third run's load stays: the table is as a run never stopped left it."""
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", "iceberg", stall_target, ICEBERG_BACKFILL, names)
+        late = _backfill_sent_after_a_takeover(project, monkeypatch)
+        assert lineage_runs(project, "stalled")[-1] == late, lineage_runs(project, "stalled")
+        back_to = lineage_snapshots(project, "stalled")[1]  # where a take-back puts it
+        # the third run loads new rows (6 to 8), which a late rollback would take out
+        assert project.dbt("--select", "control", "--vars", "{v: 2, start: 6}") == 0
+        rollback = "sql:call iceberg.system.rollback_to_snapshot("
+        stopped = _sent_after_a_takeover(project, "{v: 2}", rollback, "{v: 2, start: 6}")
+        runs_ = lineage_runs(project, "stalled")
+        assert late not in runs_ and runs_[-1] != stopped, runs_
+        assert project.state("stalled") == project.state("control")
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] == rows["control"], rows
+        assert [r["id"] for r in rows["stalled"]] == list(range(9)), rows
+        assert back_to not in all_snapshots(project, "stalled"), "the rollback's target stayed"
 
 
 def _metadata(project: Project, table: str) -> dict:

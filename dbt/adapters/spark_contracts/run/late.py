@@ -20,6 +20,7 @@ from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.record_io import set_properties_sql
+from dbt.adapters.spark_contracts.run.rollback_fence import fence_off
 from dbt.adapters.spark_contracts.run.run_errors import LateCommits
 from dbt.adapters.spark_contracts.run.table_log import table_log
 
@@ -121,7 +122,12 @@ def look(
 
 
 def take_back(
-    spark: Spark, record: RunRecord, relation: str, table_format: str, unique_id: str
+    spark: Spark,
+    record: RunRecord,
+    relation: str,
+    table_format: str,
+    unique_id: str,
+    fence_as: Optional[Tuple[str, str]] = None,
 ) -> Optional[str]:
     """`record`'s armed watch (`record.late`) looked for on `relation`'s current lineage: the
     holder's commits at its head put back to the version before them (what was done is
@@ -129,7 +135,9 @@ def take_back(
     changed nothing (`Late.passed`), nothing is done and that is returned (the watch ends).
     Returns None, with nothing done, where none landed. The caller drops the record where
     something was returned or its holder could no longer commit before this looked
-    (`may_still_commit`)."""
+    (`may_still_commit`). `fence_as` (`record`'s table, this run's invocation id), on Iceberg:
+    the snapshot it went back to is fenced off right after (run/rollback_fence.py), for a
+    repairer whose lease this run took over may still send the same rollback."""
     late, snapshots = look(spark, record, relation, table_format)
     if not late.theirs:
         if not late.passed:
@@ -152,6 +160,9 @@ def take_back(
         f"rolled back {word} {ids} of run {record.holder}, which committed after its lease "
         f"was taken over and its change repaired, to {word} {late.back_to}"
     )
+    if fence_as is not None:
+        put = fence_off(spark, relation, int(late.back_to), *fence_as)
+        message = "; ".join(m for m in (message, put) if m)
     logger.warning(f"{unique_id}: {message}")
     return message
 

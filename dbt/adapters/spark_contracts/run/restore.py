@@ -28,12 +28,18 @@ from dbt.adapters.spark_contracts.run.record_io import (
     Answered,
     Fenced,
     drop_record,
+    other_records,
     set_properties_sql,
     table_properties,
     unset_properties_sql,
 )
 from dbt.adapters.spark_contracts.run.rollback_fence import FenceNotBuilt, fence_off
-from dbt.adapters.spark_contracts.run.run_errors import ForeignCommits, LeaseLost, RestoreFailed
+from dbt.adapters.spark_contracts.run.run_errors import (
+    ForeignCommits,
+    LateCommits,
+    LeaseLost,
+    RestoreFailed,
+)
 from dbt.adapters.spark_contracts.run.table_log import TableLog, table_log
 
 logger = AdapterLogger("SparkContracts")
@@ -152,15 +158,20 @@ class Restorer:
         ordered = sorted(records, key=lambda r: -r.epoch)
         # whether each run can still commit, read before the table's log (run/late.py)
         gone = {r.table: late.watched(r) and not late.may_still_commit(spark, r) for r in ordered}
+        # a run whose lease this one took over may still send an undo (run/late.undo_may_land)
+        fenced = self.leases.undo_may_land
         # first every watch (run/rollback_fence.py re-anchors the ones it would cut off: each
-        # must have been checked by then), then the intents
-        for record in ordered:
+        # must have been checked by then, or read again after a take-back's fence), then the
+        # intents
+        for at, record in enumerate(ordered):
             if record.late is None:  # not repaired before
                 continue
             taken = None  # its holder may commit once more
             if record.late.armed:
-                taken = late.take_back(spark, record, key.relation, key.table_format, key.unique_id)
+                taken = self._take_back(spark, record, key, fence, fenced)
                 done.extend([taken] if taken else [])
+                if taken and fenced:
+                    ordered[at + 1 :] = _read_again(spark, key, ordered[at + 1 :])
             elif not gone[record.table]:  # a repairer's, given at a takeover: armed at the end
                 self.leases.watching.append((record.table, record.late.tag))
             if taken or gone[record.table]:  # watched out
@@ -171,9 +182,14 @@ class Restorer:
         for record in ordered:
             if record.intent is None or record.intent.invocation_id == key.invocation_id:
                 continue
-            fenced = (record.table, key.invocation_id) if self.leases.undo_may_land else None
             done.append(
-                self._repair(record.intent, key.unique_id, fence, record.done, fenced=fenced)
+                self._repair(
+                    record.intent,
+                    key.unique_id,
+                    fence,
+                    record.done,
+                    fenced=(record.table, key.invocation_id) if fenced else None,
+                )
             )
             watch = None if gone[record.table] else late.watch(spark, record)
             if record.pending is not None or watch is not None:
@@ -187,6 +203,36 @@ class Restorer:
         late.moved_on(spark, self.leases.watching, key.relation, key.table_format)
         fence()
         return "; ".join(done) or None
+
+    def _take_back(
+        self,
+        spark: Spark,
+        record: RunRecord,
+        key: ModelKey,
+        fence: Callable[[], None],
+        fenced: bool,
+    ) -> Optional[str]:
+        """`record`'s late commit taken back (run/late.take_back); on Iceberg, where a run whose
+        lease this repair took over may still send its own rollback (`fenced`), the snapshot it
+        went back to is fenced off
+        (run/rollback_fence.py) before the record goes. A failure of the take-back itself is
+        checked against the lease first: a rollback that a fence expired under it fails on
+        the unknown snapshot, and this run lost its lease (`LeaseLost`)."""
+        on_expiry = fenced and row_of(key.table_format).undo_fenced_by_expiry
+        try:
+            return late.take_back(
+                spark,
+                record,
+                key.relation,
+                key.table_format,
+                key.unique_id,
+                fence_as=(record.table, key.invocation_id) if on_expiry else None,
+            )
+        except (LateCommits, ForeignCommits, LeaseLost, FenceNotBuilt):
+            raise
+        except Exception:
+            fence()
+            raise
 
     def _repair(
         self,
@@ -258,3 +304,11 @@ class Restorer:
 def clear_intent_sql(relation: str) -> str:
     """An older version's intent taken off the table's properties."""
     return unset_properties_sql(relation, INTENT_PROPERTY)
+
+
+def _read_again(spark: Spark, key: ModelKey, records: List[RunRecord]) -> List[RunRecord]:
+    """`records` as their tables say now: a take-back's fence re-anchors the watches it would
+    cut off (run/rollback_fence._rewatch), which the rest of the repair step must look from."""
+    found = other_records(spark, key.relation, key.invocation_id, table_format=key.table_format)
+    now = {r.table: r for r in found}
+    return [now.get(r.table, r) for r in records]
