@@ -55,7 +55,7 @@ EXPECTED_SCHEMA_ANALYSIS = {"thrift": 2, "connect": 2, "session": 2}
 EXPECTED_PROPERTIES = {"thrift": 1, "connect": 1, "session": 0}
 # A run that changes the table in several steps (Iceberg's ALTER, then the load) reads the
 # table once more when it holds its lease, before its first change: another run may have
-# changed the schema since (runner.Runner._check_unchanged). The same read as the first one:
+# changed the schema since (run/unchanged.check_unchanged). The same read as the first one:
 REREAD_SCHEMA = {"thrift": 2, "connect": 1, "session": 1}
 REREAD_PROPERTIES = EXPECTED_PROPERTIES
 MULTI_STEP = {"iceberg_changed"}  # Delta's changes here ride in the load's one commit

@@ -530,3 +530,13 @@ def test_capability_table():
     }
     with pytest.raises(ValueError, match="unknown table format 'orc'"):
         capabilities_for("orc")
+
+
+def test_removal_on_iceberg_relaxes_a_required_column_first():
+    """Iceberg drops a removed column after the load (its rollback keeps the schema), so the
+    load writes no value into it: a NOT NULL one is made nullable first; a nullable one not."""
+    p = plan("a int, b int not null, c int", "a int", "iceberg", allow_column_removal=True)
+    assert p.operations == (DropColumns((("b",), ("c",))), DropNotNull(("b",))), p.operations
+    p = plan("a int, b int not null", "a int", "delta", {"delta.columnMapping.mode": "id"},
+             allow_column_removal=True)  # fmt: skip
+    assert p.operations == (DropColumns((("b",),)),)

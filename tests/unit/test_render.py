@@ -290,3 +290,14 @@ def test_a_rewrite_stopped_anywhere_leaves_the_old_table_or_the_new_one(complete
     assert tables.get("`db`.`t`") == ("new" if swapped else "old"), (completed, tables)
     if not swapped and completed:
         assert set(tables) == {"`db`.`t`"}, tables  # nothing half-built left behind
+
+
+@pytest.mark.parametrize(("fmt", "after"), [("iceberg", True), ("delta", False)])
+def test_a_removal_is_the_last_step_where_a_rollback_keeps_the_schema(fmt, after):
+    """Iceberg's rollback keeps the schema, so its DROP COLUMNS is sent after the load; the
+    flag travels in the intent (Step.to_dict / from_dict)."""
+    from dbt.adapters.spark_contracts.core.evolution.steps import Step
+
+    [step] = render_operation(DropColumns((("a",),)), T, fmt)
+    assert step.after_load is after
+    assert Step.from_dict(step.to_dict()) == step

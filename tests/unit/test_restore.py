@@ -411,3 +411,37 @@ def test_a_snapshot_off_the_lineage_before_the_check_did_not_race_the_rollback()
     intent = Intent("inv", "model.p.m", "ice.s.t", "iceberg", 1, TAG)
     table = RacedIceberg(False, stale=True)
     assert "rolled back to Iceberg snapshot 1" in restorer(table).restore(intent, [])
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_an_iceberg_removal_after_the_load_that_landed_is_not_put_back(landed, tmp_path: Path):
+    """An Iceberg run drops its removed column after its load, its last step. Killed after that
+    DROP landed (its record not yet gone), the repair puts nothing back: the table holds the
+    whole change (a rollback would keep the schema without the column and take its load
+    back). Killed before it (the column still there), the repair rolls back as ever."""
+    from dbt.adapters.spark_contracts.core.evolution.operations import DropColumns
+    from dbt.adapters.spark_contracts.core.evolution.render import render_operation
+    from dbt.adapters.spark_contracts.core.recovery.intent import Intent
+
+    drop = render_operation(DropColumns((("gone",),)), "ice.s.t", "iceberg")
+    assert drop[0].after_load
+    intent = Intent(
+        "inv", "model.p.m", "ice.s.t", "iceberg", 5, TAG, (), tuple(drop),
+        removed_after_load=(("gone",),),
+    )  # fmt: skip
+    assert Intent.from_property(intent.to_property()) == intent
+
+    class Loaded(IcebergTable):  # the run's load (7, its tag) on its restore point (5)
+        def fetch(self, sql):
+            if "refs where name = 'main'" in sql:
+                return [{"snapshot_id": 7}]
+            return [
+                {"snapshot_id": 5, "parent_id": None, "operation": "append", "tag": None},
+                {"snapshot_id": 7, "parent_id": 5, "operation": "overwrite", "tag": TAG},
+            ]
+
+    table = Loaded(["id"] if landed else ["id", "gone"])
+    done = restorer(table).restore(intent)
+    rollbacks = [s for s in table.statements if "rollback_to_snapshot" in s]
+    assert bool(rollbacks) is not landed, table.statements
+    assert ("the table holds its whole change" in done) is landed, done

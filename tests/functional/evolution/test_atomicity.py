@@ -39,6 +39,19 @@ select 1 as id, 'a' as note union all select 1 as id, 'b' as note
 {{% endif %}}
 """
 
+# A column removal (`allow_column_removal`), then a MERGE that fails: the removed column and its
+# values must be back after the run (Delta: column mapping on from the creation, for DROP).
+DROP_FAILS = """
+{{{{ config(materialized='incremental', file_format='{fmt}', incremental_strategy='merge',
+           unique_key='id', schema_evolution={{}}{props}) }}}}
+{{% if var('v', 1) == 1 %}}
+select 1 as id, 10 as gone
+{{% else %}}
+select 1 as id, 'a' as note union all select 1 as id, 'b' as note
+{{% endif %}}
+"""
+DELTA_MAPPING = ", tblproperties={'delta.columnMapping.mode': 'name'}"
+
 # A default makes the change multi-step on Delta (ADD COLUMNS, SET DEFAULT, UPDATE, then the load).
 LOAD_FAILS_STEPS = """
 {{ config(materialized='incremental', file_format='delta', incremental_strategy='merge',
@@ -83,6 +96,8 @@ class TestAtomicity:
         files["dry_new_delta.sql"] = DRY_RUN.format(fmt="delta")
         for fmt in ("delta", "iceberg"):
             files[f"load_fails_{fmt}.sql"] = LOAD_FAILS.format(fmt=fmt)
+            props = DELTA_MAPPING if fmt == "delta" else ""
+            files[f"drop_fails_{fmt}.sql"] = DROP_FAILS.format(fmt=fmt, props=props)
         return files
 
     @pytest.fixture(scope="class")
@@ -100,6 +115,8 @@ class TestAtomicity:
             ("load_fails_delta", "delta"),
             ("load_fails_iceberg", "iceberg"),
             ("load_fails_steps", "delta"),
+            ("drop_fails_delta", "delta"),
+            ("drop_fails_iceberg", "iceberg"),
         ):
             r = rel(project, name, fmt)
             snapshot[name] = (schema_of(project, r), rows_of(project, r))
@@ -110,7 +127,11 @@ class TestAtomicity:
         report_path = Path(project.project_root) / "target/schema_changes.json"
         results, report = {}, {"models": {}}
         for args, expect in (
-            (["--vars", "{v: 2}", "--select", "query_fails_*", "load_fails_*"], False),
+            (
+                ["--vars", "{v: 2, allow_column_removal: true}", "--select", "query_fails_*"]
+                + ["load_fails_*", "drop_fails_*"],
+                False,
+            ),
             (
                 ["--vars", "{v: 2, schema_evolution_dry_run: true}", "--select", "dry_run_*"]
                 + ["dry_new_delta"],
@@ -159,6 +180,22 @@ class TestAtomicity:
         entry = report["models"][f"model.test.{name}"]
         assert entry["executed"], entry  # the DDL did run before the load failed ...
         assert entry["restored"] and "FAILED" not in entry["restored"]  # ... and was undone
+
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_a_column_removal_is_undone_with_its_failed_load(self, project, before, v2, fmt):
+        """A run removing a column whose load fails leaves the column with its values: the
+        table is as before the run, schema and rows. Delta drops it first and its RESTORE
+        brings it back; an Iceberg rollback keeps the schema (a dropped column would stay
+        dropped), so there the removal is the run's last step, after the load, never sent
+        here."""
+        results, report = v2
+        name = f"drop_fails_{fmt}"
+        assert str(results[name].status) == "error"
+        entry = report["models"][f"model.test.{name}"]
+        dropped = [s for s in entry["executed"] if "drop columns" in s.lower()]
+        assert bool(dropped) == (fmt == "delta"), entry
+        r = rel(project, name, fmt)
+        assert (schema_of(project, r), rows_of(project, r)) == before[name]
 
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_dry_run_reports_ddl_and_changes_nothing(self, project, before, v2, fmt):

@@ -13,6 +13,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     Intent,
     Snapshot,
     is_marker_commit,
+    landed_last,
     rolled_back_with_the_run,
 )
 from dbt.adapters.spark_contracts.core.recovery.late import lineage
@@ -80,6 +81,13 @@ class IcebergLog(TableLog):
         ones); a dead run's (`executed` None: not known) are those its intent names. Then the
         table is rolled back to its snapshot."""
         relation, done = intent.relation, []
+        if intent.removed_after_load:
+            schema = self.spark.relation_schema(relation, False)
+            if landed_last(intent, (has_path(schema, p) for p in intent.removed_after_load)):
+                return [
+                    "nothing put back: the run's last step (removing its columns after its "
+                    "load) had landed, so the table holds its whole change"
+                ]
         if executed is None:
             added = intent.added_columns
         else:

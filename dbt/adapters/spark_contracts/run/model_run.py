@@ -17,7 +17,7 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.evolution.capabilities import logged, row_of
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view
-from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, Plan
+from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, DropColumns, Plan
 from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.materialization.load import (
@@ -169,13 +169,13 @@ class ModelRun:
 
     def intent(self, restore_version: Optional[int]) -> Intent:
         """The durable intent this run writes on the table before its first change: how to
-        put it back (to `restore_version`), and which columns its ADD COLUMNS add."""
-        added = tuple(
-            col.path
-            for op in self.plan.operations
-            if isinstance(op, AddColumns)
-            for col in op.columns
-        )
+        put it back (to `restore_version`), which columns its ADD COLUMNS add, and which it
+        drops after its load (core/recovery/intent.landed_last)."""
+        ops = self.plan.operations
+        added = tuple(c.path for op in ops if isinstance(op, AddColumns) for c in op.columns)
+        after = row_of(self.table_format).drops_columns_after_load
+        ops = self.plan.operations if after else ()
+        removed = tuple(p for op in ops if isinstance(op, DropColumns) for p in op.paths)
         return Intent(
             self.invocation_id,
             self.unique_id,
@@ -185,6 +185,7 @@ class ModelRun:
             self.commit_tag,
             added,
             self.statements,
+            removed_after_load=removed,
         )
 
     # -- what Jinja reads
@@ -311,7 +312,8 @@ class ModelRun:
         if self.write.reason:
             head += f" ({self.write.reason})"
         body = self.plan.summary()
-        ddl = "\n".join(f"    {step.sql.strip()};" for step in self.statements)
+        last = "  -- after the load"  # core/evolution/steps.Step.after_load
+        ddl = "\n".join(f"    {s.sql.strip()};{last * s.after_load}" for s in self.statements)
         return f"{head}\n{body}" + (f"\n  DDL:\n{ddl}" if ddl else "")
 
     def report(self, out: RunOutcome) -> Dict[str, Any]:

@@ -15,6 +15,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Observed
 from dbt.adapters.spark_contracts.core.contracts.data_tests import GateCount
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.recovery.intent import Intent
+from dbt.adapters.spark_contracts.core.recovery.record import Done
 
 logger = AdapterLogger("SparkContracts")
 
@@ -138,6 +139,7 @@ class RunState:
     pending: Optional[str] = (
         None  # the run's pending table of discarded rows (core/recovery/pending.py)
     )
+    done: List[Done] = field(default_factory=list)  # its steps done, told to its record
 
 
 class RunEvents:

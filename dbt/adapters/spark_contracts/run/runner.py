@@ -3,19 +3,16 @@ changes under the run's record, the one load; every failure after a change resto
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.errors import statement_answered
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.evolution.capabilities import describable as is_describable
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
-from dbt.adapters.spark_contracts.core.recovery.intent import (
-    INTENT_PROPERTY,
-)
+from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY
 from dbt.adapters.spark_contracts.core.recovery.record import (
     DONE_PROPERTY,
     INTENT_CLEARED,
@@ -50,9 +47,9 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     FirstPassFailed,
     LeaseLost,
     RepairFirst,
-    TableChangedMeanwhile,
 )
 from dbt.adapters.spark_contracts.run.table_log import TableLog
+from dbt.adapters.spark_contracts.run.unchanged import check_unchanged
 from dbt.adapters.spark_contracts.run.undo import undo
 from dbt.adapters.spark_contracts.run.violations import raise_violation, value_violation
 
@@ -250,13 +247,21 @@ class Runner:
         state.restore_version = log.current_version(run.relation)
         # another run may have changed the table since this one read it (and let go of its
         # lease before this one took its own): the plan holds only for the schema it read
-        self._check_unchanged(run)
+        check_unchanged(self.spark, self.leases, run)
         intent = run.intent(state.restore_version)
         self.fence(run)  # the record is this run's still
         self.leases.write(run, {INTENT_PROPERTY: intent.to_property()})
         state.intent = intent
-        done: List[Done] = []
+        self._steps(run, after_load=False)
+
+    def _steps(self, run: ModelRun, after_load: bool) -> None:
+        """The run's steps sent before its load (or, `after_load`, after it: a removal where a
+        rollback keeps the schema), each behind the fence, the record told which step is done
+        and the version it produced."""
+        log, done = self.restorer.log(run.table_format), self.state.done
         for index, step in enumerate(run.statements):
+            if step.after_load != after_load:
+                continue
             action = lambda s=step.sql: self.spark.run(s)  # noqa: E731
             self._step(run, step.sql, action, writes=step.writes, to_table=True)
             self.events.add(Executed(step))
@@ -266,18 +271,6 @@ class Runner:
                 self.leases.write(run, {DONE_PROPERTY: done_property(tuple(done))})
 
             self._step(run, "telling the run's record", tell)
-
-    def _check_unchanged(self, run: ModelRun) -> None:
-        """Once the run holds its lease, before its first change: the table's schema is still
-        the one the plan was made against, or the run fails leaving the table as it was
-        (`TableChangedMeanwhile`). Rows another run loaded meanwhile are no reason: an append
-        or a merge goes on over them."""
-        now, _ = self.spark.deployed(run.relation, is_describable(run.table_format))
-        if now != run.deployed:
-            self.leases.let_go(run)
-            raise TableChangedMeanwhile(
-                run.unique_id, run.relation, run.deployed.simple_string(), now.simple_string()
-            )
 
     def _step(
         self,
@@ -347,6 +340,8 @@ class Runner:
                 write = sql if callable(sql) else lambda: self._run_load(run, sql)
                 fenced = not callable(sql)
                 response = self._step(run, LOAD_STEP, write, writes=fenced, to_table=True)
+                if self.state.intent is not None:
+                    self._steps(run, after_load=True)
                 if after is not None:
                     self._step(run, "the swap", after)
             finally:

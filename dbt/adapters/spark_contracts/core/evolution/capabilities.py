@@ -166,6 +166,10 @@ class FormatCapabilities:
     # a repair's undo is a commit carrying the session's commit tag (Delta's RESTORE; Iceberg's
     # rollback only moves the current snapshot), so a repairer's own late undo can be watched for
     undo_is_tagged_commit: bool = False
+    # a rollback keeps the table's schema (Iceberg: a dropped column does not come back with
+    # its values), so a run drops its removed columns after its load, its last step
+    # (core/evolution/steps.Step.after_load); a failure before it leaves them in place
+    drops_columns_after_load: bool = False
 
     @property
     def moves_own_rows_by_merge(self) -> bool:
@@ -267,6 +271,7 @@ ICEBERG = FormatCapabilities(
     in_own_catalog=True,
     not_null_needs_create=True,
     takes_late_commits_back=True,
+    drops_columns_after_load=True,
     batch_load="MERGE_WINDOW",
     managed_properties=(
         "current-snapshot-",

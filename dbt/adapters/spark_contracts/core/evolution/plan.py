@@ -209,7 +209,14 @@ def _treat_removed(change: Change, ctx: _Context) -> _Treatment:
     gate = None if ctx.mode is Mode.SYNC else COLUMN_REMOVAL
     nested_in_collection = in_collection(ctx.deployed, change.path)
     if ctx.caps.drop_column and (ctx.caps.drop_nested_in_collection or not nested_in_collection):
-        ops = (*ctx.feature(ctx.caps.drop_column_feature), DropColumns((change.path,)))
+        ops: tuple[Operation, ...] = (
+            *ctx.feature(ctx.caps.drop_column_feature),
+            DropColumns((change.path,)),
+        )
+        required = isinstance(change, REMOVALS) and not change.field.nullable
+        if ctx.caps.drops_columns_after_load and required:
+            # the load, before the drop, writes no value for it: NULL must be allowed there
+            ops = (DropNotNull(change.path), *ops)
         return _in_place(ops, gate=gate, reason="removing it deletes its data")
     reason = f"{ctx.caps.name} cannot drop `{change.dotted}` in place: removing it deletes its data"
     return _Treatment(Cost.REWRITE, gate=gate, reason=reason)

@@ -42,6 +42,7 @@ class _Target:
     table_format: str
     table_options: str
     drops_columns: bool  # the format can drop a column: an ADD COLUMNS has an inverse
+    drops_after_load: bool = False  # a removal is the run's last step (after its load)
 
 
 def column_ref(path: tuple[str, ...]) -> str:
@@ -130,7 +131,9 @@ def _enable_feature(op: EnableTableFeature, t: _Target) -> list[Step]:
 
 def _drop_columns(op: DropColumns, t: _Target) -> list[Step]:
     columns = ", ".join(column_ref(path) for path in op.paths)
-    return [Step(f"ALTER TABLE {t.relation} DROP COLUMNS ({columns})")]
+    return [
+        Step(f"ALTER TABLE {t.relation} DROP COLUMNS ({columns})", after_load=t.drops_after_load)
+    ]
 
 
 def _rewrite(op: Rewrite, t: _Target) -> list[Step]:
@@ -187,7 +190,9 @@ def render_operation(
 ) -> list[Step]:
     """The steps of one operation (a parquet rewrite is several)."""
     row = capabilities_for(table_format)
-    target = _Target(relation, row.name, table_options, row.drop_column)
+    target = _Target(
+        relation, row.name, table_options, row.drop_column, row.drops_columns_after_load
+    )
     return _RENDERERS[type(op)](op, target)
 
 

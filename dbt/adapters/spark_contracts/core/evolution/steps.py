@@ -87,12 +87,15 @@ class Step:
     stands and nothing before it is taken back (the new table took the name); `writes`: it
     writes the table's rows (a backfill, a rewrite in place), so the run sends it under its
     lease's transaction id where the format fences inside the commit (an ALTER takes no id:
-    run/fence.py). Not kept in the intent: only the run sending it needs it."""
+    run/fence.py; not kept in the intent: only the run sending it needs it); `after_load`:
+    sent after the load, as the run's last change (a column removal where a rollback keeps
+    the schema: core/evolution/capabilities `drops_columns_after_load`)."""
 
     sql: str
     inverse: Inverse | None = None
     stands: bool = False
     writes: bool = False
+    after_load: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Its record in the intent: what is not set is left out (a table property is small)."""
@@ -101,6 +104,8 @@ class Step:
             data["inverse"] = {"kind": type(self.inverse).__name__, **vars(self.inverse)}
         if self.stands:
             data["stands"] = True
+        if self.after_load:
+            data["after_load"] = True
         return data
 
     @classmethod
@@ -112,7 +117,8 @@ class Step:
             if "paths" in fields:
                 fields["paths"] = tuple(tuple(p) for p in fields["paths"])
             inverse = _INVERSES[found["kind"]](**fields)
-        return cls(str(data["sql"]), inverse, bool(data.get("stands", False)))
+        stands, after = bool(data.get("stands", False)), bool(data.get("after_load", False))
+        return cls(str(data["sql"]), inverse, stands, after_load=after)
 
 
 def undo(done: Iterable[Step]) -> tuple[Inverse, ...]:

@@ -72,6 +72,9 @@ class Intent:
     # the quarantine the run writes after its load: a repair that takes the load back takes
     # the run's quarantined rows (`_dbt_run_id`) back too
     quarantine: str = ""
+    # the columns its last step removes after its load (Iceberg, whose rollback keeps the
+    # schema): gone from the table, that step landed, and the change stands (`landed_last`)
+    removed_after_load: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -97,11 +100,23 @@ class Intent:
         data = json.loads(text)
         data.pop("writer", None)  # written by 0.x runs (Iceberg tagged by Spark application id)
         data["added_columns"] = tuple(tuple(p) for p in data.get("added_columns", ()))
+        removed = data.get("removed_after_load", ())
+        data["removed_after_load"] = tuple(tuple(p) for p in removed)
         if "statements" in data:  # written before steps were values: their text
             data["steps"] = _steps_of_text(data["relation"], data.pop("statements"))
         else:
             data["steps"] = tuple(Step.from_dict(s) for s in data.get("steps", ()))
         return cls(**data)
+
+
+def landed_last(intent: Intent, present: Iterable[bool]) -> bool:
+    """The run's last step, the removal of its columns after its load, landed: none of them is
+    in the table any more (`present`: whether each of `intent.removed_after_load` is). Its one
+    `DROP COLUMNS` is one metadata commit, sent only once the load committed, so the table
+    holds the whole change: a repair puts nothing back (a rollback would keep the schema
+    without them, and their values with the rows it took back)."""
+    found = list(present)
+    return bool(intent.removed_after_load) and not any(found)
 
 
 def _steps_of_text(relation: str, statements: Iterable[str]) -> tuple[Step, ...]:
