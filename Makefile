@@ -129,12 +129,12 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::TestKil
 #   2026-12-02 TestLateIcebergTakeBackRollback, its take-back twin; `make faults`
 #   and `make cluster-test` run it);
 # - for time (2026-12-02: the project's CI took 38.2 min on a572947, and a clean-clone run of it
-#   here gave functional-ci 16.9 min, whose two longest calls were these, 495 s and 414 s): the
+#   here gave functional-ci 17.2 min, whose two longest calls were these, 495 s and 414 s): the
 #   Delta repairer's late RESTORE taken back (TestLateRepairerRestore) and the late Delta DROP
 #   COLUMNS put back (TestLateDropColumns), as the other stall tests of test_kill.py before
-#   them, and the dry run over a dead run's half change (TestDryRunOverADeadRun, 287 s; its
-#   repair step's dry run is unit-tested in CI, test_plan_reads_only.py) (`make faults` and
-#   `make cluster-test` run them).
+#   them (`make faults`, and over Thrift `make cluster-test`), and the dry run over a dead run's
+#   half change (TestDryRunOverADeadRun, 287 s, a session-only test: `make faults` runs it; its
+#   repair step's dry run is unit-tested in CI, test_plan_reads_only.py).
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
 PENDING := tests/functional/evolution/test_pending_settled.py::TestPendingSettled
 CREATING := tests/functional/contracts/test_pydantic_create_run.py

@@ -301,3 +301,13 @@ def test_a_removal_is_the_last_step_where_a_rollback_keeps_the_schema(fmt, after
     [step] = render_operation(DropColumns((("a",),)), T, fmt)
     assert step.after_load is after
     assert Step.from_dict(step.to_dict()) == step
+
+
+def test_an_iceberg_struct_field_removal_stays_before_the_load():
+    """The load writes a struct whole, so a removed struct field goes before it; a top-level
+    column after it."""
+    steps = render_operation(DropColumns((("a",), ("s", "b"))), T, "iceberg")
+    assert [(s.sql, s.after_load) for s in steps] == [
+        ("ALTER TABLE `db`.`t` DROP COLUMNS (`s`.`b`)", False),
+        ("ALTER TABLE `db`.`t` DROP COLUMNS (`a`)", True),
+    ]

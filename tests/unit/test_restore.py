@@ -440,8 +440,19 @@ def test_an_iceberg_removal_after_the_load_that_landed_is_not_put_back(landed, t
                 {"snapshot_id": 7, "parent_id": 5, "operation": "overwrite", "tag": TAG},
             ]
 
+    from dbt.adapters.spark_contracts.run.iceberg_log import IcebergLog
+
     table = Loaded(["id"] if landed else ["id", "gone"])
-    done = restorer(table).restore(intent)
+    assert IcebergLog(table).landed_last(intent) is landed  # type: ignore[arg-type]
+    done = restorer(table)._repair(intent, "model.p.m")
     rollbacks = [s for s in table.statements if "rollback_to_snapshot" in s]
     assert bool(rollbacks) is not landed, table.statements
-    assert ("the table holds its whole change" in done) is landed, done
+    assert ("its change stands, nothing put back" in done) is landed, done
+    # its load (7, the run's tag) is the evidence with the schema: without it, put back
+    untagged = Loaded(["id"])
+    untagged.fetch = lambda sql: (  # type: ignore[method-assign]
+        [{"snapshot_id": 5}]
+        if "refs where name = 'main'" in sql
+        else [{"snapshot_id": 5, "parent_id": None, "operation": "append", "tag": None}]
+    )
+    assert IcebergLog(untagged).landed_last(intent) is False  # type: ignore[arg-type]

@@ -95,7 +95,7 @@ def undo(
     runner.quarantine = SimpleNamespace(settle_own=settle_own)  # type: ignore[assignment]
     runner.record = lambda run: None  # type: ignore[method-assign]
     if intent:
-        runner.state.intent = SimpleNamespace(table_format=table_format)  # type: ignore[assignment]
+        runner.state.intent = SimpleNamespace(table_format=table_format, removed_after_load=())  # type: ignore[assignment]
     runner.state.pending = pending
     run = SimpleNamespace(unique_id="model.p.m", relation="db.m", table_format=table_format)
     run.invocation_id = "inv-1"

@@ -81,13 +81,6 @@ class IcebergLog(TableLog):
         ones); a dead run's (`executed` None: not known) are those its intent names. Then the
         table is rolled back to its snapshot."""
         relation, done = intent.relation, []
-        if intent.removed_after_load:
-            schema = self.spark.relation_schema(relation, False)
-            if landed_last(intent, (has_path(schema, p) for p in intent.removed_after_load)):
-                return [
-                    "nothing put back: the run's last step (removing its columns after its "
-                    "load) had landed, so the table holds its whole change"
-                ]
         if executed is None:
             added = intent.added_columns
         else:
@@ -111,6 +104,19 @@ class IcebergLog(TableLog):
             done.append(f"rolled back to Iceberg snapshot {intent.restore_version}")
             self._raced(intent, after)
         return done
+
+    def landed_last(self, intent: Intent) -> bool:
+        """The columns the run removes after its load are all gone from the table, and its
+        tagged commit (its load) is on the current lineage after its restore point: the table's
+        own metadata says its last step landed (core/recovery/intent.landed_last)."""
+        if not intent.removed_after_load:
+            return False
+        schema = self.spark.relation_schema(intent.relation, False)
+        if not landed_last(intent, (has_path(schema, p) for p in intent.removed_after_load)):
+            return False
+        current, snapshots = self.listed(intent.relation)
+        ours = [s for s in lineage(snapshots, current) if s.commit.tag == intent.commit_tag]
+        return any(s.commit.version != intent.restore_version for s in ours)
 
     def take_back(
         self, relation: str, back_to: int, listed: Sequence[int], tag: str, unique_id: str

@@ -20,7 +20,6 @@ from dbt.adapters.spark_contracts.core.recovery.pending import application_gone
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.record_io import set_properties_sql
-from dbt.adapters.spark_contracts.run.rollback_fence import fence_off
 from dbt.adapters.spark_contracts.run.run_errors import LateCommits
 from dbt.adapters.spark_contracts.run.table_log import table_log
 
@@ -53,6 +52,8 @@ def watch(spark: Spark, record: RunRecord) -> Optional[LateWatch]:
     if intent is None or not watched(record):
         return None
     log = table_log(spark, intent.table_format)
+    if log.landed_last(intent):  # its last statement to the table landed: none can follow
+        return None
     if intent.table_format == "iceberg":
         after = intent.restore_version
         if after is None:  # the table had no snapshot before the run
@@ -127,17 +128,16 @@ def take_back(
     relation: str,
     table_format: str,
     unique_id: str,
-    fence_as: Optional[Tuple[str, str]] = None,
-) -> Optional[str]:
+) -> Optional[Tuple[str, Optional[int]]]:
     """`record`'s armed watch (`record.late`) looked for on `relation`'s current lineage: the
     holder's commits at its head put back to the version before them (what was done is
     returned); under another writer's, `LateCommits` (nothing undone); where all it found
     changed nothing (`Late.passed`), nothing is done and that is returned (the watch ends).
     Returns None, with nothing done, where none landed. The caller drops the record where
     something was returned or its holder could no longer commit before this looked
-    (`may_still_commit`). `fence_as` (`record`'s table, this run's invocation id), on Iceberg:
-    the snapshot it went back to is fenced off right after (run/rollback_fence.py), for a
-    repairer whose lease this run took over may still send the same rollback."""
+    (`may_still_commit`). Returned with what was done: the version it went back to (None where
+    nothing was), which the caller fences off on Iceberg once every watch was looked at
+    (run/restore.py, run/rollback_fence.py)."""
     late, snapshots = look(spark, record, relation, table_format)
     if not late.theirs:
         if not late.passed:
@@ -148,7 +148,7 @@ def take_back(
             "table back to the state it was in already: nothing to take back, its watch ends"
         )
         logger.info(f"{unique_id}: {message}")
-        return message
+        return message, None
     if late.under or late.back_to is None:
         raise LateCommits(relation, record.holder, record.table, late.theirs, late.under)
     listed = [s.commit.version for s in snapshots]
@@ -160,11 +160,8 @@ def take_back(
         f"rolled back {word} {ids} of run {record.holder}, which committed after its lease "
         f"was taken over and its change repaired, to {word} {late.back_to}"
     )
-    if fence_as is not None:
-        put = fence_off(spark, relation, int(late.back_to), *fence_as)
-        message = "; ".join(m for m in (message, put) if m)
     logger.warning(f"{unique_id}: {message}")
-    return message
+    return message, late.back_to
 
 
 def to_do(spark: Spark, record: RunRecord, relation: str, table_format: str) -> bool:

@@ -48,6 +48,11 @@ class TableLog:
             self.spark.run(inverse.sql)
         return ["took the unfinished rewrite back (the old table is in place)"] if inverses else []
 
+    def landed_last(self, intent: Intent) -> bool:
+        """The run's last step, after its load, landed: its change stands, nothing is put back
+        (core/recovery/intent.landed_last; Iceberg only)."""
+        return False
+
     def manual_repair(self, intent: Intent) -> str:
         return f"check {intent.relation} by hand, then {forget(intent)}"
 

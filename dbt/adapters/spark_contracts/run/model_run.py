@@ -175,7 +175,9 @@ class ModelRun:
         added = tuple(c.path for op in ops if isinstance(op, AddColumns) for c in op.columns)
         after = row_of(self.table_format).drops_columns_after_load
         ops = self.plan.operations if after else ()
-        removed = tuple(p for op in ops if isinstance(op, DropColumns) for p in op.paths)
+        removed = tuple(
+            p for op in ops if isinstance(op, DropColumns) for p in op.paths if len(p) == 1
+        )
         return Intent(
             self.invocation_id,
             self.unique_id,

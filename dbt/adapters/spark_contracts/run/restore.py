@@ -28,7 +28,6 @@ from dbt.adapters.spark_contracts.run.record_io import (
     Answered,
     Fenced,
     drop_record,
-    other_records,
     set_properties_sql,
     table_properties,
     unset_properties_sql,
@@ -160,25 +159,34 @@ class Restorer:
         gone = {r.table: late.watched(r) and not late.may_still_commit(spark, r) for r in ordered}
         # a run whose lease this one took over may still send an undo (run/late.undo_may_land)
         fenced = self.leases.undo_may_land
-        # first every watch (run/rollback_fence.py re-anchors the ones it would cut off: each
-        # must have been checked by then, or read again after a take-back's fence), then the
-        # intents
-        for at, record in enumerate(ordered):
+        # first every watch, then the fence of the last take-back (run/rollback_fence.py
+        # re-anchors the watches it would cut off: each must have been looked at by then),
+        # then the watched-out records, then the intents
+        out: List[RunRecord] = []
+        back: Optional[Tuple[str, int]] = None  # (a record taken back, the snapshot it went to)
+        for record in ordered:
             if record.late is None:  # not repaired before
                 continue
             taken = None  # its holder may commit once more
             if record.late.armed:
-                taken = self._take_back(spark, record, key, fence, fenced)
-                done.extend([taken] if taken else [])
-                if taken and fenced:
-                    ordered[at + 1 :] = _read_again(spark, key, ordered[at + 1 :])
+                taken = self._take_back(spark, record, key, fence)
+                done.extend([taken[0]] if taken else [])
+                if taken and taken[1] is not None:
+                    back = (record.table, int(taken[1]))
             elif not gone[record.table]:  # a repairer's, given at a takeover: armed at the end
                 self.leases.watching.append((record.table, record.late.tag))
             if taken or gone[record.table]:  # watched out
-                if record.pending is None:
-                    drop_record(spark, record.table, key.table_format)
-                else:  # its pending rows are the settler's now
-                    spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
+                out.append(record)
+        if back is not None and fenced and row_of(key.table_format).undo_fenced_by_expiry:
+            # the last one went lowest (one under another's is `LateCommits`): the others'
+            # snapshots left the lineage, and a rollback must name an ancestor
+            put = fence_off(spark, key.relation, back[1], back[0], key.invocation_id)
+            done.extend([put] if put else [])
+        for record in out:
+            if record.pending is None:
+                drop_record(spark, record.table, key.table_format)
+            else:  # its pending rows are the settler's now
+                spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
         for record in ordered:
             if record.intent is None or record.intent.invocation_id == key.invocation_id:
                 continue
@@ -205,29 +213,13 @@ class Restorer:
         return "; ".join(done) or None
 
     def _take_back(
-        self,
-        spark: Spark,
-        record: RunRecord,
-        key: ModelKey,
-        fence: Callable[[], None],
-        fenced: bool,
-    ) -> Optional[str]:
-        """`record`'s late commit taken back (run/late.take_back); on Iceberg, where a run whose
-        lease this repair took over may still send its own rollback (`fenced`), the snapshot it
-        went back to is fenced off
-        (run/rollback_fence.py) before the record goes. A failure of the take-back itself is
-        checked against the lease first: a rollback that a fence expired under it fails on
+        self, spark: Spark, record: RunRecord, key: ModelKey, fence: Callable[[], None]
+    ) -> Optional[Tuple[str, Optional[int]]]:
+        """`record`'s late commit taken back (run/late.take_back). A failure of the take-back
+        is checked against the lease first: a rollback that a fence expired under it fails on
         the unknown snapshot, and this run lost its lease (`LeaseLost`)."""
-        on_expiry = fenced and row_of(key.table_format).undo_fenced_by_expiry
         try:
-            return late.take_back(
-                spark,
-                record,
-                key.relation,
-                key.table_format,
-                key.unique_id,
-                fence_as=(record.table, key.invocation_id) if on_expiry else None,
-            )
+            return late.take_back(spark, record, key.relation, key.table_format, key.unique_id)
         except (LateCommits, ForeignCommits, LeaseLost, FenceNotBuilt):
             raise
         except Exception:
@@ -273,6 +265,14 @@ class Restorer:
                 "no history, its completed steps stay (a rewrite stopped between its renames "
                 "was put back first)"
             )
+        if table_log(spark, intent.table_format).landed_last(intent):
+            # its last step, after its load, landed: nothing to put back, no rollback to fence
+            message = (
+                f"run {intent.invocation_id} died after its last step (removing columns after "
+                "its load) landed: its change stands, nothing put back"
+            )
+            logger.warning(f"{unique_id}: {message}")
+            return message
         try:
             done = self.restore(intent, fence=fence)
             point = intent.restore_version
@@ -304,11 +304,3 @@ class Restorer:
 def clear_intent_sql(relation: str) -> str:
     """An older version's intent taken off the table's properties."""
     return unset_properties_sql(relation, INTENT_PROPERTY)
-
-
-def _read_again(spark: Spark, key: ModelKey, records: List[RunRecord]) -> List[RunRecord]:
-    """`records` as their tables say now: a take-back's fence re-anchors the watches it would
-    cut off (run/rollback_fence._rewatch), which the rest of the repair step must look from."""
-    found = other_records(spark, key.relation, key.invocation_id, table_format=key.table_format)
-    now = {r.table: r for r in found}
-    return [now.get(r.table, r) for r in records]

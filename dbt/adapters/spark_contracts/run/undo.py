@@ -26,6 +26,7 @@ from dbt.adapters.spark_contracts.run.run_errors import (
     RunUndone,
     StepUnanswered,
 )
+from dbt.adapters.spark_contracts.run.table_log import table_log
 
 logger = AdapterLogger("SparkContracts")
 
@@ -87,6 +88,14 @@ def undo(
         runner.report.left_half_changed(run.relation, step)
         runner.record(run)
         raise StepUnanswered(run.unique_id, run.relation, step, exc, logged=not unlogged) from exc
+    if intent.removed_after_load and table_log(runner.spark, run.table_format).landed_last(intent):
+        # its last step, after the load, landed before the failure: the change stands, and its
+        # discarded rows follow the load into the quarantine (the step's own error)
+        runner.state.intent = None
+        runner.quarantine.settle_own(run, restored=False, answered=answered)
+        runner.let_go(run)
+        runner.record(run)
+        raise exc
     try:
         # each statement the restore sends behind the fence: a run that loses its lease
         # while it restores sends nothing more (the run that took over repairs the table)

@@ -130,9 +130,17 @@ def _enable_feature(op: EnableTableFeature, t: _Target) -> list[Step]:
 
 
 def _drop_columns(op: DropColumns, t: _Target) -> list[Step]:
-    columns = ", ".join(column_ref(path) for path in op.paths)
+    """Where a rollback keeps the schema (Iceberg) the columns go after the load; a struct's
+    field goes first, as elsewhere: the load writes its struct whole, without it."""
+    last = [p for p in op.paths if t.drops_after_load and len(p) == 1]
+    first = [p for p in op.paths if p not in last]
     return [
-        Step(f"ALTER TABLE {t.relation} DROP COLUMNS ({columns})", after_load=t.drops_after_load)
+        Step(
+            f"ALTER TABLE {t.relation} DROP COLUMNS ({', '.join(map(column_ref, paths))})",
+            after_load=after,
+        )
+        for paths, after in ((first, False), (last, True))
+        if paths
     ]
 
 

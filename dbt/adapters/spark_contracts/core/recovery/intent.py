@@ -79,6 +79,8 @@ class Intent:
     def to_json(self) -> str:
         data = asdict(self)
         data["steps"] = [step.to_dict() for step in self.steps]
+        if not self.removed_after_load:  # readable by a version before it
+            data.pop("removed_after_load")
         return json.dumps(data, sort_keys=True)
 
     def to_property(self) -> str:
