@@ -18,7 +18,7 @@ from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SU
 from dbt.adapters.spark_contracts.core.evolution.capabilities import logged, row_of
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, DropColumns, Plan
-from dbt.adapters.spark_contracts.core.evolution.render import suffixed
+from dbt.adapters.spark_contracts.core.evolution.render import dropped_after_load, suffixed
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
 from dbt.adapters.spark_contracts.core.materialization.load import (
     Load,
@@ -171,12 +171,10 @@ class ModelRun:
         """The durable intent this run writes on the table before its first change: how to
         put it back (to `restore_version`), which columns its ADD COLUMNS add, and which it
         drops after its load (core/recovery/intent.landed_last)."""
-        ops = self.plan.operations
+        ops, fmt = self.plan.operations, self.table_format
         added = tuple(c.path for op in ops if isinstance(op, AddColumns) for c in op.columns)
-        after = row_of(self.table_format).drops_columns_after_load
-        ops = self.plan.operations if after else ()
         removed = tuple(
-            p for op in ops if isinstance(op, DropColumns) for p in op.paths if len(p) == 1
+            p for op in ops if isinstance(op, DropColumns) for p in dropped_after_load(op, fmt)
         )
         return Intent(
             self.invocation_id,

@@ -88,20 +88,19 @@ def undo(
         runner.report.left_half_changed(run.relation, step)
         runner.record(run)
         raise StepUnanswered(run.unique_id, run.relation, step, exc, logged=not unlogged) from exc
-    if intent.removed_after_load and table_log(runner.spark, run.table_format).landed_last(intent):
-        # its last step, after the load, landed before the failure: the change stands, and its
-        # discarded rows follow the load into the quarantine (the step's own error)
-        runner.state.intent = None
-        runner.quarantine.settle_own(run, restored=False, answered=answered)
-        runner.let_go(run)
-        runner.record(run)
-        raise exc
+    # its last step, after the load (Iceberg's column removal), landed before the failure:
+    # nothing is put back, the change stands
+    landed = table_log(runner.spark, run.table_format).landed_last(intent)
     try:
         # each statement the restore sends behind the fence: a run that loses its lease
         # while it restores sends nothing more (the run that took over repairs the table)
         fence = lambda: runner.leases.check(run)  # noqa: E731
-        done = runner.restorer.restore(intent, list(runner.out.executed), fence=fence)
-        if done or not unlogged:  # Parquet with nothing put back claims none
+        done = (
+            ""
+            if landed
+            else runner.restorer.restore(intent, list(runner.out.executed), fence=fence)
+        )
+        if not landed and (done or not unlogged):  # Parquet with nothing put back claims none
             runner.events.add(Restored(done))
     except LeaseLost as lost:
         runner.events.add(Restored(f"NOT RESTORED: {lost}"))
@@ -124,8 +123,9 @@ def undo(
         ) from exc
     runner.state.intent = None  # put back: the record keeps only pending rows, if any
     # a table that keeps no log (Parquet) takes no load back: one that committed before a
-    # later step failed stands, and its discarded rows follow it into the quarantine
-    stands = unlogged and runner.out.loaded
+    # later step failed stands, as does a change whose last step landed, and the discarded
+    # rows follow the load into the quarantine (the step's own error)
+    stands = landed or (unlogged and runner.out.loaded)
     runner.quarantine.settle_own(run, restored=not stands, answered=answered)
     runner.let_go(run)
     runner.record(run)

@@ -42,7 +42,6 @@ class _Target:
     table_format: str
     table_options: str
     drops_columns: bool  # the format can drop a column: an ADD COLUMNS has an inverse
-    drops_after_load: bool = False  # a removal is the run's last step (after its load)
 
 
 def column_ref(path: tuple[str, ...]) -> str:
@@ -129,10 +128,16 @@ def _enable_feature(op: EnableTableFeature, t: _Target) -> list[Step]:
     return [Step(f"ALTER TABLE {t.relation} SET{properties}")]
 
 
+def dropped_after_load(op: DropColumns, table_format: str) -> tuple[tuple[str, ...], ...]:
+    """The paths `op` drops after the load: where a rollback keeps the schema (Iceberg), its
+    top-level columns; a struct's field goes first, as elsewhere (the load writes its struct
+    whole, without it)."""
+    after = capabilities_for(table_format).drops_columns_after_load
+    return tuple(p for p in op.paths if after and len(p) == 1)
+
+
 def _drop_columns(op: DropColumns, t: _Target) -> list[Step]:
-    """Where a rollback keeps the schema (Iceberg) the columns go after the load; a struct's
-    field goes first, as elsewhere: the load writes its struct whole, without it."""
-    last = [p for p in op.paths if t.drops_after_load and len(p) == 1]
+    last = dropped_after_load(op, t.table_format)
     first = [p for p in op.paths if p not in last]
     return [
         Step(
@@ -198,9 +203,7 @@ def render_operation(
 ) -> list[Step]:
     """The steps of one operation (a parquet rewrite is several)."""
     row = capabilities_for(table_format)
-    target = _Target(
-        relation, row.name, table_options, row.drop_column, row.drops_columns_after_load
-    )
+    target = _Target(relation, row.name, table_options, row.drop_column)
     return _RENDERERS[type(op)](op, target)
 
 
