@@ -321,3 +321,25 @@ def test_under_record_is_a_change_in_steps_or_an_unguarded_load_sent_to_a_server
 
     got = under_record(steps=steps, guards_late_writes=guards, into_deployed=into, here=here)
     assert got is (steps or (into and not guards and not here))
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_a_failure_after_an_iceberg_removal_landed_keeps_the_change_and_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, landed: bool
+):
+    """A live Iceberg run whose step after its DROP COLUMNS (after the load) failed, answered:
+    where the drop landed (`TableLog.landed_last`) nothing is put back, its discarded rows follow
+    the load (settled as not restored), and it fails with the step's own error, no undo
+    claimed; where it did not, the restore as ever (`RunUndone`)."""
+    from dbt.adapters.spark_contracts.run import undo as undo_module
+
+    log = SimpleNamespace(landed_last=lambda intent: landed)
+    monkeypatch.setattr(undo_module, "table_log", lambda spark, table_format: log)
+    seen: List[bool] = []
+    error, _, restores, _ = undo(
+        tmp_path, "iceberg", "telling the run's record", False, unanswered=False, loaded=True,
+        restored_seen=seen,
+    )  # fmt: skip
+    assert bool(restores) is not landed
+    assert seen == [not landed]
+    assert isinstance(error, RunUndone) is not landed, error
