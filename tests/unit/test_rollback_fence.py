@@ -6,6 +6,7 @@ late rollback landing in between."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -165,3 +166,100 @@ def test_a_take_back_rolls_back_and_names_the_snapshot_to_fence():
     assert table.current == 2 and table.writes() == ["call"]
     done = fence_off(table, TABLE, taken[1], RECORD, "taker")  # type: ignore[arg-type]
     assert done and 2 not in table.snapshots and table.snapshots[table.current][0] == 2
+
+
+class Killed(BaseException):
+    """The process killed (`kill -9`) right before a statement: nothing after it runs."""
+
+
+class Recorded(Rollbacks):
+    """`Rollbacks` with the records' properties as the repair sets and unsets them, killed
+    right before the first statement that starts with `kill_before`."""
+
+    def __init__(self, chain: List[tuple], kill_before: Optional[str] = None) -> None:
+        super().__init__(chain)
+        self.kill_before = kill_before
+        self.properties: Dict[str, Dict[str, str]] = {}
+
+    def run(self, sql: str) -> None:
+        if self.kill_before and sql.startswith(self.kill_before):
+            raise Killed(sql)
+        found = re.match(
+            r"alter table (\S+) (set|unset) tblproperties (?:if exists )?\((.*)\)", sql
+        )
+        if found:
+            self.sent.append(sql)
+            said = self.properties.setdefault(found.group(1), {})
+            if found.group(2) == "set":
+                said.update(re.findall(r"'([^']+)' = '([^']*)'", found.group(3)))
+            else:
+                for name in re.findall(r"'([^']+)'", found.group(3)):
+                    said.pop(name, None)
+            return
+        super().run(sql)
+
+    def application(self) -> Any:
+        """Where this run's statements run: a server, so nothing proves a run's gone."""
+        from dbt.adapters.spark_contracts.core.recovery.pending import Application
+
+        return Application("sc://spark:15002", "app-1")
+
+
+class RepairLease:
+    """The model's lease as the repair step holds it (run/lease.Leases): `undo_may_land`, a run
+    whose lease it took over may still send a rollback."""
+
+    def __init__(self, undo_may_land: bool) -> None:
+        self.undo_may_land, self.watching = undo_may_land, []
+
+    def check(self, key: Any) -> None:
+        pass
+
+
+def test_a_take_back_killed_between_its_rollback_and_its_fence_leaves_the_fence_due():
+    """A repairer that takes a dead run's late snapshot (3) back, where a run whose lease it
+    took over may still send the same rollback, notes on the watched record, before its
+    rollback, the snapshot it rolls back to (2). Killed after the rollback, before its fence,
+    it leaves that note: the next repair step has something to do for the record, builds the
+    fence (2 expired behind an empty commit) although its own takeover found no run that may
+    still send a rollback, and takes the note off. Without the note (a record as earlier builds
+    left it) the next repair found nothing to do, and 2 stayed for a late rollback to go to."""
+    from dbt.adapters.spark_contracts.core.recovery.late import FENCE_DUE_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+    from dbt.adapters.spark_contracts.run import late
+    from dbt.adapters.spark_contracts.run.lease import ModelKey
+    from dbt.adapters.spark_contracts.run.restore import Restorer
+
+    table = Recorded(
+        [(1, "append", "a"), (2, "append", "b"), (3, "overwrite", "late")],
+        kill_before="insert into",  # the fence's empty commit
+    )
+    watched = RunRecord(RECORD, "dead", "12.5", late=LateWatch(2, "late"))
+    first = ModelKey(TABLE, "taker", "iceberg", "model.p.m")
+    with pytest.raises(Killed):
+        Restorer(table, RepairLease(True))._repaired(first, False, [watched])  # type: ignore[arg-type]
+    assert table.current == 2 and 2 in table.snapshots  # rolled back, not fenced off
+    noted = next(i for i, s in enumerate(table.sent) if FENCE_DUE_PROPERTY in s)
+    rolled = next(i for i, s in enumerate(table.sent) if "rollback_to_snapshot" in s)
+    assert noted < rolled and table.properties[RECORD] == {FENCE_DUE_PROPERTY: "2"}
+
+    table.kill_before = None
+    said = {**table.properties[RECORD], LATE_PROPERTY: "2 late"}
+    left = RunRecord.from_properties(RECORD, said)
+    assert left.fence_due == 2 and late.to_do(table, left, TABLE, "iceberg")  # type: ignore[arg-type]
+    before = replace(left, fence_due=None)  # as an earlier build left it: nothing to do
+    assert not late.to_do(table, before, TABLE, "iceberg")  # type: ignore[arg-type]
+    nxt = ModelKey(TABLE, "next", "iceberg", "model.p.m")
+    done = Restorer(table, RepairLease(False))._repaired(nxt, False, [left])  # type: ignore[arg-type]
+    assert done and "expired snapshot 2" in done
+    assert 2 not in table.snapshots and table.snapshots[table.current][0] == 2
+    assert FENCE_DUE_PROPERTY not in table.properties[RECORD]
+
+
+def test_a_due_fence_whose_snapshot_left_the_lineage_is_passed_over():
+    """A fence due on a snapshot the table was rolled back past (a later take-back went lower):
+    no rollback can name it (it must be an ancestor of the current snapshot), nothing is sent."""
+    table = Recorded([(1, "append", "a"), (2, "append", "b")])
+    table.current = 1  # 2 left the lineage
+    assert fence_off(table, TABLE, 2, RECORD, "taker") is None  # type: ignore[arg-type]
+    assert table.writes() == [] and 2 in table.snapshots

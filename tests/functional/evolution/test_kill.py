@@ -1166,6 +1166,50 @@ class TestLateIcebergTakeBackRollback:
         assert [r["id"] for r in rows["stalled"]] == list(range(9)), rows
         assert back_to not in all_snapshots(project, "stalled"), "the rollback's target stayed"
 
+    @pytest.mark.profile("session", "thrift")
+    def test_a_take_back_killed_before_its_fence_leaves_it_to_the_next_run(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """As above, but the run that takes the late UPDATE back (over the stopped run's lease)
+        is killed (SIGKILL) after its rollback landed, before its fence's empty commit. It
+        noted on the watched record, before the rollback, the snapshot it rolled back to: the
+        next run builds that fence first (its own takeover found no run that may still send a
+        rollback: the killed one is gone), then loads new rows. The stopped run, resumed, fails
+        on the fence, and the new rows stay. Before the note, nothing told the next run to
+        fence: the stopped run's rollback took its rows out."""
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", "iceberg", stall_target, ICEBERG_BACKFILL, names)
+        late = _backfill_sent_after_a_takeover(project, monkeypatch)
+        back_to = lineage_snapshots(project, "stalled")[1]  # where a take-back puts it
+        assert project.dbt("--select", "control", "--vars", "{v: 2, start: 6}") == 0
+        relation = project.relation("stalled")
+        stopped = _stop_before(
+            project, "stalled", "{v: 2}", "sql:call iceberg.system.rollback_to_snapshot("
+        )
+        try:
+            time.sleep(STALL_LEASE)
+            empty = f"sql:insert into {relation} select * from {relation} where false"
+            killed = _stop_before(project, "stalled", "{v: 2}", empty)
+            os.kill(killed.pid, signal.SIGKILL)
+            killed.wait(timeout=60)
+            runs_ = lineage_runs(project, "stalled")
+            assert late not in runs_ and back_to in all_snapshots(project, "stalled"), runs_
+            assert project.dbt("--select", "stalled", "--vars", "{v: 2, start: 6}") == 0, (
+                project.results()
+            )
+            assert "expired snapshot" in str(project.results()["stalled"]["adapter_response"])
+        finally:
+            os.kill(stopped.pid, signal.SIGCONT)
+        assert stopped.wait(timeout=600) != 0
+        resumed = resumed_result(project, "stalled")
+        assert resumed["status"] == "error" and "lost its lease" in resumed["message"], resumed
+        project.settle("stalled")
+        assert project.state("stalled") == project.state("control")
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] == rows["control"], rows
+        assert [r["id"] for r in rows["stalled"]] == list(range(9)), rows
+        assert back_to not in all_snapshots(project, "stalled"), "the rollback's target stayed"
+
 
 def _metadata(project: Project, table: str) -> dict:
     """The table's newest Iceberg metadata file, read."""

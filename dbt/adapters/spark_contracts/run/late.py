@@ -2,7 +2,7 @@
 intent leaves on its record (or, for a repairing run, the repair that takes its lease over),
 and what every later repair step does with it."""
 
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -128,6 +128,7 @@ def take_back(
     relation: str,
     table_format: str,
     unique_id: str,
+    before: Optional[Callable[[int], None]] = None,
 ) -> Optional[Tuple[str, Optional[int]]]:
     """`record`'s armed watch (`record.late`) looked for on `relation`'s current lineage: the
     holder's commits at its head put back to the version before them (what was done is
@@ -137,7 +138,8 @@ def take_back(
     something was returned or its holder could no longer commit before this looked
     (`may_still_commit`). Returned with what was done: the version it went back to (None where
     nothing was), which the caller fences off on Iceberg once every watch was looked at
-    (run/restore.py, run/rollback_fence.py)."""
+    (run/restore.py, run/rollback_fence.py); `before(version)` is called right before the
+    statement that goes back to it (the repair notes there that its fence is due)."""
     late, snapshots = look(spark, record, relation, table_format)
     if not late.theirs:
         if not late.passed:
@@ -153,6 +155,8 @@ def take_back(
         raise LateCommits(relation, record.holder, record.table, late.theirs, late.under)
     listed = [s.commit.version for s in snapshots]
     tag = late.theirs[0].tag or ""
+    if before is not None:
+        before(late.back_to)
     table_log(spark, table_format).take_back(relation, late.back_to, listed, tag, unique_id)
     ids = ", ".join(str(c.version) for c in late.theirs)
     word = "snapshot" if table_format == "iceberg" else "version"
@@ -167,7 +171,12 @@ def take_back(
 def to_do(spark: Spark, record: RunRecord, relation: str, table_format: str) -> bool:
     """The repair step has something to do for `record`'s watch (reads only, so a run takes the
     model's lease only then): a late commit landed (one that changed nothing too: it ends the
-    watch), the watch is still to be armed, or its holder can no longer commit."""
+    watch), the watch is still to be armed, its holder can no longer commit, or a take-back's
+    fence is due (`RunRecord.fence_due`: the run that rolled back died before its fence)."""
+    if record.fence_due is not None:
+        return True
+    if record.late is None:
+        return False
     if not may_still_commit(spark, record) or (record.late and not record.late.armed):
         return True
     found: Late = look(spark, record, relation, table_format)[0]

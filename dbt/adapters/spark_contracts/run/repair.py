@@ -70,7 +70,7 @@ def repair(
             if r.intent
             or r.swap
             or r.pending
-            or (r.late and late.to_do(spark, r, key.relation, key.table_format))
+            or late.to_do(spark, r, key.relation, key.table_format)
         ]
         left += pendings + ([f"{key.relation} (its properties' intent)"] if on_table else [])
         if left:
@@ -83,11 +83,7 @@ def repair(
     # a dead run's intent, or a repaired run's late commit landed (or its run gone: the watch
     # ends), looked for without the lease first, so a watch alone holds up no concurrent run
     dead = [r for r in records if r.intent is not None]
-    dead += [
-        r
-        for r in records
-        if r.late is not None and late.to_do(spark, r, key.relation, key.table_format)
-    ]
+    dead += [r for r in records if late.to_do(spark, r, key.relation, key.table_format)]
     if on_table or dead:
         done = runner.repair(key, on_table)
         if done:

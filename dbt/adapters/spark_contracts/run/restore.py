@@ -16,7 +16,7 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     find_intent,
     foreign_commits,
 )
-from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY
+from dbt.adapters.spark_contracts.core.recovery.late import FENCE_DUE_PROPERTY, LATE_PROPERTY
 from dbt.adapters.spark_contracts.core.recovery.record import INTENT_CLEARED, Done, RunRecord
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run import late
@@ -159,34 +159,40 @@ class Restorer:
         gone = {r.table: late.watched(r) and not late.may_still_commit(spark, r) for r in ordered}
         # a run whose lease this one took over may still send an undo (run/late.undo_may_land)
         fenced = self.leases.undo_may_land
-        # first every watch, then the fence of the last take-back (run/rollback_fence.py
-        # re-anchors the watches it would cut off: each must have been looked at by then),
-        # then the watched-out records, then the intents
+        # first every watch, then the fences due (a take-back's, this run's or one a run
+        # killed before its fence left on the record: run/rollback_fence.py re-anchors the
+        # watches it would cut off, each must have been looked at by then), then the
+        # watched-out records, then the intents
+        mark = fenced and row_of(key.table_format).undo_fenced_by_expiry
+        due = [(r.table, r.fence_due) for r in ordered if r.fence_due is not None]
         out: List[RunRecord] = []
-        back: Optional[Tuple[str, int]] = None  # (a record taken back, the snapshot it went to)
         for record in ordered:
             if record.late is None:  # not repaired before
                 continue
             taken = None  # its holder may commit once more
             if record.late.armed:
-                taken = self._take_back(spark, record, key, fence)
+                note = _note_fence(spark, record.table) if mark else None
+                taken = self._take_back(spark, record, key, fence, note)
                 done.extend([taken[0]] if taken else [])
-                if taken and taken[1] is not None:
-                    back = (record.table, int(taken[1]))
+                if taken and taken[1] is not None and mark:
+                    due.append((record.table, int(taken[1])))
             elif not gone[record.table]:  # a repairer's, given at a takeover: armed at the end
                 self.leases.watching.append((record.table, record.late.tag))
             if taken or gone[record.table]:  # watched out
                 out.append(record)
-        if back is not None and fenced and row_of(key.table_format).undo_fenced_by_expiry:
-            # the last one went lowest (one under another's is `LateCommits`): the others'
-            # snapshots left the lineage, and a rollback must name an ancestor
-            put = fence_off(spark, key.relation, back[1], back[0], key.invocation_id)
+        # the last take-back went lowest (one under another's is `LateCommits`): an earlier
+        # one's snapshot left the lineage, and a rollback must name an ancestor (`fence_off`
+        # passes it over)
+        for table, target in dict((t, (r, t)) for r, t in due).values():
+            put = fence_off(spark, key.relation, target, table, key.invocation_id)
             done.extend([put] if put else [])
         for record in out:
             if record.pending is None:
                 drop_record(spark, record.table, key.table_format)
             else:  # its pending rows are the settler's now
-                spark.run(unset_properties_sql(record.table, LATE_PROPERTY))
+                spark.run(unset_properties_sql(record.table, LATE_PROPERTY, FENCE_DUE_PROPERTY))
+        for table in {t for t, _ in due} - {r.table for r in out}:  # fenced: no longer due
+            spark.run(unset_properties_sql(table, FENCE_DUE_PROPERTY))
         for record in ordered:
             if record.intent is None or record.intent.invocation_id == key.invocation_id:
                 continue
@@ -213,13 +219,20 @@ class Restorer:
         return "; ".join(done) or None
 
     def _take_back(
-        self, spark: Spark, record: RunRecord, key: ModelKey, fence: Callable[[], None]
+        self,
+        spark: Spark,
+        record: RunRecord,
+        key: ModelKey,
+        fence: Callable[[], None],
+        note: Optional[Callable[[int], None]],
     ) -> Optional[Tuple[str, Optional[int]]]:
         """`record`'s late commit taken back (run/late.take_back). A failure of the take-back
         is checked against the lease first: a rollback that a fence expired under it fails on
         the unknown snapshot, and this run lost its lease (`LeaseLost`)."""
         try:
-            return late.take_back(spark, record, key.relation, key.table_format, key.unique_id)
+            return late.take_back(
+                spark, record, key.relation, key.table_format, key.unique_id, note
+            )
         except (LateCommits, ForeignCommits, LeaseLost, FenceNotBuilt):
             raise
         except Exception:
@@ -299,6 +312,12 @@ class Restorer:
         message = f"repaired after run {intent.invocation_id} died half way: {done}"
         logger.warning(f"{unique_id}: {message}")
         return message
+
+
+def _note_fence(spark: Spark, table: str) -> Callable[[int], None]:
+    """What notes on the watched record `table`, before a take-back's rollback, the snapshot
+    it rolls back to, whose fence is then due (`RunRecord.fence_due`)."""
+    return lambda target: spark.run(set_properties_sql(table, {FENCE_DUE_PROPERTY: str(target)}))
 
 
 def clear_intent_sql(relation: str) -> str:

@@ -61,11 +61,12 @@ def fence_off(
     """`target` (the snapshot a repair of `record_table`'s intent put `relation` back to)
     expired behind an empty commit (the module's text), by the run `invocation_id` (the
     repairing one: its own records are not re-anchored).
-    Returns what was done; None where it is gone already."""
+    Returns what was done; None where it is gone already, or off the current lineage (a
+    rollback must name an ancestor of the current snapshot: no late one can go there)."""
     log = IcebergLog(spark)
     for _ in range(TRIES):
         head, snapshots = log.listed(relation)
-        if all(s.commit.version != target for s in snapshots):
+        if all(s.commit.version != target for s in lineage(snapshots, head)):
             return None
         if head == target:
             _empty_commit(spark, relation, marker_tag(record_table))

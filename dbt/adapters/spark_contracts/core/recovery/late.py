@@ -36,6 +36,17 @@ from dbt.adapters.spark_contracts.core.recovery.intent import Commit, Snapshot, 
 
 # "<snapshot id or none> <commit tag>": kept on a taken-over run record
 LATE_PROPERTY = "dbt_spark_contracts.late_after"
+# "<snapshot id>": written on a watched record before the rollback that takes its late commit
+# back, where a run whose lease the repair took over may still roll back to the same snapshot
+# (Iceberg, run/rollback_fence.py); the fence of that snapshot is then due, and every repair
+# step builds it (the taker killed between its rollback and its fence leaves it to the next run)
+FENCE_DUE_PROPERTY = "dbt_spark_contracts.fence_due"
+
+
+def fence_due(value: str | None) -> int | None:
+    """The snapshot a record's `FENCE_DUE_PROPERTY` names; None where it names none."""
+    text = (value or "").strip()
+    return int(text) if text.lstrip("-").isdigit() else None
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,10 @@ The states a later run finds, and what it does (run/repair.py, run/swap.py):
 - a record with a `late` watch (core/recovery/late.py): the table's commits after the watch's
   are read for its run's tag; one found at the head is taken back, one under another writer's
   commit fails the run naming both; the record is dropped once a late commit was taken back
-  or its run's statements can no longer run;
+  or its run's statements can no longer run (on Iceberg, where a run whose lease the repair
+  took over may still send the same rollback, the record first says which snapshot the
+  take-back rolls back to, `fence_due`, and every repair step fences that snapshot off before
+  the record goes: run/rollback_fence.py);
 - a record that carries a swap, its relation missing, the backup and the table built beside it
   there: the backup is renamed back (the relation, the backup, the new table and the record
   together are the evidence);
@@ -57,7 +60,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
-from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch
+from dbt.adapters.spark_contracts.core.recovery.late import (
+    FENCE_DUE_PROPERTY,
+    LATE_PROPERTY,
+    LateWatch,
+    fence_due,
+)
 from dbt.adapters.spark_contracts.core.recovery.pending import (
     APP_PROPERTY,
     BEAT_PROPERTY,
@@ -158,6 +166,8 @@ class RunRecord:
     # taken over and repaired, its holder may still commit once (core/recovery/late.py)
     late: LateWatch | None = None
     tag: str | None = None  # a repairing run's commit tag (`COMMIT_TAG_PROPERTY`)
+    # the snapshot a take-back of its late commit rolled back to, still to be fenced off
+    fence_due: int | None = None
 
     @classmethod
     def from_properties(cls, table: str, properties: Mapping[str, str]) -> RunRecord:
@@ -186,6 +196,7 @@ class RunRecord:
             (lowered.get(TXN_APP_PROPERTY) or "").strip() or None,
             LateWatch.from_property(lowered.get(LATE_PROPERTY)),
             (lowered.get(COMMIT_TAG_PROPERTY) or "").strip() or None,
+            fence_due(lowered.get(FENCE_DUE_PROPERTY)),
         )
 
     @property
@@ -212,6 +223,7 @@ class RunRecord:
             or self.swap is not None
             or self.pending is not None
             or self.late is not None
+            or self.fence_due is not None
         )
 
 
