@@ -124,6 +124,19 @@ def test_a_change_the_settings_leave_is_not_called_planned():
     assert "no change planned" in text and "safe" not in text, text
 
 
+def test_the_plan_file_marks_the_statements_sent_after_the_load():
+    drop = "ALTER TABLE db.t DROP COLUMNS (`s`.`b`)"
+    entry = {
+        "relation": "db.t",
+        "diff": [{"change": "FieldRemoved", "path": "s.b", "description": "field s.b removed"}],
+        "plan": {"operations": [{"op": "DropColumns", "description": "drop columns s.b"}]},
+        "statements": ["ALTER TABLE db.t ALTER COLUMN `s`.`b` DROP NOT NULL", drop],
+        "after_load": [drop],
+    }
+    text = plan_markdown("inv", {"model.p.t": entry})
+    assert "DROP NOT NULL;\n" in text and f"{drop};  -- after the load\n" in text, text
+
+
 def test_catalog_stats_show_the_resolved_contract_and_leave_bad_or_absent_settings_out():
     stats = catalog_stats("model.p.m", {"data_type": "discard_row"}, {"strategy": "full_refresh"})
     assert stats["stats:schema_contract:include"] is True

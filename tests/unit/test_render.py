@@ -303,11 +303,10 @@ def test_a_removal_is_the_last_step_where_a_rollback_keeps_the_schema(fmt, after
     assert Step.from_dict(step.to_dict()) == step
 
 
-def test_an_iceberg_struct_field_removal_stays_before_the_load():
-    """The load writes a struct whole, so a removed struct field goes before it; a top-level
-    column after it."""
+def test_an_iceberg_struct_field_removal_goes_after_the_load_too():
+    """A rollback keeps the schema whatever it drops: a struct's field goes after the load
+    as a top-level column does (the load writes it NULL: core/evolution/fit.kept_for_load)."""
     steps = render_operation(DropColumns((("a",), ("s", "b"))), T, "iceberg")
     assert [(s.sql, s.after_load) for s in steps] == [
-        ("ALTER TABLE `db`.`t` DROP COLUMNS (`s`.`b`)", False),
-        ("ALTER TABLE `db`.`t` DROP COLUMNS (`a`)", True),
+        ("ALTER TABLE `db`.`t` DROP COLUMNS (`a`, `s`.`b`)", True),
     ]

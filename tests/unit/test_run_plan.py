@@ -557,3 +557,58 @@ def test_a_dry_run_snapshot_renders_its_steps_and_stages_nothing(fmt):
     planned, decided, _ = _snapshot_run(fmt, extra=",channel:string", dry_run=True)
     assert decided.statements and planned.build.evolves
     assert decided.stage is None
+
+
+def _removing_a_field(fmt, contracted):
+    from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+
+    contract = SchemaContract(columns=ContractMode.EVOLVE) if contracted else None
+    return plan_run(
+        RunInputs(
+            "db.t",
+            "t__tmp",
+            "inv",
+            fmt,
+            "merge",
+            parse_type("struct<id:int,s:struct<a:int,b:int not null,c:string>>"),
+            {},
+            parse_type("struct<id:int,s:struct<a:int,c:string>>"),
+            EvolutionSettings(Policy(allow_column_removal=True), "ignore", True, False),
+            contract=contract,
+        )
+    )
+
+
+@pytest.mark.parametrize("contracted", [False, True])
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_struct_field_is_dropped_after_the_load_where_a_rollback_keeps_the_schema(
+    fmt, contracted
+):
+    """Iceberg's rollback keeps the schema: a removed struct field is dropped after the load,
+    which writes it NULL in its struct (a load writes a struct whole), made nullable first
+    where it is NOT NULL; with a contract its target keeps the field, so the contract's
+    SELECT writes it. Delta drops first (its RESTORE brings it back) and writes the model's
+    struct as it is."""
+    run = _removing_a_field(fmt, contracted)
+    steps = [(s.sql, s.after_load) for s in run.statements]
+    drop = ("ALTER TABLE db.t DROP COLUMNS (`s`.`b`)", fmt == "iceberg")
+    assert drop in steps and steps[-1] == drop, steps
+    if fmt == "delta":
+        assert run.fits is None and all(not after for _, after in steps)
+        assert run.contract is None or run.contract.target.field("s").type.names == ("a", "c")
+        return
+    assert steps[0] == ("ALTER TABLE db.t ALTER COLUMN `s`.`b` DROP NOT NULL", False)
+    if contracted:
+        assert run.fits is None
+        s = run.contract.target.field("s").type
+        assert s.names == ("a", "b", "c") and s.field("b").nullable
+        assert "'b', CAST(NULL AS INT)" in run.load.select, run.load.select
+    else:
+        assert run.fits == (
+            "SELECT `id`, IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'b', "
+            "CAST(NULL AS INT), 'c', `s`.`c`)) AS `s` FROM t__tmp"
+        )

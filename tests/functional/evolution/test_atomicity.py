@@ -52,6 +52,23 @@ select 1 as id, 'a' as note union all select 1 as id, 'b' as note
 """
 DELTA_MAPPING = ", tblproperties={'delta.columnMapping.mode': 'name'}"
 
+# A struct's field removed: a v2 whose MERGE fails (two source rows for one key), one that
+# loads (`drop_field_*`), and one under a schema contract (its load is the contract's SELECT).
+DROP_FIELD = """
+{{{{ config(materialized='incremental', file_format='{fmt}', incremental_strategy='merge',
+           unique_key='id', schema_evolution={{}}{props}{contract}) }}}}
+{{% if var('v', 1) == 1 %}}
+select 1 as id, named_struct('a', 1, 'b', 2) as s
+{{% else %}}
+{v2}
+{{% endif %}}
+"""
+FIELD_FAILS = (
+    "select 1 as id, named_struct('a', 5) as s union all select 1 as id, named_struct('a', 6) as s"
+)
+FIELD_LOADS = "select 2 as id, named_struct('a', 3) as s"
+CONTRACT = ", schema_contract={'columns': 'evolve'}"
+
 # A default makes the change multi-step on Delta (ADD COLUMNS, SET DEFAULT, UPDATE, then the load).
 LOAD_FAILS_STEPS = """
 {{ config(materialized='incremental', file_format='delta', incremental_strategy='merge',
@@ -98,6 +115,13 @@ class TestAtomicity:
             files[f"load_fails_{fmt}.sql"] = LOAD_FAILS.format(fmt=fmt)
             props = DELTA_MAPPING if fmt == "delta" else ""
             files[f"drop_fails_{fmt}.sql"] = DROP_FAILS.format(fmt=fmt, props=props)
+            for name, v2, contract in (
+                ("drop_field_fails", FIELD_FAILS, ""),
+                ("drop_field", FIELD_LOADS, ""),
+                ("drop_field_contract", FIELD_LOADS, CONTRACT),
+            ):
+                model = DROP_FIELD.format(fmt=fmt, props=props, contract=contract, v2=v2)
+                files[f"{name}_{fmt}.sql"] = model
         return files
 
     @pytest.fixture(scope="class")
@@ -117,6 +141,8 @@ class TestAtomicity:
             ("load_fails_steps", "delta"),
             ("drop_fails_delta", "delta"),
             ("drop_fails_iceberg", "iceberg"),
+            ("drop_field_fails_delta", "delta"),
+            ("drop_field_fails_iceberg", "iceberg"),
         ):
             r = rel(project, name, fmt)
             snapshot[name] = (schema_of(project, r), rows_of(project, r))
@@ -129,7 +155,7 @@ class TestAtomicity:
         for args, expect in (
             (
                 ["--vars", "{v: 2, allow_column_removal: true}", "--select", "query_fails_*"]
-                + ["load_fails_*", "drop_fails_*"],
+                + ["load_fails_*", "drop_fails_*", "drop_field_*"],
                 False,
             ),
             (
@@ -196,6 +222,40 @@ class TestAtomicity:
         assert bool(dropped) == (fmt == "delta"), entry
         r = rel(project, name, fmt)
         assert (schema_of(project, r), rows_of(project, r)) == before[name]
+
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_a_struct_field_removal_is_undone_with_its_failed_load(self, project, before, v2, fmt):
+        """As for a column: a run removing a struct's field whose load fails leaves the field
+        with its values. On Iceberg the field's DROP goes after the load too (the load writes
+        the field NULL, the table still having it), so it is never sent here; before, it went
+        first and stayed dropped (an Iceberg rollback keeps the schema)."""
+        results, report = v2
+        name = f"drop_field_fails_{fmt}"
+        assert str(results[name].status) == "error"
+        entry = report["models"][f"model.test.{name}"]
+        dropped = [s for s in entry["executed"] if "drop columns" in s.lower()]
+        assert bool(dropped) == (fmt == "delta"), entry
+        r = rel(project, name, fmt)
+        assert (schema_of(project, r), rows_of(project, r)) == before[name]
+
+    @pytest.mark.parametrize("contract", ["", "_contract"])
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+    def test_a_struct_field_removal_that_loads_drops_the_field(
+        self, project, before, v2, fmt, contract
+    ):
+        """The run that removes a struct's field and loads: the field is gone from the table,
+        the old row keeps its other fields, the new row is there (on Iceberg the DROP is the
+        run's last statement, after the load that wrote the field NULL); with or without a
+        schema contract (whose load is its own SELECT)."""
+        results, report = v2
+        name = f"drop_field{contract}_{fmt}"
+        assert str(results[name].status) == "success", results[name].message
+        r = rel(project, name, fmt)
+        assert schema_of(project, r) == {"id": "int", "s": "struct<a:int>"}
+        assert rows_of(project, r, "id, to_json(s)") == [(1, '{"a":1}'), (2, '{"a":3}')]
+        executed = report["models"][f"model.test.{name}"]["executed"]
+        if fmt == "iceberg":
+            assert "drop columns" in executed[-1].lower(), executed
 
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_dry_run_reports_ddl_and_changes_nothing(self, project, before, v2, fmt):

@@ -338,6 +338,8 @@ class ModelRun:
             ],
             "plan": self.plan.to_dict(),
             "statements": [step.sql for step in self.statements],
+            # sent after the load (core/evolution/steps.Step.after_load), listed last above
+            "after_load": [step.sql for step in self.statements if step.after_load],
             "executed": [step.sql for step in out.executed],
             "restored": out.restored,
             "repairs": list(out.repairs),

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from dbt.adapters.spark_contracts.core.contracts.checked_cast import castable, try_cast_sql
+from dbt.adapters.spark_contracts.core.evolution.operations import DropColumns, Plan
+from dbt.adapters.spark_contracts.core.evolution.render import dropped_after_load
 from dbt.adapters.spark_contracts.core.schema.coerce import Built, coerce
 from dbt.adapters.spark_contracts.core.schema.diff import (
     Change as DiffChange,
@@ -22,6 +24,7 @@ from dbt.adapters.spark_contracts.core.schema.diff import (
     NullabilityRelaxed,
     NullabilityTightened,
     Path,
+    SchemaDiff,
     _TypeChange,
     same_type,
 )
@@ -156,6 +159,28 @@ def fitted_schema(deployed: Struct, compiled: Struct, ignored: Sequence[DiffChan
         elif isinstance(change, ColumnRemoved):
             continue
     return out
+
+
+def kept_for_load(deployed: Struct, written: Struct, plan: Plan, diff: SchemaDiff) -> Struct | None:
+    """`written` (the schema the load writes) with each struct field that `plan` drops after
+    the load (Iceberg, core/evolution/render.dropped_after_load) put back where the table has
+    it, nullable: the table still has it when the load writes, and a load must write a struct
+    whole (Spark: "Cannot find data for the output column `s`.`b`"), so it writes NULL there.
+    None where the plan drops no struct field after its load. A top-level column stays out:
+    the load writes NULL into a column it does not name."""
+    after = {
+        tuple(p)
+        for op in plan.operations
+        if isinstance(op, DropColumns)
+        for p in dropped_after_load(op, plan.table_format)
+        if len(p) > 1
+    }
+    back = [
+        replace(c, field=replace(c.field, nullable=True))
+        for c in diff.changes
+        if isinstance(c, FieldRemoved) and tuple(c.path) in after
+    ]
+    return fitted_schema(deployed, written, back) if back else None
 
 
 def _fit_leaf(expr: str, source: SparkType, target: SparkType) -> Built:

@@ -48,7 +48,6 @@ from dbt.adapters.spark_contracts.core.schema.diff import (
     REMOVALS,
     Change,
     ColumnAdded,
-    ColumnRemoved,
     FieldAdded,
     FieldsReordered,
     MapKeyChanged,
@@ -214,7 +213,7 @@ def _treat_removed(change: Change, ctx: _Context) -> _Treatment:
             *ctx.feature(ctx.caps.drop_column_feature),
             DropColumns((change.path,)),
         )
-        required = isinstance(change, ColumnRemoved) and not change.field.nullable
+        required = isinstance(change, REMOVALS) and not change.field.nullable
         if ctx.caps.drops_columns_after_load and required:
             # the load, before the drop, writes no value for it: NULL must be allowed there
             ops = (DropNotNull(change.path), *ops)

@@ -129,11 +129,11 @@ def _enable_feature(op: EnableTableFeature, t: _Target) -> list[Step]:
 
 
 def dropped_after_load(op: DropColumns, table_format: str) -> tuple[tuple[str, ...], ...]:
-    """The paths `op` drops after the load: where a rollback keeps the schema (Iceberg), its
-    top-level columns; a struct's field goes first, as elsewhere (the load writes its struct
-    whole, without it)."""
+    """The paths `op` drops after the load: all of them where a rollback keeps the schema
+    (Iceberg; a struct's field too, which the load then writes NULL: core/evolution/fit.py
+    `kept_for_load`), none elsewhere."""
     after = capabilities_for(table_format).drops_columns_after_load
-    return tuple(p for p in op.paths if after and len(p) == 1)
+    return tuple(op.paths) if after else ()
 
 
 def _drop_columns(op: DropColumns, t: _Target) -> list[Step]:
@@ -210,13 +210,15 @@ def render_operation(
 def render_plan(
     plan: Plan, relation: str, table_format: str, table_options: str = ""
 ) -> tuple[Step, ...]:
-    """All steps of an executable plan, in order; a blocked plan renders nothing.
+    """All steps of an executable plan, in the order they are sent: those after the load
+    (`Step.after_load`) last; a blocked plan renders nothing.
 
     `relation` is already rendered by dbt; `table_options` (PARTITIONED BY, LOCATION, ...) is
     placed after USING when a rewrite recreates the table.
     """
-    return tuple(
+    steps = [
         step
         for op in plan.operations
         for step in render_operation(op, relation, table_format, table_options)
-    )
+    ]
+    return tuple(sorted(steps, key=lambda step: step.after_load))  # stable: plan order kept

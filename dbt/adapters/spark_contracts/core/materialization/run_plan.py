@@ -37,7 +37,12 @@ from dbt.adapters.spark_contracts.core.contracts.load_select import (
 from dbt.adapters.spark_contracts.core.contracts.quarantine import QUARANTINE_SUFFIX
 from dbt.adapters.spark_contracts.core.contracts.set_tests import gated_load
 from dbt.adapters.spark_contracts.core.evolution.capabilities import logged
-from dbt.adapters.spark_contracts.core.evolution.fit import fits_view, fitted_schema, fitted_select
+from dbt.adapters.spark_contracts.core.evolution.fit import (
+    fits_view,
+    fitted_schema,
+    fitted_select,
+    kept_for_load,
+)
 from dbt.adapters.spark_contracts.core.evolution.operations import Plan
 from dbt.adapters.spark_contracts.core.evolution.render import render_plan, suffixed
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
@@ -225,6 +230,15 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         decision.target if decision is not None and decision.target is not None else i.compiled
     )
     write = decide_write_path(plan, i.table_format, i.strategy, i.deployed, written, i.column_lists)
+    fits = None
+    kept = None
+    if not (plan.is_blocked or plan.full_refresh or write.path is WritePath.REPLACE):
+        kept = kept_for_load(i.deployed, written, plan, diff)
+    if kept is not None:  # a struct's field dropped after the load: the load writes it NULL
+        if decision is not None:
+            decision = replace(decision, target=kept)
+        else:
+            fits = fitted_select(i.compiled, kept, i.view)
     dry_run = i.settings.dry_run
     # a dry run shows the DDL the plan amounts to, also when the write would carry it
     statements: tuple[Step, ...] = ()
@@ -289,6 +303,7 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         decision,
         load,
         quarantine_pending=pending,
+        fits=fits,
         first_pass=first,
     )
 
@@ -337,6 +352,8 @@ def _fitted_run(i: RunInputs, diff: SchemaDiff, plan: Plan, contracted: bool) ->
         again = _plan_run(replace(i, compiled=fitted, view=fits_view(i.view)), fit=False)
     first = {j.change for j in plan.ignored}
     judged = (*plan.ignored, *(j for j in again.plan.judged if j.change not in first))
+    if again.fits:  # a struct's field dropped after the load too: written NULL (`kept_for_load`)
+        fitted = kept_for_load(i.deployed, fitted, again.plan, again.diff) or fitted
     return replace(
         again,
         diff=diff,

@@ -158,7 +158,9 @@ def plan_markdown(invocation_id: str, entries: Mapping[str, Mapping[str, Any]]) 
             )
         statements = entry.get("statements") or []
         if statements:
-            lines += ["", "```sql", *[f"{s.strip()};" for s in statements], "```"]
+            last = set(entry.get("after_load") or ())
+            marked = [f"{s.strip()};{'  -- after the load' * (s in last)}" for s in statements]
+            lines += ["", "```sql", *marked, "```"]
         elif not blocked and entry.get("write_path") == "in_write":
             lines += ["", "No DDL: the changes ride in the load's one commit."]
     return "\n".join(lines) + "\n"
