@@ -63,6 +63,8 @@ class Table:
             ]
         if sql.startswith("show tables"):
             return []  # no other run's record
+        if sql.startswith("refresh table"):  # before a record is dropped (record_io.drop_record)
+            return []
         raise AssertionError(sql)
 
     def get_conf(self, key: str) -> Optional[str]:
@@ -263,3 +265,27 @@ def test_a_due_fence_whose_snapshot_left_the_lineage_is_passed_over():
     table.current = 1  # 2 left the lineage
     assert fence_off(table, TABLE, 2, RECORD, "taker") is None  # type: ignore[arg-type]
     assert table.writes() == [] and 2 in table.snapshots
+
+
+def test_fences_due_are_built_nearest_the_current_snapshot_first():
+    """A note left on one record (snapshot 2: a take-back killed before its fence) and, this
+    run, a take-back of a late commit (4) to 3, another writer's commit on 2. Fencing 2 first
+    would find that commit on it and fail every run (`FenceNotBuilt`, the note staying); 3,
+    nearest the current snapshot, is fenced first, which cuts 2 off the lineage: passed over.
+    Both notes are taken off (the taken-back record is dropped)."""
+    from dbt.adapters.spark_contracts.core.recovery.late import FENCE_DUE_PROPERTY
+    from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
+    from dbt.adapters.spark_contracts.run.lease import ModelKey
+    from dbt.adapters.spark_contracts.run.restore import Restorer
+
+    table = Recorded(
+        [(1, "append", "a"), (2, "append", "b"), (3, "append", "other"), (4, "overwrite", "late")]
+    )
+    noted = RunRecord(RECORD + "_a", "a", "12.5", late=LateWatch(2, "gone"), fence_due=2)
+    watched = RunRecord(RECORD, "dead", "12.5", late=LateWatch(3, "late"))
+    key = ModelKey(TABLE, "taker", "iceberg", "model.p.m")
+    done = Restorer(table, RepairLease(True))._repaired(key, False, [noted, watched])  # type: ignore[arg-type]
+    assert done and "rolled back snapshot 4" in done and "expired snapshot 3" in done, done
+    assert 3 not in table.snapshots and 2 in table.snapshots
+    assert FENCE_DUE_PROPERTY not in table.properties[RECORD + "_a"]
+    assert any(s.startswith(f"drop table if exists {RECORD} ") for s in table.sent), table.sent

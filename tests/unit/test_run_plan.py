@@ -559,7 +559,9 @@ def test_a_dry_run_snapshot_renders_its_steps_and_stages_nothing(fmt):
     assert decided.stage is None
 
 
-def _removing_a_field(fmt, contracted):
+def _removing_a_field(
+    fmt, contracted, compiled="struct<id:int,s:struct<a:int,c:string>>", changes=None
+):
     from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
     from dbt.adapters.spark_contracts.core.evolution.plan import Policy
     from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
@@ -576,8 +578,13 @@ def _removing_a_field(fmt, contracted):
             "merge",
             parse_type("struct<id:int,s:struct<a:int,b:int not null,c:string>>"),
             {},
-            parse_type("struct<id:int,s:struct<a:int,c:string>>"),
-            EvolutionSettings(Policy(allow_column_removal=True), "ignore", True, False),
+            parse_type(compiled),
+            EvolutionSettings(
+                Policy(allow_column_removal=True, **({"changes": changes} if changes else {})),
+                "ignore",
+                True,
+                False,
+            ),
             contract=contract,
         )
     )
@@ -612,3 +619,24 @@ def test_a_struct_field_is_dropped_after_the_load_where_a_rollback_keeps_the_sch
             "SELECT `id`, IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'b', "
             "CAST(NULL AS INT), 'c', `s`.`c`)) AS `s` FROM t__tmp"
         )
+
+
+def test_a_struct_field_dropped_after_the_load_beside_an_ignored_change_is_written_null():
+    """`on_additive_change: ignore` (the output fitted to the table, core/evolution/fit.py)
+    with a struct field removed on Iceberg: the fitted SELECT leaves the ignored new field out
+    and writes the removed one NULL, which is dropped after the load (without it, Spark fails
+    the load: "Cannot find data for the output column `s`.`b`")."""
+    from dbt.adapters.spark_contracts.core.evolution.change_policy import ChangePolicy, OnChange
+
+    run = _removing_a_field(
+        "iceberg",
+        False,
+        compiled="struct<id:int,s:struct<a:int,c:string,d:int>,e:int>",
+        changes=ChangePolicy(on_additive=OnChange.IGNORE),
+    )
+    assert run.fits == (
+        "SELECT `id`, IF(`s` IS NULL, NULL, named_struct('a', `s`.`a`, 'b', "
+        "CAST(NULL AS INT), 'c', `s`.`c`)) AS `s` FROM t__tmp"
+    ), run.fits
+    steps = [(s.sql, s.after_load) for s in run.statements]
+    assert steps[-1] == ("ALTER TABLE db.t DROP COLUMNS (`s`.`b`)", True), steps

@@ -115,8 +115,8 @@ class ModelRun:
     # the discarded rows go to a pending table before the load, into the quarantine after it
     quarantine_pending: bool = False
     quarantine_format: Optional[str] = None  # of <relation>__quarantine in dbt's cache, if there
-    # `on_*_change: ignore`: `view` is the view of this SELECT, the model's output as it fits
-    # the table (core/evolution/fit.py); the runner defines it first
+    # `view` is the view of this SELECT, the model's output as it fits the table (a change it
+    # ignores, a struct field written NULL: core/evolution/fit.py); the runner defines it first
     fits: Optional[str] = None
     load: Optional[Load] = None  # the one write, when the run loads (core/materialization/load.py)
     # a quarantining run's first pass (run_plan.first_pass), and its quarantine's memory that

@@ -16,7 +16,11 @@ from dbt.adapters.spark_contracts.core.recovery.intent import (
     find_intent,
     foreign_commits,
 )
-from dbt.adapters.spark_contracts.core.recovery.late import FENCE_DUE_PROPERTY, LATE_PROPERTY
+from dbt.adapters.spark_contracts.core.recovery.late import (
+    FENCE_DUE_PROPERTY,
+    LATE_PROPERTY,
+    lineage,
+)
 from dbt.adapters.spark_contracts.core.recovery.record import INTENT_CLEARED, Done, RunRecord
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run import late
@@ -163,8 +167,9 @@ class Restorer:
         # killed before its fence left on the record: run/rollback_fence.py re-anchors the
         # watches it would cut off, each must have been looked at by then), then the
         # watched-out records, then the intents
-        mark = fenced and row_of(key.table_format).undo_fenced_by_expiry
-        due = [(r.table, r.fence_due) for r in ordered if r.fence_due is not None]
+        expires = row_of(key.table_format).undo_fenced_by_expiry
+        mark = fenced and expires
+        due = [(r.table, r.fence_due) for r in ordered if r.fence_due is not None and expires]
         out: List[RunRecord] = []
         for record in ordered:
             if record.late is None:  # not repaired before
@@ -180,10 +185,10 @@ class Restorer:
                 self.leases.watching.append((record.table, record.late.tag))
             if taken or gone[record.table]:  # watched out
                 out.append(record)
-        # the last take-back went lowest (one under another's is `LateCommits`): an earlier
-        # one's snapshot left the lineage, and a rollback must name an ancestor (`fence_off`
-        # passes it over)
-        for table, target in dict((t, (r, t)) for r, t in due).values():
+        # nearest the current snapshot first: expiring it cuts those below it off the lineage
+        # (a rollback must name an ancestor: `fence_off` passes them over), where fencing a
+        # lower one first would find a commit on it and fail (`FenceNotBuilt`) every time
+        for table, target in _nearest_first(self.log(key.table_format), key.relation, due):
             put = fence_off(spark, key.relation, target, table, key.invocation_id)
             done.extend([put] if put else [])
         for record in out:
@@ -312,6 +317,19 @@ class Restorer:
         message = f"repaired after run {intent.invocation_id} died half way: {done}"
         logger.warning(f"{unique_id}: {message}")
         return message
+
+
+def _nearest_first(
+    log: TableLog, relation: str, due: List[Tuple[str, int]]
+) -> List[Tuple[str, int]]:
+    """The fences `due` ((record, snapshot)), one per snapshot, those nearest `relation`'s
+    current snapshot first (read from its lineage); a snapshot off it last."""
+    if not due:
+        return []
+    head, snapshots = log.listed(relation)
+    at = {s.commit.version: i for i, s in enumerate(lineage(snapshots, head))}
+    by_target = {target: (table, target) for table, target in due}
+    return sorted(by_target.values(), key=lambda d: -at.get(d[1], -1))
 
 
 def _note_fence(spark: Spark, table: str) -> Callable[[int], None]:

@@ -161,7 +161,7 @@ class Runner:
 
     def _prepare(self, run: ModelRun) -> str:
         state = self.state
-        if run.fits:  # the output as it fits the table, where the model ignores a change
+        if run.fits:  # the output as it fits the table (core/evolution/fit.py)
             self.spark.run(f"create or replace temporary view {run.view} as {run.fits}")
         load = run.load_sql
         base = run.model_source

@@ -24,8 +24,8 @@ from dbt.adapters.spark_contracts.core.schema.diff import (
     NullabilityRelaxed,
     NullabilityTightened,
     Path,
-    SchemaDiff,
     _TypeChange,
+    diff_schemas,
     same_type,
 )
 from dbt.adapters.spark_contracts.core.schema.types import (
@@ -161,7 +161,7 @@ def fitted_schema(deployed: Struct, compiled: Struct, ignored: Sequence[DiffChan
     return out
 
 
-def kept_for_load(deployed: Struct, written: Struct, plan: Plan, diff: SchemaDiff) -> Struct | None:
+def kept_for_load(deployed: Struct, written: Struct, plan: Plan) -> Struct | None:
     """`written` (the schema the load writes) with each struct field that `plan` drops after
     the load (Iceberg, core/evolution/render.dropped_after_load) put back where the table has
     it, nullable: the table still has it when the load writes, and a load must write a struct
@@ -177,7 +177,7 @@ def kept_for_load(deployed: Struct, written: Struct, plan: Plan, diff: SchemaDif
     }
     back = [
         replace(c, field=replace(c.field, nullable=True))
-        for c in diff.changes
+        for c in diff_schemas(deployed, written).changes  # what the load writes, as it is
         if isinstance(c, FieldRemoved) and tuple(c.path) in after
     ]
     return fitted_schema(deployed, written, back) if back else None

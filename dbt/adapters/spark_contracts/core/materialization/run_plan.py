@@ -139,8 +139,10 @@ class RunDecision:
     # row with its reasons; the load reads the kept rows from it, the quarantine the discarded
     # (core/recovery/pending.py)
     quarantine_pending: bool = False
-    # `on_*_change: ignore`: the SELECT (over the model's view) of what fits the table, read
-    # by the run instead of the view (RunInputs.view of the second pass names it; core/evolution/fit.py)
+    # the SELECT (over the model's view) of what fits the table, read by the run instead of
+    # the view: where the model ignores a change (`on_*_change: ignore`; RunInputs.view of the
+    # second pass names it), or an Iceberg struct field goes after the load, written NULL
+    # (core/evolution/fit.py)
     fits: str | None = None
     # a quarantining run's first pass (`first_pass`): the load over the model's output as it
     # is, failing at the first row the contract discards; `load` is then the pending path's
@@ -233,7 +235,7 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
     fits = None
     kept = None
     if not (plan.is_blocked or plan.full_refresh or write.path is WritePath.REPLACE):
-        kept = kept_for_load(i.deployed, written, plan, diff)
+        kept = kept_for_load(i.deployed, written, plan)
     if kept is not None:  # a struct's field dropped after the load: the load writes it NULL
         if decision is not None:
             decision = replace(decision, target=kept)
@@ -353,7 +355,7 @@ def _fitted_run(i: RunInputs, diff: SchemaDiff, plan: Plan, contracted: bool) ->
     first = {j.change for j in plan.ignored}
     judged = (*plan.ignored, *(j for j in again.plan.judged if j.change not in first))
     if again.fits:  # a struct's field dropped after the load too: written NULL (`kept_for_load`)
-        fitted = kept_for_load(i.deployed, fitted, again.plan, again.diff) or fitted
+        fitted = kept_for_load(i.deployed, fitted, again.plan) or fitted
     return replace(
         again,
         diff=diff,

@@ -45,8 +45,10 @@ FENCE_DUE_PROPERTY = "dbt_spark_contracts.fence_due"
 
 def fence_due(value: str | None) -> int | None:
     """The snapshot a record's `FENCE_DUE_PROPERTY` names; None where it names none."""
-    text = (value or "").strip()
-    return int(text) if text.lstrip("-").isdigit() else None
+    try:
+        return int((value or "").strip())
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
