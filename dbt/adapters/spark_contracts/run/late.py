@@ -177,7 +177,7 @@ def to_do(spark: Spark, record: RunRecord, relation: str, table_format: str) -> 
         return True
     if record.late is None:
         return False
-    if not may_still_commit(spark, record) or (record.late and not record.late.armed):
+    if not may_still_commit(spark, record) or not record.late.armed:
         return True
     found: Late = look(spark, record, relation, table_format)[0]
     return bool(found.theirs or found.passed)

@@ -19,7 +19,7 @@ from dbt.adapters.spark_contracts.core.evolution.capabilities import logged, row
 from dbt.adapters.spark_contracts.core.evolution.fit import fits_view
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, DropColumns, Plan
 from dbt.adapters.spark_contracts.core.evolution.render import dropped_after_load, suffixed
-from dbt.adapters.spark_contracts.core.evolution.steps import Step
+from dbt.adapters.spark_contracts.core.evolution.steps import AFTER_LOAD_MARK, Step
 from dbt.adapters.spark_contracts.core.materialization.load import (
     Load,
     LoadOptions,
@@ -312,8 +312,8 @@ class ModelRun:
         if self.write.reason:
             head += f" ({self.write.reason})"
         body = self.plan.summary()
-        last = "  -- after the load"  # core/evolution/steps.Step.after_load
-        ddl = "\n".join(f"    {s.sql.strip()};{last * s.after_load}" for s in self.statements)
+        mark = AFTER_LOAD_MARK
+        ddl = "\n".join(f"    {s.sql.strip()};{mark * s.after_load}" for s in self.statements)
         return f"{head}\n{body}" + (f"\n  DDL:\n{ddl}" if ddl else "")
 
     def report(self, out: RunOutcome) -> Dict[str, Any]:

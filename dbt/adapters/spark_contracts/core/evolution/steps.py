@@ -80,6 +80,10 @@ Inverse = Union[Rename, DropTable, DropAdded, UnsetProperty]
 _INVERSES: dict[str, type] = {c.__name__: c for c in (Rename, DropTable, DropAdded, UnsetProperty)}
 
 
+# how a plan's listing (the console's dry run, the plan file) marks a step sent after the load
+AFTER_LOAD_MARK = "  -- after the load"
+
+
 @dataclass(frozen=True)
 class Step:
     """One statement of a change. `inverse`: what takes it back where one exists (None: nothing

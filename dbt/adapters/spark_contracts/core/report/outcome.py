@@ -19,6 +19,7 @@ from dbt.adapters.spark_contracts.core.evolution.operations import (
     Rewrite,
     SetColumnDefault,
 )
+from dbt.adapters.spark_contracts.core.evolution.steps import AFTER_LOAD_MARK
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
 
@@ -159,7 +160,7 @@ def plan_markdown(invocation_id: str, entries: Mapping[str, Mapping[str, Any]]) 
         statements = entry.get("statements") or []
         if statements:
             last = set(entry.get("after_load") or ())
-            marked = [f"{s.strip()};{'  -- after the load' * (s in last)}" for s in statements]
+            marked = [f"{s.strip()};{AFTER_LOAD_MARK * (s in last)}" for s in statements]
             lines += ["", "```sql", *marked, "```"]
         elif not blocked and entry.get("write_path") == "in_write":
             lines += ["", "No DDL: the changes ride in the load's one commit."]
