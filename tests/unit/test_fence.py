@@ -22,6 +22,7 @@ from dbt_common.exceptions import DbtDatabaseError
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, NewColumn
 from dbt.adapters.spark_contracts.core.evolution.render import render_operation
 from dbt.adapters.spark_contracts.core.evolution.steps import Step
+from dbt.adapters.spark_contracts.core.recovery.history_guard import guarded
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY, Intent
 from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch
 from dbt.adapters.spark_contracts.core.recovery.lease import State as LeaseState
@@ -48,6 +49,7 @@ from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA
 from dbt.adapters.spark_contracts.run.outcome_events import Executed
 from dbt.adapters.spark_contracts.run.run_errors import LateCommits, LeaseLost, RunUndone
 from dbt.adapters.spark_contracts.run.settle import settle_pending
+from tests.unit import history_fake
 
 TAG = "dbt-spark-contracts:inv:model.p.m"
 REPAIR_TAG = "dbt-spark-contracts:inv2:model.p.m"
@@ -76,6 +78,7 @@ class Catalogue:
         self.cached: Dict[str, Dict[str, str]] = {}  # Iceberg tables as the catalog cached them
         self.conf: Dict[str, Optional[str]] = {}  # the session's settings
         self.restored: Dict[int, int] = {}  # Delta: a RESTORE's version and its target
+        self.rollbacks = 0  # Iceberg: each adds a history entry
 
     def when(self, pattern: str, hook: Callable[[], None]) -> None:
         self.hooks.append((pattern, hook))
@@ -102,11 +105,14 @@ class Catalogue:
     def relation_schema(self, relation: str, describable: bool) -> Any:
         return parse_type(f"struct<{','.join(c + ':string' for c in self.columns)}>")
 
+    def fingerprint(self) -> str:  # Iceberg: the history a guarded ALTER is sent behind
+        return repr((self.snapshot, sorted(self.snapshots, key=repr), self.rollbacks))
+
     def run(self, sql: str) -> None:
         self.sent.append(sql)
         if self.fail and re.search(self.fail, sql):
             raise self.failure(f"failed: {sql}")
-        self._apply(sql)
+        self._apply(history_fake.unwrapped(sql, self.fingerprint()) or sql)
         for hook in [h for h in self.hooks if re.search(h[0], sql)]:
             self.hooks.remove(hook)
             hook[1]()
@@ -140,8 +146,11 @@ class Catalogue:
         rollback = re.search(r"rollback_to_snapshot\('[^']+', (\d+)\)", sql)
         if rollback:
             self.snapshot = int(rollback.group(1))
+            self.rollbacks += 1
 
     def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        if history_fake.is_read(sql):
+            return [{"fingerprint": self.fingerprint()}]
         listed = re.match(r"show tables in (\S+) like '(\S+?)\*?'$", sql)
         if listed:
             schema, prefix = listed.groups()
@@ -730,6 +739,61 @@ def test_a_lease_whose_holder_may_still_write_to_a_parquet_table_is_never_taken_
     assert marks() == [], catalogue.sent  # nothing marked: its holder finds its lease its own
     assert catalogue.tables["db.t__dbt_lease_dead"][BEAT_PROPERTY] == "12.5"
     assert leases.held is None  # the run's own lease let go
+
+
+@pytest.mark.parametrize(
+    "app,marker",
+    [
+        ("thrift://server:10000 app-1", True),  # its statement may still run on the server
+        (f"session://{this_client().host}/{{pid}} local-1", False),  # they died with it
+    ],
+)
+def test_an_iceberg_lease_taken_over_gets_an_empty_marker_snapshot_its_holders_alter_fails_on(
+    monkeypatch: pytest.MonkeyPatch, app: str, marker: bool
+):
+    """Iceberg fences no ALTER inside its commit: its holder sends each behind the table's
+    history (core/recovery/history_guard.py), and the taker of a lease whose holder may still
+    send statements commits an empty snapshot under its marker tag right after marking it, so
+    the guard of an ALTER the holder read before sees another history and fails."""
+    from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_tag
+    from dbt.adapters.spark_contracts.run import lease as lease_module
+    from dbt.adapters.spark_contracts.run.model_run import ICEBERG_SNAPSHOT_TAG
+
+    monkeypatch.setenv(heartbeat_module.LEASE_ENV, "0.3")
+    sleep = lease_module.time.sleep
+    monkeypatch.setattr(lease_module.time, "sleep", lambda s: sleep(min(s, 0.1)))
+    catalogue = Catalogue()
+    catalogue.tables["iceberg.db.t"] = catalogue.tables.pop("db.t")
+    pid = gone_pid()
+    expired = marked(pid, app=app.format(pid=pid))
+    del expired[TAKEN_PROPERTY]
+    expired[BEAT_PROPERTY] = "12.5"
+    record = "iceberg.db.t__dbt_lease_dead"
+    catalogue.tables[record] = expired
+    read_before = catalogue.fingerprint()
+    drop = "alter table iceberg.db.t drop columns (note)"
+    holders_alter = guarded(drop, "iceberg.db.t", read_before)  # read before the takeover
+    committed = []
+    catalogue.when(  # what the fake does with the empty commit: a snapshot under the tag
+        r"^insert into iceberg\.db\.t select \* from iceberg\.db\.t where false$",
+        lambda: (
+            committed.append(catalogue.conf.get(ICEBERG_SNAPSHOT_TAG))
+            or catalogue.snapshots.append((9, catalogue.snapshot, committed[-1]))
+        ),
+    )
+    leases = Leases(catalogue)  # type: ignore[arg-type]
+    leases.alone(key(table_format="iceberg"))
+    leases.let_go(key(table_format="iceberg"))
+    mark = next(i for i, s in enumerate(catalogue.sent) if s.startswith(f"alter table {record}"))
+    empty = [i for i, s in enumerate(catalogue.sent) if s.startswith("insert into iceberg.db.t")]
+    if not marker:
+        assert empty == [] and catalogue.fingerprint() == read_before, catalogue.sent
+        return
+    assert len(empty) == 1 and empty[0] > mark, catalogue.sent  # after the mark
+    assert committed == [marker_tag(record)]
+    with pytest.raises(DbtDatabaseError, match="not sent"):  # the holder's late ALTER
+        catalogue.run(holders_alter)
+    assert catalogue.columns == ["id", "note"]
 
 
 # -- settling other runs' pending tables

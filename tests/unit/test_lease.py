@@ -15,6 +15,7 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
     fence,
     holder_gone,
     judge,
+    may_still_run,
     next_epoch,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import (
@@ -53,6 +54,19 @@ def test_dead_only_on_positive_evidence():
     assert judge(lease(300, app=None), HOST, running) is State.WATCH
     no_client = RunRecord("t", "run-x", "5.0")
     assert judge(no_client, HOST, running) is State.WATCH
+
+
+def test_a_taken_over_holders_statements_may_still_run_unless_they_ran_in_its_gone_process():
+    """What a taker of a lease commits an Iceberg marker for (run/fence.history_marker): a
+    holder's statement may still run, taken over or not, unless they ran in its own dbt process
+    on this host and that process is gone."""
+    taken = RunRecord("t", "run-x", "5.0", Client(HOST, 300), lease(300).application, 1, "y")
+    assert not may_still_run(taken, HOST, running)
+    assert not may_still_run(lease(300), HOST, running)
+    assert may_still_run(lease(200), HOST, running)  # its process runs: it may be stalled
+    assert may_still_run(lease(300, app="thrift"), HOST, running)  # a server runs them
+    assert may_still_run(lease(300, host="other"), HOST, running)
+    assert may_still_run(RunRecord("t", "run-x", "5.0"), HOST, running)
 
 
 def test_released_or_taken_over_binds_no_one():

@@ -1042,6 +1042,48 @@ class TestLateDropColumns:
         assert leftovers(project, "stalled") == []
 
 
+# Iceberg, the same removal: its DROP COLUMNS goes after the load (a rollback keeps the schema),
+# so the stopped run has loaded (`gone` NULL in its rows) when it stops before it.
+ICEBERG_DROP = DELTA_DROP.replace("file_format='delta'", "file_format='iceberg'").replace(
+    ",\n          tblproperties={'delta.columnMapping.mode': 'name'}", ""
+)
+
+
+class TestLateIcebergDropColumns:
+    @pytest.mark.profile("session", "thrift")
+    def test_an_iceberg_drop_columns_sent_after_its_lease_was_taken_over_fails_on_its_guard(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """An Iceberg ALTER makes no snapshot, so a late one could not be found and taken back:
+        it is sent behind the table's history (core/recovery/history_guard.py). A run removing
+        a column (`allow_column_removal`) loads, then is stopped (SIGSTOP) right before its DROP
+        COLUMNS reaches Spark, after its fence passed, past its lease. The model, changed back
+        to keep the column, runs again: it takes the lease over (an empty marker commit on the
+        table), repairs (rolls the stopped run's load back) and loads. Resumed, the first run
+        sends its DROP COLUMNS, whose guard finds the history changed: the column and its
+        values stay, and the run fails naming its lost lease. Before the guard the DROP landed
+        and took the column's values out of the current version."""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        project = Project(
+            tmp_path / "project", "iceberg", stall_target, ICEBERG_DROP, ["control", "stalled"]
+        )
+        assert project.dbt() == 0
+        assert project.dbt("--select", "control", "--vars", "{start: 3}") == 0
+        removal = "{v: 2, start: 3, allow_column_removal: true}"
+        drop = f"sql:alter table {project.relation('stalled')} drop columns"
+        stopped = _sent_after_a_takeover(project, removal, drop, "{start: 3}")
+        assert stopped not in lineage_runs(project, "stalled"), lineage_runs(project, "stalled")
+        assert "gone" in [name for name, _ in project.state("stalled")[0]]
+        assert project.state("stalled") == project.state("control")
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] == rows["control"], rows
+        assert [r["gone"] for r in rows["stalled"]] == [0, 10, 20, 30, 40, 50], rows
+        # the model's next run loads on (the stopped run's record says nothing left to do)
+        assert project.dbt("--select", "control", "stalled", "--vars", "{start: 6}") == 0
+        rows = project.rows(["control", "stalled"])
+        assert rows["stalled"] == rows["control"], rows
+
+
 class TestDryRunOverADeadRun:
     # the dead run's process on this host: its lease is free at once
     @pytest.mark.profile("session")

@@ -7,7 +7,8 @@ can change something has returned. With `DBT_SPARK_CONTRACTS_STOP_BEFORE=<n>`, i
 with SIGSTOP (every thread, its lease's heartbeat too: a stalled process) right before it sends
 the n-th such statement, after every check the run made before it; SIGCONT sends it on (with
 `DBT_SPARK_CONTRACTS_STOP_BEFORE=sql:<start>`: the first such statement whose text, after
-dbt's query comment, starts with `<start>`, any case: the n-th differs between methods). With
+dbt's query comment, starts with `<start>`, any case: the n-th differs between methods; an
+ALTER sent behind its guard, core/recovery/history_guard.py, by the ALTER's own text). With
 `DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such statement is appended to the file (how a
 test learns the kill points of a run). Heartbeats are not counted, whichever thread sends
 them (the lease's heartbeat thread, or the run's own when its lease is due a beat before a
@@ -22,6 +23,7 @@ import os
 import signal
 import threading
 
+from dbt.adapters.spark_contracts.core.recovery.history_guard import inner
 from dbt.adapters.spark_contracts.core.recovery.statements import (
     changes_something,
     is_beat,
@@ -67,7 +69,7 @@ def before_statement(sql: str) -> None:
     start = start[len(SQL_PREFIX) :].lower() if start.startswith(SQL_PREFIX) else ""
     if not (stop_before or start) or not changes_something(sql) or _timed(sql):
         return
-    text = words(sql) if start else ""
+    text = words(inner(sql)) if start else ""  # an ALTER behind its guard by the ALTER's text
     with _COUNTER.lock:
         at = text.startswith(start) if start else _COUNTER.sent + 1 == stop_before
         due = at and not _COUNTER.stopped

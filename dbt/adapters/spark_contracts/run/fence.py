@@ -27,7 +27,11 @@ from dbt.adapters.spark_contracts.core.schema.types import sql_string
 from dbt.adapters.spark_contracts.run.commit_tag import tagged_as
 from dbt.adapters.spark_contracts.run.heartbeat import Heartbeat
 from dbt.adapters.spark_contracts.run.late import may_still_commit
-from dbt.adapters.spark_contracts.run.model_run import DELTA_USER_METADATA, TAG_KEYS
+from dbt.adapters.spark_contracts.run.model_run import (
+    DELTA_USER_METADATA,
+    ICEBERG_SNAPSHOT_TAG,
+    TAG_KEYS,
+)
 from dbt.adapters.spark_contracts.run.record_io import LeaseOwner, read_lease
 from dbt.adapters.spark_contracts.run.retry import tried_again
 from dbt.adapters.spark_contracts.run.run_errors import UnguardedTakeover
@@ -157,6 +161,25 @@ def fence_off(
     if marked:
         logger.debug(f"fenced off the writes of {record_table}'s holder on {', '.join(marked)}")
     return tuple(marked)
+
+
+def history_marker(spark: Spark, record: RunRecord, relation: str, table_format: str) -> bool:
+    """After `record`'s lease was marked taken over, and before anything reads `relation`'s log
+    to repair what the record says: where the format guards its ALTERs by the table's history
+    (core/recovery/history_guard.py) and the table exists, an empty commit tagged as this
+    taker's marker (nobody's change: a restore passes over it). An ALTER the old holder sends
+    from here on fails its guard. True: committed."""
+    if not row_of(table_format).guards_alters_by_history or not exists(spark, relation):
+        return False
+    empty_commit(spark, relation, marker_tag(record.table))
+    logger.debug(f"fenced off the ALTERs of {record.table}'s holder on {relation}")
+    return True
+
+
+def empty_commit(spark: Spark, relation: str, tag: str) -> None:
+    """An Iceberg snapshot that changes nothing, tagged `tag`."""
+    with tagged_as(spark, ICEBERG_SNAPSHOT_TAG, tag):
+        spark.run(f"insert into {relation} select * from {relation} where false")
 
 
 def refuse_unguarded(

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.steps import DropAdded, Step, undo
+from dbt.adapters.spark_contracts.core.recovery import history_guard
 from dbt.adapters.spark_contracts.core.recovery.intent import (
     Commit,
     Intent,
@@ -39,6 +40,13 @@ class IcebergLog(TableLog):
         history's order, whose times are each committer's clock."""
         rows = self._fresh(relation, f"select snapshot_id from {relation}.refs where name = 'main'")
         return int(rows[0]["snapshot_id"]) if rows else None
+
+    def behind_history(self, relation: str, statement: str) -> str:
+        """A script that sends `statement` only while `relation`'s history is the one read here
+        (core/recovery/history_guard.py): an ALTER makes no snapshot, so a late one could not be
+        found and taken back; this one fails once a lease's taker committed its marker."""
+        (row,) = self._fresh(relation, history_guard.read_sql(relation))
+        return history_guard.guarded(statement, relation, str(row["fingerprint"]))
 
     def listed(self, relation: str) -> Tuple[Optional[int], List[Snapshot]]:
         """(the current snapshot, every snapshot of `relation` with its parent and whether it is
@@ -89,7 +97,10 @@ class IcebergLog(TableLog):
             schema = self.spark.relation_schema(relation, False)
             present = tuple(p for p in added if has_path(schema, p))
             if present:
-                self.spark.run(DropAdded(relation, present).sql)
+                # behind the history read before the fence (the run's `spark` checks its lease
+                # before each statement it sends): a repairer's late DROP fails
+                drop = self.behind_history(relation, DropAdded(relation, present).sql)
+                self.spark.run(drop)
                 done.append("dropped the columns the run added")
         if (
             intent.restore_version is not None

@@ -29,6 +29,7 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
     beat_interval,
     holder_gone,
     judge,
+    may_still_run,
     next_epoch,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import LEASE_SUFFIX
@@ -49,6 +50,7 @@ from dbt.adapters.spark_contracts.run.fence import (  # noqa: F401 (confirm: nam
     confirm,
     fence_off,
     fences,
+    history_marker,
     refuse_unguarded,
 )
 from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named from here too)
@@ -283,6 +285,8 @@ class Leases:
         if fence:  # also a record taken over before (its taker may have died before this)
             for record in [*taken, *(r for r in others if r.taken_by and r.holds_work)]:
                 commit_markers(self.spark, record, [(owner.relation, owner.table_format)])
+                if may_still_run(record, host, process_running):
+                    history_marker(self.spark, record, owner.relation, owner.table_format)
         if taken and self.held is not None:
             self.write(owner, {EPOCH_PROPERTY: str(next_epoch(taken))})
         for record in stale:  # no one can read them any more: their holders are gone

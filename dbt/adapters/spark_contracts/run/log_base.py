@@ -29,6 +29,12 @@ class TableLog:
     def __init__(self, spark: Spark) -> None:
         self.spark = spark
 
+    def behind_history(self, relation: str, statement: str) -> str:
+        """`statement` (an ALTER of `relation`) as it is sent, read before the fence that
+        precedes it: as it is, where the format fences its ALTERs otherwise (Delta: found and
+        taken back; Parquet: no lease is taken over while its holder may send one)."""
+        return statement
+
     def current_version(self, relation: str) -> Optional[int]:
         return None
 

@@ -28,9 +28,8 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.recovery.intent import is_marker_commit
 from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch, lineage
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_tag
-from dbt.adapters.spark_contracts.run.commit_tag import tagged_as
+from dbt.adapters.spark_contracts.run.fence import empty_commit
 from dbt.adapters.spark_contracts.run.iceberg_log import IcebergLog
-from dbt.adapters.spark_contracts.run.model_run import ICEBERG_SNAPSHOT_TAG
 from dbt.adapters.spark_contracts.run.record_io import other_records, set_properties_sql
 from dbt.adapters.spark_contracts.run.run_errors import LeaseLost
 
@@ -69,7 +68,7 @@ def fence_off(
         if all(s.commit.version != target for s in lineage(snapshots, head)):
             return None
         if head == target:
-            _empty_commit(spark, relation, marker_tag(record_table))
+            empty_commit(spark, relation, marker_tag(record_table))
             head, snapshots = log.listed(relation)
         at = next((s for s in snapshots if s.commit.version == head), None)
         if at is None or at.parent != target or not is_marker_commit(at.commit):
@@ -103,12 +102,6 @@ def fence_off(
     raise FenceNotBuilt(
         relation, target, f"it was made current again after each of {TRIES} empty commits on it"
     )
-
-
-def _empty_commit(spark: Spark, relation: str, tag: str) -> None:
-    """A snapshot that changes nothing, tagged `tag`."""
-    with tagged_as(spark, ICEBERG_SNAPSHOT_TAG, tag):
-        spark.run(f"insert into {relation} select * from {relation} where false")
 
 
 def _rewatch(

@@ -263,7 +263,13 @@ class Runner:
             if step.after_load != after_load:
                 continue
             action = lambda s=step.sql: self.spark.run(s)  # noqa: E731
-            self._step(run, step.sql, action, writes=step.writes, to_table=True)
+
+            def behind(s: str = step.sql) -> Callable[[], Any]:  # read before `_step`'s fence
+                sql = log.behind_history(run.relation, s)  # an ALTER: Iceberg's guard
+                return lambda: self.spark.run(sql)
+
+            first = None if step.writes else behind
+            self._step(run, step.sql, action, writes=step.writes, to_table=True, first=first)
             self.events.add(Executed(step))
 
             def tell(index: int = index) -> None:  # what the step produced, into the record
@@ -279,12 +285,16 @@ class Runner:
         action: Callable[[], Any],
         writes: bool = False,
         to_table: bool = False,
+        first: Optional[Callable[[], Callable[[], Any]]] = None,
     ) -> Any:  # `action` behind the fence; `writes`: under the lease's id, fenced after too;
         # `to_table`: the load or a step of the run's change, whose late commit the undo must
         # not be overtaken by (on Delta and Iceberg every such step goes to the model's table;
-        # a Parquet rewrite's also fills a table beside it, left as a killed run's would be)
+        # a Parquet rewrite's also fills a table beside it, left as a killed run's would be);
+        # `first`: what gives the action, read before the fence (an ALTER's guard)
         sent = False  # the step's statement went out and has not answered
         try:
+            if first is not None:
+                action = first()
             self.fence(run)  # LeaseLost passes the undo by: a run that lost it puts nothing back
             sent = True
             result = self.leases.fenced(run.table_format, action) if writes else action()

@@ -51,14 +51,19 @@ def judge(record: RunRecord, host: str, process_running: Callable[[int], bool]) 
     `host` is this machine's name, `process_running` tells whether a pid runs here."""
     if record.released or record.taken_by:
         return State.FREE
+    return State.WATCH if may_still_run(record, host, process_running) else State.DEAD
+
+
+def may_still_run(record: RunRecord, host: str, process_running: Callable[[int], bool]) -> bool:
+    """A statement of the lease's holder may still run: no positive evidence that its
+    statements ran in its own dbt process on this host (`host`), which is gone. A server may
+    still run a statement a dead client sent."""
     client = record.client
     if client is None or client.host != host or process_running(client.pid):
-        return State.WATCH
+        return True
     application = record.application
     process = application.process() if application is not None else None
-    if process is not None and process == (client.host, client.pid):
-        return State.DEAD  # its statements ran in the process that is gone
-    return State.WATCH  # a server may still run a statement the dead client sent
+    return process is None or process != (client.host, client.pid)
 
 
 def holder_gone(record: RunRecord, host: str, process_running: Callable[[int], bool]) -> bool:

@@ -1,0 +1,73 @@
+"""An ALTER sent behind the table's own history, where the format fences no ALTER inside its
+commit and the ALTER makes no snapshot (Iceberg: core/evolution/capabilities
+`guards_alters_by_history`). Pure.
+
+A run checks its lease before each step, but a client stalled between that check and the
+statement (or a server holding it unstarted) would land the statement after another run took
+the lease over and repaired: a late `DROP COLUMNS` takes a column's values out of the current
+version, and a late `ADD COLUMNS` puts back one the repair dropped. Such a statement cannot be
+found afterwards (no snapshot names it), so it is made to fail instead:
+
+- the run reads the table's history fingerprint (`read_sql`: the number of its history entries
+  and a hash of them, each a snapshot made current and when) before its fence;
+- it sends the statement as a SQL script (`guarded`) that reads the fingerprint again on the
+  server and runs the statement only if it is unchanged, else fails (`raise_error`);
+- a run that takes a lease over whose holder may still send statements commits an empty
+  snapshot on the table (a marker, run/fence.commit_markers) before it repairs anything.
+
+The marker comes after the mark on the lease, which comes after the holder's check confirmed
+it, which comes after the holder's read: so the history the script finds is not the one the
+holder read. A rollback adds an entry too (to a snapshot made current again), and an expired
+snapshot takes its entries out: no history goes back to one read before. The gap left is
+inside one script on the server, between its check and its ALTER's commit (milliseconds; an
+Iceberg schema commit based on metadata older than the table's current one fails). The entries'
+times are hashed, never compared."""
+
+from __future__ import annotations
+
+import re
+
+from dbt.adapters.spark_contracts.core.schema.types import sql_string
+
+# the script's own shape, so that `inner` finds the statement it carries (fault injection)
+_OPEN = "BEGIN\n  REFRESH TABLE {relation};\n  IF {fingerprint} <=> {expected} THEN\n    "
+_CLOSE = ";\n  ELSE\n    SELECT raise_error({message});\n  END IF;\nEND"
+_INNER = re.compile(
+    r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*"  # leading comments (dbt's query comment)
+    r"BEGIN\s+REFRESH TABLE \S+;\s+IF .*? THEN\s+(.*?);\s+ELSE\s+SELECT raise_error\(",
+    re.DOTALL | re.IGNORECASE,
+)
+
+
+def fingerprint(relation: str) -> str:
+    """A scalar subquery: `relation`'s history entries, counted and hashed (a string)."""
+    return (
+        "(SELECT concat(count(*), ':', coalesce(bit_xor(xxhash64(snapshot_id, "
+        f"made_current_at)), 0)) FROM {relation}.history)"
+    )
+
+
+def read_sql(relation: str) -> str:
+    """The fingerprint as one row, column `fingerprint` (send `REFRESH TABLE` first: a session's
+    catalog caches the table)."""
+    return f"SELECT {fingerprint(relation)} AS fingerprint"
+
+
+def guarded(statement: str, relation: str, expected: str) -> str:
+    """`statement` (one ALTER of `relation`) as a script that sends it only while `relation`'s
+    history is still `expected` (read by `read_sql` before the run's fence), else fails naming
+    why."""
+    message = sql_string(
+        f"{relation} changed since this run read it before its fence (another run took its "
+        f"lease over, or a commit or rollback landed): not sent: {statement}"
+    )
+    head = _OPEN.format(
+        relation=relation, fingerprint=fingerprint(relation), expected=sql_string(expected)
+    )
+    return head + statement + _CLOSE.format(message=message)
+
+
+def inner(sql: str) -> str:
+    """The statement a `guarded` script carries; any other SQL as it is."""
+    found = _INNER.match(sql)
+    return found.group(1) if found else sql
