@@ -88,6 +88,7 @@ LONGEST_FIRST = (
     "tests/functional/evolution/test_kill.py::TestLateDropColumns",  # 237
     "tests/functional/evolution/test_kill.py::TestLateRepairerRestore",  # 236
     "tests/functional/evolution/test_kill.py::TestRetryAtOnce",  # 137
+    "tests/functional/evolution/test_kill.py::TestLateIcebergDropColumns",  # 120 (alone)
     "tests/functional/evolution/test_kill.py::TestDryRunOverADeadRun",  # 108
     "tests/functional/contracts/test_data_tests_gates.py::TestDataTestsGateTheLoad",  # 398
     "tests/functional/contracts/test_contract_matrix.py::TestContractMatrix",  # 302

@@ -250,6 +250,9 @@ class IcebergTable:
     def get_conf(self, key):
         return None
 
+    def set_conf(self, key, value):
+        self.statements.append(f"set {key}={value}")
+
 
 @pytest.mark.parametrize("added", [True, False])
 def test_an_iceberg_undo_drops_only_the_columns_its_own_add_columns_added(added, tmp_path: Path):

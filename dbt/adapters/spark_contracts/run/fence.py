@@ -14,6 +14,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_contracts.connection.errors import statement_answered
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import row_of
+from dbt.adapters.spark_contracts.core.recovery import history_guard
 from dbt.adapters.spark_contracts.core.recovery.lease import Fence, State, fence, unguarded_takeover
 from dbt.adapters.spark_contracts.core.recovery.record import RunRecord
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import (
@@ -171,15 +172,15 @@ def history_marker(spark: Spark, record: RunRecord, relation: str, table_format:
     from here on fails its guard. True: committed."""
     if not row_of(table_format).guards_alters_by_history or not exists(spark, relation):
         return False
-    empty_commit(spark, relation, marker_tag(record.table))
+    empty_commit(spark, history_guard.marker_sql(relation), marker_tag(record.table))
     logger.debug(f"fenced off the ALTERs of {record.table}'s holder on {relation}")
     return True
 
 
-def empty_commit(spark: Spark, relation: str, tag: str) -> None:
-    """An Iceberg snapshot that changes nothing, tagged `tag`."""
+def empty_commit(spark: Spark, statement: str, tag: str) -> None:
+    """An Iceberg snapshot that changes nothing (`statement`: an empty append), tagged `tag`."""
     with tagged_as(spark, ICEBERG_SNAPSHOT_TAG, tag):
-        spark.run(f"insert into {relation} select * from {relation} where false")
+        spark.run(statement)
 
 
 def refuse_unguarded(

@@ -46,6 +46,8 @@ class IcebergLog(TableLog):
         (core/recovery/history_guard.py): an ALTER makes no snapshot, so a late one could not be
         found and taken back; this one fails once a lease's taker committed its marker."""
         (row,) = self._fresh(relation, history_guard.read_sql(relation))
+        # on by default in Spark 4.1.1; a server may have turned it off for its sessions
+        self.spark.set_conf(history_guard.SCRIPTING_CONF, "true")
         return history_guard.guarded(statement, relation, str(row["fingerprint"]))
 
     def listed(self, relation: str) -> Tuple[Optional[int], List[Snapshot]]:

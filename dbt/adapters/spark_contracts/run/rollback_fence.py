@@ -68,7 +68,8 @@ def fence_off(
         if all(s.commit.version != target for s in lineage(snapshots, head)):
             return None
         if head == target:
-            empty_commit(spark, relation, marker_tag(record_table))
+            empty = f"insert into {relation} select * from {relation} where false"
+            empty_commit(spark, empty, marker_tag(record_table))
             head, snapshots = log.listed(relation)
         at = next((s for s in snapshots if s.commit.version == head), None)
         if at is None or at.parent != target or not is_marker_commit(at.commit):

@@ -29,6 +29,9 @@ import re
 
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 
+# the session setting that lets Spark run a script (SQL scripting; on by default in 4.1.1)
+SCRIPTING_CONF = "spark.sql.scripting.enabled"
+
 # the script's own shape, so that `inner` finds the statement it carries (fault injection)
 _OPEN = "BEGIN\n  REFRESH TABLE {relation};\n  IF {fingerprint} <=> {expected} THEN\n    "
 _CLOSE = ";\n  ELSE\n    SELECT raise_error({message});\n  END IF;\nEND"
@@ -51,6 +54,13 @@ def read_sql(relation: str) -> str:
     """The fingerprint as one row, column `fingerprint` (send `REFRESH TABLE` first: a session's
     catalog caches the table)."""
     return f"SELECT {fingerprint(relation)} AS fingerprint"
+
+
+def marker_sql(relation: str) -> str:
+    """The empty append a lease's taker commits on `relation` (an Iceberg snapshot that changes
+    nothing). Its own text, not the one of a repair's fence (run/rollback_fence.py: `where
+    false`), so a log or a test's stop tells the two apart."""
+    return f"insert into {relation} select * from {relation} limit 0"
 
 
 def guarded(statement: str, relation: str, expected: str) -> str:
