@@ -289,3 +289,24 @@ def test_fences_due_are_built_nearest_the_current_snapshot_first():
     assert 3 not in table.snapshots and 2 in table.snapshots
     assert FENCE_DUE_PROPERTY not in table.properties[RECORD + "_a"]
     assert any(s.startswith(f"drop table if exists {RECORD} ") for s in table.sent), table.sent
+
+
+def test_lease_takers_markers_on_the_target_stand_for_the_empty_commit():
+    """A takeover commits an empty snapshot under its marker tag on whatever is current
+    (run/fence.history_marker): two runs that took leases over after the rollback left two on
+    the target. They change nothing, so the fence expires the target behind them, with no
+    commit of its own; a commit that is no marker among them expires nothing."""
+    from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_tag
+
+    mark = marker_tag(RECORD)
+    table = Table(
+        [(1, "append", "a"), (2, "append", "b"), (3, "append", mark), (4, "append", mark)]
+    )
+    done = fence_off(table, TABLE, 2, RECORD, "taker")  # type: ignore[arg-type]
+    assert done and "expired snapshot 2" in done and "empty commit 4" in done, done
+    assert table.writes() == ["call"] and 2 not in table.snapshots
+    chain = [(1, "append", "a"), (2, "append", "b"), (3, "overwrite", "late"), (4, "append", mark)]
+    foreign = Table(chain)
+    with pytest.raises(FenceNotBuilt, match="not this repair's empty commit"):
+        fence_off(foreign, TABLE, 2, RECORD, "taker")  # type: ignore[arg-type]
+    assert foreign.writes() == [] and 2 in foreign.snapshots

@@ -283,10 +283,11 @@ class Leases:
             if not told and not record.holds_work and holder_gone(record, host, process_running):
                 stale.append(record)
         if fence:  # also a record taken over before (its taker may have died before this)
+            marked = False  # one empty snapshot changes the history every guard reads
             for record in [*taken, *(r for r in others if r.taken_by and r.holds_work)]:
                 commit_markers(self.spark, record, [(owner.relation, owner.table_format)])
-                if may_still_run(record, host, process_running):
-                    history_marker(self.spark, record, owner.relation, owner.table_format)
+                if not marked and may_still_run(record, host, process_running):
+                    marked = history_marker(self.spark, record, owner.relation, owner.table_format)
         if taken and self.held is not None:
             self.write(owner, {EPOCH_PROPERTY: str(next_epoch(taken))})
         for record in stale:  # no one can read them any more: their holders are gone

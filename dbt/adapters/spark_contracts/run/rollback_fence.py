@@ -11,7 +11,9 @@ and the next run's repair fences again):
 
 1. an empty commit on it (`insert … where false`, with a lease taker's marker tag: nobody's
    change, core/recovery/intent.is_marker_commit), since the current snapshot cannot expire;
-2. the table's current snapshot read again: it must be that commit, on the target; else a
+2. the table's current snapshot read again: it must be that commit on the target (or empty
+   commits under marker tags down to it: a lease taker's marker, run/fence.history_marker,
+   may be on it already, and then no empty commit is made); else a
    commit landed on the target meanwhile, and nothing is expired (`FenceNotBuilt`; the late
    commit's watch is intact and the next run's repair step reads it);
 3. every armed late-commit watch on the model anchored at the target or below it (or at a
@@ -20,12 +22,12 @@ and the next run's repair fences again):
 4. the target expired, `older_than` at the epoch so that no other snapshot goes by its age. A
    late rollback landing between 1 and 4 made the target current again: then all again."""
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
-from dbt.adapters.spark_contracts.core.recovery.intent import is_marker_commit
+from dbt.adapters.spark_contracts.core.recovery.intent import Snapshot, is_marker_commit
 from dbt.adapters.spark_contracts.core.recovery.late import LATE_PROPERTY, LateWatch, lineage
 from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_tag
 from dbt.adapters.spark_contracts.run.fence import empty_commit
@@ -71,13 +73,12 @@ def fence_off(
             empty = f"insert into {relation} select * from {relation} where false"
             empty_commit(spark, empty, marker_tag(record_table))
             head, snapshots = log.listed(relation)
-        at = next((s for s in snapshots if s.commit.version == head), None)
-        if at is None or at.parent != target or not is_marker_commit(at.commit):
+        if not _markers_down_to(snapshots, head, target):
             raise FenceNotBuilt(
                 relation,
                 target,
-                f"the table's current snapshot {head} is not this repair's empty commit on it "
-                "(a commit landed on it since the repair)",
+                f"the table's current snapshot {head} is not this repair's empty commit on it, "
+                "nor a lease taker's (a commit landed on it since the repair)",
             )
         below = {s.commit.version for s in lineage(snapshots, target)}
         # an earlier fence's empty commits (a try of this loop's, made current no more)
@@ -103,6 +104,19 @@ def fence_off(
     raise FenceNotBuilt(
         relation, target, f"it was made current again after each of {TRIES} empty commits on it"
     )
+
+
+def _markers_down_to(snapshots: Sequence[Snapshot], head: Optional[int], target: int) -> bool:
+    """From the current snapshot `head` down to `target`, nothing but empty commits under a
+    marker tag (this fence's, and a lease taker's: run/fence.history_marker, which a takeover
+    may commit on the target before the fence)."""
+    by_id = {s.commit.version: s for s in snapshots}
+    at = by_id.get(head) if head is not None and head != target else None
+    while at is not None and is_marker_commit(at.commit):
+        if at.parent == target:
+            return True
+        at = by_id.get(at.parent) if at.parent is not None else None
+    return False
 
 
 def _rewatch(
