@@ -404,6 +404,60 @@ def test_the_undo_of_a_run_that_lost_its_lease_puts_nothing_back(tmp_path: Path)
     assert not [s for s in catalogue.sent if s.startswith("restore")]
 
 
+class TakenOverAfterTheFence(Catalogue):
+    """Once `armed`, right after the holder's fence read its lease and found it its own,
+    another run takes the lease `lease` over and commits its empty marker snapshot; the holder
+    stalled past its lease meanwhile (`stalled`, called before its next statement)."""
+
+    def __init__(self, lease: str) -> None:
+        super().__init__()
+        self.lease: str = lease
+        self.armed, self.stall_next = False, False
+        self.stalled: Callable[[], None] = lambda: None
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        rows = super().fetch(sql)
+        if self.armed and sql == f"show tblproperties {self.lease}":
+            self.armed, self.stall_next = False, True
+            take_over(self, self.lease)
+            self.snapshots.append((9, self.snapshot, "dbt-spark-contracts-fence:taker"))
+            self.snapshot = 9
+        return rows
+
+    def run(self, sql: str) -> None:
+        if self.stall_next:
+            self.stall_next = False
+            self.stalled()
+        super().run(sql)
+
+
+def test_an_iceberg_alter_reads_the_history_before_its_fence_so_a_takeover_after_it_fails_it(
+    tmp_path: Path,
+):
+    """A run's Iceberg ALTER step is sent behind the table's history read before the fence
+    (runner `_steps`, `_step(first=...)`): another run that takes the lease over right after
+    that fence, and commits its marker, makes the ALTER's guard fail, and the run ends on its
+    lost lease with the column kept. Read after the fence, the history would hold the marker
+    and the ALTER would land."""
+    lease = lease_name("iceberg.db.t", "inv2")
+    catalogue = TakenOverAfterTheFence(lease)
+    catalogue.tables["iceberg.db.t"] = catalogue.tables.pop("db.t")
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    drop = Step("alter table iceberg.db.t drop columns (note)")
+    run = model_run("iceberg.db.t", "iceberg")
+    run.statements = (drop,)
+    runner.leases.take(run)  # type: ignore[arg-type]
+    runner.state.intent = Intent("inv2", "model.p.m", "iceberg.db.t", "iceberg", 2, TAG)
+    stall(runner.leases)  # the step's fence reads the lease
+    catalogue.armed, catalogue.stalled = True, lambda: stall(runner.leases)
+    with pytest.raises(LeaseLost) as lost:
+        runner._steps(run, after_load=False)  # type: ignore[arg-type]
+    assert lost.value.taken_by == "inv3", catalogue.sent
+    assert catalogue.columns == ["id", "note"], catalogue.sent  # the late DROP did not land
+    script = next(s for s in catalogue.sent if s.startswith("BEGIN"))
+    assert "drop columns (note)" in script
+
+
 # -- the repair's own restore
 
 

@@ -390,21 +390,26 @@ def test_rolled_back_with_the_run_reads_parents_not_times():
         Snapshot,
         rolled_back_with_the_run,
     )
+    from dbt.adapters.spark_contracts.core.recovery.txn_fence import marker_tag
 
-    @given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), max_size=8))
+    whose = st.sampled_from(["own", "other", "marker"])
+
+    @given(st.lists(st.tuples(whose, st.booleans(), st.booleans()), max_size=8))
     def check(chain):
-        """A chain of snapshots after the point 1, each (the run's own, seen by the check,
-        still current); plus an old branch off snapshot 0 that never descends from 1."""
+        """A chain of snapshots after the point 1, each (the run's own, another writer's or a
+        lease taker's empty marker; seen by the check; still current); plus an old branch off
+        snapshot 0 that never descends from 1. A marker changed nothing: never raced."""
         snaps = [Snapshot(Commit(0, "append", None), None, True)]
         snaps.append(Snapshot(Commit(1, "append", None), 0, True))
         snaps.append(Snapshot(Commit(99, "append", "old"), 0, False))
         seen, expected = [1], []
-        for i, (own, was_seen, current) in enumerate(chain, start=2):
-            commit = Commit(i, "append", TAG if own else "other")
+        tags = {"own": TAG, "other": "other", "marker": marker_tag("db.t__dbt_lease_x")}
+        for i, (who, was_seen, current) in enumerate(chain, start=2):
+            commit = Commit(i, "append", tags[who])
             snaps.append(Snapshot(commit, i - 1, current))
             if was_seen:
                 seen.append(i)
-            if not own and not was_seen and not current:
+            if who == "other" and not was_seen and not current:
                 expected.append(commit)
         assert list(rolled_back_with_the_run(snaps, 1, seen, TAG)) == expected
 

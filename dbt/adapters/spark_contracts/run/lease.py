@@ -286,7 +286,9 @@ class Leases:
             marked = False  # one empty snapshot changes the history every guard reads
             for record in [*taken, *(r for r in others if r.taken_by and r.holds_work)]:
                 commit_markers(self.spark, record, [(owner.relation, owner.table_format)])
-                if not marked and may_still_run(record, host, process_running):
+                # (not again for one only watched: its taker marked it, and a watch lasts)
+                again = record in taken or record.late is None
+                if again and not marked and may_still_run(record, host, process_running):
                     marked = history_marker(self.spark, record, owner.relation, owner.table_format)
         if taken and self.held is not None:
             self.write(owner, {EPOCH_PROPERTY: str(next_epoch(taken))})

@@ -112,7 +112,9 @@ def _markers_down_to(snapshots: Sequence[Snapshot], head: Optional[int], target:
     may commit on the target before the fence)."""
     by_id = {s.commit.version: s for s in snapshots}
     at = by_id.get(head) if head is not None and head != target else None
-    while at is not None and is_marker_commit(at.commit):
+    for _ in by_id:  # at most once each (a cycle of parent ids ends it)
+        if at is None or not is_marker_commit(at.commit):
+            return False
         if at.parent == target:
             return True
         at = by_id.get(at.parent) if at.parent is not None else None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from dbt.adapters.spark_contracts.core.recovery.statements import LEADING_COMMENTS
 from dbt.adapters.spark_contracts.core.schema.types import sql_string
 
 # the session setting that lets Spark run a script (SQL scripting; on by default in 4.1.1)
@@ -36,8 +37,8 @@ SCRIPTING_CONF = "spark.sql.scripting.enabled"
 _OPEN = "BEGIN\n  REFRESH TABLE {relation};\n  IF {fingerprint} <=> {expected} THEN\n    "
 _CLOSE = ";\n  ELSE\n    SELECT raise_error({message});\n  END IF;\nEND"
 _INNER = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*"  # leading comments (dbt's query comment)
-    r"BEGIN\s+REFRESH TABLE \S+;\s+IF .*? THEN\s+(.*?);\s+ELSE\s+SELECT raise_error\(",
+    LEADING_COMMENTS
+    + r"BEGIN\s+REFRESH TABLE .+?;\s+IF .*? THEN\s+(.*?);\s+ELSE\s+SELECT raise_error\(",
     re.DOTALL | re.IGNORECASE,
 )
 
@@ -59,7 +60,8 @@ def read_sql(relation: str) -> str:
 def marker_sql(relation: str) -> str:
     """The empty append a lease's taker commits on `relation` (an Iceberg snapshot that changes
     nothing). Its own text, not the one of a repair's fence (run/rollback_fence.py: `where
-    false`), so a log or a test's stop tells the two apart."""
+    false`), so the statements a run sends (its dbt log, a test's stop by text) tell the two
+    apart; the table's snapshots do not (both are appends under a marker tag)."""
     return f"insert into {relation} select * from {relation} limit 0"
 
 

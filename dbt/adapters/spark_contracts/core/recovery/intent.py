@@ -200,7 +200,9 @@ def rolled_back_with_the_run(
     """Another writer's snapshots a rollback to `point` took back with the run's own: the
     descendants of `point` no longer in the current lineage, which the check before the
     rollback did not see (`checked`: the snapshots it read after `point`) and the run did not
-    make. Decided from the table's own metadata (parent ids), never from commit times."""
+    make; a lease taker's empty marker (nobody's change: a run that takes a lease over commits
+    one, run/fence.history_marker) is none. Decided from the table's own metadata (parent
+    ids), never from commit times."""
     listed = list(snapshots)
     parent = {s.commit.version: s.parent for s in listed}
     seen = set(checked)
@@ -220,5 +222,6 @@ def rolled_back_with_the_run(
         if not s.current
         and s.commit.version not in seen
         and s.commit.tag != own_tag
+        and not is_marker_commit(s.commit)
         and descends(s.commit.version)
     )

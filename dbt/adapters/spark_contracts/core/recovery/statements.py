@@ -31,7 +31,9 @@ _READS = (
     "cache",
     "uncache",
 )
-_COMMENTS = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*", re.DOTALL)
+# a statement's leading comments (dbt's query comment), as a pattern (DOTALL)
+LEADING_COMMENTS = r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*"
+_COMMENTS = re.compile(LEADING_COMMENTS, re.DOTALL)
 
 
 def changes_something(sql: str) -> bool:
