@@ -1011,6 +1011,19 @@ select id from range({{ start }}, {{ start }} + 3)
 """
 
 
+def _drop_sent_after_a_takeover(project: Project, monkeypatch) -> str:
+    """Models `control` and `stalled` built (`DELTA_DROP` or `ICEBERG_DROP`), `control` loaded
+    from 3, then a run of `stalled` removing `gone` from 3 stopped right before its DROP
+    COLUMNS past its lease while the model, keeping `gone`, runs again from 3; then resumed
+    (`_sent_after_a_takeover`). Returns its invocation id."""
+    monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+    assert project.dbt() == 0
+    assert project.dbt("--select", "control", "--vars", "{start: 3}") == 0
+    removal = "{v: 2, start: 3, allow_column_removal: true}"
+    drop = f"sql:alter table {project.relation('stalled')} drop columns"
+    return _sent_after_a_takeover(project, removal, drop, "{start: 3}")
+
+
 class TestLateDropColumns:
     @pytest.mark.profile("session", "thrift")
     def test_a_delta_drop_columns_sent_after_its_lease_was_taken_over_is_put_back_by_the_next_run(
@@ -1025,15 +1038,9 @@ class TestLateDropColumns:
         naming its lost lease. The run after that finds the late commit at the head of the table's
         log, RESTOREs to the version before it (the column's values are back), drops the record
         and loads: the table is as a run never stopped left it."""
-        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-        project = Project(
-            tmp_path / "project", "delta", stall_target, DELTA_DROP, ["control", "stalled"]
-        )
-        assert project.dbt() == 0
-        assert project.dbt("--select", "control", "--vars", "{start: 3}") == 0
-        removal = "{v: 2, start: 3, allow_column_removal: true}"
-        drop = f"sql:alter table {project.relation('stalled')} drop columns"
-        stopped = _sent_after_a_takeover(project, removal, drop, "{start: 3}")
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", "delta", stall_target, DELTA_DROP, names)
+        stopped = _drop_sent_after_a_takeover(project, monkeypatch)
         # the late DROP COLUMNS landed on top (what the marker cannot refuse), the record is watched
         assert "gone" not in [name for name, _ in project.state("stalled")[0]]
         assert project.dbt("--select", "control", "--vars", "{start: 6}") == 0
@@ -1063,15 +1070,9 @@ class TestLateIcebergDropColumns:
         sends its DROP COLUMNS, whose guard finds the history changed: the column and its
         values stay, and the run fails naming its lost lease. Before the guard the DROP landed
         and took the column's values out of the current version."""
-        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
-        project = Project(
-            tmp_path / "project", "iceberg", stall_target, ICEBERG_DROP, ["control", "stalled"]
-        )
-        assert project.dbt() == 0
-        assert project.dbt("--select", "control", "--vars", "{start: 3}") == 0
-        removal = "{v: 2, start: 3, allow_column_removal: true}"
-        drop = f"sql:alter table {project.relation('stalled')} drop columns"
-        stopped = _sent_after_a_takeover(project, removal, drop, "{start: 3}")
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", "iceberg", stall_target, ICEBERG_DROP, names)
+        stopped = _drop_sent_after_a_takeover(project, monkeypatch)
         assert stopped not in lineage_runs(project, "stalled"), lineage_runs(project, "stalled")
         assert "gone" in [name for name, _ in project.state("stalled")[0]]
         assert project.state("stalled") == project.state("control")

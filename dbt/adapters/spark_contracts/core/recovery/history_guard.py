@@ -13,7 +13,7 @@ found afterwards (no snapshot names it), so it is made to fail instead:
 - it sends the statement as a SQL script (`guarded`) that reads the fingerprint again on the
   server and runs the statement only if it is unchanged, else fails (`raise_error`);
 - a run that takes a lease over whose holder may still send statements commits an empty
-  snapshot on the table (a marker, run/fence.commit_markers) before it repairs anything.
+  snapshot on the table (a marker, run/fence.history_marker) before it repairs anything.
 
 The marker comes after the mark on the lease, which comes after the holder's check confirmed
 it, which comes after the holder's read: so the history the script finds is not the one the
