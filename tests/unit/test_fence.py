@@ -458,6 +458,88 @@ def test_an_iceberg_alter_reads_the_history_before_its_fence_so_a_takeover_after
     assert "drop columns (note)" in script
 
 
+class Applied(TakenOverAfterTheFence):
+    """As `TakenOverAfterTheFence`, keeping every statement the table carried out (a guarded
+    one unwrapped, once its guard passed)."""
+
+    def __init__(self, lease: str) -> None:
+        super().__init__(lease)
+        self.applied: List[str] = []
+
+    def _apply(self, sql: str) -> None:
+        self.applied.append(sql)
+        super()._apply(sql)
+
+
+def rebuild_run(table_format: str = "iceberg", **changed: Any) -> SimpleNamespace:
+    """A table model's rebuild by one `create or replace` of the deployed table."""
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
+
+    relation = "iceberg.db.t" if table_format == "iceberg" else "db.t"
+    facts = dict(rebuilds=True, replace_by=Build.REPLACE, swaps_after_load=False)
+    facts.update(drops_before_load=False, first_pass=None)
+    return SimpleNamespace(**{**vars(model_run(relation, table_format)), **facts, **changed})
+
+
+@pytest.mark.parametrize("taken", [False, True])
+def test_an_iceberg_rebuild_reads_the_history_before_its_fence_so_a_takeover_after_it_fails_it(
+    tmp_path: Path, taken: bool
+):
+    """A rebuild's Iceberg `create or replace` under the run's lease is sent behind the
+    table's history read before the load's fence (`Runner._behind_history`): another run that
+    takes the lease over right after that fence and commits makes it fail, and the run ends on
+    its lost lease, the replace never carried out. The control (`taken=False`) replaces."""
+    from dbt.adapters.spark_contracts.run.run_errors import LOAD_STEP
+
+    catalogue = Applied(lease_name("iceberg.db.t", "inv2"))
+    catalogue.tables["iceberg.db.t"] = catalogue.tables.pop("db.t")
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    run = rebuild_run()
+    runner.leases.take(run)  # type: ignore[arg-type]
+    replace_sql = "create or replace table iceberg.db.t using iceberg as select 1 as id"
+    first = runner._behind_history(run, replace_sql)  # type: ignore[arg-type]
+    assert first is not None
+    stall(runner.leases)  # the load's fence reads the lease
+    catalogue.armed, catalogue.stalled = taken, lambda: stall(runner.leases)
+    load = lambda: runner.spark.run(replace_sql)  # noqa: E731  (never sent: `first` gives it)
+    if taken:
+        with pytest.raises(LeaseLost) as lost:
+            runner._step(run, LOAD_STEP, load, True, True, first)  # type: ignore[arg-type]
+        assert lost.value.taken_by == "inv3", catalogue.sent
+    else:
+        runner._step(run, LOAD_STEP, load, True, True, first)  # type: ignore[arg-type]
+    assert (replace_sql in catalogue.applied) is not taken, catalogue.sent
+    assert replace_sql not in catalogue.sent  # only ever inside its guard
+    assert [s for s in catalogue.sent if s.startswith("BEGIN") and replace_sql in s]
+
+
+def test_only_a_rebuilds_replace_under_a_lease_is_sent_behind_the_history(tmp_path: Path):
+    """No guard (the load as it is) for a run that holds no lease, a load that is no
+    rebuild's, a rebuild built beside the table or after a drop; and on Delta the log's
+    `behind_history` sends it as it is (the transaction id fences it)."""
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
+
+    catalogue = Catalogue()
+    catalogue.tables["iceberg.db.t"] = {}
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    sql = "create or replace table iceberg.db.t using iceberg as select 1 as id"
+    assert runner._behind_history(rebuild_run(), sql) is None  # type: ignore[arg-type]  (no lease)
+    runner.leases.take(rebuild_run())  # type: ignore[arg-type]
+    assert runner._behind_history(rebuild_run(), sql) is not None  # type: ignore[arg-type]
+    for other in (
+        dict(rebuilds=False),
+        dict(replace_by=Build.CREATE),
+        dict(swaps_after_load=True),
+        dict(drops_before_load=True),
+    ):
+        assert runner._behind_history(rebuild_run(**other), sql) is None, other  # type: ignore[arg-type]
+    delta = runner._behind_history(rebuild_run("delta"), sql)  # type: ignore[arg-type]
+    assert delta is not None
+    before = len(catalogue.sent)
+    delta()
+    assert not [s for s in catalogue.sent[before:] if "history" in s], catalogue.sent[before:]
+
+
 # -- the repair's own restore
 
 

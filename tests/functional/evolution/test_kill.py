@@ -1085,6 +1085,68 @@ class TestLateIcebergDropColumns:
         assert rows["stalled"] == rows["control"], rows
 
 
+# a table model that quarantines (its load: a rebuild's `create or replace` from its pending
+# table, under the run's lease); `start` moves each run's rows, every even id's `n` discarded
+REBUILD_MODEL = """
+{{ config(materialized='table', file_format='iceberg',
+          schema_contract={'data_type': 'discard_row', 'quarantine': true}) }}
+{% set start = var('start', 0) %}
+{% if var('v', 1) == 1 %}
+select id, cast(id as bigint) as n from range(3)
+{% else %}
+select id, if(id % 2 = 0, concat('bad-', cast(id as string)), cast(id as string)) as n
+from range({{ start }}, {{ start }} + 6)
+{% endif %}
+"""
+
+
+class TestLateIcebergRebuild:
+    @pytest.mark.profile("session", "thrift")
+    def test_an_iceberg_rebuild_sent_after_the_next_runs_load_fails_on_its_guard(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """Iceberg's `create or replace` makes a snapshot without a parent, off the lineage a
+        watch for a late commit follows, and takes no transaction id: a late one replaced the
+        next run's load. A quarantining table model's run (it holds a lease for its pending
+        rows) is stopped (SIGSTOP) right before its replace reaches Spark, after its fence,
+        past its lease. The model runs again: it keeps the stopped run's pending rows (its
+        process lives) and rebuilds. Resumed, the first run sends its replace behind the
+        history it read before its fence (core/recovery/history_guard.py), which fails: the
+        table keeps the second run's rows, and the first run fails naming the change. Its
+        pending rows go (its load never landed): each quarantine holds the discarded rows of
+        the loads that stand, as a control's."""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", "iceberg", stall_target, REBUILD_MODEL, names)
+        assert project.dbt() == 0
+        # a run that discarded: the next one takes its pending table at once (no first pass)
+        assert project.dbt("--vars", "{v: 2, start: 3}") == 0, project.results()
+        first = _stop_before(project, "stalled", "{v: 2, start: 10}", "sql:create or replace")
+        try:
+            time.sleep(STALL_LEASE)
+            again = "{v: 2, start: 20}"
+            assert project.dbt("--select", "stalled", "--vars", again) == 0, project.results()
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
+        assert first.wait(timeout=600) != 0
+        resumed = resumed_result(project, "stalled")
+        assert resumed["status"] == "error", resumed
+        assert "changed since this run read it before its fence" in resumed["message"], resumed
+        project.settle("stalled")
+        stopped = json.loads((project.root / "target" / "run_results.json").read_text())
+        assert stopped["metadata"]["invocation_id"] not in lineage_runs(project, "stalled")
+        assert project.dbt("--select", "control", "--vars", "{v: 2, start: 20}") == 0
+        rows = project.rows(["control", "stalled"])
+        assert [r["id"] for r in rows["stalled"]] == [21, 23, 25], rows
+        assert rows["stalled"] == rows["control"], rows
+        assert project.dbt("--vars", "{v: 2, start: 30}") == 0, project.results()
+        tables = ["control__quarantine", "stalled__quarantine"]
+        quarantined = {t: sorted(r["id"] for r in project.rows(tables)[t]) for t in tables}
+        assert quarantined["stalled__quarantine"] == [4, 6, 8, 20, 22, 24, 30, 32, 34], quarantined
+        assert quarantined["stalled__quarantine"] == quarantined["control__quarantine"]
+        assert leftovers(project, "stalled") == []
+
+
 class TestDryRunOverADeadRun:
     # the dead run's process on this host: its lease is free at once
     @pytest.mark.profile("session")

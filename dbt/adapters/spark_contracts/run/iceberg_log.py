@@ -43,8 +43,9 @@ class IcebergLog(TableLog):
 
     def behind_history(self, relation: str, statement: str) -> str:
         """A script that sends `statement` only while `relation`'s history is the one read here
-        (core/recovery/history_guard.py): an ALTER makes no snapshot, so a late one could not be
-        found and taken back; this one fails once a lease's taker committed its marker."""
+        (core/recovery/history_guard.py): a late ALTER (no snapshot) or replace (a snapshot off
+        the lineage) could not be found and taken back; this one fails once a lease's taker
+        committed its marker, or any other commit landed."""
         (row,) = self._fresh(relation, history_guard.read_sql(relation))
         # on by default in Spark 4.1.1; a server may have turned it off for its sessions
         self.spark.set_conf(history_guard.SCRIPTING_CONF, "true")

@@ -30,9 +30,10 @@ class TableLog:
         self.spark = spark
 
     def behind_history(self, relation: str, statement: str) -> str:
-        """`statement` (an ALTER of `relation`) as it is sent, read before the fence that
-        precedes it: as it is, where the format fences its ALTERs otherwise (Delta: found and
-        taken back; Parquet: no lease is taken over while its holder may send one)."""
+        """`statement` (an ALTER or a rebuild's replace of `relation`) as it is sent, read
+        before the fence that precedes it: as it is, where the format fences it otherwise
+        (Delta: an ALTER found and taken back, a replace under the transaction id; Parquet: no
+        lease is taken over while its holder may send one)."""
         return statement
 
     def current_version(self, relation: str) -> Optional[int]:

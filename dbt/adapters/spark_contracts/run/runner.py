@@ -2,6 +2,7 @@
 changes under the run's record, the one load; every failure after a change restores."""
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -55,8 +56,6 @@ from dbt.adapters.spark_contracts.run.violations import raise_violation, value_v
 
 logger = AdapterLogger("SparkContracts")
 
-# --------------------------------------------------------------------------- the runner
-
 
 class Runner:
     """Carries a `ModelRun` out on one connection; every failure after a change restores.
@@ -97,13 +96,10 @@ class Runner:
             raise RepairFirst(unique_id, relation, step=left)
 
     def repair(self, key: ModelKey, on_table: bool, tag: Optional[str] = None) -> Optional[str]:
-        """Dead runs' intents repaired under the model's lease (Restorer.repair). A repair of
-        this invocation that left its record for a taker (a statement without an answer:
-        `abandon`) holds the model for the rest of the invocation, as a run's own step does:
-        the repair step of a later microbatch batch (run/repair.repair) stops at
-        `hold_if_left` before it gets here, where it would take its lease under the same name
-        (`ModelKey` carries no batch), make that record again and drop it, and with it the
-        watch a taker needs for that statement landing late."""
+        """Dead runs' intents repaired under the model's lease (Restorer.repair). A repair that
+        left its record for a taker (a statement without an answer: `abandon`) holds the model
+        for the rest of the invocation (a later microbatch batch stops at `hold_if_left`: its
+        record, under the same name, would drop the watch a taker needs for that statement)."""
         try:
             return self.restorer.repair(key, on_table, tag)
         except BaseException:
@@ -118,14 +114,12 @@ class Runner:
         before_load: Optional[Callable[[], Any]] = None,
         after_load: Optional[Callable[[], Any]] = None,
     ) -> ContractsAdapterResponse:
-        """Every side effect of one planned run, in order, in one try/finally: stage, check,
-        count, quarantine, the multi-step changes under the run's record, `before_load` (a
-        rebuild at a location_root drops the table here, once every check has passed), the load,
-        `after_load` (a rebuild built beside is swapped in). Any failure after a change puts
-        the table back. `load_sql`: the load's statement, or
-        what carries it out (Iceberg's NOT NULL build of a run that creates the table). A
-        quarantining run with a first pass (run_plan.first_pass) tries it first; where it
-        fails, it wrote nothing, and the run goes on as one without it (its pending table)."""
+        """Every side effect of one planned run, in order: stage, check, count, quarantine, the
+        multi-step changes under the run's record, `before_load` (a drop at a location_root,
+        once every check passed), the load (`load_sql`, or what carries it out: Iceberg's NOT
+        NULL build of a creating run), `after_load` (a swap). Any failure after a change puts
+        the table back. A first pass (run_plan.first_pass) that fails wrote nothing: the run
+        goes on without it (its pending table)."""
         self.hold_if_left(run.relation, run.unique_id)
         if run.first_pass is not None and (before_load is not None or after_load is not None):
             run = replace(run, first_pass=None)  # a build beside the table: never planned so
@@ -152,7 +146,6 @@ class Runner:
             raise
         return self._load(run, load_sql, after_load)  # cleans up after itself, whatever happens
 
-    # -- steps
     def _first_pass(self, run: ModelRun, load_sql: str) -> ContractsAdapterResponse:
         """The load over the model's output as it is (run/first_pass.py): no stage, no pending
         table, no lease; one statement, one commit, or `FirstPassFailed` (nothing written)."""
@@ -175,9 +168,7 @@ class Runner:
             self._take_alone(run)
         if pending and run.quarantine_pending:  # read once: every row, from the executors
             self.quarantine.write_pending(run, pending)
-            self.book.take_counts(
-                self.spark, run
-            )  # observed while writing it, else one query over it
+            self.book.take_counts(self.spark, run)  # observed while writing it, else one query
         elif run.stage:
             self.spark.run(drop_sql(run.stage, run.table_format))
             self.spark.run(
@@ -216,10 +207,9 @@ class Runner:
         return under_record(steps=steps, guards_late_writes=guards, into_deployed=into, here=here)
 
     def _take_alone(self, run: ModelRun) -> None:
-        """The model's lease taken alone for a multi-step change (its record made): a live
-        run's intent is never repaired; a dead run's left since this run's repair step looked
-        means the table planned against is half changed (`RepairFirst`). A run that holds it
-        already (a rebuild swapped in: run/swap.building) goes on with it."""
+        """The model's lease taken alone for a multi-step change (its record made), unless held
+        already (a swap: run/swap.building). A dead run's intent left since this run's repair
+        step looked means the table planned against is half changed (`RepairFirst`)."""
         if self.leases.held is not None:
             return
         dead = [r for r in self.leases.alone(run) if r.intent is not None]
@@ -229,8 +219,7 @@ class Runner:
 
     def let_go(self, run: ModelRun) -> None:
         """The run's record let go of after a failure: kept (released) while it says what the
-        next run must repair or settle (an intent, a pending table, a swap under way), else
-        dropped."""
+        next run must repair or settle (an intent, a pending table, a swap under way)."""
         keep = self.state.intent is not None or self.state.pending is not None
         keep = keep or self.leases.swapping
         self.leases.release(run, keep=keep)
@@ -287,10 +276,8 @@ class Runner:
         to_table: bool = False,
         first: Optional[Callable[[], Callable[[], Any]]] = None,
     ) -> Any:  # `action` behind the fence; `writes`: under the lease's id, fenced after too;
-        # `to_table`: the load or a step of the run's change, whose late commit the undo must
-        # not be overtaken by (on Delta and Iceberg every such step goes to the model's table;
-        # a Parquet rewrite's also fills a table beside it, left as a killed run's would be);
-        # `first`: what gives the action, read before the fence (an ALTER's guard)
+        # `to_table`: the load or a step of the change, whose late commit no undo may overtake;
+        # `first`: what gives the action, read before the fence (history_guard's read)
         sent = False  # the step's statement went out and has not answered
         try:
             if first is not None:
@@ -300,18 +287,15 @@ class Runner:
             result = self.leases.fenced(run.table_format, action) if writes else action()
             sent = False
             if writes and row_of(run.table_format).guards_late_writes:
-                # a write a taker may have fenced off or be about to take back (Delta, Iceberg)
-                # reports no success: the lease confirmed after it. A Parquet lease is never
-                # taken over while a statement of its holder's may run: no check to fail on
+                # a write a taker may have fenced off or take back reports no success (a
+                # Parquet lease is never taken over while its holder's statement may run)
                 self.fence(run)
         except (LeaseLost, FirstPassFailed):  # a failed first pass changed nothing
             raise
         except Exception as exc:  # the step, or confirming the lease around it, failed
-            # a statement to the table Spark answered (it refused it) is over; one it gave no
-            # answer for (a lost connection, a server's cancel) may still commit: its pending
-            # rows are no one's to drop, nor the table to put back, until the table's log is
-            # final for it. A build beside the table (swapped in after its load) is never
-            # swapped in now.
+            # one Spark gave no answer for (a lost connection, a server's cancel) may still
+            # commit: nothing is dropped or put back till the table's log is final for it (a
+            # build beside the table is never swapped in now)
             unanswered = sent and to_table and not statement_answered(exc)
             unanswered = unanswered and not run.swaps_after_load
             undo(self, run, exc, step, unanswered, fenced=writes)
@@ -349,7 +333,8 @@ class Runner:
             try:
                 write = sql if callable(sql) else lambda: self._run_load(run, sql)
                 fenced = not callable(sql)
-                response = self._step(run, LOAD_STEP, write, writes=fenced, to_table=True)
+                first = self._behind_history(run, sql)
+                response = self._step(run, LOAD_STEP, write, fenced, True, first)
                 if self.state.intent is not None:
                     self._steps(run, after_load=True)
                 if after is not None:
@@ -386,6 +371,16 @@ class Runner:
             code=getattr(response, "code", None),
             rows_affected=getattr(response, "rows_affected", None),
         )
+
+    def _behind_history(self, run: ModelRun, sql: Any) -> Optional[Callable[[], Any]]:
+        """A rebuild's `create or replace` of the deployed table under the run's lease, sent
+        behind the table's history read before its fence (Iceberg's replace makes a snapshot
+        off the lineage a watch follows, under no transaction id: core/recovery/history_guard)."""
+        replaces = run.rebuilds and run.replace_by is Build.REPLACE and not run.swaps_after_load
+        if not replaces or run.drops_before_load or self.leases.held is None or callable(sql):
+            return None
+        log = self.log(run.table_format)
+        return lambda: partial(self._run_load, run, log.behind_history(run.relation, sql))
 
     def _run_load(self, run: ModelRun, sql: str) -> Any:
         """The load statement (in a first pass: run/first_pass.first_pass_load)."""

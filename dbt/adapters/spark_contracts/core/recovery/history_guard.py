@@ -1,19 +1,23 @@
-"""An ALTER sent behind the table's own history, where the format fences no ALTER inside its
-commit and the ALTER makes no snapshot (Iceberg: core/evolution/capabilities
-`guards_alters_by_history`). Pure.
+"""An ALTER, or a rebuild's `create or replace`, sent behind the table's own history, where the
+format fences neither inside its commit and a late one cannot be found afterwards (Iceberg:
+core/evolution/capabilities `guards_alters_by_history`; an ALTER makes no snapshot, a replace
+one off the current lineage, which no watch for a late commit follows). Pure.
 
 A run checks its lease before each step, but a client stalled between that check and the
 statement (or a server holding it unstarted) would land the statement after another run took
 the lease over and repaired: a late `DROP COLUMNS` takes a column's values out of the current
 version, and a late `ADD COLUMNS` puts back one the repair dropped. Such a statement cannot be
-found afterwards (no snapshot names it), so it is made to fail instead:
+found afterwards (no snapshot names it; a late replace took the next run's load out of the
+current version, its snapshot without a parent), so it is made to fail instead:
 
 - the run reads the table's history fingerprint (`read_sql`: the number of its history entries
   and a hash of them, each a snapshot made current and when) before its fence;
 - it sends the statement as a SQL script (`guarded`) that reads the fingerprint again on the
   server and runs the statement only if it is unchanged, else fails (`raise_error`);
 - a run that takes a lease over whose holder may still send statements commits an empty
-  snapshot on the table (a marker, run/fence.history_marker) before it repairs anything.
+  snapshot on the table (a marker, run/fence.history_marker) before it repairs anything;
+  a replace fails on any commit after the read too (the next run's own load: a settler keeps
+  a pending table's lease while its run's Spark application may still run, and takes none).
 
 The marker comes after the mark on the lease, which comes after the holder's check confirmed
 it, which comes after the holder's read: so the history the script finds is not the one the
@@ -32,6 +36,8 @@ from dbt.adapters.spark_contracts.core.schema.types import sql_string
 
 # the session setting that lets Spark run a script (SQL scripting; on by default in 4.1.1)
 SCRIPTING_CONF = "spark.sql.scripting.enabled"
+
+SHOWN = 300  # the characters of the statement a failed guard's message shows
 
 # the script's own shape, so that `inner` finds the statement it carries (fault injection)
 _OPEN = "BEGIN\n  REFRESH TABLE {relation};\n  IF {fingerprint} <=> {expected} THEN\n    "
@@ -66,12 +72,13 @@ def marker_sql(relation: str) -> str:
 
 
 def guarded(statement: str, relation: str, expected: str) -> str:
-    """`statement` (one ALTER of `relation`) as a script that sends it only while `relation`'s
-    history is still `expected` (read by `read_sql` before the run's fence), else fails naming
-    why."""
+    """`statement` (one ALTER or `create or replace` of `relation`) as a script that sends it
+    only while `relation`'s history is still `expected` (read by `read_sql` before the run's
+    fence), else fails naming why (and the statement, its first `SHOWN` characters)."""
+    shown = statement if len(statement) <= SHOWN else statement[:SHOWN] + " ..."
     message = sql_string(
         f"{relation} changed since this run read it before its fence (another run took its "
-        f"lease over, or a commit or rollback landed): not sent: {statement}"
+        f"lease over, or a commit or rollback landed): not sent: {shown}"
     )
     head = _OPEN.format(
         relation=relation, fingerprint=fingerprint(relation), expected=sql_string(expected)
