@@ -166,14 +166,14 @@ def fence_off(
 
 def history_marker(spark: Spark, record: RunRecord, relation: str, table_format: str) -> bool:
     """After `record`'s lease was marked taken over, and before anything reads `relation`'s log
-    to repair what the record says: where the format guards its ALTERs by the table's history
-    (core/recovery/history_guard.py) and the table exists, an empty commit tagged as this
-    taker's marker (nobody's change: a restore passes over it). An ALTER the old holder sends
-    from here on fails its guard. True: committed."""
-    if not row_of(table_format).guards_alters_by_history or not exists(spark, relation):
+    to repair what the record says: where the format guards its ALTERs and a rebuild's replace
+    by the table's history (core/recovery/history_guard.py) and the table exists, an empty
+    commit tagged as this taker's marker (nobody's change: a restore passes over it). Such a
+    statement the old holder sends from here on fails its guard. True: committed."""
+    if not row_of(table_format).guards_by_history or not exists(spark, relation):
         return False
     empty_commit(spark, history_guard.marker_sql(relation), marker_tag(record.table))
-    logger.debug(f"fenced off the ALTERs of {record.table}'s holder on {relation}")
+    logger.debug(f"fenced off the guarded statements of {record.table}'s holder on {relation}")
     return True
 
 

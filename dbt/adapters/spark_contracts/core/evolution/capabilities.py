@@ -170,11 +170,11 @@ class FormatCapabilities:
     # its values), so a run drops its removed columns after its load, its last step
     # (core/evolution/steps.Step.after_load); a failure before it leaves them in place
     drops_columns_after_load: bool = False
-    # an ALTER of the model's table makes no snapshot and takes no transaction id, so a run
-    # sends it as a script that runs it only while the table's history is what the run read
-    # before its fence, and a lease's taker commits an empty snapshot first
-    # (core/recovery/history_guard.py: Iceberg)
-    guards_alters_by_history: bool = False
+    # an ALTER of the model's table makes no snapshot, a rebuild's replace one off the current
+    # lineage, and neither takes a transaction id, so a run sends each as a script that runs
+    # it only while the table's history is what the run read before its fence, and a lease's
+    # taker commits an empty snapshot first (core/recovery/history_guard.py: Iceberg)
+    guards_by_history: bool = False
 
     @property
     def moves_own_rows_by_merge(self) -> bool:
@@ -277,7 +277,7 @@ ICEBERG = FormatCapabilities(
     not_null_needs_create=True,
     takes_late_commits_back=True,
     drops_columns_after_load=True,
-    guards_alters_by_history=True,
+    guards_by_history=True,
     batch_load="MERGE_WINDOW",
     managed_properties=(
         "current-snapshot-",

@@ -1,6 +1,6 @@
 """An ALTER, or a rebuild's `create or replace`, sent behind the table's own history, where the
 format fences neither inside its commit and a late one cannot be found afterwards (Iceberg:
-core/evolution/capabilities `guards_alters_by_history`; an ALTER makes no snapshot, a replace
+core/evolution/capabilities `guards_by_history`; an ALTER makes no snapshot, a replace
 one off the current lineage, which no watch for a late commit follows). Pure.
 
 A run checks its lease before each step, but a client stalled between that check and the
