@@ -476,8 +476,7 @@ def rebuild_run(table_format: str = "iceberg", **changed: Any) -> SimpleNamespac
     from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 
     relation = "iceberg.db.t" if table_format == "iceberg" else "db.t"
-    facts = dict(rebuilds=True, replace_by=Build.REPLACE, swaps_after_load=False)
-    facts.update(drops_before_load=False, first_pass=None)
+    facts = dict(rebuilds=True, replace_by=Build.REPLACE, first_pass=None)
     return SimpleNamespace(**{**vars(model_run(relation, table_format)), **facts, **changed})
 
 
@@ -513,10 +512,55 @@ def test_an_iceberg_rebuild_reads_the_history_before_its_fence_so_a_takeover_aft
     assert [s for s in catalogue.sent if s.startswith("BEGIN") and replace_sql in s]
 
 
+class CommittedAfterTheFence(Applied):
+    """Once `armed`, right after the holder's fence read its lease and found it its own,
+    another run's load commits on the table (a new current snapshot), no lease taken over: a
+    settler takes no Iceberg pending table's lease over while its run may still run."""
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        rows = Catalogue.fetch(self, sql)
+        if self.armed and sql == f"show tblproperties {self.lease}":
+            self.armed = False
+            self.snapshots.append((9, None, "dbt-spark-contracts:inv3:x:model.p.m"))
+            self.snapshot = 9
+        return rows
+
+
+@pytest.mark.parametrize("committed", [False, True])
+def test_a_rebuild_whose_table_took_a_commit_after_its_fence_replaces_nothing(
+    tmp_path: Path, committed: bool
+):
+    """Through the runner's load (`Runner._load`): an Iceberg rebuild under the run's lease
+    whose table takes another run's commit right after the load's fence (the run stalled
+    there, past its lease; nobody took the lease over) fails on the guard, its replace never
+    carried out, and lets go of its lease. Without that commit (the control) it replaces."""
+    from dbt_common.exceptions import DbtDatabaseError
+
+    catalogue = CommittedAfterTheFence(lease_name("iceberg.db.t", "inv2"))
+    catalogue.tables["iceberg.db.t"] = catalogue.tables.pop("db.t")
+    runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
+    runner.report.queue_run_history = lambda run, out: None  # type: ignore[method-assign]
+    said = dict(outcome_line=lambda out: "", response=lambda *args, **kwargs: args[0])
+    run = rebuild_run(evolves_in_write=False, strategy="table", **said)
+    runner.leases.take(run)  # type: ignore[arg-type]
+    stall(runner.leases)  # the load's fence reads the lease
+    catalogue.armed = committed
+    replace_sql = "create or replace table iceberg.db.t using iceberg as select 1 as id"
+    if committed:
+        with pytest.raises(DbtDatabaseError, match="history changed"):
+            runner._load(run, replace_sql)  # type: ignore[arg-type]
+        assert runner.leases.held is None, catalogue.sent  # let go of
+    else:
+        runner._load(run, replace_sql)  # type: ignore[arg-type]
+    assert (replace_sql in catalogue.applied) is not committed, catalogue.sent
+    assert replace_sql not in catalogue.sent  # only ever inside its guard
+
+
 def test_only_a_rebuilds_replace_under_a_lease_is_sent_behind_the_history(tmp_path: Path):
     """No guard (the load as it is) for a run that holds no lease, a load that is no
-    rebuild's, a rebuild built beside the table or after a drop; and on Delta the log's
-    `behind_history` sends it as it is (the transaction id fences it)."""
+    rebuild's, a rebuild that creates the table or builds it beside; and on Delta the log's
+    `behind_history` sends it as it is (the transaction id fences it: measured in
+    benchmarks/experiments/delta_txn_statements.py)."""
     from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 
     catalogue = Catalogue()
@@ -526,12 +570,7 @@ def test_only_a_rebuilds_replace_under_a_lease_is_sent_behind_the_history(tmp_pa
     assert runner._behind_history(rebuild_run(), sql) is None  # type: ignore[arg-type]  (no lease)
     runner.leases.take(rebuild_run())  # type: ignore[arg-type]
     assert runner._behind_history(rebuild_run(), sql) is not None  # type: ignore[arg-type]
-    for other in (
-        dict(rebuilds=False),
-        dict(replace_by=Build.CREATE),
-        dict(swaps_after_load=True),
-        dict(drops_before_load=True),
-    ):
+    for other in (dict(rebuilds=False), dict(replace_by=Build.CREATE), dict(replace_by=Build.SWAP)):
         assert runner._behind_history(rebuild_run(**other), sql) is None, other  # type: ignore[arg-type]
     delta = runner._behind_history(rebuild_run("delta"), sql)  # type: ignore[arg-type]
     assert delta is not None

@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 
 from dbt.adapters.spark_contracts.connection import failpoint
 from dbt.adapters.spark_contracts.core.recovery.history_guard import (
+    SHOWN,
     fingerprint,
     guarded,
+    guards_load,
     inner,
     read_sql,
 )
@@ -24,7 +26,7 @@ COMMENT = '/* {"app": "dbt", "node_id": "model.p.m"} */\n'
 def test_the_script_checks_the_history_read_then_sends_the_statement_or_fails():
     script = guarded(DROP, T, "4:-123")
     assert script.startswith(f"BEGIN\n  REFRESH TABLE {T};\n")  # the server's cache refreshed
-    check = f"IF {fingerprint(T)} <=> '4:-123' THEN\n    {DROP};\n  ELSE\n"
+    check = f"IF {fingerprint(T)} <=> '4:-123' THEN\n    {DROP}\n    ;\n  ELSE\n"
     assert check in script
     assert "SELECT raise_error(" in script.split("ELSE", 1)[1]  # else: nothing sent
     assert f"not sent: {DROP}" in script  # the error names the statement
@@ -64,3 +66,35 @@ def test_a_script_is_a_write_and_a_stop_by_text_finds_its_alter(monkeypatch):
     assert stops == []
     failpoint.before_statement(script)
     assert len(stops) == 1
+
+
+REPLACE = f"create or replace table {T} using iceberg as\nselect * from {T}__dbt_tmp"
+
+
+def test_a_long_statement_is_shown_in_part_and_carried_whole():
+    """A rebuild's replace carries the model's whole SELECT: the guard's error shows its first
+    `SHOWN` characters; the script carries it whole (and `inner` finds it whole)."""
+    long = REPLACE + " where " + " or ".join(f"id = {i}" for i in range(200))
+    assert len(long) > SHOWN
+    script = guarded(long, T, "4:-123")
+    message = script.split("raise_error(", 1)[1]
+    assert f"not sent: {long[:SHOWN]} ..." in message and long not in message
+    assert inner(script) == long
+    assert inner(guarded(REPLACE, T, "1:2")) == REPLACE
+    assert f"not sent: {REPLACE}'" in guarded(REPLACE, T, "1:2")  # a short one whole
+
+
+def test_a_statement_ending_in_a_line_comment_still_ends():
+    """The script's `;` after the statement stands on a line of its own: a statement whose last
+    line is a `--` comment (a model's SQL can end so) does not comment it out."""
+    commented = REPLACE + " -- the model's last line"
+    script = guarded(commented, T, "1:2")
+    assert f"{commented}\n    ;\n  ELSE" in script
+    assert inner(script) == commented
+
+
+@given(st.booleans(), st.booleans(), st.booleans())
+def test_only_a_rebuilds_replace_of_the_deployed_table_under_a_lease_is_guarded(
+    rebuilds, replaces, leased
+):
+    assert guards_load(rebuilds, replaces, leased) == (rebuilds and replaces and leased)

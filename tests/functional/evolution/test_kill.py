@@ -1119,7 +1119,7 @@ class TestLateIcebergRebuild:
         names = ["control", "stalled"]
         project = Project(tmp_path / "project", "iceberg", stall_target, REBUILD_MODEL, names)
         assert project.dbt() == 0
-        # a run that discarded: the next one takes its pending table at once (no first pass)
+        # a run that discarded (a table model takes its pending table at once: no first pass)
         assert project.dbt("--vars", "{v: 2, start: 3}") == 0, project.results()
         first = _stop_before(project, "stalled", "{v: 2, start: 10}", "sql:create or replace")
         try:

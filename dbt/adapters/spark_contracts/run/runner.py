@@ -13,6 +13,7 @@ from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
 from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
+from dbt.adapters.spark_contracts.core.recovery.history_guard import guards_load
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY
 from dbt.adapters.spark_contracts.core.recovery.record import (
     DONE_PROPERTY,
@@ -373,11 +374,10 @@ class Runner:
         )
 
     def _behind_history(self, run: ModelRun, sql: Any) -> Optional[Callable[[], Any]]:
-        """A rebuild's `create or replace` of the deployed table under the run's lease, sent
-        behind the table's history read before its fence (Iceberg's replace makes a snapshot
-        off the lineage a watch follows, under no transaction id: core/recovery/history_guard)."""
-        replaces = run.rebuilds and run.replace_by is Build.REPLACE and not run.swaps_after_load
-        if not replaces or run.drops_before_load or self.leases.held is None or callable(sql):
+        """The load behind the table's history read before its fence, where it is guarded
+        (core/recovery/history_guard.guards_load; the log's `behind_history`)."""
+        held = self.leases.held is not None
+        if callable(sql) or not guards_load(run.rebuilds, run.replace_by is Build.REPLACE, held):
             return None
         log = self.log(run.table_format)
         return lambda: partial(self._run_load, run, log.behind_history(run.relation, sql))

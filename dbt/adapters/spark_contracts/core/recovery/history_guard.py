@@ -23,9 +23,11 @@ The marker comes after the mark on the lease, which comes after the holder's che
 it, which comes after the holder's read: so the history the script finds is not the one the
 holder read. A rollback adds an entry too (to a snapshot made current again), and an expired
 snapshot takes its entries out: no history goes back to one read before. The gap left is
-inside one script on the server, between its check and its ALTER's commit (milliseconds; an
-Iceberg schema commit based on metadata older than the table's current one fails). The entries'
-times are hashed, never compared."""
+inside one script on the server, between its check and its statement's commit: for an ALTER
+milliseconds (an Iceberg schema commit based on metadata older than the table's current one
+fails); for a replace the whole of its query, and Iceberg commits a replace onto whatever the
+table is by then (benchmarks/experiments/iceberg_replace_guard.py). The entries' times are
+hashed, never compared."""
 
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ SHOWN = 300  # the characters of the statement a failed guard's message shows
 
 # the script's own shape, so that `inner` finds the statement it carries (fault injection)
 _OPEN = "BEGIN\n  REFRESH TABLE {relation};\n  IF {fingerprint} <=> {expected} THEN\n    "
-_CLOSE = ";\n  ELSE\n    SELECT raise_error({message});\n  END IF;\nEND"
+# the statement's `;` on a line of its own: a statement ending in a `--` comment still ends
+_CLOSE = "\n    ;\n  ELSE\n    SELECT raise_error({message});\n  END IF;\nEND"
 _INNER = re.compile(
     LEADING_COMMENTS
     + r"BEGIN\s+REFRESH TABLE .+?;\s+IF .*? THEN\s+(.*?);\s+ELSE\s+SELECT raise_error\(",
@@ -89,4 +92,14 @@ def guarded(statement: str, relation: str, expected: str) -> str:
 def inner(sql: str) -> str:
     """The statement a `guarded` script carries; any other SQL as it is."""
     found = _INNER.match(sql)
-    return found.group(1) if found else sql
+    return found.group(1).rstrip() if found else sql
+
+
+def guards_load(rebuilds: bool, replaces_deployed: bool, holds_lease: bool) -> bool:
+    """A run's load goes behind the table's history (on a format that `guards_by_history`): a
+    table model's rebuild (`rebuilds`) by one `create or replace` of the deployed table
+    (`replaces_deployed`: not a table created, nor one built beside and swapped in, nor
+    dropped first) by a run that holds a lease (a quarantining run: its pending rows), which
+    another run may take over. A run holding none leaves nothing for another to take over;
+    two such rebuilds end as the last one's, as on dbt-spark."""
+    return rebuilds and replaces_deployed and holds_lease
