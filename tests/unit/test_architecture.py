@@ -178,3 +178,18 @@ def test_core_is_spark_free_and_self_contained() -> None:
             ):
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
     assert not bad, "core imports outside core:\n  " + "\n  ".join(bad)
+
+
+RUNTIME_LINES = 400  # issue 40: no runtime file over 400 lines
+
+
+def test_no_runtime_file_is_over_400_lines() -> None:
+    """The adapter's own modules (dbt/adapters/spark_contracts), each at most `RUNTIME_LINES`
+    lines: a file that grows past it is split by what its parts do."""
+    runtime = TREES[0]
+    long = {
+        str(p.relative_to(runtime)): n
+        for p in sorted(runtime.rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > RUNTIME_LINES
+    }
+    assert not long, f"runtime files over {RUNTIME_LINES} lines: {long}"

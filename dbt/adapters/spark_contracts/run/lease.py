@@ -1,17 +1,13 @@
-"""Leases (core/recovery/lease.py). A run's lease on a table (its pending table, or the
-`<model>__dbt_lease_<run>` / `__dbt_settle_<run>` table that says a run of the model is at work):
-while the run holds it, a thread of its own renews the table's heartbeat on a connection of its
-own (every connection method: dbt opens one per thread), so that another run of the model never
-takes over from a run that is still alive. Released (heartbeat "0") when the run lets go.
-
-Another run's lease is judged by positive evidence (its process on this host is gone) or watched
-on this run's own clock until its heartbeat changes (it is alive: `RunInProgress`) or has not
-changed for the lease's length (it expired): a dead or expired lease is taken over, marked with
-the run that took it and the next epoch. A holder checks its own lease before each irreversible
-step (`Leases.check`, the fence) and fails with `LeaseLost` once another run took it over.
-
-`Leases` is the runner's collaborator for the model-level leases: take, hold alone, check, let
-go, and read other runs' leases."""
+"""Leases (core/recovery/lease.py): `Leases`, the runner's collaborator for the model-level
+leases (take, hold alone, check, let go, read other runs'). A run's lease on a table (its
+`<model>__dbt_lease_<run>` / `__dbt_settle_<run>` record): while the run holds it, a thread of
+its own renews the heartbeat on a connection of its own, so that no other run takes over from
+a run that is still alive; released (heartbeat "0") when the run lets go. Another run's lease
+is judged by positive evidence (its process on this host is gone) or watched on this run's own
+clock until its heartbeat changes (alive: `RunInProgress`) or has not changed for the lease's
+length: a dead or expired lease is taken over, marked with the run that took it and the next
+epoch. A holder checks its own lease before each irreversible step (`Leases.check`, the fence)
+and fails with `LeaseLost` once another run took it over."""
 
 import random
 import time
@@ -87,8 +83,7 @@ def first_of(owner: LeaseOwner, binding: Sequence[RunRecord]) -> bool:
 
 
 class Leases:
-    """The model-level leases of one run on one connection; `held` is the heartbeat of the
-    lease it holds, if any (one at a time)."""
+    """The model-level leases of one run on one connection; `held`: the one it holds, if any."""
 
     def __init__(self, spark: Spark) -> None:
         self.spark = spark
