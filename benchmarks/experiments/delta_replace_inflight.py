@@ -46,7 +46,7 @@ for label, statement, other in CASES:
     spark.sql("create table t using delta as select id, 'a' as v from range(3)")
     errors: List[str] = []
 
-    def rebuild(sql: str = statement) -> None:
+    def rebuild(sql: str = statement, errors: List[str] = errors) -> None:
         try:
             spark.newSession().sql(sql).collect()
         except Exception as exc:  # noqa: BLE001

@@ -52,7 +52,7 @@ for label, statement in CASES:
     (head,) = fresh("select snapshot_id from iceberg.db.t.refs where name = 'main'")
     errors: List[str] = []
 
-    def rebuild(sql: str = statement.format(s=head[0])) -> None:
+    def rebuild(sql: str = statement.format(s=head[0]), errors: List[str] = errors) -> None:
         try:
             spark.newSession().sql(sql).collect()
         except Exception as exc:  # noqa: BLE001
