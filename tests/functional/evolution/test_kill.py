@@ -29,6 +29,7 @@ import yaml
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.core.recovery.pending import run_key
+from dbt.adapters.spark_contracts.core.recovery.record import REPLACING_PROPERTY
 from dbt.adapters.spark_contracts.run.lease import LEASE_ENV
 from tests.functional.conftest import JVM_PARAMETERS, iceberg_rest
 
@@ -1108,9 +1109,9 @@ class TestLateIcebergRebuild:
         """Iceberg's `create or replace` makes a snapshot without a parent, off the lineage a
         watch for a late commit follows, and takes no transaction id: a late one replaced the
         next run's load. A quarantining table model's run (it holds a lease for its pending
-        rows) is stopped (SIGSTOP) right before its replace reaches Spark, after its fence,
-        past its lease. The model runs again: it keeps the stopped run's pending rows (its
-        process lives) and rebuilds. Resumed, the first run sends its replace behind the
+        rows) is stopped (SIGSTOP) after its fence, before its record says `replacing` (see
+        TestInFlightIcebergRebuild), past its lease. The model runs again: it keeps the stopped
+        run's pending rows (its process lives) and rebuilds. Resumed, the first run sends its replace behind the
         history it read before its fence (core/recovery/history_guard.py), which fails: the
         table keeps the second run's rows, and the first run fails naming the change. Its
         pending rows go (its load never landed): each quarantine holds the discarded rows of
@@ -1121,7 +1122,8 @@ class TestLateIcebergRebuild:
         assert project.dbt() == 0
         # a run that discarded (a table model takes its pending table at once: no first pass)
         assert project.dbt("--vars", "{v: 2, start: 3}") == 0, project.results()
-        first = _stop_before(project, "stalled", "{v: 2, start: 10}", "sql:create or replace")
+        mark = f"has:'{REPLACING_PROPERTY}'"  # its record's mark (run/replace_alone.py)
+        first = _stop_before(project, "stalled", "{v: 2, start: 10}", mark)
         try:
             time.sleep(STALL_LEASE)
             again = "{v: 2, start: 20}"
@@ -1143,6 +1145,50 @@ class TestLateIcebergRebuild:
         tables = ["control__quarantine", "stalled__quarantine"]
         quarantined = {t: sorted(r["id"] for r in project.rows(tables)[t]) for t in tables}
         assert quarantined["stalled__quarantine"] == [4, 6, 8, 20, 22, 24, 30, 32, 34], quarantined
+        assert quarantined["stalled__quarantine"] == quarantined["control__quarantine"]
+        assert leftovers(project, "stalled") == []
+
+
+class TestInFlightIcebergRebuild:
+    @pytest.mark.profile("session", "thrift")
+    def test_no_run_replaces_an_iceberg_table_while_another_runs_replace_may_still_run(
+        self, tmp_path, stall_target, monkeypatch
+    ):
+        """Iceberg commits a replace already sent onto whatever the table is by then, and the
+        snapshot committed meanwhile is gone from the table's metadata too
+        (benchmarks/experiments/iceberg_replace_inflight.py): no guard or repair can stop or
+        find it once sent. A quarantining table model's run is stopped (SIGSTOP) as it sends
+        its replace (its record says `replacing`), past its lease: its replace may be running
+        on the server or its JVM. The model runs again: it waits for that lease to run out,
+        then changes nothing and fails naming the stopped run (run/replace_alone.py), where
+        before it rebuilt and a replace still running could erase its load. Resumed, the
+        first run's replace lands (nothing committed since its read) and it succeeds; the
+        next run succeeds; each quarantine holds the discarded rows of the loads that stand,
+        as a control's."""
+        monkeypatch.setenv(LEASE_ENV, str(STALL_LEASE))
+        names = ["control", "stalled"]
+        project = Project(tmp_path / "project", "iceberg", stall_target, REBUILD_MODEL, names)
+        assert project.dbt() == 0
+        assert project.dbt("--vars", "{v: 2, start: 3}") == 0, project.results()
+        first = _stop_before(project, "stalled", "{v: 2, start: 10}", "sql:create or replace")
+        try:
+            time.sleep(STALL_LEASE)
+            again = "{v: 2, start: 20}"
+            assert project.dbt("--select", "stalled", "--vars", again) != 0, project.results()
+            refused = project.results()["stalled"]
+            assert refused["status"] == "error", refused
+            assert "was replacing" in refused["message"], refused
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
+        assert first.wait(timeout=600) == 0, (project.root / "dbt-stalled.log").read_text()
+        assert project.dbt("--select", "control", "--vars", "{v: 2, start: 10}") == 0
+        rows = project.rows(["control", "stalled"])
+        assert [r["id"] for r in rows["stalled"]] == [11, 13, 15], rows
+        assert rows["stalled"] == rows["control"], rows
+        assert project.dbt("--vars", "{v: 2, start: 30}") == 0, project.results()
+        tables = ["control__quarantine", "stalled__quarantine"]
+        quarantined = {t: sorted(r["id"] for r in project.rows(tables)[t]) for t in tables}
+        assert quarantined["stalled__quarantine"] == [4, 6, 8, 10, 12, 14, 30, 32, 34], quarantined
         assert quarantined["stalled__quarantine"] == quarantined["control__quarantine"]
         assert leftovers(project, "stalled") == []
 

@@ -8,7 +8,8 @@ with SIGSTOP (every thread, its lease's heartbeat too: a stalled process) right 
 the n-th such statement, after every check the run made before it; SIGCONT sends it on (with
 `DBT_SPARK_CONTRACTS_STOP_BEFORE=sql:<start>`: the first such statement whose text, after
 dbt's query comment, starts with `<start>`, any case: the n-th differs between methods; an
-ALTER sent behind its guard, core/recovery/history_guard.py, by the ALTER's own text). With
+ALTER sent behind its guard, core/recovery/history_guard.py, by the ALTER's own text; with
+`has:<text>`, the first whose text holds `<text>`). With
 `DBT_SPARK_CONTRACTS_WRITES_LOG=<file>`, each such statement is appended to the file (how a
 test learns the kill points of a run). Heartbeats are not counted, whichever thread sends
 them (the lease's heartbeat thread, or the run's own when its lease is due a beat before a
@@ -35,6 +36,7 @@ STOP_BEFORE_ENV = "DBT_SPARK_CONTRACTS_STOP_BEFORE"
 WRITES_LOG_ENV = "DBT_SPARK_CONTRACTS_WRITES_LOG"
 HEARTBEAT_THREAD_PREFIX = "lease "  # run/heartbeat.py names its thread so
 SQL_PREFIX = "sql:"  # STOP_BEFORE by the statement's start, not its number
+HAS_PREFIX = "has:"  # STOP_BEFORE by a text the statement holds
 
 
 def _timed(sql: str) -> bool:
@@ -66,12 +68,16 @@ def before_statement(sql: str) -> None:
     """Called before a statement is sent; stops the process before the configured write."""
     stop_before = _point(STOP_BEFORE_ENV)
     start = (os.environ.get(STOP_BEFORE_ENV) or "").lstrip()  # a trailing space is meant
+    held = start[len(HAS_PREFIX) :].lower() if start.startswith(HAS_PREFIX) else ""
     start = start[len(SQL_PREFIX) :].lower() if start.startswith(SQL_PREFIX) else ""
-    if not (stop_before or start) or not changes_something(sql) or _timed(sql):
+    if not (stop_before or start or held) or not changes_something(sql) or _timed(sql):
         return
-    text = words(inner(sql)) if start else ""  # an ALTER behind its guard by the ALTER's text
+    text = words(inner(sql)) if start or held else ""  # an ALTER behind its guard: its text
     with _COUNTER.lock:
-        at = text.startswith(start) if start else _COUNTER.sent + 1 == stop_before
+        if start or held:
+            at = text.startswith(start) if start else held in text
+        else:
+            at = _COUNTER.sent + 1 == stop_before
         due = at and not _COUNTER.stopped
         _COUNTER.stopped = _COUNTER.stopped or due
     if due:

@@ -42,6 +42,7 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     RunState,
 )
 from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
+from dbt.adapters.spark_contracts.run.replace_alone import replace_alone
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
@@ -89,18 +90,17 @@ class Runner:
 
     def hold_if_left(self, relation: str, unique_id: str) -> None:
         """`RepairFirst`, before this run changes anything, where a run of this invocation (an
-        earlier microbatch batch) left `relation` to the next invocation: a step or a repair
-        statement of its got no answer and may still commit (`RunReport.left_half_changed`).
-        Its record is its invocation's own, which this run does not read."""
+        earlier microbatch batch) left `relation` to the next one: a statement of its got no
+        answer and may still commit (`RunReport.left_half_changed`; its own record)."""
         left = self.report.half_changed(relation)
         if left is not None:
             raise RepairFirst(unique_id, relation, step=left)
 
     def repair(self, key: ModelKey, on_table: bool, tag: Optional[str] = None) -> Optional[str]:
         """Dead runs' intents repaired under the model's lease (Restorer.repair). A repair that
-        left its record for a taker (a statement without an answer: `abandon`) holds the model
-        for the rest of the invocation (a later microbatch batch stops at `hold_if_left`: its
-        record, under the same name, would drop the watch a taker needs for that statement)."""
+        left its record for a taker (`abandon`) holds the model for the rest of the invocation
+        (a later batch stops at `hold_if_left`: its record, under the same name, would drop the
+        watch a taker needs)."""
         try:
             return self.restorer.repair(key, on_table, tag)
         except BaseException:
@@ -148,8 +148,8 @@ class Runner:
         return self._load(run, load_sql, after_load)  # cleans up after itself, whatever happens
 
     def _first_pass(self, run: ModelRun, load_sql: str) -> ContractsAdapterResponse:
-        """The load over the model's output as it is (run/first_pass.py): no stage, no pending
-        table, no lease; one statement, one commit, or `FirstPassFailed` (nothing written)."""
+        """The load over the model's output as it is (run/first_pass.py): no stage, pending
+        table or lease; one commit, or `FirstPassFailed` (nothing written)."""
         prepare_first_pass(self.spark, self.book, run)
         return self._load(run, load_sql)
 
@@ -208,9 +208,8 @@ class Runner:
         return under_record(steps=steps, guards_late_writes=guards, into_deployed=into, here=here)
 
     def _take_alone(self, run: ModelRun) -> None:
-        """The model's lease taken alone for a multi-step change (its record made), unless held
-        already (a swap: run/swap.building). A dead run's intent left since this run's repair
-        step looked means the table planned against is half changed (`RepairFirst`)."""
+        """The model's lease taken alone for a multi-step change, unless held already (a swap).
+        A dead run's intent left since the repair step looked: half changed (`RepairFirst`)."""
         if self.leases.held is not None:
             return
         dead = [r for r in self.leases.alone(run) if r.intent is not None]
@@ -221,22 +220,18 @@ class Runner:
     def let_go(self, run: ModelRun) -> None:
         """The run's record let go of after a failure: kept (released) while it says what the
         next run must repair or settle (an intent, a pending table, a swap under way)."""
-        keep = self.state.intent is not None or self.state.pending is not None
-        keep = keep or self.leases.swapping
-        self.leases.release(run, keep=keep)
+        state = self.state
+        self.leases.release(run, keep=bool(state.intent or state.pending or self.leases.swapping))
 
     def _begin_steps(self, run: ModelRun) -> None:
         """The multi-step change under the run's record (core/recovery/record.py), held alone
-        since `_take_alone`: the table's version read, the intent written into the record, then
-        each step, the record told which step is done and the version it produced."""
+        since `_take_alone`: the version read, the intent written into the record, each step."""
         state = self.state
-        # read once the lease is held: a run that finished while this one waited for it
-        # committed before this point, so the restore never takes that run's commits back (and
-        # Iceberg's catalog is refreshed by it: the check below reads the table as it is)
+        # read once the lease is held: a run that finished while this one waited committed
+        # before, so the restore never takes its commits back (and Iceberg's catalog is fresh)
         log = self.restorer.log(run.table_format)
         state.restore_version = log.current_version(run.relation)
-        # another run may have changed the table since this one read it (and let go of its
-        # lease before this one took its own): the plan holds only for the schema it read
+        # another run may have changed the table since the plan read it: it holds only for that
         check_unchanged(self.spark, self.leases, run)
         intent = run.intent(state.restore_version)
         self.fence(run)  # the record is this run's still
@@ -246,8 +241,7 @@ class Runner:
 
     def _steps(self, run: ModelRun, after_load: bool) -> None:
         """The run's steps sent before its load (or, `after_load`, after it: a removal where a
-        rollback keeps the schema), each behind the fence, the record told which step is done
-        and the version it produced."""
+        rollback keeps the schema), each behind the fence, the record told each version."""
         log, done = self.restorer.log(run.table_format), self.state.done
         for index, step in enumerate(run.statements):
             if step.after_load != after_load:
@@ -375,12 +369,18 @@ class Runner:
 
     def _behind_history(self, run: ModelRun, sql: Any) -> Optional[Callable[[], Any]]:
         """The load behind the table's history read before its fence, where it is guarded
-        (core/recovery/history_guard.guards_load; the log's `behind_history`)."""
+        (core/recovery/history_guard.guards_load; the log's `behind_history`); on Iceberg sent
+        only while no other run's replace may still run (run/replace_alone.py)."""
         held = self.leases.held is not None
         if callable(sql) or not guards_load(run.rebuilds, run.replace_by is Build.REPLACE, held):
             return None
-        log = self.log(run.table_format)
-        return lambda: partial(self._run_load, run, log.behind_history(run.relation, sql))
+        log, alone = self.log(run.table_format), row_of(run.table_format).guards_by_history
+
+        def first() -> Callable[[], Any]:  # read before the fence
+            send = partial(self._run_load, run, log.behind_history(run.relation, sql))
+            return partial(replace_alone, self.spark, self.leases, run, send) if alone else send
+
+        return first
 
     def _run_load(self, run: ModelRun, sql: str) -> Any:
         """The load statement (in a first pass: run/first_pass.first_pass_load)."""

@@ -145,3 +145,30 @@ def unguarded_takeover(state: State, guarded: bool, gone: bool) -> bool:
     only a silent holder (a stopped process; a server still running a dead client's statement),
     so such a lease is never taken over: the run fails naming it, with the repair by hand."""
     return not guarded and state is not State.DEAD and not gone
+
+
+class Replace(enum.Enum):
+    """What another run's record marked `replacing` means for a run about to send its own
+    replace of the model table (run/replace_alone.py)."""
+
+    GO = "go"  # it binds no one: released, taken over, its holder provably gone, or landed
+    WAIT = "wait"  # it may be alive: watch its heartbeat
+    LIVE = "live"  # renewed while watched: a live run is replacing (`RunInProgress`)
+    REFUSE = "refuse"  # run out, yet its replace may still run and is not in the table's log
+
+
+def replace_verdict(state: State, seen: Seen | None, landed: bool, may_commit: bool) -> Replace:
+    """Another run's `replacing` record, judged `state` (and, where it may be alive, `seen` by
+    this run's watch): its replace, once sent, cannot be fenced off (Iceberg commits it onto
+    whatever the table is by then, erasing a snapshot committed meanwhile), so this run sends
+    none while that one may still run. Run out, it binds no more only on positive evidence:
+    its replace is in the table's log (`landed`: its commit tag; a statement commits once), or
+    its Spark application is provably gone (`may_commit` False). Never a clock against
+    another's: the watch times a heartbeat on this run's own clock."""
+    if state is not State.WATCH:
+        return Replace.GO
+    if seen is Seen.LIVE:
+        return Replace.LIVE
+    if seen is Seen.WAITING:
+        return Replace.WAIT
+    return Replace.GO if landed or not may_commit else Replace.REFUSE

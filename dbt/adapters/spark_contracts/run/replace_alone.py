@@ -1,0 +1,130 @@
+"""A replace of the model table sent only while no other run's replace of it may still run
+(Iceberg: a rebuild's `create or replace`, behind the table's history, core/recovery/history_guard).
+
+The history guard stops a replace that was not yet sent when another run committed. It cannot
+stop one already sent: Iceberg commits a replace onto whatever the table is by then, and the
+snapshot another run committed meanwhile is gone from the table's metadata too
+(benchmarks/experiments/iceberg_replace_inflight.py). No repair could find that load again,
+so the run that would commit after such a replace must not go on while it may still run:
+
+- before it sends its replace, a run marks its own record `replacing` (`REPLACING_PROPERTY`),
+  then reads the other runs' records;
+- another record marked `replacing` binds it (core/recovery/lease.replace_verdict): watched
+  until renewed (`RunInProgress`: a live run is replacing) or run out; run out, it binds on
+  until there is positive evidence that its replace can no longer commit (its commit tag in
+  the table's log, or its Spark application gone), and this run sends nothing
+  (`ReplaceMayRun`, naming it and the repair by hand). A holder whose dbt process on this host
+  is gone binds no one (an embedded session's statements ended with it).
+
+Each run writes its mark before it reads the others', so of two runs that mark at once at
+least one reads the other's mark: never both replace unseen. The mark is not taken back: the
+record goes when the run ends, and a run that died after its replace landed is let go by its
+tag in the log."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, List
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_contracts.connection.spark_handle import Spark, process_running
+from dbt.adapters.spark_contracts.core.recovery.lease import (
+    Replace,
+    Seen,
+    State,
+    Watch,
+    beat_interval,
+    judge,
+    replace_verdict,
+)
+from dbt.adapters.spark_contracts.core.recovery.pending import LEASE_SUFFIX
+from dbt.adapters.spark_contracts.core.recovery.record import (
+    BEAT_PROPERTY,
+    REPLACING_PROPERTY,
+    RunRecord,
+)
+from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
+from dbt.adapters.spark_contracts.run.late import may_still_commit
+from dbt.adapters.spark_contracts.run.lease import Leases
+from dbt.adapters.spark_contracts.run.model_run import ModelRun
+from dbt.adapters.spark_contracts.run.record_io import other_records
+from dbt.adapters.spark_contracts.run.run_errors import RunInProgress
+from dbt.adapters.spark_contracts.run.table_log import table_log
+
+logger = AdapterLogger("SparkContracts")
+
+
+class ReplaceMayRun(DbtRuntimeError):
+    """Another run's replace of the model table may still run (its lease ran out, its client
+    or Spark application may be alive, and its replace is not in the table's log): a replace
+    sent now could be overwritten by it, with no trace. This run changed nothing."""
+
+    def __init__(self, unique_id: str, relation: str, holder: str, record: str):
+        self.unique_id, self.relation, self.holder, self.record = (
+            unique_id,
+            relation,
+            holder,
+            record,
+        )
+        super().__init__(
+            f"{unique_id}: run {holder} was replacing {relation} and may still be (its lease ran "
+            "out, but its dbt process or its Spark application may still be alive, and its "
+            "replace is not in the table's log). An Iceberg replace of it landing after this "
+            "run's load would erase that load without a trace, so this run changed nothing. "
+            "Run again once that run has ended (its replace in the table's log, its dbt process "
+            "ended, or its Thrift or Connect server restarted). If it surely ended without "
+            f"replacing, release its lease by hand: ALTER TABLE {record} SET TBLPROPERTIES "
+            f"('{BEAT_PROPERTY}' = '0'), and run the model again."
+        )
+
+
+def replace_alone(spark: Spark, leases: Leases, run: ModelRun, send: Callable[[], Any]) -> Any:
+    """`send` (the run's replace of its model table) once the run's record says `replacing`
+    and no other run's replace of the table may still run (the module's text). Raises
+    `RunInProgress` or `ReplaceMayRun`, having sent nothing, where one may."""
+    leases.write(run, {REPLACING_PROPERTY: "true"})
+    watch, told = Watch(lease_seconds()), False
+    while True:
+        waiting = _binding(spark, run, watch)
+        if not waiting:
+            return send()
+        if not told:
+            logger.info(
+                f"{run.unique_id}: waiting up to {watch.left(waiting[0], time.monotonic()):.0f} "
+                f"s for run {waiting[0].holder}, which was replacing {run.relation}: its lease "
+                "has not been renewed since this run found it"
+            )
+            told = True
+        time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
+
+
+def _binding(spark: Spark, run: ModelRun, watch: Watch) -> List[RunRecord]:
+    """The other runs' `replacing` records still watched; raises where one is live or may
+    still run with its lease run out."""
+    waiting, now = [], time.monotonic()
+    others = other_records(spark, run.relation, run.invocation_id, LEASE_SUFFIX, run.table_format)
+    for record in (r for r in others if r.replacing):
+        state = judge(record, this_client().host, process_running)
+        seen = watch.see(record, now) if state is State.WATCH else None
+        expired = seen is Seen.EXPIRED
+        landed = expired and _landed(spark, run, record)
+        may_commit = expired and not landed and may_still_commit(spark, record)
+        verdict = replace_verdict(state, seen, landed, may_commit)
+        if verdict is Replace.LIVE:
+            raise RunInProgress(run.unique_id, run.relation, str(record.holder))
+        if verdict is Replace.REFUSE:
+            raise ReplaceMayRun(run.unique_id, run.relation, str(record.holder), record.table)
+        if verdict is Replace.WAIT:
+            waiting.append(record)
+    return waiting
+
+
+def _landed(spark: Spark, run: ModelRun, record: RunRecord) -> bool:
+    """`record`'s run has a commit in the model table's log (by its commit tag)."""
+    tag = record.pending.tag if record.pending is not None else record.tag
+    if not tag:
+        return False
+    _, snapshots = table_log(spark, run.table_format).listed(run.relation)
+    return any(s.commit.tag == tag for s in snapshots)
