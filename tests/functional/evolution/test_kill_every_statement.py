@@ -274,7 +274,7 @@ class Project:
 
     def refused_records(self) -> list[tuple[str, str]]:
         """(the macro that does it, the record) for the repair by hand each of the last run's
-        UnguardedTakeover errors names (every failed node's error must be one)."""
+        UnguardedTakeover or ReplaceMayRun errors names (every failed node's error must be one)."""
         import json
         import re
 
@@ -378,17 +378,18 @@ def test_kill_9_after_every_statement_of_every_materialization(
 
     # the killed models run again, as a user retries: each repairs first, then loads. Over a
     # server a killed Parquet run's lease is not taken over (its statement may still run there,
-    # and Parquet cannot guard against its late write: UnguardedTakeover); the user makes sure
-    # it is over and releases the lease the error names (the record stays, for the repair to
-    # read), then runs again. These cases load the same rows whatever ran before, so running
+    # and Parquet cannot guard against its late write: UnguardedTakeover), nor an Iceberg
+    # rebuild's killed between its record's `replacing` mark and its replace in the table's log
+    # (ReplaceMayRun, run/replace_alone.py); the user makes sure it is over and releases the
+    # lease the error names (the record stays, for the repair to read), then runs again. These cases load the same rows whatever ran before, so running
     # again copies that had loaded changes nothing.
     over_server = request.config.getoption("--profile") != "session"
     retried = project.runs
     for case in cases:
         code = project.dbt(*case.second, "--select", *killed[case.name])
-        if code != 0 and fmt == "parquet" and over_server:
+        if code != 0 and fmt in ("parquet", "iceberg") and over_server:
             refused = project.refused_records()
-            assert refused, f"{case.name}: the retry failed without UnguardedTakeover"
+            assert refused, f"{case.name}: the retry failed, refused by no lease it names"
             for how, record in refused:
                 project.dbt("run-operation", how, "--args", f"{{name: {record}}}")
             code = project.dbt(*case.second, "--select", *killed[case.name])

@@ -73,10 +73,11 @@ class ReplaceMayRun(DbtRuntimeError):
             "out, but its dbt process or its Spark application may still be alive, and its "
             "replace is not in the table's log). An Iceberg replace of it landing after this "
             "run's load would erase that load without a trace, so this run changed nothing. "
-            "Run again once that run has ended (its replace in the table's log, its dbt process "
-            "ended, or its Thrift or Connect server restarted). If it surely ended without "
-            f"replacing, release its lease by hand: ALTER TABLE {record} SET TBLPROPERTIES "
-            f"('{BEAT_PROPERTY}' = '0'), and run the model again."
+            "Run again once its replace is in the table's log, its dbt process has ended, or "
+            "its Thrift or Connect server restarted. Repair by hand: make sure that run is over "
+            "(its statement no longer running on the server), then release its lease, ALTER "
+            f"TABLE {record} SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0'), and run the model "
+            "again."
         )
 
 
