@@ -173,6 +173,7 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	"tests/functional/evolution/test_kill.py::TestStalledQuarantiningRun::test_a_quarantining_run_stalled_after_its_load_commits_nothing_more[delta]" \
 	tests/functional/evolution/test_kill.py::TestLateLoad::test_a_load_sent_after_its_lease_was_taken_over_is_fenced_off_inside_the_commit \
 	tests/functional/evolution/test_kill.py::TestLateIcebergDropColumns \
+	tests/functional/evolution/test_kill.py::TestLateIcebergRebuild \
 	tests/functional/evolution/test_kill.py::TestLateBackfill::test_a_backfill_sent_after_its_lease_was_taken_over_is_skipped_inside_the_commit \
 	tests/functional/evolution/test_kill.py::TestLateIcebergBackfill::test_an_iceberg_backfill_sent_after_its_lease_was_taken_over_is_rolled_back_by_the_next_run \
 	tests/functional/evolution/test_kill.py::TestLateIcebergMove::test_an_iceberg_move_landing_between_a_settlers_move_and_its_drop_adds_no_row_twice \
