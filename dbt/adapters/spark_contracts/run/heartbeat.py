@@ -5,15 +5,15 @@ import os
 import socket
 import threading
 import time
-from typing import Optional
+from typing import Callable, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.recovery import statements
-from dbt.adapters.spark_contracts.core.recovery.lease import LEASE_SECONDS, beat_interval
+from dbt.adapters.spark_contracts.core.recovery.lease import LEASE_SECONDS, Watch, beat_interval
 from dbt.adapters.spark_contracts.core.recovery.pending import RELEASED
-from dbt.adapters.spark_contracts.core.recovery.record import Client
+from dbt.adapters.spark_contracts.core.recovery.record import Client, RunRecord
 
 logger = AdapterLogger("SparkContracts")
 
@@ -34,6 +34,25 @@ def lease_seconds() -> float:
     if seconds <= 0:
         raise ValueError(f"${LEASE_ENV}={value!r}: expected a positive number of seconds")
     return seconds
+
+
+def wait_while(
+    binding: Callable[[], List[RunRecord]],
+    watch: Watch,
+    say: Callable[[RunRecord, float], str],
+) -> None:
+    """Read `binding` (the other runs' records that still bind this run; it raises where one
+    must end the wait) until it is empty, half a beat between reads. Says once on the console
+    why the run waits (`say`: the first binding record, the longest wait left in seconds)."""
+    told = False
+    while True:
+        waiting = binding()
+        if not waiting:
+            return
+        if not told:
+            logger.info(say(waiting[0], max(watch.left(r, time.monotonic()) for r in waiting)))
+            told = True
+        time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
 
 
 def beat_sql(table: str, at: Optional[float] = None) -> str:

@@ -55,6 +55,7 @@ from dbt.adapters.spark_contracts.run.heartbeat import (  # noqa: F401 (named fr
     beat_sql,
     lease_seconds,
     this_client,
+    wait_while,
 )
 from dbt.adapters.spark_contracts.run.model_run import quarantine_format_for
 from dbt.adapters.spark_contracts.run.record_io import (  # noqa: F401 (named from here too)
@@ -213,21 +214,18 @@ class Leases:
     def _wait_for(self, owner: LeaseOwner, suffix: str, watch: Watch) -> None:
         """Watch the other runs' leases until none binds (gone, released, dead or expired);
         `RunInProgress` as soon as one is renewed. Says so on the console while it waits."""
-        told = False
-        while True:
-            others = self._exclusive(owner, suffix)
-            binding = self._binding(owner, others, watch)
-            if not binding:
-                return
-            if not told:
-                left = max(watch.left(r, time.monotonic()) for r in binding)
-                logger.info(
-                    f"{owner.unique_id}: waiting up to {left:.0f} s for the lease of run "
-                    f"{binding[0].holder} on {owner.relation}: it has not been renewed since this "
-                    "run found it; a run that is alive renews it, one that died lets it run out"
-                )
-                told = True
-            time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
+
+        def binding() -> List[RunRecord]:
+            return self._binding(owner, self._exclusive(owner, suffix), watch)
+
+        def say(first: RunRecord, left: float) -> str:
+            return (
+                f"{owner.unique_id}: waiting up to {left:.0f} s for the lease of run "
+                f"{first.holder} on {owner.relation}: it has not been renewed since this run "
+                "found it; a run that is alive renews it, one that died lets it run out"
+            )
+
+        wait_while(binding, watch, say)
 
     def _take_over(
         self,

@@ -35,7 +35,6 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
     Seen,
     State,
     Watch,
-    beat_interval,
     judge,
     replace_verdict,
 )
@@ -45,7 +44,7 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
     REPLACING_PROPERTY,
     RunRecord,
 )
-from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client
+from dbt.adapters.spark_contracts.run.heartbeat import lease_seconds, this_client, wait_while
 from dbt.adapters.spark_contracts.run.late import may_still_commit
 from dbt.adapters.spark_contracts.run.lease import Leases
 from dbt.adapters.spark_contracts.run.model_run import ModelRun
@@ -86,19 +85,16 @@ def replace_alone(spark: Spark, leases: Leases, run: ModelRun, send: Callable[[]
     and no other run's replace of the table may still run (the module's text). Raises
     `RunInProgress` or `ReplaceMayRun`, having sent nothing, where one may."""
     leases.write(run, {REPLACING_PROPERTY: "true"})
-    watch, told = Watch(lease_seconds()), False
-    while True:
-        waiting = _binding(spark, run, watch)
-        if not waiting:
-            return send()
-        if not told:
-            logger.info(
-                f"{run.unique_id}: waiting up to {watch.left(waiting[0], time.monotonic()):.0f} "
-                f"s for run {waiting[0].holder}, which was replacing {run.relation}: its lease "
-                "has not been renewed since this run found it"
-            )
-            told = True
-        time.sleep(min(1.0, beat_interval(watch.lease_seconds) / 2))
+    watch = Watch(lease_seconds())
+
+    def say(first: RunRecord, left: float) -> str:
+        return (
+            f"{run.unique_id}: waiting up to {left:.0f} s for run {first.holder}, which was "
+            f"replacing {run.relation}: its lease has not been renewed since this run found it"
+        )
+
+    wait_while(lambda: _binding(spark, run, watch), watch, say)
+    return send()
 
 
 def _binding(spark: Spark, run: ModelRun, watch: Watch) -> List[RunRecord]:
