@@ -476,7 +476,12 @@ def rebuild_run(table_format: str = "iceberg", **changed: Any) -> SimpleNamespac
     from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 
     relation = "iceberg.db.t" if table_format == "iceberg" else "db.t"
-    facts = dict(rebuilds=True, replace_by=Build.REPLACE, first_pass=None)
+    facts = dict(
+        rebuilds=True,
+        replace_by=Build.REPLACE,
+        first_pass=None,
+        commit_tag=f"dbt-spark-contracts:inv2:x:model.p.m:{table_format}",
+    )
     return SimpleNamespace(**{**vars(model_run(relation, table_format)), **facts, **changed})
 
 

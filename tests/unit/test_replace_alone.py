@@ -29,8 +29,8 @@ from dbt.adapters.spark_contracts.core.recovery.pending import (
 )
 from dbt.adapters.spark_contracts.core.recovery.record import (
     CLIENT_PROPERTY,
-    COMMIT_TAG_PROPERTY,
     REPLACING_PROPERTY,
+    TAKEN_PROPERTY,
     RunRecord,
 )
 from dbt.adapters.spark_contracts.run import Runner, RunReport
@@ -70,8 +70,9 @@ def test_a_replacing_record_binds_only_while_its_replace_may_still_run(
 
 
 def test_the_mark_is_read_back_from_a_records_properties():
-    marked = RunRecord.from_properties(OTHER, {REPLACING_PROPERTY: "true", RUN_PROPERTY: "inv9"})
-    assert marked.replacing and not RunRecord.from_properties(OTHER, {}).replacing
+    """The mark names the commit tag its run's replace carries."""
+    marked = RunRecord.from_properties(OTHER, {REPLACING_PROPERTY: OTHER_TAG, RUN_PROPERTY: "inv9"})
+    assert marked.replacing == OTHER_TAG and not RunRecord.from_properties(OTHER, {}).replacing
 
 
 class Renewing(Applied):
@@ -90,7 +91,9 @@ class Renewing(Applied):
 
 
 def other_run(catalogue: Applied, how: str) -> None:
-    """Another run's record on the model, marked `replacing` (unless `how` is "unmarked")."""
+    """Another run's record on the model, marked `replacing` with its commit tag (unless `how`
+    is "unmarked"; "taken": taken over by a third run, its application the one this run's
+    statements run on; "untagged": an earlier build's mark, "true")."""
     here = catalogue.here
     client = f"{this_client().host}/{GONE_PID}" if how == "gone" else "another-host/7"
     # gone: an embedded session's statements ended with its dbt process on this host
@@ -100,12 +103,13 @@ def other_run(catalogue: Applied, how: str) -> None:
         BEAT_PROPERTY: "0" if how == "released" else "5",
         CLIENT_PROPERTY: client,
         APP_PROPERTY: app.to_property(),
-        COMMIT_TAG_PROPERTY: OTHER_TAG,
     }
     if how != "unmarked":
-        props[REPLACING_PROPERTY] = "true"
+        props[REPLACING_PROPERTY] = "true" if how == "untagged" else OTHER_TAG
+    if how.startswith("taken"):
+        props[TAKEN_PROPERTY] = "inv5"
     catalogue.tables[OTHER] = props
-    if how == "landed":  # its replace is in the table's log: a snapshot under its tag
+    if how in ("landed", "taken, landed"):  # its replace is in the table's log: its tag
         catalogue.snapshots.append((7, None, OTHER_TAG))
 
 
@@ -116,22 +120,26 @@ def rebuild(tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> tuple:
     runner = Runner(catalogue, RunReport(), tmp_path)  # type: ignore[arg-type]
     run = rebuild_run(swaps_after_load=False)
     runner.leases.take(run)  # type: ignore[arg-type]
+    runner.book.begin(())
     other_run(catalogue, how)
     catalogue.renews = how == "live"
     first = runner._behind_history(run, REPLACE)  # type: ignore[arg-type]
     assert first is not None
     stall(runner.leases)  # the load's fence reads the lease
     load = lambda: runner.spark.run(REPLACE)  # noqa: E731  (never sent: `first` gives it)
-    return catalogue, lambda: runner._step(run, LOAD_STEP, load, True, True, first)  # type: ignore[arg-type]
+    step = lambda: runner._step(run, LOAD_STEP, load, True, True, first)  # type: ignore[arg-type]  # noqa: E731
+    step.runner = runner  # type: ignore[attr-defined]
+    return catalogue, step
 
 
-@pytest.mark.parametrize("how", ["unmarked", "released", "gone", "landed"])
+@pytest.mark.parametrize("how", ["unmarked", "released", "gone", "landed", "taken, landed"])
 def test_a_rebuild_replaces_where_no_other_runs_replace_may_still_run(
     tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
 ):
     """Another run's record not marked `replacing`, released, whose dbt process on this host is
-    gone, or whose replace is in the table's log (its tag): the replace is sent, behind its
-    guard. The run marked its own record before it read the others'."""
+    gone, or whose replace is in the table's log (the tag its mark names; also once a third run
+    took its lease over): the replace is sent, behind its guard. The run marked its own record,
+    with its own commit tag, before it read the others'."""
     catalogue, step = rebuild(tmp_path, how, monkeypatch)
     step()
     assert REPLACE in catalogue.applied, catalogue.sent
@@ -140,6 +148,7 @@ def test_a_rebuild_replaces_where_no_other_runs_replace_may_still_run(
         i
         for i, s in enumerate(catalogue.sent)
         if re.match(rf"alter table {re.escape(own)} set tblproperties .*{REPLACING_PROPERTY}", s)
+        and "dbt-spark-contracts:inv2:" in s
     )
     listing = [
         i for i, s in enumerate(catalogue.sent) if s.startswith("read: show tables in iceberg.db")
@@ -148,21 +157,51 @@ def test_a_rebuild_replaces_where_no_other_runs_replace_may_still_run(
     assert mark < min(i for i in listing if i > mark) < sent, catalogue.sent
 
 
-@pytest.mark.parametrize("how", ["live", "run out"])
+@pytest.mark.parametrize("how", ["live", "run out", "taken", "untagged"])
 def test_a_rebuild_sends_nothing_while_another_runs_replace_may_still_run(
     tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
 ):
     """Another run marked `replacing`: renewed while watched, a live run is replacing
     (`RunInProgress`); run out, with its client on another host, its application the one this
     run's statements run on and no snapshot under its tag, its replace may still be running
-    and would erase this run's load (`ReplaceMayRun`, naming it and the repair by hand). No
-    replace is sent either way."""
+    and would erase this run's load (`ReplaceMayRun`, naming it and the repair by hand). The
+    same where a third run took that lease over (a takeover on the lease's expiry is no
+    evidence that its replace can no longer commit), and for an earlier build's mark, which
+    names no tag to find its replace by. No replace is sent either way."""
     catalogue, step = rebuild(tmp_path, how, monkeypatch)
     expected = RunInProgress if how == "live" else ReplaceMayRun
     with pytest.raises(expected) as raised:
         step()
     assert "inv9" in str(raised.value)
-    if how == "run out":
+    if how != "live":
         assert f"ALTER TABLE {OTHER} SET TBLPROPERTIES" in str(raised.value)
     assert REPLACE not in catalogue.applied, catalogue.sent
     assert not [s for s in catalogue.sent if s.startswith("BEGIN")], catalogue.sent
+
+
+@pytest.mark.parametrize("how", ["live", "run out"])
+def test_a_refused_rebuild_lets_go_of_its_record_and_drops_its_pending_rows(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+):
+    """A quarantining rebuild (its pending table written) refused before its replace sent
+    nothing: its failure is answered, so its pending rows are settled as after any failure
+    before the load (dropped: its load is not in the log) and its record let go, not left for a
+    taker as a statement without an answer would leave it (which would bind the next run to a
+    replace that was never sent)."""
+    catalogue, step = rebuild(tmp_path, how, monkeypatch)
+    runner = step.runner  # type: ignore[attr-defined]
+    settled: List[tuple] = []
+
+    def settle_own(run: Any, restored: bool, answered: bool = True) -> None:
+        settled.append((restored, answered))
+        runner.state.pending = None  # dropped: the run's load is not in the table
+
+    monkeypatch.setattr(runner.quarantine, "settle_own", settle_own)
+    runner.state.pending = "iceberg.db.t__dbt_pending_inv2"
+    with pytest.raises(RunInProgress if how == "live" else ReplaceMayRun):
+        step()
+    assert settled == [(False, True)], settled
+    assert runner.leases.abandoned == "" and runner.leases.held is None
+    own = lease_name("iceberg.db.t", "inv2")
+    left = catalogue.tables.get(own)
+    assert left is None or RunRecord.from_properties(own, left).released, left

@@ -1157,11 +1157,12 @@ class TestInFlightIcebergRebuild:
         """Iceberg commits a replace already sent onto whatever the table is by then, and the
         snapshot committed meanwhile is gone from the table's metadata too
         (benchmarks/experiments/iceberg_replace_inflight.py): no guard or repair can stop or
-        find it once sent. A quarantining table model's run is stopped (SIGSTOP) as it sends
-        its replace (its record says `replacing`), past its lease: its replace may be running
-        on the server or its JVM. The model runs again: it waits for that lease to run out,
-        then changes nothing and fails naming the stopped run (run/replace_alone.py), where
-        before it rebuilt and a replace still running could erase its load. Resumed, the
+        find it once sent. A quarantining table model's run is stopped (SIGSTOP) right before
+        it sends its replace (its record says `replacing`), past its lease: to the next run
+        its replace may be running on the server or in its JVM (a stop after the send cannot
+        be placed from the client; either looks the same to that run). The model runs again:
+        it waits for that lease to run out, then changes nothing and fails naming the stopped
+        run (run/replace_alone.py), letting go of its own record and pending rows. Resumed, the
         first run's replace lands (nothing committed since its read) and it succeeds; the
         next run succeeds; each quarantine holds the discarded rows of the loads that stand,
         as a control's."""

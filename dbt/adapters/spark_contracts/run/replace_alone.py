@@ -24,7 +24,7 @@ tag in the log."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, List
+from typing import List
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -36,6 +36,7 @@ from dbt.adapters.spark_contracts.core.recovery.lease import (
     State,
     Watch,
     judge,
+    may_still_run,
     replace_verdict,
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import LEASE_SUFFIX
@@ -58,7 +59,8 @@ logger = AdapterLogger("SparkContracts")
 class ReplaceMayRun(DbtRuntimeError):
     """Another run's replace of the model table may still run (its lease ran out, its client
     or Spark application may be alive, and its replace is not in the table's log): a replace
-    sent now could be overwritten by it, with no trace. This run changed nothing."""
+    sent now could be overwritten by it, with no trace. This run sent no replace, and its
+    pending rows and record go as after any failure before its load."""
 
     def __init__(self, unique_id: str, relation: str, holder: str, record: str):
         self.unique_id, self.relation, self.holder, self.record = (
@@ -72,19 +74,20 @@ class ReplaceMayRun(DbtRuntimeError):
             "out, but its dbt process or its Spark application may still be alive, and its "
             "replace is not in the table's log). An Iceberg replace of it landing after this "
             "run's load would erase that load without a trace, so this run changed nothing. "
-            "Run again once its replace is in the table's log, its dbt process has ended, or "
-            "its Thrift or Connect server restarted. Repair by hand: make sure that run is over "
+            "Run again once its replace is in the table's log, or the embedded session it ran "
+            "in has ended (its dbt process on this host), or its Thrift or Connect server has "
+            "restarted. Repair by hand: make sure that run is over "
             "(its statement no longer running on the server), then release its lease, ALTER "
             f"TABLE {record} SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0'), and run the model "
             "again."
         )
 
 
-def replace_alone(spark: Spark, leases: Leases, run: ModelRun, send: Callable[[], Any]) -> Any:
-    """`send` (the run's replace of its model table) once the run's record says `replacing`
-    and no other run's replace of the table may still run (the module's text). Raises
-    `RunInProgress` or `ReplaceMayRun`, having sent nothing, where one may."""
-    leases.write(run, {REPLACING_PROPERTY: "true"})
+def clear_to_replace(spark: Spark, leases: Leases, run: ModelRun) -> None:
+    """Returns once the run's record is marked `replacing` (under the run's commit tag, which
+    its replace carries) and no other run's replace of the table may still run (the module's
+    text). Raises `RunInProgress` or `ReplaceMayRun` where one may: the run has sent nothing."""
+    leases.write(run, {REPLACING_PROPERTY: run.commit_tag})
     watch = Watch(lease_seconds())
 
     def say(first: RunRecord, left: float) -> str:
@@ -94,7 +97,6 @@ def replace_alone(spark: Spark, leases: Leases, run: ModelRun, send: Callable[[]
         )
 
     wait_while(lambda: _binding(spark, run, watch), watch, say)
-    return send()
 
 
 def _binding(spark: Spark, run: ModelRun, watch: Watch) -> List[RunRecord]:
@@ -102,12 +104,20 @@ def _binding(spark: Spark, run: ModelRun, watch: Watch) -> List[RunRecord]:
     still run with its lease run out."""
     waiting, now = [], time.monotonic()
     others = other_records(spark, run.relation, run.invocation_id, LEASE_SUFFIX, run.table_format)
-    for record in (r for r in others if r.replacing):
-        state = judge(record, this_client().host, process_running)
-        seen = watch.see(record, now) if state is State.WATCH else None
+    host = this_client().host
+    for record in (r for r in others if r.replacing and not r.released):
+        if record.taken_by:  # taken over once its lease ran out (or its holder was dead):
+            # the taker's own evidence is not this run's; only the log or the application is
+            alive = may_still_run(record, host, process_running)
+            state, seen = (State.WATCH if alive else State.DEAD), Seen.EXPIRED
+        else:
+            state = judge(record, host, process_running)
+            seen = watch.see(record, now) if state is State.WATCH else None
         expired = seen is Seen.EXPIRED
-        landed = expired and _landed(spark, run, record)
-        may_commit = expired and not landed and may_still_commit(spark, record)
+        # the application before the log (run/late.py): a replace that commits in between is
+        # then found landed, never missed
+        may_commit = expired and may_still_commit(spark, record)
+        landed = may_commit and _landed(spark, run, record)
         verdict = replace_verdict(state, seen, landed, may_commit)
         if verdict is Replace.LIVE:
             raise RunInProgress(run.unique_id, run.relation, str(record.holder))
@@ -119,9 +129,10 @@ def _binding(spark: Spark, run: ModelRun, watch: Watch) -> List[RunRecord]:
 
 
 def _landed(spark: Spark, run: ModelRun, record: RunRecord) -> bool:
-    """`record`'s run has a commit in the model table's log (by its commit tag)."""
-    tag = record.pending.tag if record.pending is not None else record.tag
-    if not tag:
+    """`record`'s replace is in the model table's log: a snapshot under the commit tag its
+    mark names (the tag its run's session carried)."""
+    tag = record.replacing
+    if not tag or tag.lower() == "true":  # an earlier build's mark named no tag
         return False
     _, snapshots = table_log(spark, run.table_format).listed(run.relation)
     return any(s.commit.tag == tag for s in snapshots)

@@ -42,7 +42,7 @@ from dbt.adapters.spark_contracts.run.outcome_events import (
     RunState,
 )
 from dbt.adapters.spark_contracts.run.quarantine_steps import Quarantine
-from dbt.adapters.spark_contracts.run.replace_alone import replace_alone
+from dbt.adapters.spark_contracts.run.replace_alone import clear_to_replace
 from dbt.adapters.spark_contracts.run.report import RunReport
 from dbt.adapters.spark_contracts.run.restore import Restorer
 from dbt.adapters.spark_contracts.run.run_errors import (
@@ -368,17 +368,17 @@ class Runner:
         )
 
     def _behind_history(self, run: ModelRun, sql: Any) -> Optional[Callable[[], Any]]:
-        """The load behind the table's history read before its fence, where it is guarded
-        (core/recovery/history_guard.guards_load; the log's `behind_history`); on Iceberg sent
-        only while no other run's replace may still run (run/replace_alone.py)."""
+        """The load behind the table's history (history_guard.guards_load), read before its
+        fence; on Iceberg once no other run's replace may still run (run/replace_alone.py)."""
         held = self.leases.held is not None
         if callable(sql) or not guards_load(run.rebuilds, run.replace_by is Build.REPLACE, held):
             return None
         log, alone = self.log(run.table_format), row_of(run.table_format).guards_by_history
 
-        def first() -> Callable[[], Any]:  # read before the fence
-            send = partial(self._run_load, run, log.behind_history(run.relation, sql))
-            return partial(replace_alone, self.spark, self.leases, run, send) if alone else send
+        def first() -> Callable[[], Any]:  # before the fence: raising, it sent nothing
+            if alone:  # marked, and no other run's replace may still run
+                clear_to_replace(self.spark, self.leases, run)
+            return partial(self._run_load, run, log.behind_history(run.relation, sql))
 
         return first
 

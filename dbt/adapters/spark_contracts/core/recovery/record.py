@@ -91,8 +91,8 @@ SHARED_PROPERTY = "dbt_spark_contracts.shared"  # "true": the record does not ho
 # the commit tag a repairing run's commits carry (its record has no intent to name it): a run that
 # takes its lease over watches the table for a late one (core/recovery/late.py)
 COMMIT_TAG_PROPERTY = "dbt_spark_contracts.commit_tag"
-# "true": the run is about to send, or sent, a replace of its model table that no fence can
-# stop once sent (Iceberg's `create or replace`: run/replace_alone.py)
+# the run's commit tag: the run is about to send, or sent, a replace of its model table that no
+# fence can stop once sent (Iceberg's `create or replace`: run/replace_alone.py), under that tag
 REPLACING_PROPERTY = "dbt_spark_contracts.replacing"
 
 
@@ -171,7 +171,7 @@ class RunRecord:
     tag: str | None = None  # a repairing run's commit tag (`COMMIT_TAG_PROPERTY`)
     # the snapshot a take-back of its late commit rolled back to, still to be fenced off
     fence_due: int | None = None
-    replacing: bool = False  # `REPLACING_PROPERTY`
+    replacing: str = ""  # `REPLACING_PROPERTY`: the tag of the replace its run sends
 
     @classmethod
     def from_properties(cls, table: str, properties: Mapping[str, str]) -> RunRecord:
@@ -201,7 +201,7 @@ class RunRecord:
             LateWatch.from_property(lowered.get(LATE_PROPERTY)),
             (lowered.get(COMMIT_TAG_PROPERTY) or "").strip() or None,
             fence_due(lowered.get(FENCE_DUE_PROPERTY)),
-            (lowered.get(REPLACING_PROPERTY) or "").strip().lower() == "true",
+            (lowered.get(REPLACING_PROPERTY) or "").strip(),
         )
 
     @property
