@@ -192,7 +192,7 @@ FULL = Sizes(
 )
 QUICK = Sizes(
     pairs=1,
-    p1_models_per_strategy=5,
+    p1_models_per_strategy=3,
     p1_first_rows=10_000,
     p1_batch=2_000,
     p3_rows=250_000,

@@ -148,8 +148,7 @@ class Runner:
         return self._load(run, load_sql, after_load)  # cleans up after itself, whatever happens
 
     def _first_pass(self, run: ModelRun, load_sql: str) -> ContractsAdapterResponse:
-        """The load over the model's output as it is (run/first_pass.py): no stage, pending
-        table or lease; one commit, or `FirstPassFailed` (nothing written)."""
+        """The output loaded as it is (run/first_pass.py): one commit, or `FirstPassFailed`."""
         prepare_first_pass(self.spark, self.book, run)
         return self._load(run, load_sql)
 
@@ -375,10 +374,11 @@ class Runner:
             return None
         log, alone = self.log(run.table_format), row_of(run.table_format).guards_by_history
 
-        def first() -> Callable[[], Any]:  # before the fence: raising, it sent nothing
-            if alone:  # marked, and no other run's replace may still run
+        def first() -> Callable[[], Any]:  # before the fence; raising, it sent nothing
+            send = partial(self._run_load, run, log.behind_history(run.relation, sql))
+            if alone:  # marked after the history's read (run/replace_alone.py)
                 clear_to_replace(self.spark, self.leases, run)
-            return partial(self._run_load, run, log.behind_history(run.relation, sql))
+            return send
 
         return first
 
