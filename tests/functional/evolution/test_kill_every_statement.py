@@ -29,6 +29,7 @@ import yaml
 
 from dbt.adapters.spark_contracts.connection.failpoint import KILL_AFTER_ENV, WRITES_LOG_ENV
 from dbt.adapters.spark_contracts.core.recovery.pending import BEAT_PROPERTY
+from dbt.adapters.spark_contracts.core.recovery.record import REPLACING_PROPERTY
 from dbt.adapters.spark_contracts.run.lease import LEASE_ENV
 from tests.functional.conftest import JVM_PARAMETERS
 from tests.functional.evolution.test_kill import DBT, lease_seconds_for
@@ -206,7 +207,8 @@ def kill_points(count: int) -> list[int]:
 # beside the models (no backup, no run record; names starting with `kept` aside).
 BY_HAND = (
     '{% macro release_record(name) %}{% do run_query("alter table " ~ name ~ '
-    "\" set tblproperties ('" + BEAT_PROPERTY + "' = '0')\") %}{% endmacro %}\n"
+    "\" set tblproperties ('" + BEAT_PROPERTY + "' = '0', '" + REPLACING_PROPERTY + "' = '')\") %}"
+    "{% endmacro %}\n"
     "{% macro drop_record(name) %}{% do run_query('drop table ' ~ name) %}{% endmacro %}\n"
     "{% macro by_hand(sql) %}{% do run_query(sql) %}{% endmacro %}\n"
     "{% macro no_leftovers(schema, kept='') %}{% set names = run_query('show tables in ' ~ "

@@ -78,8 +78,8 @@ class ReplaceMayRun(DbtRuntimeError):
             "in has ended (its dbt process on this host), or its Thrift or Connect server has "
             "restarted. Repair by hand: make sure that run is over "
             "(its statement no longer running on the server), then release its lease, ALTER "
-            f"TABLE {record} SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0'), and run the model "
-            "again."
+            f"TABLE {record} SET TBLPROPERTIES ('{BEAT_PROPERTY}' = '0', "
+            f"'{REPLACING_PROPERTY}' = ''), and run the model again."
         )
 
 
@@ -96,7 +96,14 @@ def clear_to_replace(spark: Spark, leases: Leases, run: ModelRun) -> None:
             f"replacing {run.relation}: its lease has not been renewed since this run found it"
         )
 
-    wait_while(lambda: _binding(spark, run, watch), watch, say)
+    try:
+        wait_while(lambda: _binding(spark, run, watch), watch, say)
+    except BaseException:  # nothing sent: a Ctrl-C while it waits leaves no mark to bind on
+        try:  # (a refusal's record is let go by the load's undo as well)
+            leases.write(run, {REPLACING_PROPERTY: ""})
+        except Exception as exc:
+            logger.warning(f"{run.unique_id}: could not take its replacing mark back: {exc}")
+        raise
 
 
 def _binding(spark: Spark, run: ModelRun, watch: Watch) -> List[RunRecord]:
@@ -105,7 +112,7 @@ def _binding(spark: Spark, run: ModelRun, watch: Watch) -> List[RunRecord]:
     waiting, now = [], time.monotonic()
     others = other_records(spark, run.relation, run.invocation_id, LEASE_SUFFIX, run.table_format)
     host = this_client().host
-    for record in (r for r in others if r.replacing and not r.released):
+    for record in (r for r in others if r.replacing and not r.let_go):  # its holder's release
         if record.taken_by:  # taken over once its lease ran out (or its holder was dead):
             # the taker's own evidence is not this run's; only the log or the application is
             alive = may_still_run(record, host, process_running)
@@ -132,7 +139,9 @@ def _landed(spark: Spark, run: ModelRun, record: RunRecord) -> bool:
     """`record`'s replace is in the model table's log: a snapshot under the commit tag its
     mark names (the tag its run's session carried)."""
     tag = record.replacing
-    if not tag or tag.lower() == "true":  # an earlier build's mark named no tag
+    if tag.lower() == "true":  # an earlier build's mark: its pending table's tag is the run's
+        tag = record.pending.tag if record.pending is not None else ""
+    if not tag:
         return False
     _, snapshots = table_log(spark, run.table_format).listed(run.relation)
     return any(s.commit.tag == tag for s in snapshots)

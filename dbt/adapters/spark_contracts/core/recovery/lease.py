@@ -151,7 +151,7 @@ class Replace(enum.Enum):
     """What another run's record marked `replacing` means for a run about to send its own
     replace of the model table (run/replace_alone.py)."""
 
-    GO = "go"  # it binds no one: released, taken over, its holder provably gone, or landed
+    GO = "go"  # it binds no one: released by its holder, its holder provably gone, or landed
     WAIT = "wait"  # it may be alive: watch its heartbeat
     LIVE = "live"  # renewed while watched: a live run is replacing (`RunInProgress`)
     REFUSE = "refuse"  # run out, yet its replace may still run and is not in the table's log
