@@ -88,6 +88,8 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::TestKil
 #   every commit is unit-tested in CI), the two Delta runs stopped right before a write after
 #   their fence passed (the fence inside the commit; the Runner against Delta's rule is a unit
 #   test in CI) and the Iceberg retry right after a kill (the Delta one stays);
+# - the creating runs killed while their CTAS writes, retried at once (TestKillMidCreate: table and
+#   incremental, per format, about 4 minutes on 2 workers; `make faults` runs it);
 # - Ctrl-C on the embedded session (1.5 to 11 minutes; Ctrl-C on a Thrift server is in
 #   cluster-test);
 # - test_embedded_spark (dbt in new processes on the embedded session; `make demo` does the same
@@ -158,6 +160,7 @@ EXTRA_FILES := tests/functional/contracts/test_quarantine_bad_day.py \
 EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURRENT)[ev_iceberg]" \
 	"$(CONCURRENT)[q_delta]" tests/functional/evolution/test_kill.py::TestKillMidRunDelta \
 	tests/functional/evolution/test_kill.py::TestKillMidRunIceberg \
+	tests/functional/evolution/test_kill.py::TestKillMidCreate \
 	"tests/functional/evolution/test_kill.py::TestStalledRun::test_a_stalled_run_that_lost_its_lease_commits_nothing[delta]" \
 	"tests/functional/evolution/test_kill.py::TestStalledRun::test_a_stalled_run_that_lost_its_lease_commits_nothing[iceberg]" \
 	"tests/functional/evolution/test_kill.py::TestRetryAtOnce::test_a_retry_at_once_after_a_kill_repairs_and_loads[iceberg]" \
