@@ -137,6 +137,10 @@ KILL_EVERY_COMMIT := --deselect tests/functional/evolution/test_kill.py::TestKil
 #   them (`make faults`, and over Thrift `make cluster-test`), and the dry run over a dead run's
 #   half change (TestDryRunOverADeadRun, 287 s, a session-only test: `make faults` runs it; its
 #   repair step's dry run is unit-tested in CI, test_plan_reads_only.py).
+# - for time (2026-12-03: the project's CI took 34.8 min on 49055e5; the clean-clone run of
+#   753fe01 here gave functional-ci 15.7 min, its second longest call this one, 269 s): no
+#   Iceberg replace while another run's may still run (TestInFlightIcebergRebuild, session;
+#   `make faults` runs it, and over Thrift `make cluster-faults`).
 CONCURRENT := tests/functional/evolution/test_concurrent_runs.py::test_two_runs_at_once_both_load_or_one_fails_naming_the_other
 PENDING := tests/functional/evolution/test_pending_settled.py::TestPendingSettled
 CREATING := tests/functional/contracts/test_pydantic_create_run.py
@@ -185,6 +189,7 @@ EXTRA_NODES := "$(CONCURRENT)[ev_delta]" "$(CONCURRENT)[q_iceberg]" "$(CONCURREN
 	tests/functional/evolution/test_kill.py::TestLateRepairerRestore \
 	tests/functional/evolution/test_kill.py::TestLateDropColumns \
 	tests/functional/evolution/test_kill.py::TestDryRunOverADeadRun \
+	tests/functional/evolution/test_kill.py::TestInFlightIcebergRebuild \
 	tests/functional/contracts/test_snapshot_undone.py::TestASnapshotsChangeIsTakenBackWithItsMerge \
 	tests/functional/adapter/test_basic.py::TestSingularTests \
 	tests/functional/adapter/test_basic.py::TestSingularTestsEphemeral \
