@@ -1403,31 +1403,56 @@ def _written_but_not_committed(folder: Path, fmt: str) -> tuple[bool, bool]:
     return (folder / "_temporary").exists(), (folder / "_SUCCESS").exists()
 
 
+def _ctas_folder(folder: Path, fmt: str) -> Path | None:
+    """Where a CTAS of the table at `folder` writes: that folder, or for Parquet the folder of
+    its run's own name (`<table>__dbt_new_<run>`, core/materialization/build_plan.py), once
+    there."""
+    if fmt != "parquet":
+        return folder
+    return next(iter(sorted(folder.parent.glob(f"{folder.name}__dbt_new_*"))), None)
+
+
+def _kill_mid_ctas(project: Project, folder: Path, fmt: str) -> Path:
+    """A `dbt run` of the project (its default rows: a CTAS of some seconds) killed with its
+    process group (dbt and its embedded JVM, as a cancelled CI job) once the CTAS creating the
+    table at `folder` has written files and not committed; returns the folder it wrote in."""
+    argv = [DBT, "run", "--profiles-dir", str(project.root)]
+    with open(project.root / "dbt-killed.log", "wb") as out:
+        process = subprocess.Popen(
+            argv, cwd=project.root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline, killed, written_in = time.monotonic() + 300, False, None
+    while process.poll() is None and time.monotonic() < deadline:
+        written_in = _ctas_folder(folder, fmt)
+        written, committed = _written_but_not_committed(written_in or folder, fmt)
+        if committed:
+            break
+        if written:
+            os.killpg(process.pid, signal.SIGKILL)
+            killed = True
+            break
+        time.sleep(0.05)
+    process.wait(timeout=600)
+    assert killed and process.returncode == -signal.SIGKILL, "the CTAS ended before the kill"
+    assert written_in is not None
+    time.sleep(2.0)  # nothing of the dead run goes on writing
+    written, committed = _written_but_not_committed(written_in, fmt)
+    assert written and not committed, (written, committed)
+    return written_in
+
+
 class TestKillMidCreate:
-    """The first build of a model (a table model's, an incremental model's creating run) killed
-    with SIGKILL while its CTAS writes, before its commit (dbt's process group, its embedded
-    Spark's JVM with it, as a cancelled CI job is killed), then run again at once: the retry
-    builds the table (on the session, where nothing of the dead run goes on)."""
+    """The first build of a model (a table model's, an incremental model's creating run), and a
+    Parquet table model's rebuild, killed with SIGKILL while its CTAS writes, before its commit,
+    then run again at once: the retry builds the table (on the session, where nothing of the
+    dead run goes on). A Parquet CTAS writes under its run's own name
+    (`<table>__dbt_new_<run>`): the `_temporary/` a killed one leaves there blocks no later
+    build (under the table's own name Spark would refuse every later CTAS,
+    LOCATION_ALREADY_EXISTS, until someone deleted it)."""
 
     @pytest.mark.profile("session")
     @pytest.mark.parametrize("materialized", ["table", "incremental"])
-    @pytest.mark.parametrize(
-        "fmt",
-        [
-            "delta",
-            "iceberg",
-            pytest.param(
-                "parquet",
-                marks=pytest.mark.xfail(
-                    strict=True,
-                    reason="known limit (docs/run-guarantees.md): a Parquet CTAS killed while "
-                    "it writes leaves `_temporary/` in the managed table's folder, and Spark "
-                    "refuses a managed table at a non-empty folder (LOCATION_ALREADY_EXISTS) "
-                    "until it is deleted by hand",
-                ),
-            ),
-        ],
-    )
+    @pytest.mark.parametrize("fmt", ["delta", "iceberg", "parquet"])
     def test_a_creating_run_killed_mid_write_is_built_by_the_retry(
         self, tmp_path, kill_target, fmt, materialized
     ):
@@ -1440,26 +1465,9 @@ class TestKillMidCreate:
             folder = warehouse / "iceberg" / project.schema / "dead"
         else:
             folder = warehouse / f"{project.schema}.db" / "dead"
-        argv = [DBT, "run", "--profiles-dir", str(project.root)]
-        with open(project.root / "dbt-killed.log", "wb") as out:
-            process = subprocess.Popen(
-                argv, cwd=project.root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        deadline, killed = time.monotonic() + 300, False
-        while process.poll() is None and time.monotonic() < deadline:
-            written, committed = _written_but_not_committed(folder, fmt)
-            if committed:
-                break
-            if written:  # dbt and its JVM at once, as a cancelled CI job's group
-                os.killpg(process.pid, signal.SIGKILL)
-                killed = True
-                break
-            time.sleep(0.05)
-        process.wait(timeout=600)
-        assert killed and process.returncode == -signal.SIGKILL, "the CTAS ended before the kill"
-        time.sleep(2.0)  # nothing of the dead run goes on writing
-        written, committed = _written_but_not_committed(folder, fmt)
-        assert written and not committed, (written, committed)
+        written_in = _kill_mid_ctas(project, folder, fmt)
+        if fmt == "parquet":  # nothing under the table's own name
+            assert written_in != folder and not folder.exists(), sorted(folder.parent.iterdir())
 
         # the retry, at once, of a small build of the same model
         assert project.dbt("--vars", "{rows: 1000}") == 0, (
@@ -1468,3 +1476,32 @@ class TestKillMidCreate:
         read = reader.read.format(fmt).load(str(folder))
         assert read.count() == 1000
         assert sorted(r.id for r in read.select("id").collect()) == list(range(1000))
+        if fmt == "parquet":  # the dead run's leftover, under its own name, left for a person
+            assert (written_in / "_temporary").exists() and written_in != folder
+
+    @pytest.mark.profile("session")
+    def test_a_parquet_rebuild_killed_mid_write_keeps_the_old_table_and_the_retry_rebuilds(
+        self, tmp_path, kill_target
+    ):
+        """A Parquet table model's rebuild (built beside at `<table>__dbt_rewrite`, swapped in by
+        two renames) killed while its CTAS writes: the old table stays whole, and the retry at
+        once rebuilds it."""
+        _, warehouse, reader = kill_target
+        project = Project(tmp_path / "project", "delta", kill_target, names=["dead"])
+        project.fmt = "parquet"
+        model = SLOW_CREATE.format(materialized="table", fmt="parquet")
+        (project.root / "models" / "dead.sql").write_text(model)
+        folder = warehouse / f"{project.schema}.db" / "dead"
+        assert project.dbt("--vars", "{rows: 10}") == 0
+        beside = folder.parent / "dead__dbt_rewrite"
+        written_in = _kill_mid_ctas(project, beside, "parquet")
+        assert not beside.exists(), sorted(folder.parent.iterdir())
+        old = reader.read.format("parquet").load(str(folder))
+        assert sorted(r.id for r in old.select("id").collect()) == list(range(10))
+
+        assert project.dbt("--vars", "{rows: 1000}") == 0, (
+            project.root / f"dbt-{project.runs}.log"
+        ).read_text()[-3000:]
+        read = reader.read.format("parquet").load(str(folder))
+        assert sorted(r.id for r in read.select("id").collect()) == list(range(1000))
+        assert (written_in / "_temporary").exists()

@@ -16,6 +16,10 @@ from typing import Any, Dict, Optional
 from dbt.adapters.spark_contracts.connection.errors import config_errors_as_compilation_errors
 from dbt.adapters.spark_contracts.core.contracts.constraints import TableConstraints
 from dbt.adapters.spark_contracts.core.evolution.render import REWRITE_SUFFIX, suffixed
+from dbt.adapters.spark_contracts.core.materialization.build_plan import (
+    created_by_rename,
+    created_name,
+)
 from dbt.adapters.spark_contracts.core.materialization.flags import Is
 from dbt.adapters.spark_contracts.core.materialization.load import SnapshotMerge
 from dbt.adapters.spark_contracts.core.materialization.microbatch import (
@@ -68,13 +72,34 @@ class PlannedBuild:
         load = self.run.load if self.run is not None else None
         return load.insert if isinstance(load, SnapshotMerge) else ()
 
-    def builds_at(self, relation: Any) -> Any:
-        """The relation the table statement creates: `relation`, or the table beside it that a
-        swap puts in its place (a rebuild's load swaps in after the load, run/swap.py)."""
+    def lands_at(self, relation: Any) -> Any:
+        """The relation the table statement leaves the table at: `relation`, or the table
+        beside it that a swap puts in its place (a rebuild's load swaps in after the load,
+        run/swap.py)."""
         if not self.swaps:
             return relation
         identifier = suffixed(relation.identifier, REWRITE_SUFFIX)
         return relation.incorporate(path={"identifier": identifier}, type="table")
+
+    def builds_at(self, relation: Any) -> Any:
+        """The relation the table statement's CTAS creates: where it `lands_at`, or first
+        under its run's own name where the format's killed CTAS would block that name
+        (`BuildPlan.creates_by_rename`; `table_statement` renames it)."""
+        at = self.lands_at(relation)
+        if not self.build.creates_by_rename:
+            return at
+        identifier = created_name(at.identifier, self.invocation_id)
+        return at.incorporate(path={"identifier": identifier}, type="table")
+
+    def table_statement(self, create_sql: Optional[str], relation: Any) -> Optional[str]:
+        """The table statement Jinja rendered for `relation`, as sent: a CTAS at a run's own
+        name (`builds_at`) with its rename to where it `lands_at`, in one script."""
+        if create_sql is None or self.create_select is None or self.explicit_build:
+            return create_sql  # no CTAS of `builds_at` (Iceberg's NOT NULL build, a snapshot)
+        if not self.build.creates_by_rename:
+            return create_sql
+        created, final = self.builds_at(relation), self.lands_at(relation)
+        return created_by_rename(create_sql, str(created), str(final))
 
 
 def plan_batch(

@@ -43,6 +43,7 @@ class PlanExecutor:
         or the SELECT of Iceberg's NOT NULL build with its `clauses`); any other run, its steps
         and its one load (`_execute_run`)."""
         run = plan.run
+        create_sql = plan.table_statement(create_sql, target)
         if plan.explicit_build and not (run is not None and (run.blocked or run.dry_run)):
             # before any statement of the build that writes (a drop first, a stage, a lease)
             require_not_null_catalog(self.adapter._spark(), str(target))

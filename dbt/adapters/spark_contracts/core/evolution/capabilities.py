@@ -175,6 +175,11 @@ class FormatCapabilities:
     # it only while the table's history is what the run read before its fence, and a lease's
     # taker commits an empty snapshot first (core/recovery/history_guard.py: Iceberg)
     guards_by_history: bool = False
+    # a CTAS killed while it writes leaves its uncommitted files (`_temporary/`) in the new
+    # table's folder, and Spark refuses a managed table at a non-empty folder until someone
+    # deletes it: a managed table of this format is created under a name of its run's own and
+    # renamed to its name in the same script (core/materialization/build_plan.created_by_rename)
+    ctas_killed_blocks_its_name: bool = False
 
     @property
     def moves_own_rows_by_merge(self) -> bool:
@@ -308,6 +313,7 @@ PARQUET = FormatCapabilities(
     atomic_rewrite=False,
     update=False,
     logged=False,
+    ctas_killed_blocks_its_name=True,
     managed_properties=("transient_lastddltime", "spark.sql.", "option."),
 )
 

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from dbt.adapters.spark_contracts.core.evolution.capabilities import CAPABILITIES, row_of
+from dbt.adapters.spark_contracts.core.evolution.render import suffixed
 from dbt.adapters.spark_contracts.core.materialization.flags import Is
+from dbt.adapters.spark_contracts.core.recovery.pending import run_key
 from dbt.adapters.spark_contracts.core.recovery.swap import refused
 
 TABLE = "table"
@@ -38,12 +40,20 @@ class Existing:
     table_format: str  # delta, iceberg, or parquet for any file-source table
 
 
+# the name a managed table of a format whose killed CTAS blocks its name is created under: its
+# run's own (`created_name`), renamed to the table's name in the CTAS's own script
+CREATED_SUFFIX = "__dbt_new_"
+
+
 @dataclass(frozen=True)
 class BuildPlan:
     action: Build
     file_format: str  # the model's configured format
     load_strategy: str  # the strategy the load runs (EVOLVE)
     result_format: str  # the table format of the relation once built
+    # the table statement's CTAS creates the table under its run's own name and renames it
+    # (`created_by_rename`): a managed table of a format whose killed CTAS blocks its name
+    creates_by_rename: bool = False
 
     evolves = Is("action", Build.EVOLVE)
 
@@ -84,6 +94,29 @@ def creates_with_replace(file_format: str) -> bool:
     the same format); other formats are created with a plain `create table`."""
     caps = CAPABILITIES.get(file_format.lower())
     return caps is not None and caps.atomic_rewrite
+
+
+def creates_by_rename(result_format: str, external: bool) -> bool:
+    """A CTAS of a `result_format` table goes to a name of its run's own first: a CTAS killed
+    while it writes leaves its uncommitted files (`_temporary/`) in the folder of the name it
+    creates, where Spark then refuses to create a managed table (LOCATION_ALREADY_EXISTS) until
+    someone deletes them (Parquet). A run's own name is never created again, so a retry at once
+    builds the table. Not at a fixed path (`external`): a rename would not move its files."""
+    return row_of(result_format).ctas_killed_blocks_its_name and not external
+
+
+def created_name(relation: str, invocation_id: str) -> str:
+    """The name `relation`'s CTAS creates it under where it `creates_by_rename`: the run's own."""
+    return suffixed(relation, CREATED_SUFFIX + run_key(invocation_id))
+
+
+def created_by_rename(ctas: str, created: str, relation: str) -> str:
+    """The table statement `ctas`, which creates `created`, and the rename of `created` to
+    `relation`, as one script (SQL scripting, on by default in Spark 4.1): one statement for the
+    executor that sends it. A kill inside it leaves no table or folder under `relation`: the
+    CTAS's leftover (its `_temporary/`, or its whole table if the kill fell between the two) is
+    under the run's own name, harmless, for a person to drop; a failed CTAS leaves nothing."""
+    return f"BEGIN\n{ctas.strip().rstrip(';')};\nALTER TABLE {created} RENAME TO {relation};\nEND"
 
 
 def load_strategy(strategy: str, file_format: str, unique_key: object) -> str:
@@ -151,12 +184,14 @@ def plan_build(facts: BuildFacts) -> BuildPlan:
       swap, else (a location_root, a format's own catalog) drop first (`replacement`)."""
     file_format = facts.file_format.lower()
     existing = facts.existing
+    renames = creates_by_rename(file_format, facts.external)
     if existing is None:
-        return BuildPlan(Build.CREATE, file_format, facts.strategy, file_format)
+        return BuildPlan(Build.CREATE, file_format, facts.strategy, file_format, renames)
     if facts.evolves:
         result = file_format if facts.materialization == TABLE else existing.table_format
-        return BuildPlan(Build.EVOLVE, file_format, facts.load_strategy, result)
+        renames = creates_by_rename(result, facts.external)
+        return BuildPlan(Build.EVOLVE, file_format, facts.load_strategy, result, renames)
     action = replacement(existing, file_format, facts.external)
     if action is Build.REFUSE:
         raise refused(existing.table_format, file_format)
-    return BuildPlan(action, file_format, facts.strategy, file_format)
+    return BuildPlan(action, file_format, facts.strategy, file_format, renames)
