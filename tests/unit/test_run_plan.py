@@ -7,6 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dbt.adapters.spark_contracts.core.evolution.capabilities import capabilities_for
+from dbt.adapters.spark_contracts.core.materialization.build_plan import (
+    BuildPlan,
+    created_by_rename,
+    created_name,
+    creates_by_rename,
+)
 from dbt.adapters.spark_contracts.core.materialization.run_plan import (
     Build,
     BuildFacts,
@@ -20,6 +26,8 @@ from dbt.adapters.spark_contracts.core.materialization.run_plan import (
 )
 from dbt.adapters.spark_contracts.core.recovery.pending import batch_key
 from dbt.adapters.spark_contracts.core.settings.config import ConfigError
+from dbt.adapters.spark_contracts.relation import SparkContractsRelation as Relation
+from dbt.adapters.spark_contracts.run.build import PlannedBuild
 
 FORMATS = st.sampled_from(["delta", "iceberg", "parquet"])
 EXISTING = st.none() | st.builds(Existing, st.booleans(), FORMATS)
@@ -75,6 +83,9 @@ def test_every_build_is_one_of_five_actions(
     else:
         assert build.result_format == fmt
     assert build.is_delta == (build.result_format == "delta")
+    # a managed Parquet table's CTAS goes to its run's own name first (a killed one's
+    # `_temporary/` would block the table's own name); never at a fixed path
+    assert build.creates_by_rename == (build.result_format == "parquet" and not external)
 
 
 def test_a_table_rebuild_that_binds_a_contract_evolves_with_the_table_strategy():
@@ -111,6 +122,50 @@ def test_plan_model_reads_the_run_facts_exactly_when_the_build_evolves(
 )
 def test_load_strategy(strategy, fmt, key, expected):
     assert load_strategy(strategy, fmt, key) == expected
+
+
+@given(st.sampled_from(["table", "incremental"]), st.booleans(), st.booleans(), st.uuids())
+def test_a_parquet_ctas_creates_under_its_runs_own_name_and_renames_in_one_script(
+    materialization, swaps, enforced, invocation
+):
+    """The table statement as sent (`PlannedBuild.table_statement`): the CTAS Jinja rendered
+    for `builds_at` (the run's own name), then its rename to where it `lands_at` (the model, or
+    the table beside it that a swap puts in its place), as one script; another run's own name
+    is another name. Delta's and Iceberg's CTAS go out as rendered."""
+    target = Relation.create(schema="s", identifier="m", type="table")
+    for fmt in ("parquet", "delta", "iceberg"):
+        action = Build.SWAP if swaps else Build.CREATE
+        build = BuildPlan(action, fmt, materialization, fmt, creates_by_rename(fmt, False))
+        plan = PlannedBuild(build, None, "select 1 as id", invocation_id=str(invocation))
+        lands = "s.m__dbt_rewrite" if swaps else "s.m"
+        assert str(plan.lands_at(target)) == lands
+        ctas = f"create table {plan.builds_at(target)} using {fmt} as select 1 as id"
+        sent = plan.table_statement(ctas, target)
+        if fmt != "parquet":
+            assert str(plan.builds_at(target)) == lands and sent == ctas
+            continue
+        created = f"{lands}__dbt_new_{str(invocation).replace('-', '')[:12]}"
+        assert str(plan.builds_at(target)) == created
+        assert sent == f"BEGIN\n{ctas};\nALTER TABLE {created} RENAME TO {lands};\nEND"
+        other = PlannedBuild(build, None, "select 1 as id", invocation_id="0" * 32)
+        if str(invocation).replace("-", "")[:12] != "0" * 12:
+            assert str(other.builds_at(target)) != created
+    # no CTAS to rename: a snapshot's merge (no create_select), Iceberg's NOT NULL build
+    parquet = BuildPlan(Build.CREATE, "parquet", materialization, "parquet", True)
+    merge = "merge into s.m using v on false when not matched then insert *"
+    assert PlannedBuild(parquet, None, None).table_statement(merge, target) == merge
+    assert PlannedBuild(parquet).table_statement(None, target) is None
+
+
+def test_a_ctas_at_a_fixed_path_is_not_renamed():
+    """At a `location_root` or a `path` the table is external: a rename would leave its files
+    where the CTAS wrote them."""
+    assert creates_by_rename("parquet", False) and creates_by_rename("csv", False)
+    assert not creates_by_rename("parquet", True)
+    assert not creates_by_rename("delta", False) and not creates_by_rename("iceberg", False)
+    assert created_name("`s`.`m`", "ab-cd") == "`s`.`m__dbt_new_abcd`"
+    script = created_by_rename("create table s.x as select 1;\n", "s.x", "s.m")
+    assert script == "BEGIN\ncreate table s.x as select 1;\nALTER TABLE s.x RENAME TO s.m;\nEND"
 
 
 def test_create_statement_per_format():

@@ -6,7 +6,9 @@ or format (a view becoming a table, a Parquet table becoming Delta), was dropped
 created: a query failing at run time, a cancel or a kill between the two left no relation. Here
 the old relation stays under its name until the new table is complete:
 
-1. `<relation>__dbt_rewrite` is created with the model's output (any stale one dropped first);
+1. `<relation>__dbt_rewrite` is created with the model's output (any stale one dropped first;
+   a Parquet CTAS creates it under its run's own name and renames it in the same script,
+   core/materialization/build_plan.created_by_rename);
 2. the run's record (core/recovery/record.py) says the swap is under way (`swap`); the old
    relation is renamed to `<relation>__dbt_backup`;
 3. the new table is renamed to `<relation>`; the backup is dropped; the record goes.
