@@ -16,76 +16,20 @@ from the project root with the venv, `PYSPARK_PYTHON=.venv/bin/python`.
 """
 
 import os
-import statistics
-import sys
-import tempfile
-import time
 import uuid
-from pathlib import Path
 
 import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from p3_harness import DISCARDED, KEPT, KEPT_SCHEMA, PLAIN, WITH_REASON, Harness
 from pyspark import TaskContext
-from pyspark.sql.functions import pandas_udf, udf
+from pyspark.sql.functions import pandas_udf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
-
-ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
-ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-TMP = tempfile.mkdtemp(prefix="experiment_")
-spark = build_session(Path(TMP) / "wh")
-acc = spark.sparkContext.accumulator(0)
+harness = Harness()
+spark, TMP = harness.spark, harness.tmp
 
 
-def every(rows: int) -> int:
-    return int(sys.argv[3]) if len(sys.argv) > 3 else max(rows // 5, 1)
-
-
-def probe(x):
-    acc.add(1)
-    return x
-
-
-spark.udf.register("probe", udf(probe, "bigint").asNondeterministic())
-
-QUERY = """
-with base as (
-    select {id} as id,
-        sha2(concat('key-', cast(id as string), '-', cast(id * 7 as string)), 256) as h,
-        id % 1000 as grp,
-        case when id % {every} = {hit} then concat('n/a-', cast(id as string))
-             else cast(id % 100000 as string) end as n_str
-    from range(0, {rows})
-),
-agg as (select grp, count(*) as cnt, max(h) as max_h from base group by grp)
-select b.id, b.h, a.cnt, a.max_h, b.n_str from base b join agg a on b.grp = a.grp
-"""
-WITH_REASON = (
-    "select id, h, cnt, max_h, try_cast(n_str as bigint) as n, n_str, "
-    "case when n_str is not null and try_cast(n_str as bigint) is null "
-    "then 'n: not a bigint' end as _contract_reason from ({q})"
-)
-KEPT = ["id", "h", "cnt", "max_h", "n"]
-DISCARDED = ["id", "h", "cnt", "max_h", "n_str", "_contract_reason"]
-KEPT_SCHEMA = "id bigint, h string, cnt bigint, max_h string, n bigint"
-
-
-def q(rows: int, probed: bool) -> str:
-    n = every(rows)
-    return QUERY.format(id="probe(id)" if probed else "id", every=n, hit=7 % n, rows=rows)
-
-
-def reset() -> None:
-    for t in ("t", "quarantine", "pending"):
-        spark.sql(f"drop table if exists {t}")
-    spark.sql(f"create table t ({KEPT_SCHEMA}) using delta")
-    spark.sql(
-        "create table quarantine (id bigint, h string, cnt bigint, max_h string, n_str string, "
-        "_contract_reason string) using delta"
-    )
+reset = harness.reset_delta
 
 
 def to_quarantine(folder: str) -> None:
@@ -94,17 +38,10 @@ def to_quarantine(folder: str) -> None:
 
 
 def plain(query: str) -> None:
-    spark.sql(f"insert into t select id, h, cnt, max_h, try_cast(n_str as bigint) from ({query})")
+    spark.sql(f"insert into t {PLAIN.format(q=query)}")
 
 
-def pending(query: str) -> None:
-    spark.sql(f"create table pending using parquet as {WITH_REASON.format(q=query)}")
-    spark.sql(f"insert into t select {', '.join(KEPT)} from pending where _contract_reason is null")
-    spark.sql(
-        f"insert into quarantine select {', '.join(DISCARDED)} from pending "
-        "where _contract_reason is not null"
-    )
-    spark.sql("drop table pending")
+pending = harness.pending
 
 
 def side(query: str) -> None:
@@ -170,23 +107,10 @@ DESIGNS = {
     "passthrough": passthrough,
 }
 
-for name, design in DESIGNS.items():
-    reset()
-    acc.value = 0
-    design(q(100_000, probed=True))
-    kept, discarded = spark.table("t").count(), spark.table("quarantine").count()
-    print(f"{name}: {acc.value} evaluations for 100,000 rows; {kept} kept, {discarded} discarded")
-
-times: dict = {name: [] for name in DESIGNS}
-for round_ in range(ROUNDS):
+if __name__ == "__main__":
     for name, design in DESIGNS.items():
         reset()
-        began = time.monotonic()
-        design(q(ROWS, probed=False))
-        times[name].append(time.monotonic() - began)
-        print(f"round {round_ + 1} {name}: {times[name][-1]:.1f} s", flush=True)
-
-base = statistics.median(times["plain"])
-for name, took in times.items():
-    median = statistics.median(took)
-    print(f"{name:<12} median {median:6.1f} s  ÷ plain {median / base:.2f}")
+        evaluations = harness.probed(design)
+        kept, gone = spark.table("t").count(), spark.table("quarantine").count()
+        print(f"{name}: {evaluations} evaluations for 100,000 rows; {kept} kept, {gone} discarded")
+    harness.time(DESIGNS, reset)

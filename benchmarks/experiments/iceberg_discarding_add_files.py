@@ -10,69 +10,19 @@ non-deterministic probe on a 100,000-row run, and each design's tables are compa
 plain load's. A manual check of cost, not a test: run from the project root with the venv.
 """
 
-import statistics
-import sys
-import tempfile
-import time
 import uuid
-from pathlib import Path
 
-from pyspark.sql.functions import udf
+from p3_harness import PLAIN, WITH_REASON, Harness, discarded
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from spark_session import build_session  # noqa: E402  (benchmarks/spark_session.py)
-
-ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
-ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-TMP = tempfile.mkdtemp(prefix="experiment_")
-spark = build_session(Path(TMP) / "wh")  # Delta on spark_catalog, Iceberg as `iceberg`
-acc = spark.sparkContext.accumulator(0)
+harness = Harness()  # Delta on spark_catalog, Iceberg as `iceberg`
+spark = harness.spark
 T, Q = "iceberg.db.t", "iceberg.db.quarantine"
 
-
-def every(rows: int) -> int:
-    return int(sys.argv[3]) if len(sys.argv) > 3 else max(rows // 5, 1)
-
-
-def probe(x):
-    acc.add(1)
-    return x
-
-
-spark.udf.register("probe", udf(probe, "bigint").asNondeterministic())
-
-QUERY = """
-with base as (
-    select {id} as id,
-        sha2(concat('key-', cast(id as string), '-', cast(id * 7 as string)), 256) as h,
-        id % 1000 as grp,
-        case when id % {every} = {hit} then concat('n/a-', cast(id as string))
-             else cast(id % 100000 as string) end as n_str
-    from range(0, {rows})
-),
-agg as (select grp, count(*) as cnt, max(h) as max_h from base group by grp)
-select b.id, b.h, a.cnt, a.max_h, b.n_str from base b join agg a on b.grp = a.grp
-"""
-REASON = (
-    "case when n_str is not null and try_cast(n_str as bigint) is null then 'n: not a bigint' end"
-)
-WITH_REASON = (
-    "select id, h, cnt, max_h, try_cast(n_str as bigint) as n, n_str, "
-    f"{REASON} as _contract_reason from ({{q}})"
-)
 # one file schema for both routes: the quarantine's raw value only where a row is discarded
 ROUTED = (
     "select id, h, cnt, max_h, n, if(_contract_reason is null, null, n_str) as n_str, "
     "_contract_reason, if(_contract_reason is null, 't', 'q') as route from ({q})"
 )
-KEPT = ["id", "h", "cnt", "max_h", "n"]
-DISCARDED = ["id", "h", "cnt", "max_h", "n_str", "_contract_reason"]
-
-
-def q(rows: int, probed: bool) -> str:
-    n = every(rows)
-    return QUERY.format(id="probe(id)" if probed else "id", every=n, hit=7 % n, rows=rows)
 
 
 def reset() -> None:
@@ -95,19 +45,11 @@ def location(table: str) -> str:
 
 
 def plain(query: str) -> None:
-    spark.sql(f"insert into {T} select id, h, cnt, max_h, try_cast(n_str as bigint) from ({query})")
+    spark.sql(f"insert into {T} {PLAIN.format(q=query)}")
 
 
 def pending(query: str) -> None:
-    spark.sql(f"create table pending using parquet as {WITH_REASON.format(q=query)}")
-    spark.sql(
-        f"insert into {T} select {', '.join(KEPT)} from pending where _contract_reason is null"
-    )
-    spark.sql(
-        f"insert into {Q} select {', '.join(DISCARDED)} from pending "
-        "where _contract_reason is not null"
-    )
-    spark.sql("drop table pending")
+    harness.pending(query, T, Q)
 
 
 def add_files(query: str, check_duplicates: bool = False, sort: bool = True) -> None:
@@ -146,32 +88,18 @@ def contents() -> tuple:
     return tuple(kept), tuple(discarded)
 
 
-n = every(100_000)
-hits = len(range(7 % n, 100_000, n))
-expected = None  # the pending table's (the plain load keeps every row, with NULL for a bad n)
-for name, design in DESIGNS.items():
-    reset()
-    acc.value = 0
-    design(q(100_000, probed=True))
-    found = contents()
-    if name == "pending":
-        assert found[0][0] == 100_000 - hits and found[1] == (hits, hits, hits), found
-        expected = found
-    same = "" if expected is None else ("as pending" if found == expected else "NOT as pending")
-    print(f"{name}: {acc.value} evaluations for 100,000 rows; {found} {same}")
-    props = {r[0]: r[1] for r in spark.sql(f"show tblproperties {T}").collect()}
-    print(f"  name mapping set: {'schema.name-mapping.default' in props}")
-
-times: dict = {name: [] for name in DESIGNS}
-for round_ in range(ROUNDS):
+if __name__ == "__main__":
+    hits = discarded(100_000)
+    expected = None  # the pending table's (the plain load keeps every row, NULL for a bad n)
     for name, design in DESIGNS.items():
         reset()
-        began = time.monotonic()
-        design(q(ROWS, probed=False))
-        times[name].append(time.monotonic() - began)
-        print(f"round {round_ + 1} {name}: {times[name][-1]:.1f} s", flush=True)
-
-base = statistics.median(times["plain"])
-for name, took in times.items():
-    median = statistics.median(took)
-    print(f"{name:<20} median {median:6.1f} s  ÷ plain {median / base:.2f}")
+        evaluations = harness.probed(design)
+        found = contents()
+        if name == "pending":
+            assert found[0][0] == 100_000 - hits and found[1] == (hits, hits, hits), found
+            expected = found
+        same = "" if expected is None else ("as pending" if found == expected else "NOT as pending")
+        print(f"{name}: {evaluations} evaluations for 100,000 rows; {found} {same}")
+        props = {r[0]: r[1] for r in spark.sql(f"show tblproperties {T}").collect()}
+        print(f"  name mapping set: {'schema.name-mapping.default' in props}")
+    harness.time(DESIGNS, reset)
