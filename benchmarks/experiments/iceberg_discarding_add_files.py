@@ -58,7 +58,11 @@ def add_files(query: str, check_duplicates: bool = False, sort: bool = True) -> 
     # unsorted: each task keeps one writer per route open instead of sorting its rows by route
     spark.conf.set("spark.sql.optimizer.plannedWrite.enabled", str(sort).lower())
     spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", "0" if sort else "2")
-    routed.write.partitionBy("route").parquet(folder)
+    try:
+        routed.write.partitionBy("route").parquet(folder)
+    finally:  # the other designs run with Spark's defaults
+        spark.conf.unset("spark.sql.optimizer.plannedWrite.enabled")
+        spark.conf.unset("spark.sql.maxConcurrentOutputFileWriters")
     check = "true" if check_duplicates else "false"
     for table, route in ((T, "t"), (Q, "q")):
         source = f"{folder}/route={route}"
