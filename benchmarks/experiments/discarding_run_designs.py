@@ -16,7 +16,7 @@ also carries the raw value (`n_str`) into the quarantine; the figures of 2026-11
 before.
 """
 
-from p3_harness import DISCARDED, KEPT, PLAIN, WITH_REASON, Harness, discarded
+from p3_harness import DISCARDED, KEPT, WITH_REASON, Harness, discarded
 
 harness = Harness()
 spark = harness.spark
@@ -25,8 +25,7 @@ spark = harness.spark
 reset = harness.reset_delta
 
 
-def plain(query: str) -> None:
-    spark.sql(f"insert into t {PLAIN.format(q=query)}")
+plain = harness.plain
 
 
 pending = harness.pending

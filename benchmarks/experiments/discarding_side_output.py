@@ -1,6 +1,6 @@
 """Times two designs of a discarding quarantine run on Delta that write the kept rows once, with
 the discarded rows written from the executors by Python beside the load (docs/benchmarks.md,
-2026-12-04), against the plain load and the pending table (what the adapter does):
+2026-12-03), against the plain load and the pending table (what the adapter does):
 
 - side: the output with its reasons through `mapInArrow`, whose function writes each batch's
   discarded rows to a Parquet file of its task and passes the kept rows on to the Delta append;
@@ -21,14 +21,12 @@ import uuid
 import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from p3_harness import DISCARDED, KEPT, KEPT_SCHEMA, PLAIN, WITH_REASON, Harness
+from p3_harness import DISCARDED, KEPT, KEPT_SCHEMA, WITH_REASON, Harness
 from pyspark import TaskContext
 from pyspark.sql.functions import pandas_udf
 
 harness = Harness()
 spark, TMP = harness.spark, harness.tmp
-
-
 reset = harness.reset_delta
 
 
@@ -37,8 +35,7 @@ def to_quarantine(folder: str) -> None:
         spark.sql(f"insert into quarantine select {', '.join(DISCARDED)} from parquet.`{folder}`")
 
 
-def plain(query: str) -> None:
-    spark.sql(f"insert into t {PLAIN.format(q=query)}")
+plain = harness.plain
 
 
 pending = harness.pending

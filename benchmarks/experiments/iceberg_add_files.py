@@ -2,8 +2,9 @@
 (docs/benchmarks.md, 2026-11-29 and 2026-12-04). A manual check, not a test: run with the
 project's venv from the project root. It prints what a design built on it would rely on:
 
-1. each route's folder imported as its own unpartitioned source (the partitioned folder with
-   `partition_filter` is refused), the files' extra columns ignored by the name mapping;
+1. each route's folder imported as its own unpartitioned source (on 2026-11-29 the
+   partitioned folder with `partition_filter` was refused; not tried here), the files' extra
+   columns ignored by the name mapping;
 2. whether add_files's commit carries the session's `spark.sql.iceberg.snapshot-property.*`
    (the adapter's commit tag) and what the table's own log shows of the files' folder;
 3. whether a SQL script (`BEGIN ... END`, the adapter's fence) can run the CALL;

@@ -7,12 +7,12 @@ plain load and the pending table (what the adapter does).
 P3's query (a join to an aggregate, 5 M rows), 5 discarded by default; `[rows] [rounds]
 [every]` (every: 1 row in `every` discarded; 5 for P3-heavy). The evaluations are counted by a
 non-deterministic probe on a 100,000-row run, and each design's tables are compared with the
-plain load's. A manual check of cost, not a test: run from the project root with the venv.
+pending table's (the plain load keeps every row). A manual check of cost, not a test: run from the project root with the venv.
 """
 
 import uuid
 
-from p3_harness import PLAIN, WITH_REASON, Harness, discarded
+from p3_harness import WITH_REASON, Harness, discarded
 
 harness = Harness()  # Delta on spark_catalog, Iceberg as `iceberg`
 spark = harness.spark
@@ -45,7 +45,7 @@ def location(table: str) -> str:
 
 
 def plain(query: str) -> None:
-    spark.sql(f"insert into {T} {PLAIN.format(q=query)}")
+    harness.plain(query, T)
 
 
 def pending(query: str) -> None:

@@ -98,6 +98,10 @@ class Harness:
             "n_str string, _contract_reason string) using delta"
         )
 
+    def plain(self, query: str, table: str = "t") -> None:
+        """The baseline: the query loaded as it is, with no contract."""
+        self.spark.sql(f"insert into {table} {PLAIN.format(q=query)}")
+
     def pending(self, query: str, table: str = "t", quarantine: str = "quarantine") -> None:
         """The adapter's statements for a discarding run, without its bookkeeping: the output
         with its reasons into a Parquet pending table, then the kept rows into `table` and the
