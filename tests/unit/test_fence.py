@@ -479,6 +479,7 @@ def rebuild_run(table_format: str = "iceberg", **changed: Any) -> SimpleNamespac
     facts = dict(
         rebuilds=True,
         replace_by=Build.REPLACE,
+        load_settings=(),
         first_pass=None,
         commit_tag=f"dbt-spark-contracts:inv2:x:model.p.m:{table_format}",
     )

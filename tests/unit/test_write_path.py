@@ -22,9 +22,11 @@ from dbt.adapters.spark_contracts.core.evolution.steps import (
     UnsetProperty,
 )
 from dbt.adapters.spark_contracts.core.materialization.write_path import (
+    PARTITION_OVERWRITE,
     WriteDecision,
     WritePath,
     decide_write_path,
+    load_settings,
     merged_by_name,
     needs_stage,
     plan_change,
@@ -283,3 +285,30 @@ def test_the_run_plans_by_evolution_or_on_schema_change(evolution, on_schema_cha
     assert chosen.startswith(mode)
     assert [c.dotted for c in diff.changes] == ["note"]
     assert bool(plan.operations) is planned
+
+
+# ---------------------------------------------------------------- the load's SQL confs
+
+STRATEGIES = ("append", "merge", "insert_overwrite", "microbatch", "delete+insert", "table")
+FORMATS = ("delta", "iceberg", "parquet")
+
+
+@given(st.sampled_from(STRATEGIES), st.sampled_from(FORMATS), st.booleans(), st.booleans())
+def test_load_settings_set_what_the_load_needs_and_nothing_else(
+    strategy, table_format, evolves_in_write, partitioned
+):
+    settings = dict(load_settings(strategy, table_format, evolves_in_write, partitioned))
+    dynamic = partitioned and strategy in ("insert_overwrite", "microbatch")
+    assert (settings.get(PARTITION_OVERWRITE[0]) == "DYNAMIC") == dynamic
+    auto_merge = "spark.databricks.delta.schema.autoMerge.enabled"
+    merges = table_format == "delta" and evolves_in_write and strategy in ("append", "microbatch")
+    assert (settings.get(auto_merge) == "true") == merges
+    assert set(settings) <= {PARTITION_OVERWRITE[0], auto_merge}
+
+
+def test_a_partitioned_insert_overwrite_is_planned_with_dynamic_overwrite():
+    """dbt-spark's incremental macro set it in Jinja for the model's session and left it set;
+    the run plans it for its load (the runner sets it for that statement and puts it back)."""
+    assert load_settings("insert_overwrite", "parquet", False, True) == (PARTITION_OVERWRITE,)
+    assert load_settings("insert_overwrite", "parquet", False, False) == ()
+    assert load_settings("append", "delta", False, True) == ()

@@ -25,10 +25,21 @@ def rows(project, relation: str, columns: str) -> list[tuple]:
     return [tuple(r) for r in project.run_sql(sql, fetch="all")]
 
 
+# the partitioned model again, with a post-hook that overwrites another partitioned table
+# without a PARTITION clause: in the session's own (static) mode it replaces that table whole;
+# under dbt-spark's DYNAMIC, left set after the load, only the partition it writes
+MODE_AFTER = MODEL.replace(
+    "partition_by=['day'],",
+    "partition_by=['day'], post_hook=\"insert overwrite table {{{{ this.schema }}}}.probe "
+    "select 'after' as v, 'a' as p\",",
+)
+
+
 class TestInsertOverwrite:
     @pytest.fixture(scope="class")
     def models(self):
-        return {f"overwrite_{fmt}.sql": MODEL.format(fmt=fmt) for fmt in ("parquet", "delta")}
+        models = {f"overwrite_{fmt}.sql": MODEL.format(fmt=fmt) for fmt in ("parquet", "delta")}
+        return {**models, "overwrite_mode.sql": MODE_AFTER.format(fmt="delta")}
 
     @pytest.mark.parametrize("fmt", ("parquet", "delta"))
     def test_overwrites_the_partitions_it_writes_with_a_new_column(self, project, fmt):
@@ -46,3 +57,20 @@ class TestInsertOverwrite:
             (100, "note", "d2"),
             (101, "note", "d2"),
         ], got
+
+    def test_the_dynamic_overwrite_is_set_for_the_load_alone(self, project):
+        """dbt-spark sets the dynamic partition overwrite in the model's session and leaves it
+        set (its post-hooks run under it); here it is set for the load and put back after it."""
+        probe = f"{project.test_schema}.probe"
+        project.run_sql(
+            f"create table {probe} (v string, p string) using parquet partitioned by (p)"
+        )
+        run_dbt(["run", "--select", "overwrite_mode"])
+        project.run_sql(f"insert into {probe} values ('before', 'a'), ('before', 'b')")
+        run_dbt(["run", "--select", "overwrite_mode", "--vars", "{v: 2}"])
+        relation = f"{project.test_schema}.overwrite_mode"
+        # the load overwrote the partition it wrote (d2) and kept the other (d1)
+        assert [r[1] for r in rows(project, relation, "id, day")] == ["d1"] * 3 + ["d2"] * 2
+        # the post-hook's overwrite, in the session's static mode, replaced the whole table
+        got = project.run_sql(f"select v, p from {probe} order by p", fetch="all")
+        assert [tuple(r) for r in got] == [("after", "a")], got

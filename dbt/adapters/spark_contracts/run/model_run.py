@@ -77,11 +77,10 @@ class ContractsAdapterResponse(AdapterResponse):
 # ----------------------------------------------------------------------------- the plan
 
 # the fields of a ModelRun that are RunInputs' and RunDecision's of the same name (`planned`)
-_FROM_INPUTS = (
-    "invocation_id relation table_format strategy deployed compiled discarded_last".split()
-)
+_FROM_INPUTS = "invocation_id relation table_format strategy deployed compiled discarded_last"
 _FROM_DECISION = (
-    "diff plan statements mode write stage observed contract quarantine_pending fits first_pass creates"
+    "diff plan statements mode write stage observed contract quarantine_pending fits first_pass"
+    " creates load_settings"
 ).split()
 
 
@@ -124,6 +123,7 @@ class ModelRun:
     first_pass: Optional[LoadSql] = None
     discarded_last: bool = False
     creates: bool = False  # the run creates the table (core/materialization/create_run.py)
+    load_settings: Tuple[Tuple[str, str], ...] = ()  # the load's SQL confs (RunDecision's)
 
     @classmethod
     def planned(
@@ -144,7 +144,7 @@ class ModelRun:
             dry_run=inputs.settings.dry_run,
             view=fits_view(inputs.view) if decided.fits else inputs.view,
             load_sql=decided.load,
-            **{name: getattr(inputs, name) for name in _FROM_INPUTS},
+            **{name: getattr(inputs, name) for name in _FROM_INPUTS.split()},
             **{name: getattr(decided, name) for name in _FROM_DECISION},
             **facts,
         )

@@ -11,7 +11,6 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_contracts.connection.errors import statement_answered
 from dbt.adapters.spark_contracts.connection.spark_handle import Spark
 from dbt.adapters.spark_contracts.core.evolution.capabilities import drop_sql, row_of
-from dbt.adapters.spark_contracts.core.materialization.microbatch import MICROBATCH
 from dbt.adapters.spark_contracts.core.materialization.run_plan import Build
 from dbt.adapters.spark_contracts.core.recovery.history_guard import guards_load
 from dbt.adapters.spark_contracts.core.recovery.intent import INTENT_PROPERTY
@@ -315,16 +314,14 @@ class Runner:
         after: Optional[Callable[[], Any]] = None,
     ) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
-        # an evolving append or batch on a format that evolves it by a session conf (Delta's
-        # autoMerge): set for this statement only, in this thread's own session
-        conf = row_of(run.table_format).evolving_append_conf
-        if not (run.evolves_in_write and run.strategy in ("append", MICROBATCH)):
-            conf = None
+        # the load's SQL confs (Delta's autoMerge for an evolving append, a partitioned model's
+        # dynamic overwrite): set for this statement only, in this thread's own session
+        settings = run.load_settings
         try:
-            previous = self.spark.get_conf(conf) if conf else None
-            if conf:
-                self.spark.set_conf(conf, "true")
+            previous = [(key, self.spark.get_conf(key)) for key, _ in settings]
             try:
+                for key, value in settings:
+                    self.spark.set_conf(key, value)
                 write = sql if callable(sql) else lambda: self._run_load(run, sql)
                 fenced = not callable(sql)
                 first = self._behind_history(run, sql)
@@ -334,8 +331,8 @@ class Runner:
                 if after is not None:
                     self._step(run, "the swap", after)
             finally:
-                if conf:
-                    self.spark.set_conf(conf, previous)
+                for key, value in previous:
+                    self.spark.set_conf(key, value)
             self.events.add(Loaded())
             try:
                 self.book.take_counts(self.spark, run)

@@ -57,6 +57,7 @@ from dbt.adapters.spark_contracts.core.materialization.write_path import (
     WriteDecision,
     WritePath,
     decide_write_path,
+    load_settings,
     needs_stage,
     plan_change,
     quarantine_pends,
@@ -109,7 +110,8 @@ class RunInputs:
     declared: Any = None  # the `pydantic_contract`'s declared columns
     column_lists: bool = False  # merge_update_columns / merge_exclude_columns are set
     merge_narrowed: bool = False  # incremental_predicates or a column list (LoadOptions.narrowed)
-    table_options: str = ""  # the model's `partitioned by` clause, for a rewrite
+    # the model's `partitioned by` clause: for a rewrite, and its insert_overwrite's settings
+    table_options: str = ""
     observable: bool = False  # the connection reports metrics observed inside a statement
     # a microbatch batch's commit tag (unique per batch): its pending table and its discarded
     # rows carry it (core/recovery/pending.py); required for a batch that quarantines
@@ -150,6 +152,8 @@ class RunDecision:
     # the run creates the table, over no deployed table (core/materialization/create_run.py),
     # also where its plan is a full refresh: its load is the table's CREATE
     creates: bool = False
+    # the SQL confs the load runs under, set for it alone (write_path.load_settings)
+    load_settings: tuple[tuple[str, str], ...] = ()
 
 
 def plan_run(inputs: RunInputs) -> RunDecision:
@@ -307,6 +311,9 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         quarantine_pending=pending,
         fits=fits,
         first_pass=first,
+        load_settings=load_settings(
+            i.strategy, i.table_format, write.evolves_in_write, bool(i.table_options.strip())
+        ),
     )
 
 

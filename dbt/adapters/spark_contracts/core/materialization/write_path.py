@@ -21,7 +21,7 @@ from dbt.adapters.spark_contracts.core.contracts.decision import (
 from dbt.adapters.spark_contracts.core.contracts.load_select import (
     LoadSql,
 )
-from dbt.adapters.spark_contracts.core.evolution.capabilities import INTEGRAL_UP
+from dbt.adapters.spark_contracts.core.evolution.capabilities import INTEGRAL_UP, row_of
 from dbt.adapters.spark_contracts.core.evolution.operations import AddColumns, AlterColumnType, Plan
 from dbt.adapters.spark_contracts.core.evolution.plan import (
     plan_on_schema_change,
@@ -43,6 +43,31 @@ REBUILD = "table"
 # (tests/functional/evolution/test_atomicity.py); Iceberg takes the multi-step path.
 # A Delta microbatch's `REPLACE WHERE` evolves the schema like an append (schema auto-merge).
 IN_WRITE_STRATEGIES: dict[str, tuple[str, ...]] = {"delta": ("merge", "append", "microbatch")}
+
+
+# An insert_overwrite or microbatch load of a model with `partition_by` replaces only the
+# partitions its rows fall in (dbt-spark's incremental macro sets it for the model's session and
+# leaves it set; here it is set for the load alone, `load_settings`).
+PARTITION_OVERWRITE = ("spark.sql.sources.partitionOverwriteMode", "DYNAMIC")
+PARTITION_OVERWRITE_STRATEGIES = ("insert_overwrite", "microbatch")
+# strategies whose evolving write takes its schema change from a session conf (Delta's autoMerge)
+CONF_EVOLVED_STRATEGIES = ("append", "microbatch")
+
+
+def load_settings(
+    strategy: str, table_format: str, evolves_in_write: bool, partitioned: bool
+) -> tuple[tuple[str, str], ...]:
+    """The SQL confs the run's load statement runs under, each set in the thread's own session
+    for that statement and put back after it: the format's conf that evolves an append's schema
+    inside the write (Delta's autoMerge), and the dynamic partition overwrite of a partitioned
+    model's insert_overwrite or microbatch load."""
+    settings: list[tuple[str, str]] = []
+    conf = row_of(table_format).evolving_append_conf
+    if conf and evolves_in_write and strategy in CONF_EVOLVED_STRATEGIES:
+        settings.append((conf, "true"))
+    if partitioned and strategy in PARTITION_OVERWRITE_STRATEGIES:
+        settings.append(PARTITION_OVERWRITE)
+    return tuple(settings)
 
 
 class WritePath(Enum):

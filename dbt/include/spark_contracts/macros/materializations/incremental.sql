@@ -2,19 +2,12 @@
   {%- set file_format = dbt_spark_validate_get_file_format(spark_contracts_file_format()) -%}
   {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or adapter.default_incremental_strategy(file_format), file_format) -%}
   {%- set grant_config = config.get('grants') -%}
-  {%- set partition_by = config.get('partition_by', none) -%}
   {%- set language = model['language'] -%}
   {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
   {%- set target_relation = this -%}
   {#-- step 1: what dead runs of the model left repaired, under its lease; planning then only reads --#}
   {%- set repaired = adapter.repair_model('incremental', this, load_relation(this), model, spark_contracts_run_vars(), should_full_refresh(), invocation_id) -%}
   {%- set existing_relation = repaired.relation -%}
-
-  {%- if strategy in ['insert_overwrite', 'microbatch'] and partition_by -%}
-    {%- call statement() -%}
-      set spark.sql.sources.partitionOverwriteMode = DYNAMIC
-    {%- endcall -%}
-  {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
   {#-- create, replace atomically, build beside and swap, drop then create, or evolve: the run
