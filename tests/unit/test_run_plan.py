@@ -695,3 +695,50 @@ def test_a_struct_field_dropped_after_the_load_beside_an_ignored_change_is_writt
     ), run.fits
     steps = [(s.sql, s.after_load) for s in run.statements]
     assert steps[-1] == ("ALTER TABLE db.t DROP COLUMNS (`s`.`b`)", True), steps
+
+
+@pytest.mark.parametrize(
+    "strategy, options, fmt, new_column, expected",
+    [
+        # a partitioned insert_overwrite: the dynamic overwrite, whatever else the run does
+        ("insert_overwrite", "partitioned by (day)", "parquet", False, "dynamic"),
+        ("insert_overwrite", "partitioned by (day)", "delta", True, "dynamic"),
+        ("insert_overwrite", "", "parquet", False, None),
+        # Delta's evolving append: autoMerge; a merge evolves by its own SQL
+        ("append", "", "delta", True, "automerge"),
+        ("append", "", "delta", False, None),
+        ("merge", "partitioned by (day)", "delta", True, None),
+    ],
+)
+def test_the_run_plans_its_loads_settings(strategy, options, fmt, new_column, expected):
+    """`plan_run` hands the load's SQL confs to the runner (write_path.load_settings), from the
+    strategy, the model's `partitioned by` clause and whether the write evolves the table."""
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+
+    output = (
+        "struct<id:bigint,day:string,note:string>" if new_column else "struct<id:bigint,day:string>"
+    )
+    decided = plan_run(
+        RunInputs(
+            "db.t",
+            "t__tmp",
+            "inv",
+            fmt,
+            strategy,
+            parse_type("struct<id:bigint,day:string>"),
+            {},
+            parse_type(output),
+            EvolutionSettings(Policy(), "ignore", True, False),  # schema_evolution set
+            table_options=options,
+        )
+    )
+    settings = dict(decided.load_settings)
+    wanted = {
+        "dynamic": {"spark.sql.sources.partitionOverwriteMode": "DYNAMIC"},
+        "automerge": {"spark.databricks.delta.schema.autoMerge.enabled": "true"},
+        None: {},
+    }[expected]
+    assert settings == wanted, (decided.write, settings)

@@ -23,6 +23,7 @@ from dbt.adapters.spark_contracts.core.recovery.record import (
 )
 from dbt.adapters.spark_contracts.run.first_pass import first_pass_load, prepare_first_pass
 from dbt.adapters.spark_contracts.run.lease import Leases, ModelKey
+from dbt.adapters.spark_contracts.run.load_settings import LoadSettings
 from dbt.adapters.spark_contracts.run.model_run import (
     ContractsAdapterResponse,
     ModelRun,
@@ -70,6 +71,7 @@ class Runner:
         self.book = RunBook()
         self.restorer = Restorer(spark, self.leases)
         self.quarantine = Quarantine(spark, self.book, self.leases)
+        self.settings = LoadSettings(spark)  # the run's load settings (`execute`)
 
     @property
     def events(self) -> RunEvents:
@@ -119,8 +121,17 @@ class Runner:
         once every check passed), the load (`load_sql`, or what carries it out: Iceberg's NOT
         NULL build of a creating run), `after_load` (a swap). Any failure after a change puts
         the table back. A first pass (run_plan.first_pass) that fails wrote nothing: the run
-        goes on without it (its pending table)."""
+        goes on without it (its pending table). The load's SQL confs are set with its statement
+        and put back once the run has succeeded (run/load_settings.py)."""
         self.hold_if_left(run.relation, run.unique_id)
+        self.settings = LoadSettings(self.spark, run.load_settings)
+        response = self._execute(run, load_sql, before_load, after_load)
+        self.settings.put_back(run.unique_id)
+        return response
+
+    def _execute(
+        self, run: ModelRun, load_sql: Any, before_load: Any, after_load: Any
+    ) -> ContractsAdapterResponse:
         if run.first_pass is not None and (before_load is not None or after_load is not None):
             run = replace(run, first_pass=None)  # a build beside the table: never planned so
         if run.first_pass is not None:
@@ -314,25 +325,15 @@ class Runner:
         after: Optional[Callable[[], Any]] = None,
     ) -> ContractsAdapterResponse:
         """The one write; then the intent is cleared. Any failure after a change is undone."""
-        # the load's SQL confs (Delta's autoMerge for an evolving append, a partitioned model's
-        # dynamic overwrite): set for this statement only, in this thread's own session
-        settings = run.load_settings
         try:
-            previous = [(key, self.spark.get_conf(key)) for key, _ in settings]
-            try:
-                for key, value in settings:
-                    self.spark.set_conf(key, value)
-                write = sql if callable(sql) else lambda: self._run_load(run, sql)
-                fenced = not callable(sql)
-                first = self._behind_history(run, sql)
-                response = self._step(run, LOAD_STEP, write, fenced, True, first)
-                if self.state.intent is not None:
-                    self._steps(run, after_load=True)
-                if after is not None:
-                    self._step(run, "the swap", after)
-            finally:
-                for key, value in previous:
-                    self.spark.set_conf(key, value)
+            write = sql if callable(sql) else lambda: self._run_load(run, sql)
+            fenced = not callable(sql)
+            first = self._behind_history(run, sql)
+            response = self._step(run, LOAD_STEP, write, fenced, True, first)
+            if self.state.intent is not None:
+                self._steps(run, after_load=True)
+            if after is not None:
+                self._step(run, "the swap", after)
             self.events.add(Loaded())
             try:
                 self.book.take_counts(self.spark, run)
@@ -381,6 +382,7 @@ class Runner:
 
     def _run_load(self, run: ModelRun, sql: str) -> Any:
         """The load statement (in a first pass: run/first_pass.first_pass_load)."""
+        self.settings.set()
         if run.first_pass is None:
             return self.spark.run(sql)
         return first_pass_load(self.spark, self.log(run.table_format), run, sql)
