@@ -27,8 +27,9 @@ the project root with the venv.
 import statistics
 import time
 import uuid
+from functools import partial
 
-from p3_harness import DISCARDED, KEPT, KEPT_SCHEMA, WITH_REASON, Harness, discarded
+from p3_harness import DISCARDED, KEPT, KEPT_SCHEMA, WITH_REASON, Harness
 
 harness = Harness()  # Delta on spark_catalog
 spark = harness.spark
@@ -47,17 +48,9 @@ phases: dict = {}  # per design: (routed write, Delta commit, quarantine insert)
 LABELS = ("routed write", "Delta commit", "quarantine insert")
 
 
-def location(table: str) -> str:
-    rows = spark.sql(f"describe table extended {table}").collect()
-    return next(r.data_type for r in rows if r.col_name == "Location")
-
-
-def plain(query: str) -> None:
-    harness.plain(query, T)
-
-
-def pending(query: str) -> None:
-    harness.pending(query, T, Q)
+location = harness.location
+plain = partial(harness.plain, table=T)
+pending = partial(harness.pending, table=T, quarantine=Q)
 
 
 def commit_files(table_path: str, folder: str, meanwhile=None) -> int:
@@ -140,50 +133,37 @@ DESIGNS = {
 }
 
 
-def contents() -> tuple:
-    kept = spark.sql(f"select count(*), sum(n), sum(cnt), max(max_h) from {T}").first()
-    gone = spark.sql(f"select count(*), count(n_str), count(_contract_reason) from {Q}").first()
-    return tuple(kept), tuple(gone)
+def inspect(name: str) -> None:
+    """What the first routed design left: the table's columns, history, log, reads, VACUUM."""
+    if name != "routed+commit":
+        return
+    table = spark.table(T)
+    history = spark.sql(f"describe history {T}").orderBy("version").collect()
+    print(f"  columns {table.columns} (expected {KEPT}); schema {table.schema.simpleString()}")
+    print(f"  history: {[(h.version, h.operation, h.isBlindAppend) for h in history]}")
+    print(f"  commit metrics: {history[-1].operationMetrics}")
+    print(
+        f"  count(*) {spark.sql(f'select count(*) from {T}').first()[0]}, full read "
+        f"{len(table.collect())} rows, ids both in {T} and {Q}: "
+        f"{spark.sql(f'select count(*) from {T} join {Q} using (id)').first()[0]}"
+    )
+    files = spark.sql(f"select input_file_name() f from {T}").distinct().collect()
+    print(f"  files read: {sorted(f.f.removeprefix(location(T)) for f in files)}")
+    log = location(T).removeprefix("file:") + "/_delta_log/00000000000000000001.json"
+    print(f"  commit 1 in the log: {open(log).read()}")
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    dry = spark.sql(f"vacuum {T} retain 0 hours dry run").collect()
+    spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    print(f"  vacuum dry run would delete: {[r[0].removeprefix(location(T)) for r in dry]}")
+    detail = spark.sql(f"describe detail {T}").first()
+    print(
+        f"  detail: numFiles {detail.numFiles}, properties {detail.properties}, "
+        f"features {detail.tableFeatures}"
+    )
 
 
 if __name__ == "__main__":
-    hits = discarded(100_000)
-    expected = None  # the pending table's (the plain load keeps every row, NULL for a bad n)
-    for name, design in DESIGNS.items():
-        reset()
-        evaluations = harness.probed(design)
-        found = contents()
-        if name == "pending":
-            assert found[0][0] == 100_000 - hits and found[1] == (hits, hits, hits), found
-            expected = found
-        same = "" if expected is None else ("as pending" if found == expected else "NOT as pending")
-        print(f"{name}: {evaluations} evaluations for 100,000 rows; {found} {same}")
-        if name == "routed+commit":
-            table = spark.table(T)
-            history = spark.sql(f"describe history {T}").orderBy("version").collect()
-            print(
-                f"  columns {table.columns} (expected {KEPT}); schema {table.schema.simpleString()}"
-            )
-            print(f"  history: {[(h.version, h.operation, h.isBlindAppend) for h in history]}")
-            print(f"  commit metrics: {history[-1].operationMetrics}")
-            print(
-                f"  count(*) {spark.sql(f'select count(*) from {T}').first()[0]}, full read "
-                f"{len(table.collect())} rows, ids both in {T} and {Q}: "
-                f"{spark.sql(f'select count(*) from {T} join {Q} using (id)').first()[0]}"
-            )
-            files = spark.sql(f"select input_file_name() f from {T}").distinct().collect()
-            print(f"  files read: {sorted(f.f.removeprefix(location(T)) for f in files)}")
-            log = location(T).removeprefix("file:") + "/_delta_log/00000000000000000001.json"
-            print(f"  commit 1 in the log: {open(log).read()}")
-            spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-            dry = spark.sql(f"vacuum {T} retain 0 hours dry run").collect()
-            spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
-            print(f"  vacuum dry run would delete: {[r[0].removeprefix(location(T)) for r in dry]}")
-            detail = spark.sql(f"describe detail {T}").first()
-            print(
-                f"  detail: numFiles {detail.numFiles}, properties {detail.properties}, "
-                f"features {detail.tableFeatures}"
-            )
+    harness.check(DESIGNS, reset, T, Q, after=inspect)
     # a direct commit bypasses what Delta checks in its write path: a CHECK no row satisfies
     reset()
     spark.sql(f"alter table {T} add constraint no_row check (id < 0)")
@@ -219,7 +199,7 @@ if __name__ == "__main__":
         when = "made with" if made_with else "switched on"
         try:
             routed_commit(harness.query(100_000, probed=False))
-            print(f"column mapping 'name' {when}, then the commit: {contents()[0]}")
+            print(f"column mapping 'name' {when}, then the commit: {harness.contents(T, Q)[0]}")
         except Exception as error:  # noqa: BLE001
             print(f"column mapping 'name' {when}, then the commit failed: {str(error)[:300]}")
     phases.clear()

@@ -11,8 +11,9 @@ pending table's (the plain load keeps every row). A manual check of cost, not a 
 """
 
 import uuid
+from functools import partial
 
-from p3_harness import WITH_REASON, Harness, discarded
+from p3_harness import WITH_REASON, Harness
 
 harness = Harness()  # Delta on spark_catalog, Iceberg as `iceberg`
 spark = harness.spark
@@ -39,17 +40,9 @@ def reset() -> None:
     )
 
 
-def location(table: str) -> str:
-    rows = spark.sql(f"describe table extended {table}").collect()
-    return next(r.data_type for r in rows if r.col_name == "Location")
-
-
-def plain(query: str) -> None:
-    harness.plain(query, T)
-
-
-def pending(query: str) -> None:
-    harness.pending(query, T, Q)
+location = harness.location
+plain = partial(harness.plain, table=T)
+pending = partial(harness.pending, table=T, quarantine=Q)
 
 
 def add_files(query: str, check_duplicates: bool = False, sort: bool = True) -> None:
@@ -84,26 +77,11 @@ DESIGNS = {
 }
 
 
-def contents() -> tuple:
-    kept = spark.sql(f"select count(*), sum(n), sum(cnt), max(max_h) from {T}").first()
-    discarded = spark.sql(
-        f"select count(*), count(n_str), count(_contract_reason) from {Q}"
-    ).first()
-    return tuple(kept), tuple(discarded)
+def name_mapping(name: str) -> None:
+    props = {r[0]: r[1] for r in spark.sql(f"show tblproperties {T}").collect()}
+    print(f"  name mapping set: {'schema.name-mapping.default' in props}")
 
 
 if __name__ == "__main__":
-    hits = discarded(100_000)
-    expected = None  # the pending table's (the plain load keeps every row, NULL for a bad n)
-    for name, design in DESIGNS.items():
-        reset()
-        evaluations = harness.probed(design)
-        found = contents()
-        if name == "pending":
-            assert found[0][0] == 100_000 - hits and found[1] == (hits, hits, hits), found
-            expected = found
-        same = "" if expected is None else ("as pending" if found == expected else "NOT as pending")
-        print(f"{name}: {evaluations} evaluations for 100,000 rows; {found} {same}")
-        props = {r[0]: r[1] for r in spark.sql(f"show tblproperties {T}").collect()}
-        print(f"  name mapping set: {'schema.name-mapping.default' in props}")
+    harness.check(DESIGNS, reset, T, Q, after=name_mapping)
     harness.time(DESIGNS, reset)

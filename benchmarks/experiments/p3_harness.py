@@ -117,6 +117,43 @@ class Harness:
         )
         run("drop table pending")
 
+    def location(self, table: str) -> str:
+        """The table's folder, as DESCRIBE TABLE EXTENDED names it."""
+        rows = self.spark.sql(f"describe table extended {table}").collect()
+        return next(r.data_type for r in rows if r.col_name == "Location")
+
+    def contents(self, table: str, quarantine: str) -> tuple:
+        """The table's count(*), sum(n), sum(cnt), max(max_h); the quarantine's count(*) and
+        its raw values and reasons."""
+        kept = self.spark.sql(f"select count(*), sum(n), sum(cnt), max(max_h) from {table}")
+        gone = self.spark.sql(
+            f"select count(*), count(n_str), count(_contract_reason) from {quarantine}"
+        )
+        return tuple(kept.first()), tuple(gone.first())
+
+    def check(
+        self,
+        designs: Dict[str, Callable[[str], None]],
+        reset: Callable[[], Any],
+        table: str,
+        quarantine: str,
+        after: Callable[[str], Any] = lambda name: None,
+    ) -> None:
+        """Each design once over PROBED_ROWS rows from `reset`: its evaluations of the query and
+        its tables' contents, compared with the pending table's (the plain load keeps every
+        row, NULL for a bad n); `after(name)` with the design's tables in place."""
+        hits, expected = discarded(PROBED_ROWS), None
+        for name, design in designs.items():
+            reset()
+            evaluations = self.probed(design)
+            found = self.contents(table, quarantine)
+            if name == "pending":
+                assert found[0][0] == PROBED_ROWS - hits and found[1] == (hits,) * 3, found
+                expected = found
+            same = "" if expected is None else ("as pending" if found == expected else "NOT")
+            print(f"{name}: {evaluations} evaluations for {PROBED_ROWS:,} rows; {found} {same}")
+            after(name)
+
     def time(self, designs: Dict[str, Callable[[str], None]], reset: Callable[[], Any]) -> None:
         """ROUNDS rounds of every design on ROWS rows, each from `reset`; the medians ÷ the
         first design's (the plain load)."""
