@@ -60,7 +60,8 @@ class TestInsertOverwrite:
 
     def test_the_dynamic_overwrite_is_set_for_the_load_alone(self, project):
         """dbt-spark sets the dynamic partition overwrite in the model's session and leaves it
-        set (its post-hooks run under it); here it is set for the load and put back after it."""
+        set (its post-hooks run under it); here it is set with the load and put back once the
+        run has succeeded."""
         probe = f"{project.test_schema}.probe"
         project.run_sql(
             f"create table {probe} (v string, p string) using parquet partitioned by (p)"

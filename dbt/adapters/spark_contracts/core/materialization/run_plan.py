@@ -152,7 +152,7 @@ class RunDecision:
     # the run creates the table, over no deployed table (core/materialization/create_run.py),
     # also where its plan is a full refresh: its load is the table's CREATE
     creates: bool = False
-    # the SQL confs the load runs under, set for it alone (write_path.load_settings)
+    # the SQL confs the load runs under, set with it (write_path.load_settings)
     load_settings: tuple[tuple[str, str], ...] = ()
 
 

@@ -47,7 +47,7 @@ IN_WRITE_STRATEGIES: dict[str, tuple[str, ...]] = {"delta": ("merge", "append", 
 
 # An insert_overwrite or microbatch load of a model with `partition_by` replaces only the
 # partitions its rows fall in (dbt-spark's incremental macro sets it for the model's session and
-# leaves it set; here it is set for the load alone, `load_settings`).
+# leaves it set; here it is set with the load and put back after a run that succeeded).
 PARTITION_OVERWRITE = ("spark.sql.sources.partitionOverwriteMode", "DYNAMIC")
 PARTITION_OVERWRITE_STRATEGIES = ("insert_overwrite", "microbatch")
 # strategies whose evolving write takes its schema change from a session conf (Delta's autoMerge)
@@ -57,10 +57,10 @@ CONF_EVOLVED_STRATEGIES = ("append", "microbatch")
 def load_settings(
     strategy: str, table_format: str, evolves_in_write: bool, partitioned: bool
 ) -> tuple[tuple[str, str], ...]:
-    """The SQL confs the run's load statement runs under, each set in the thread's own session
-    for that statement and put back after it: the format's conf that evolves an append's schema
-    inside the write (Delta's autoMerge), and the dynamic partition overwrite of a partitioned
-    model's insert_overwrite or microbatch load."""
+    """The SQL confs the run's load statement runs under, each set in the node's own session
+    with that statement and put back once the run has succeeded (run/load_settings.py): the
+    format's conf that evolves an append's schema inside the write (Delta's autoMerge), and the
+    dynamic partition overwrite of a partitioned model's insert_overwrite or microbatch load."""
     settings: list[tuple[str, str]] = []
     conf = row_of(table_format).evolving_append_conf
     if conf and evolves_in_write and strategy in CONF_EVOLVED_STRATEGIES:
