@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -182,26 +184,15 @@ def test_quarantined_rows_go_to_the_runs_pending_table_never_the_driver(fmt, obs
     the load and the quarantine read it, on every format and method; a microbatch batch too,
     its pending table its own (named by its commit tag), its rows carrying that tag."""
     from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
-    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
-    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
-    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
-    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 
-    decided = plan_run(
-        RunInputs(
-            "db.t",
-            "t__tmp",
-            "inv",
-            fmt,
-            strategy,
-            parse_type("struct<id:bigint,n:bigint>"),
-            {},
-            parse_type("struct<id:bigint,n:string>"),
-            EvolutionSettings(Policy(), "ignore", False, False),
-            contract=SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=True),
-            observable=observable,
-            batch_tag=TAG if strategy == "microbatch" else "",
-        )
+    decided = planned(
+        fmt,
+        strategy,
+        "struct<id:bigint,n:bigint>",
+        "struct<id:bigint,n:string>",
+        contract=SchemaContract(data_type=ContractMode.DISCARD_ROW, quarantine=True),
+        observable=observable,
+        batch_tag=TAG if strategy == "microbatch" else "",
     )
     pending = "db.t__quarantine__pending_inv"
     if strategy == "microbatch":
@@ -240,31 +231,22 @@ def _quarantining(
     dry_run=False,
 ):
     from dbt.adapters.spark_contracts.core.contracts.contract import ContractMode, SchemaContract
-    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
-    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
-    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
-    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
 
-    return plan_run(
-        RunInputs(
-            "db.t",
-            "t__tmp",
-            "inv",
-            fmt,
-            strategy,
-            parse_type(deployed),
-            {},
-            parse_type("struct<id:bigint,n:string,note:string>"),
-            EvolutionSettings(Policy(), "ignore", True, dry_run),
-            contract=SchemaContract(
-                data_type=ContractMode(mode),
-                columns=ContractMode.DISCARD_ROW,
-                quarantine=True,
-            ),
-            observable=observable,
-            batch_tag=TAG if strategy == "microbatch" else "",
-            discarded_last=discarded_last,
-        )
+    return planned(
+        fmt,
+        strategy,
+        deployed,
+        "struct<id:bigint,n:string,note:string>",
+        evolution=True,
+        dry_run=dry_run,
+        contract=SchemaContract(
+            data_type=ContractMode(mode),
+            columns=ContractMode.DISCARD_ROW,
+            quarantine=True,
+        ),
+        observable=observable,
+        batch_tag=TAG if strategy == "microbatch" else "",
+        discarded_last=discarded_last,
     )
 
 
@@ -713,28 +695,12 @@ def test_a_struct_field_dropped_after_the_load_beside_an_ignored_change_is_writt
 def test_the_run_plans_its_loads_settings(strategy, options, fmt, new_column, expected):
     """`plan_run` hands the load's SQL confs to the runner (write_path.load_settings), from the
     strategy, the model's `partitioned by` clause and whether the write evolves the table."""
-    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
-    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
-    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
-    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
-
     output = (
         "struct<id:bigint,day:string,note:string>" if new_column else "struct<id:bigint,day:string>"
     )
-    decided = plan_run(
-        RunInputs(
-            "db.t",
-            "t__tmp",
-            "inv",
-            fmt,
-            strategy,
-            parse_type("struct<id:bigint,day:string>"),
-            {},
-            parse_type(output),
-            EvolutionSettings(Policy(), "ignore", True, False),  # schema_evolution set
-            table_options=options,
-        )
-    )
+    deployed = "struct<id:bigint,day:string>"
+    # schema_evolution set
+    decided = planned(fmt, strategy, deployed, output, evolution=True, table_options=options)
     settings = dict(decided.load_settings)
     wanted = {
         "dynamic": {"spark.sql.sources.partitionOverwriteMode": "DYNAMIC"},
@@ -742,3 +708,36 @@ def test_the_run_plans_its_loads_settings(strategy, options, fmt, new_column, ex
         None: {},
     }[expected]
     assert settings == wanted, (decided.write, settings)
+
+
+def planned(
+    fmt: str,
+    strategy: str,
+    deployed: str,
+    output: str,
+    evolution: bool = False,
+    dry_run: bool = False,
+    **inputs: Any,
+) -> Any:
+    """`plan_run` of the model `db.t` (view `t__tmp`, invocation `inv`) over `deployed`, its
+    output `output` (type strings), `on_schema_change: ignore`; `evolution`: schema_evolution
+    or a contract is set; `inputs`: RunInputs' other fields."""
+    from dbt.adapters.spark_contracts.core.evolution.plan import Policy
+    from dbt.adapters.spark_contracts.core.materialization.run_plan import RunInputs, plan_run
+    from dbt.adapters.spark_contracts.core.schema.parse import parse_type
+    from dbt.adapters.spark_contracts.core.settings.config import EvolutionSettings
+
+    settings = EvolutionSettings(Policy(), "ignore", evolution, dry_run)
+    table = RunInputs(
+        "db.t",
+        "t__tmp",
+        "inv",
+        fmt,
+        strategy,
+        parse_type(deployed),
+        {},
+        parse_type(output),
+        settings,
+        **inputs,
+    )
+    return plan_run(table)
