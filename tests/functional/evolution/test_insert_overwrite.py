@@ -20,6 +20,10 @@ select id + 100 as id, 'note' as note, 'd2' as day from range(2)
 """
 
 
+# the put-back of the load's settings is the same code for every format (run/load_settings.py)
+FORMATS = ("parquet", "delta", "iceberg")
+
+
 def rows(project, relation: str, columns: str) -> list[tuple]:
     sql = f"select {columns} from {relation} order by day, id"
     return [tuple(r) for r in project.run_sql(sql, fetch="all")]
@@ -30,7 +34,7 @@ def rows(project, relation: str, columns: str) -> list[tuple]:
 # under dbt-spark's DYNAMIC, left set after the load, only the partition it writes
 MODE_AFTER = MODEL.replace(
     "partition_by=['day'],",
-    "partition_by=['day'], post_hook=\"insert overwrite table {{{{ this.schema }}}}.probe "
+    "partition_by=['day'], post_hook=\"insert overwrite table {{{{ this.schema }}}}.probe_{fmt} "
     "select 'after' as v, 'a' as p\",",
 )
 
@@ -39,7 +43,8 @@ class TestInsertOverwrite:
     @pytest.fixture(scope="class")
     def models(self):
         models = {f"overwrite_{fmt}.sql": MODEL.format(fmt=fmt) for fmt in ("parquet", "delta")}
-        return {**models, "overwrite_mode.sql": MODE_AFTER.format(fmt="delta")}
+        modes = {f"overwrite_mode_{fmt}.sql": MODE_AFTER.format(fmt=fmt) for fmt in FORMATS}
+        return {**models, **modes}
 
     @pytest.mark.parametrize("fmt", ("parquet", "delta"))
     def test_overwrites_the_partitions_it_writes_with_a_new_column(self, project, fmt):
@@ -58,18 +63,20 @@ class TestInsertOverwrite:
             (101, "note", "d2"),
         ], got
 
-    def test_the_dynamic_overwrite_is_set_for_the_load_alone(self, project):
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_the_dynamic_overwrite_is_set_for_the_load_alone(self, project, fmt):
         """dbt-spark sets the dynamic partition overwrite in the model's session and leaves it
         set (its post-hooks run under it); here it is set with the load and put back once the
         run has succeeded."""
-        probe = f"{project.test_schema}.probe"
+        probe = f"{project.test_schema}.probe_{fmt}"
         project.run_sql(
             f"create table {probe} (v string, p string) using parquet partitioned by (p)"
         )
-        run_dbt(["run", "--select", "overwrite_mode"])
+        run_dbt(["run", "--select", f"overwrite_mode_{fmt}"])
         project.run_sql(f"insert into {probe} values ('before', 'a'), ('before', 'b')")
-        run_dbt(["run", "--select", "overwrite_mode", "--vars", "{v: 2}"])
-        relation = f"{project.test_schema}.overwrite_mode"
+        run_dbt(["run", "--select", f"overwrite_mode_{fmt}", "--vars", "{v: 2}"])
+        schema = f"iceberg.{project.test_schema}" if fmt == "iceberg" else project.test_schema
+        relation = f"{schema}.overwrite_mode_{fmt}"
         # the load overwrote the partition it wrote (d2) and kept the other (d1)
         assert [r[1] for r in rows(project, relation, "id, day")] == ["d1"] * 3 + ["d2"] * 2
         # the post-hook's overwrite, in the session's static mode, replaced the whole table
