@@ -16,7 +16,7 @@ import pytest
 from TCLIService.ttypes import TOperationState
 
 from dbt.adapters.spark_contracts.connection.session_sql import set_sql
-from dbt.adapters.spark_contracts.connection.thrift import ContractsPyhiveConnectionWrapper
+from dbt.adapters.spark_contracts.connection.thrift import CLOSES, ContractsPyhiveConnectionWrapper
 
 TAG = "spark.databricks.delta.commitInfo.userMetadata"
 TXN = "spark.databricks.delta.write.txnAppId"
@@ -117,6 +117,7 @@ def test_every_session_opened_is_closed_with_the_connection():
     handle.leave_session(())
     run(handle, "select 1")
     handle.close()
+    assert CLOSES.wait(5) == 0  # the sessions close on threads of their own
     assert [c.closed for c in server.opened] == [True, True]
 
 
@@ -173,6 +174,7 @@ def test_closing_while_renewing_closes_each_session_once():
     for conn in server.opened:
         conn.close = lambda c=conn: closes.append(c.name)  # type: ignore[method-assign]
     handle.close()
+    assert CLOSES.wait(5) == 0  # the sessions close on threads of their own
     assert closes == ["s0"]
 
 
@@ -228,3 +230,29 @@ def test_the_manager_renews_a_thrift_connection_as_it_opened_the_first(monkeypat
     for conn in server.opened:  # each session got the profile's setting, on a serialized client
         assert conn.sent == [set_sql("spark.sql.shuffle.partitions", "3")], conn.sent
         assert isinstance(conn._client, SerializedThriftClient)  # type: ignore[attr-defined]
+
+
+def test_a_node_does_not_wait_for_the_servers_close_and_the_run_waits_for_it_at_its_end():
+    """The server's close of a session can take a tenth of a second and more under load: the
+    connection's close returns at once, and `CLOSES.wait` (the adapter's cleanup, and at exit)
+    returns once every session is closed."""
+    import threading
+
+    server = Server()
+    handle = wrapper(server)
+    handle.leave_session(())
+    release = threading.Event()
+    closed: List[str] = []
+
+    def slow_close(conn: FakePyhive) -> None:
+        release.wait(5)
+        closed.append(conn.name)
+
+    for conn in server.opened:
+        conn.close = lambda c=conn: slow_close(c)  # type: ignore[method-assign]
+    handle.close()
+    assert closed == []  # returned while the server still closes
+    assert CLOSES.wait(0.2) == 1  # one close thread, still running
+    release.set()
+    assert CLOSES.wait(5) == 0
+    assert sorted(closed) == ["s0", "s1"]
