@@ -9,6 +9,8 @@ connections: no Spark."""
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 from typing import Any, List, Optional
 
@@ -16,7 +18,10 @@ import pytest
 from TCLIService.ttypes import TOperationState
 
 from dbt.adapters.spark_contracts.connection.session_sql import set_sql
-from dbt.adapters.spark_contracts.connection.thrift import CLOSES, ContractsPyhiveConnectionWrapper
+from dbt.adapters.spark_contracts.connection.thrift import (
+    BackgroundCloses,
+    ContractsPyhiveConnectionWrapper,
+)
 
 TAG = "spark.databricks.delta.commitInfo.userMetadata"
 TXN = "spark.databricks.delta.write.txnAppId"
@@ -68,6 +73,7 @@ class Server:
 
 def wrapper(server: Server, renew: Optional[bool] = True) -> ContractsPyhiveConnectionWrapper:
     handle = ContractsPyhiveConnectionWrapper(server.open(), poll_interval=0)
+    handle.closes = BackgroundCloses()  # its closes apart from any other test's
     if renew:
         handle.renew = server.open
     return handle
@@ -117,7 +123,7 @@ def test_every_session_opened_is_closed_with_the_connection():
     handle.leave_session(())
     run(handle, "select 1")
     handle.close()
-    assert CLOSES.wait(5) == 0  # the sessions close on threads of their own
+    assert handle.closes.finish(5) is None  # the sessions close on threads of their own
     assert [c.closed for c in server.opened] == [True, True]
 
 
@@ -174,7 +180,7 @@ def test_closing_while_renewing_closes_each_session_once():
     for conn in server.opened:
         conn.close = lambda c=conn: closes.append(c.name)  # type: ignore[method-assign]
     handle.close()
-    assert CLOSES.wait(5) == 0  # the sessions close on threads of their own
+    assert handle.closes.finish(5) is None  # the sessions close on threads of their own
     assert closes == ["s0"]
 
 
@@ -234,10 +240,8 @@ def test_the_manager_renews_a_thrift_connection_as_it_opened_the_first(monkeypat
 
 def test_a_node_does_not_wait_for_the_servers_close_and_the_run_waits_for_it_at_its_end():
     """The server's close of a session can take a tenth of a second and more under load: the
-    connection's close returns at once, and `CLOSES.wait` (the adapter's cleanup, and at exit)
-    returns once every session is closed."""
-    import threading
-
+    connection's close returns at once, and `finish` (the adapter's `cleanup_connections`,
+    and at exit) waits until every session is closed."""
     server = Server()
     handle = wrapper(server)
     handle.leave_session(())
@@ -252,7 +256,39 @@ def test_a_node_does_not_wait_for_the_servers_close_and_the_run_waits_for_it_at_
         conn.close = lambda c=conn: slow_close(c)  # type: ignore[method-assign]
     handle.close()
     assert closed == []  # returned while the server still closes
-    assert CLOSES.wait(0.2) == 1  # one close thread, still running
-    release.set()
-    assert CLOSES.wait(5) == 0
+    threading.Timer(0.3, release.set).start()
+    assert handle.closes.finish(5) is None
     assert sorted(closed) == ["s0", "s1"]
+
+
+def test_a_close_that_hangs_is_reported_once_and_not_waited_for_again():
+    server = Server()
+    handle = wrapper(server)
+    release = threading.Event()
+    server.opened[0].close = lambda: release.wait(10)  # type: ignore[method-assign]
+    handle.close()
+    told = handle.closes.finish(0.2)
+    assert told is not None and "1 Thrift session(s) still closing" in told, told
+    started = time.monotonic()
+    assert handle.closes.finish(5) is None  # reported: the next run's end does not wait again
+    assert time.monotonic() - started < 1
+    release.set()
+
+
+def test_a_refused_close_is_reported_and_every_other_session_still_closed():
+    """A server's error answer to a close (not a server gone) is no longer dbt's to report
+    (the close runs after the node): it is logged and counted, and the sessions left are
+    still asked to close."""
+    server = Server()
+    handle = wrapper(server)
+    handle.leave_session(())
+
+    def refused() -> None:
+        raise RuntimeError("Invalid SessionHandle")
+
+    server.opened[1].close = refused  # type: ignore[method-assign]
+    handle.close()
+    told = handle.closes.finish(5)
+    assert told is not None and "1 Thrift connection close(s) failed" in told, told
+    assert server.opened[0].closed  # the session left, closed all the same
+    assert handle.closes.finish(5) is None  # told once

@@ -21,7 +21,7 @@ from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
 from dbt.adapters.spark_contracts.connection.connections import SparkContractsConnectionManager
 from dbt.adapters.spark_contracts.connection.credentials import set_project_root
-from dbt.adapters.spark_contracts.connection.thrift import CLOSE_WAIT_SECONDS, CLOSES
+from dbt.adapters.spark_contracts.connection.thrift import CLOSES
 from dbt.adapters.spark_contracts.constraints import (
     support_for,
 )
@@ -98,12 +98,9 @@ class SparkContractsAdapter(
         """dbt calls this once a command's nodes and hooks are done: say what the run did."""
         self._write_history()
         super().cleanup_connections()
-        closing = CLOSES.wait()
-        if closing:
-            logger.warning(
-                f"{closing} Thrift session(s) still closing after {CLOSE_WAIT_SECONDS:.0f} s: "
-                "the server ends them when it times them out"
-            )
+        told = CLOSES.finish()  # the Thrift sessions closing off their nodes' paths
+        if told:
+            logger.warning(told)
         line = self._report.take_summary()
         if line:
             logger.info(line)

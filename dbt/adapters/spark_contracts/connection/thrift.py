@@ -34,6 +34,7 @@ from dbt.adapters.spark_contracts.core.schema.types import holds_variant
 logger = AdapterLogger("SparkContracts")
 # the longest the end of a run waits for the Thrift sessions still closing (`BackgroundCloses`)
 CLOSE_WAIT_SECONDS = 60.0
+EXIT_WAIT_SECONDS = 30.0  # the same at exit, for closes started after that
 
 
 class SerializedThriftClient:
@@ -67,6 +68,85 @@ def _metadata_refused(exc: BaseException) -> bool:
     return isinstance(response, TGetResultSetMetadataResp)
 
 
+class SessionsNotClosed(Exception):
+    """A Thrift connection's close whose server answered with an error other than being gone
+    (e.g. an unknown handle after a restart): every session was still asked to close."""
+
+    def __init__(self, failures: Sequence[BaseException]) -> None:
+        super().__init__("; ".join(f"{type(f).__name__}: {f}" for f in failures))
+        self.failures = list(failures)
+
+
+class BackgroundCloses:
+    """Thrift sessions being closed on threads of their own, so a node does not wait for the
+    server's close. `finish` waits for the closes started so far (the adapter's
+    `cleanup_connections`; at exit, `_finish_at_exit`), each once: one still running then is
+    reported and not waited for again, so a close that hangs (PyHive sets no socket timeout)
+    holds up one run's end, not every later one in the process. Process-wide, as the threads
+    are: a run's end also waits for the closes of an earlier invocation in the process still
+    running, which is only longer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._threads: List[threading.Thread] = []
+        self._failed = 0
+
+    def start(self, close: Callable[[], None]) -> None:
+        thread = threading.Thread(
+            target=self._run, args=(close,), name="dbt-spark-contracts close", daemon=True
+        )
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
+        thread.start()
+
+    def _run(self, close: Callable[[], None]) -> None:
+        try:
+            close()
+        except Exception as exc:  # a thread's exception would reach stderr only
+            with self._lock:
+                self._failed += 1
+            logger.warning(f"a Thrift session's close failed ({type(exc).__name__}): {exc}")
+
+    def finish(self, timeout: Optional[float] = None) -> Optional[str]:
+        """Wait up to `timeout` seconds in all (`CLOSE_WAIT_SECONDS`, read now, by default)
+        for the closes started so far: what to warn of (closes still running, closes that
+        failed since the last `finish`), or None."""
+        timeout = CLOSE_WAIT_SECONDS if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        running = sum(1 for t in threads if t.is_alive())
+        with self._lock:
+            failed, self._failed = self._failed, 0
+        told = []
+        if running:
+            told.append(
+                f"{running} Thrift session(s) still closing after {timeout:.0f} s: the server "
+                "ends them when it times them out"
+            )
+        if failed:
+            told.append(f"{failed} Thrift connection close(s) failed (logged above)")
+        return "; ".join(told) or None
+
+
+CLOSES = BackgroundCloses()
+
+
+def _finish_at_exit() -> None:
+    """The closes a command started after its `cleanup_connections`, or in a command that has
+    none (`run-operation`, `show`, `debug`), waited for before the interpreter ends its
+    threads."""
+    told = CLOSES.finish(EXIT_WAIT_SECONDS)
+    if told:
+        logger.warning(told)
+
+
+atexit.register(_finish_at_exit)
+
+
 class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
     """dbt-spark's thrift/http wrapper, plus typed schemas read `AS JSON`."""
 
@@ -75,6 +155,7 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
     # a new PyHive connection opened like this one's first (`leave_session`), or None
     renew: Optional[Callable[[], Any]] = None
     _renewing = False  # the current session is left: the next statement opens a new one
+    closes: BackgroundCloses = CLOSES  # where its close runs (a test gives one of its own)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -223,23 +304,35 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
     def close(self) -> None:
         """dbt closes the connection after a model, also after the server went away: that
         model's error (ConnectionLostError) is the one reported, not the failed goodbye. The
-        sessions are closed off the node's path (`CLOSES`): the server's close of a session
+        sessions are closed off the node's path (`closes`): the server's close of a session
         that read a Delta table through a temporary view took a median 99 ms (p90 282 ms)
         under P1-thrift's four threads, against 12 ms for dbt-spark's sessions
         (docs/benchmarks.md, 2026-12-04)."""
         left, self.left = list(self.left), []
         current = not self._renewing  # else its connection is among those left
-        CLOSES.start(lambda: self._close_sessions(current, left))
+        self.closes.start(lambda: self._close_sessions(current, left))
 
     def _close_sessions(self, current: bool, left: Sequence[Any]) -> None:
-        try:
-            if current:
-                super().close()
-        except transport_error_classes() as exc:
-            logger.debug(f"Exception while closing the connection: {exc}")
-        finally:
-            for connection in left:
-                _close_quietly(connection)
+        """The cursor and session of this connection (`current`) and the sessions `left`, each
+        asked to close whatever the others answered; a server gone is nothing to close, any
+        other failure raises `SessionsNotClosed` at the end (`BackgroundCloses` logs it)."""
+        parts: List[Callable[[], Any]] = []
+        if current:
+            cursor, self._cursor = self._cursor, None
+            if cursor is not None:
+                parts.append(cursor.close)
+            parts.append(self.handle.close)
+        parts += [connection.close for connection in left]
+        failures: List[BaseException] = []
+        for part in parts:
+            try:
+                part()
+            except (OSError, *transport_error_classes()) as exc:
+                logger.debug(f"Exception while closing the connection: {exc}")
+            except Exception as exc:
+                failures.append(exc)
+        if failures:
+            raise SessionsNotClosed(failures)
 
     def schema_json(self, sql: str) -> Dict[str, Any]:
         """The output schema of `sql` as Spark's JSON schema; the server analyses, not runs, it.
@@ -333,38 +426,6 @@ class ContractsPyhiveConnectionWrapper(PyhiveConnectionWrapper, CancelMark):
         finally:
             self._close_cursor()
             self._last_sql = last
-
-
-class BackgroundCloses:
-    """Thrift sessions being closed on threads of their own, so a node does not wait for the
-    server's close; every close started is waited for before the process ends (`wait`, from
-    the adapter's `cleanup_connections` and at exit), so no session is left open on the
-    server. Process-wide: the threads are the process's, whichever invocation started them."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._threads: List[threading.Thread] = []
-
-    def start(self, close: Callable[[], None]) -> None:
-        thread = threading.Thread(target=close, name="dbt-spark-contracts close", daemon=True)
-        with self._lock:
-            self._threads = [t for t in self._threads if t.is_alive()]
-            self._threads.append(thread)
-        thread.start()
-
-    def wait(self, timeout: float = CLOSE_WAIT_SECONDS) -> int:
-        """Wait up to `timeout` seconds in all for the closes started so far: how many are
-        still running then."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        return sum(1 for t in threads if t.is_alive())
-
-
-CLOSES = BackgroundCloses()
-atexit.register(CLOSES.wait)
 
 
 def _close_quietly(connection: Any) -> None:
