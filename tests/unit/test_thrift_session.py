@@ -17,11 +17,9 @@ from typing import Any, List, Optional
 import pytest
 from TCLIService.ttypes import TOperationState
 
+from dbt.adapters.spark_contracts.connection.closes import BackgroundCloses
 from dbt.adapters.spark_contracts.connection.session_sql import set_sql
-from dbt.adapters.spark_contracts.connection.thrift import (
-    BackgroundCloses,
-    ContractsPyhiveConnectionWrapper,
-)
+from dbt.adapters.spark_contracts.connection.thrift import ContractsPyhiveConnectionWrapper
 
 TAG = "spark.databricks.delta.commitInfo.userMetadata"
 TXN = "spark.databricks.delta.write.txnAppId"

@@ -19,9 +19,9 @@ from typing_extensions import TypeAlias
 
 from dbt.adapters.spark_contracts import run as runs
 from dbt.adapters.spark_contracts.column import SparkContractsColumn
+from dbt.adapters.spark_contracts.connection.closes import CLOSES
 from dbt.adapters.spark_contracts.connection.connections import SparkContractsConnectionManager
 from dbt.adapters.spark_contracts.connection.credentials import set_project_root
-from dbt.adapters.spark_contracts.connection.thrift import CLOSES
 from dbt.adapters.spark_contracts.constraints import (
     support_for,
 )
