@@ -290,3 +290,20 @@ def test_a_refused_close_is_reported_and_every_other_session_still_closed():
     assert told is not None and "1 Thrift connection close(s) failed" in told, told
     assert server.opened[0].closed  # the session left, closed all the same
     assert handle.closes.finish(5) is None  # told once
+
+
+def test_a_cursor_whose_close_is_refused_still_has_its_session_closed():
+    """The close of the node's last statement (CloseOperation) refused: the session is still
+    asked to close (CloseSession), and the failure is counted."""
+    server = Server()
+    handle = wrapper(server)
+    run(handle, "select 1")
+
+    def refused() -> None:
+        raise RuntimeError("Invalid OperationHandle")
+
+    handle._cursor.close = refused  # type: ignore[union-attr]
+    handle.close()
+    told = handle.closes.finish(5)
+    assert told is not None and "1 Thrift connection close(s) failed" in told, told
+    assert server.opened[0].closed

@@ -45,10 +45,10 @@ class BackgroundCloses:
         thread = threading.Thread(
             target=self._run, args=(close,), name="dbt-spark-contracts close", daemon=True
         )
-        with self._lock:
+        with self._lock:  # started inside: a thread not yet started is not alive
             self._threads = [t for t in self._threads if t.is_alive()]
             self._threads.append(thread)
-        thread.start()
+            thread.start()
 
     def _run(self, close: Callable[[], None]) -> None:
         try:
