@@ -98,9 +98,7 @@ class SparkContractsAdapter(
         """dbt calls this once a command's nodes and hooks are done: say what the run did."""
         self._write_history()
         super().cleanup_connections()
-        told = CLOSES.finish()  # the Thrift sessions closing off their nodes' paths
-        if told:
-            logger.warning(told)
+        CLOSES.warn_unfinished()  # the Thrift sessions closing off their nodes' paths
         line = self._report.take_summary()
         if line:
             logger.info(line)

@@ -30,7 +30,7 @@ class SessionsNotClosed(Exception):
 class BackgroundCloses:
     """Thrift sessions being closed on threads of their own, so a node does not wait for the
     server's close. `finish` waits for the closes started so far (the adapter's
-    `cleanup_connections`; at exit, `_finish_at_exit`), each once: one still running then is
+    `cleanup_connections` and at exit, through `warn_unfinished`), each once: one still running then is
     reported and not waited for again, so a close that hangs (PyHive sets no socket timeout)
     holds up one run's end, not every later one in the process. Process-wide, as the threads
     are: a run's end also waits for the closes of an earlier invocation in the process still
@@ -81,17 +81,15 @@ class BackgroundCloses:
             told.append(f"{failed} Thrift connection close(s) failed (logged above)")
         return "; ".join(told) or None
 
+    def warn_unfinished(self, timeout: Optional[float] = None) -> None:
+        """`finish`, its answer logged as a warning: at the end of a command
+        (`cleanup_connections`) and at exit, for the closes a command started after that or in
+        a command that has none (`run-operation`, `show`, `debug`), before the interpreter ends
+        its threads."""
+        told = self.finish(timeout)
+        if told:
+            logger.warning(told)
+
 
 CLOSES = BackgroundCloses()
-
-
-def _finish_at_exit() -> None:
-    """The closes a command started after its `cleanup_connections`, or in a command that has
-    none (`run-operation`, `show`, `debug`), waited for before the interpreter ends its
-    threads."""
-    told = CLOSES.finish(EXIT_WAIT_SECONDS)
-    if told:
-        logger.warning(told)
-
-
-atexit.register(_finish_at_exit)
+atexit.register(CLOSES.warn_unfinished, EXIT_WAIT_SECONDS)
