@@ -136,7 +136,12 @@ class Proxy:
         self._stopped = threading.Event()
         self._after: List[re.Pattern[bytes]] = []  # drop_after's patterns still to be seen
         self.dropped_after = threading.Event()
-        self._muted = threading.Event()  # answers to clients held back (drop_after's wait)
+        # the connections drop_after is about to drop: their answers are held back until then;
+        # a connection opened after the match is not muted (before 2026-12-04 every answer was,
+        # for the half second before the drop and a moment after it, so a connection a client
+        # opened in that moment could lose the server's first answer and wait for it forever:
+        # a cut-off run over Connect that never ended, make cluster-test of f160c76)
+        self._muted: set = set()
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
 
@@ -162,9 +167,10 @@ class Proxy:
 
     def drop_after(self, *patterns: bytes) -> None:
         """Once what clients send has matched each of `patterns` (regular expressions) in
-        turn, every connection is dropped right after the data that matched the last one went
-        through: the server has the statement, the client never gets its answer (none of what
-        the server sends from then on reaches a client before the drop)."""
+        turn, every connection open then is dropped right after the data that matched the last
+        one went through: the server has the statement, the client never gets its answer (none
+        of what the server sends on those connections from then on reaches their client).
+        Connections opened later are left alone."""
         with self._lock:
             self._after = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in patterns]
 
@@ -179,16 +185,17 @@ class Proxy:
     def _pipe(self, source: socket.socket, sink: socket.socket, sent: bool = False) -> None:
         try:
             while data := source.recv(65536):
-                if not sent and self._muted.is_set():
+                if not sent and sink in self._muted:
                     continue  # an answer after the statement drop_after waits for: never sent
                 matched = sent and self._watch(data)
                 if matched:  # before the server has it: its answer never reaches the client
-                    self._muted.set()
+                    with self._lock:
+                        doomed = list(self._sockets)
+                        self._muted.update(doomed)
                 sink.sendall(data)
                 if matched:
-                    time.sleep(0.5)  # the server reads the statement, then the line goes
-                    self.drop_all()
-                    self._muted.clear()
+                    time.sleep(0.5)  # the server reads the statement, then the lines go
+                    self._drop(doomed)
                     self.dropped_after.set()
         except OSError:
             pass
@@ -201,7 +208,13 @@ class Proxy:
 
     def drop_all(self) -> int:
         with self._lock:
-            sockets, self._sockets = self._sockets, []
+            sockets = list(self._sockets)
+        return self._drop(sockets)
+
+    def _drop(self, sockets: List[socket.socket]) -> int:
+        with self._lock:
+            self._sockets = [s for s in self._sockets if s not in sockets]
+            self._muted.difference_update(sockets)
         for sock in sockets:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
