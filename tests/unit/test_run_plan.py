@@ -285,12 +285,7 @@ def test_a_quarantining_run_tries_its_first_pass_only_where_failing_it_changes_n
     assert decided.stage is not None and decided.stage not in first.select  # no pending read
     # the guard discards exactly what the pending path quarantines, over the coerced view
     assert f"WHERE CASE WHEN {first.quarantine_where} THEN raise_error(" in first.select
-    # observed only where it counts values: an observation keeps the guard from being pushed
-    # down to where the value is made (below the model's joins), so a discarded row would
-    # fail the job only in its last stage
-    observed = decided.observed if first.discards_values else None
-    assert first.source == (observed or first.coerced_view("t__tmp"))
-    assert (first.source == decided.observed) is (observable and mode == "discard_value")
+    assert first.source == (decided.observed or first.coerced_view("t__tmp"))
 
 
 def test_a_first_pass_that_met_a_discarded_row_is_remembered_on_the_quarantine():

@@ -31,11 +31,10 @@ def prepare_first_pass(spark: Spark, book: RunBook, run: ModelRun) -> None:
     coerced = first.coerced_select(run.view)
     if coerced:
         spark.run(f"create or replace temporary view {base} as {coerced}")
-    if run.observed is not None and first.source == run.observed:  # it counts values
+    if run.observed is not None and first.discard_metrics:
         book.state.observation = spark.observe(run.observed, base, first.discard_metrics)
-    else:  # not observed (Thrift, Connect), or nothing that discards values
-        # (run_plan._plan_run): a first pass that goes through discarded nothing, and one that
-        # fails begins the run again
+    else:  # not observed (Thrift, Connect), or nothing that discards values: a first pass
+        # that goes through discarded nothing, and one that fails begins the run again
         book.events.add(Counted(0, 0, first.clean_gate_counts()))
     spark.run(f"create or replace temporary view {run.source} as {first.select}")
 

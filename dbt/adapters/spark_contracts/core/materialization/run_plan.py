@@ -290,17 +290,11 @@ def _plan_run(inputs: RunInputs, fit: bool) -> RunDecision:
         )
     first = None
     if decision is not None and pending and first_pass(i, write, bool(statements)):
-        # over the model's output as it is (its coerced columns in a view of their own),
-        # observed only where it counts discarded values: a first pass that goes through
-        # discarded no row, and an observation would hold its guard above the model's joins
-        # and aggregates, so that a discarded row failed the job only after all of the
-        # query's stages before the last (unobserved, Spark pushes the guard down to where the
-        # value is made: the first pass fails in the query's first stage)
+        # over the model's output as it is (its coerced columns in a view of their own)
         args = (i.deployed, i.compiled, i.invocation_id)
         first = render_load_select(decision, i.view, *args, guard=True)
-        counted_by = observed if first.discards_values else None
         first = render_load_select(
-            decision, counted_by or first.coerced_view(i.view), *args, guard=True
+            decision, observed or first.coerced_view(i.view), *args, guard=True
         )
         if first.violation_sample_sql or (first.discards_values and not i.observable):
             first = None  # a freeze check, or value counts, would read the output again
